@@ -1,0 +1,84 @@
+# Two entry points for a fresh machine (see README.md):
+#   make demo   - creates .venv, starts the sandbox, runs playbooks/upgrade_nodegroup.yml on it
+#   make test   - every test: unit, sandbox contract, module integration, molecule scenarios, lint, sanity, build
+# Everything they need is installed here, into .venv, from pinned versions (test-requirements.txt).
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(CURDIR)/$(VENV)/bin
+COLLECTIONS := build/collections
+# Ansible finds the collection (this repository) through this link.
+COLLECTION_LINK := $(COLLECTIONS)/ansible_collections/eksops/nodegroup
+SANITY_ROOT := build/sanity/ansible_collections/eksops/nodegroup
+DEMO_STATE := .sandbox/demo
+PYTEST := $(BIN)/pytest
+
+export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/$(COLLECTIONS)
+export PATH := $(BIN):$(PATH)
+# Keep ansible quiet about the interpreter it picks; the venv's python runs the modules.
+export ANSIBLE_PYTHON_INTERPRETER := $(BIN)/python
+export ANSIBLE_LOCALHOST_WARNING := false
+export ANSIBLE_INVENTORY_UNPARSED_WARNING := false
+
+.PHONY: venv collection-link demo test unit sandbox-tests integration molecule lint sanity build clean
+
+$(VENV)/.installed: test-requirements.txt tests/sandbox/pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -r test-requirements.txt
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -e tests/sandbox
+	touch $@
+
+venv: $(VENV)/.installed
+
+$(COLLECTION_LINK):
+	mkdir -p $(dir $(COLLECTION_LINK))
+	ln -sfn $(CURDIR) $(COLLECTION_LINK)
+
+collection-link: $(COLLECTION_LINK)
+
+demo: venv collection-link
+	$(BIN)/eks-sandbox down --state-dir $(DEMO_STATE) >/dev/null 2>&1 || true
+	$(BIN)/eks-sandbox up --scenario demo --state-dir $(DEMO_STATE)
+	set -a && . $(DEMO_STATE)/env && set +a && \
+	  status=0; \
+	  $(BIN)/ansible-playbook playbooks/upgrade_nodegroup.yml \
+	    -e cluster_name=demo -e nodegroup_name=workers -e kubernetes_version=1.30 \
+	    -e post_drain_wait=2 -e upgrade_report_path=$(CURDIR)/$(DEMO_STATE)/upgrade-report.json || status=$$?; \
+	  $(BIN)/eks-sandbox report --state-dir $(DEMO_STATE) > $(DEMO_STATE)/report.json; \
+	  $(BIN)/eks-sandbox down --state-dir $(DEMO_STATE); \
+	  echo "Sandbox report: $(DEMO_STATE)/report.json"; \
+	  exit $$status
+
+test: unit sandbox-tests integration molecule lint sanity build
+
+unit: venv collection-link
+	$(PYTEST) -q tests/unit
+
+sandbox-tests: venv
+	$(PYTEST) -q tests/sandbox/tests
+
+integration: venv collection-link
+	$(PYTEST) -q tests/integration
+
+molecule: venv collection-link
+	cd extensions && $(BIN)/molecule test --all
+
+lint: venv
+	$(BIN)/ansible-lint --profile production
+
+# ansible-test wants the collection at .../ansible_collections/<namespace>/<name> and downloads a pip
+# bootstrap script it cannot reach from here; tests/tools/get_pip_offline.py stands in for it.
+sanity: venv
+	mkdir -p $(HOME)/.ansible/test/cache
+	cp tests/tools/get_pip_offline.py $(HOME)/.ansible/test/cache/get_pip_24_2.py
+	rm -rf $(SANITY_ROOT) && mkdir -p $(SANITY_ROOT)
+	git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t $(SANITY_ROOT)
+	cd $(SANITY_ROOT) && $(BIN)/ansible-test sanity --python 3.11 --requirements --color no
+
+build: venv
+	rm -rf build/dist && mkdir -p build/dist
+	$(BIN)/ansible-galaxy collection build --output-path build/dist --force
+	$(BIN)/python tests/tools/check_artifact.py build/dist/eksops-nodegroup-*.tar.gz
+
+clean:
+	rm -rf build tests/output .pytest_cache
