@@ -66,14 +66,16 @@ molecule: venv collection-link
 lint: venv
 	$(BIN)/ansible-lint --profile production
 
-# ansible-test wants the collection at .../ansible_collections/<namespace>/<name> and downloads a pip
-# bootstrap script it cannot reach from here; tests/tools/get_pip_offline.py stands in for it.
+# ansible-test wants the collection at .../ansible_collections/<namespace>/<name>, in a git repository of its
+# own (inside this one, build/ is ignored and every target would be skipped), and downloads a pip bootstrap
+# script it cannot reach from here: tests/tools/get_pip_offline.py stands in for it.
 sanity: venv
 	mkdir -p $(HOME)/.ansible/test/cache
 	cp tests/tools/get_pip_offline.py $(HOME)/.ansible/test/cache/get_pip_24_2.py
 	rm -rf $(SANITY_ROOT) && mkdir -p $(SANITY_ROOT)
 	git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t $(SANITY_ROOT)
-	cd $(SANITY_ROOT) && $(BIN)/ansible-test sanity --python 3.11 --requirements --color no
+	cd $(SANITY_ROOT) && git init -q && git add -A && \
+	  $(BIN)/ansible-test sanity --python 3.11 --requirements --color no
 
 build: venv
 	rm -rf build/dist && mkdir -p build/dist

@@ -1,5 +1,5 @@
 # Copyright: Contributors to the eksops.nodegroup project
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Stand-in for the get-pip.py script that ansible-test downloads to bootstrap pip in its virtual environments.
 
 ansible-test fetches get-pip.py from a host this project's machines cannot reach. `make sanity` copies this file
@@ -8,6 +8,7 @@ the interpreter's bundled wheel (ensurepip), then installs what ansible-test ask
 """
 
 import ensurepip
+import os
 import subprocess
 import sys
 
@@ -16,9 +17,12 @@ GET_PIP_ONLY_FLAGS = {"--no-setuptools", "--no-wheel"}
 
 
 def main():
+    # ensurepip sets PIP_CONFIG_FILE=/dev/null in os.environ and leaves it there; the install below must see the
+    # machine's pip configuration (index, certificates), so it gets the environment as it was before.
+    environment = dict(os.environ)
     ensurepip.bootstrap(upgrade=True)
     pip_args = [arg for arg in sys.argv[1:] if arg not in GET_PIP_ONLY_FLAGS]
-    subprocess.check_call([sys.executable, "-m", "pip", "install"] + pip_args)
+    subprocess.check_call([sys.executable, "-m", "pip", "install"] + pip_args, env=environment)
 
 
 if __name__ == "__main__":
