@@ -1,0 +1,220 @@
+"""The kubelet and node lifecycle side: EC2 instances become Nodes after booting, stopped instances' Nodes go
+NotReady, lose their pods and are removed; cordoned nodes carry the unschedulable taint."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from . import objects
+from .api import Api
+from .resources import NODES, PODS
+
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
+_STOPPED_STATES = ("shutting-down", "terminated", "stopping", "stopped")
+_IP_IN_NAME = re.compile(r"^ip-(\d+)-(\d+)-(\d+)-(\d+)")
+_CPU_BY_SIZE = {"nano": 2, "micro": 2, "small": 2, "medium": 2, "large": 2, "xlarge": 4, "2xlarge": 8,
+                "4xlarge": 16, "8xlarge": 32, "12xlarge": 48, "16xlarge": 64, "24xlarge": 96}
+
+
+def _internal_ip(dns_name: str) -> str:
+    match = _IP_IN_NAME.match(dns_name)
+    return ".".join(match.groups()) if match else "10.0.0.1"
+
+
+def _taint(key: str, effect: str) -> dict[str, Any]:
+    return {"key": key, "effect": effect, "timeAdded": objects.rfc3339()} if effect == "NoExecute" \
+        else {"key": key, "effect": effect}
+
+
+def _with_taints(node: dict[str, Any], add: list[dict[str, Any]], remove_keys: set[str]) -> dict[str, Any] | None:
+    """`node` with taints added/removed, or None when nothing changes."""
+    taints = [t for t in node["spec"].get("taints") or [] if t.get("key") not in remove_keys]
+    present = {(t.get("key"), t.get("effect")) for t in taints}
+    taints.extend(t for t in add if (t["key"], t["effect"]) not in present)
+    if taints == (node["spec"].get("taints") or []):
+        return None
+    spec = {**node["spec"], "taints": taints}
+    if not taints:
+        del spec["taints"]
+    return {**node, "spec": spec}
+
+
+class NodeLifecycle:
+    def __init__(self, api: Api, scenario: dict[str, Any], recorder):
+        self.api = api
+        self.store = api.store
+        self.recorder = recorder
+        self.timings = scenario["timings"]
+        self.region = scenario["region"]
+        self.nodegroups = {ng["name"]: ng for ng in scenario["nodegroups"]}
+        self.amis = {ami["id"]: ami for ami in scenario["amis"]}
+        self._running_since: dict[str, float] = {}
+        self._stopped_since: dict[str, float] = {}
+        self._node_of_instance: dict[str, str] = {}
+        self._lost_pods: set[str] = set()  # uids already reported lost
+        self.gone_nodes: set[str] = set()  # nodes whose instance stopped (no kubelet any more)
+
+    def sync(self, instances: list[dict[str, Any]], now: float) -> None:
+        listed = set()
+        for instance in instances:
+            instance_id = instance["instance_id"]
+            listed.add(instance_id)
+            if instance["state"] == "running" and instance_id not in self._stopped_since:
+                since = self._running_since.setdefault(instance_id, now)
+                if instance_id not in self._node_of_instance and now - since >= self.timings["node_boot_seconds"]:
+                    self._register(instance)
+            elif instance["state"] in _STOPPED_STATES:
+                self._stopped(instance_id, now)
+        for instance_id in list(self._node_of_instance):
+            if instance_id not in listed:
+                self._stopped(instance_id, now)
+        for instance_id in [i for i in self._running_since if i not in listed]:
+            del self._running_since[instance_id]
+        for instance_id in [i for i in self._stopped_since if i not in listed and i not in self._node_of_instance]:
+            del self._stopped_since[instance_id]
+        self._sync_cordon_taints()
+
+    def _register(self, instance: dict[str, Any]) -> None:
+        name = instance["private_dns_name"]
+        self._node_of_instance[instance["instance_id"]] = name
+        if self.store.get(NODES, "", name) is not None:
+            return
+        self.store.insert(NODES, self.build_node(instance))
+        self.recorder.event("node_registered", node=name, instance_id=instance["instance_id"],
+                            nodegroup=instance["nodegroup"])
+
+    def build_node(self, instance: dict[str, Any]) -> dict[str, Any]:
+        nodegroup = self.nodegroups.get(instance["nodegroup"], {})
+        ami = self.amis.get(instance["image_id"], {})
+        name = instance["private_dns_name"]
+        zone = instance["availability_zone"]
+        version = ami.get("kubernetes_version", "1.30")
+        kubelet_version = f"v{version}.0-eks-sandbox"
+        family = ami.get("family", "amazon-linux-2023/x86_64/standard")
+        arm = "arm64" in family
+        labels = {
+            "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+            "kubernetes.io/arch": "arm64" if arm else "amd64",
+            "topology.kubernetes.io/zone": zone, "topology.kubernetes.io/region": self.region,
+            "node.kubernetes.io/instance-type": instance["instance_type"],
+            "eks.amazonaws.com/nodegroup": instance["nodegroup"],
+            "eks.amazonaws.com/nodegroup-image": instance["image_id"],
+            "eks.amazonaws.com/sourceLaunchTemplateId": instance["launch_template_id"],
+            "eks.amazonaws.com/sourceLaunchTemplateVersion": str(instance["launch_template_version"]),
+            "eks.amazonaws.com/capacityType": "ON_DEMAND",
+            **(nodegroup.get("labels") or {}),
+        }
+        taints = [{"key": t["key"], "value": t.get("value") or "", "effect": t["effect"]}
+                  for t in nodegroup.get("taints") or []]
+        never_ready = bool(ami.get("never_ready"))
+        if never_ready:
+            taints.append(_taint(NOT_READY_TAINT, "NoSchedule"))
+            conditions = objects.node_conditions(
+                False, "KubeletNotReady", "container runtime network not ready: NetworkReady=false "
+                "reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized")
+        else:
+            conditions = objects.node_conditions(True, "KubeletReady", "kubelet is posting ready status")
+        cpu = _CPU_BY_SIZE.get(instance["instance_type"].rsplit(".", 1)[-1], 2)
+        max_pods = str(nodegroup.get("max_pods", 110))
+        capacity = {"cpu": str(cpu), "memory": f"{cpu * 4 * 1024 * 1024}Ki", "pods": max_pods,
+                    "ephemeral-storage": "83873772Ki", "hugepages-2Mi": "0"}
+        allocatable = {**capacity, "cpu": f"{cpu * 1000 - 70}m", "memory": f"{cpu * 4 * 1024 * 1024 - 700000}Ki"}
+        ip = _internal_ip(name)
+        spec: dict[str, Any] = {"providerID": f"aws:///{zone}/{instance['instance_id']}"}
+        if taints:
+            spec["taints"] = taints
+        os_image = "Amazon Linux 2" if "amazon-linux-2/" in family + "/" and "2023" not in family \
+            else "Amazon Linux 2023.6.20241111"
+        return {
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": labels,
+                         "annotations": {"alpha.kubernetes.io/provided-node-ip": ip,
+                                         "node.alpha.kubernetes.io/ttl": "0",
+                                         "volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
+            "spec": spec,
+            "status": {
+                "capacity": capacity, "allocatable": allocatable, "conditions": conditions,
+                "addresses": [{"type": "InternalIP", "address": ip}, {"type": "InternalDNS", "address": name},
+                              {"type": "Hostname", "address": name}],
+                "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+                "nodeInfo": objects.node_info("arm64" if arm else "amd64", kubelet_version, os_image,
+                                              instance["instance_id"]),
+                "images": [],
+            },
+        }
+
+    def _stopped(self, instance_id: str, now: float) -> None:
+        first = instance_id not in self._stopped_since
+        since = self._stopped_since.setdefault(instance_id, now)
+        name = self._node_of_instance.get(instance_id)
+        if name is None:
+            return
+        node = self.store.get(NODES, "", name)
+        if node is None:
+            del self._node_of_instance[instance_id]
+            self.gone_nodes.discard(name)
+            return
+        if first or name not in self.gone_nodes:
+            self._node_lost(node)
+        if now - since >= self.timings["node_removal_seconds"]:
+            self._remove_node(node)
+            del self._node_of_instance[instance_id]
+            self.gone_nodes.discard(name)
+
+    def _node_lost(self, node: dict[str, Any]) -> None:
+        """The instance stopped: the kubelet is gone, so the Node turns NotReady and its pods die."""
+        name = node["metadata"]["name"]
+        self.gone_nodes.add(name)
+        status = {**node["status"], "conditions": objects.node_conditions(
+            False, "NodeStatusUnknown", "Kubelet stopped posting node status.", unknown=True)}
+        updated = {**node, "status": status}
+        updated = _with_taints(updated, [_taint(UNREACHABLE_TAINT, "NoSchedule"),
+                                         _taint(UNREACHABLE_TAINT, "NoExecute")], set()) or updated
+        self.store.replace(NODES, updated)
+        self.recorder.event("node_not_ready", node=name, reason="instance stopped")
+        for key in list(self.store.pod_keys_on_node(name)):
+            pod = self.store.get(PODS, *key)
+            self._report_lost(pod, name)
+            if objects.pod_is_ready(pod):
+                pod_status = dict(pod["status"])
+                pod_status["conditions"] = objects.set_condition(
+                    objects.set_condition(pod_status.get("conditions"),
+                                          objects.condition("Ready", False, "NodeNotReady", probe=True)),
+                    objects.condition("ContainersReady", False, "NodeNotReady", probe=True))
+                self.store.replace(PODS, {**pod, "status": pod_status})
+
+    def _report_lost(self, pod: dict[str, Any], node_name: str) -> None:
+        uid = pod["metadata"]["uid"]
+        if uid in self._lost_pods or self._dies_with_node(pod):
+            return
+        self._lost_pods.add(uid)
+        self.recorder.pod_lost(pod["metadata"]["namespace"], pod["metadata"]["name"], node_name)
+
+    def _dies_with_node(self, pod: dict[str, Any]) -> bool:
+        """DaemonSet and mirror pods belong to their node: their end with it is no loss."""
+        if objects.MIRROR_ANNOTATION in (pod["metadata"].get("annotations") or {}):
+            return True
+        return any(ref.get("controller") and ref.get("kind") == "DaemonSet"
+                   for ref in pod["metadata"].get("ownerReferences") or ())
+
+    def _remove_node(self, node: dict[str, Any]) -> None:
+        name = node["metadata"]["name"]
+        for key in list(self.store.pod_keys_on_node(name)):
+            pod = self.store.get(PODS, *key)
+            self._report_lost(pod, name)
+            self._lost_pods.discard(pod["metadata"]["uid"])
+            self.store.remove(PODS, *key)
+        self.store.remove(NODES, "", name)
+        self.recorder.event("node_removed", node=name)
+
+    def _sync_cordon_taints(self) -> None:
+        for node in self.store.items(NODES):
+            has_taint = any(t.get("key") == UNSCHEDULABLE_TAINT for t in node["spec"].get("taints") or ())
+            if bool(node["spec"].get("unschedulable")) != has_taint:
+                updated = _with_taints(node, [_taint(UNSCHEDULABLE_TAINT, "NoSchedule")], set()) \
+                    if node["spec"].get("unschedulable") else _with_taints(node, [], {UNSCHEDULABLE_TAINT})
+                if updated is not None:
+                    self.store.replace(NODES, updated)

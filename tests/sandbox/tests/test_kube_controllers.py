@@ -1,0 +1,205 @@
+"""The controller loop: kubelet/node lifecycle from cloud instances, scheduler, ReplicaSet/Deployment,
+DaemonSet, graceful pod termination, and tick() cost at the `large` size."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from kubernetes import client
+
+from eks_sandbox.kube.resources import NODES, PODS
+from eks_sandbox.kube.testing import KubeHarness, scenario
+
+
+def running(core, **kw):
+    return [p for p in core.list_pod_for_all_namespaces(**kw).items
+            if p.status.phase == "Running" and p.metadata.deletion_timestamp is None]
+
+
+def test_instance_becomes_a_labelled_ready_node(tmp_path):
+    sc = scenario(nodegroups=[{"name": "workers", "ami": "eks-node-1.30", "min_size": 0, "desired_capacity": 0,
+                               "max_pods": 17, "labels": {"team": "a"},
+                               "taints": [{"key": "dedicated", "value": "a", "effect": "NoSchedule"}]}])
+    with KubeHarness(str(tmp_path), sc) as h:
+        instance = h.cloud.add(az="us-west-2b", lt_version=7)
+        core = client.CoreV1Api(h.api_client())
+        node = h.wait_for(lambda: core.list_node().items, what="node")[0]
+        assert node.metadata.name == instance["private_dns_name"]
+        assert node.spec.provider_id == f"aws:///us-west-2b/{instance['instance_id']}"
+        labels = node.metadata.labels
+        assert labels["topology.kubernetes.io/zone"] == "us-west-2b"
+        assert labels["topology.kubernetes.io/region"] == "us-west-2"
+        assert labels["kubernetes.io/hostname"] == instance["private_dns_name"]
+        assert labels["node.kubernetes.io/instance-type"] == "m5.large"
+        assert labels["eks.amazonaws.com/nodegroup"] == "workers"
+        assert labels["eks.amazonaws.com/nodegroup-image"] == "ami-00000000000000001"
+        assert labels["eks.amazonaws.com/sourceLaunchTemplateId"] == "lt-0123456789abcdef0"
+        assert labels["eks.amazonaws.com/sourceLaunchTemplateVersion"] == "7"
+        assert labels["eks.amazonaws.com/capacityType"] == "ON_DEMAND" and labels["team"] == "a"
+        assert [(t.key, t.value, t.effect) for t in node.spec.taints] == [("dedicated", "a", "NoSchedule")]
+        assert node.status.allocatable["pods"] == "17"
+        ready = [c for c in node.status.conditions if c.type == "Ready"][0]
+        assert ready.status == "True"
+        view = h.sim.snapshot()["nodes"][0]
+        assert (view["nodegroup"], view["az"], view["instance_id"], view["ami"], view["lt_version"], view["ready"]) \
+            == ("workers", "us-west-2b", instance["instance_id"], "ami-00000000000000001", 7, True)
+
+
+def test_node_appears_only_after_boot_time(tmp_path):
+    sc = scenario(timings={"node_boot_seconds": 0.6})
+    with KubeHarness(str(tmp_path), sc) as h:
+        h.cloud.add()
+        time.sleep(0.3)
+        assert h.sim.store.count(NODES) == 0
+        h.wait_for(lambda: h.sim.store.count(NODES) == 1, timeout=3)
+
+
+def test_never_ready_ami_gives_a_not_ready_node(tmp_path):
+    with KubeHarness(str(tmp_path)) as h:
+        h.cloud.add(image_id="ami-0000000000000dead")
+        core = client.CoreV1Api(h.api_client())
+        node = h.wait_for(lambda: core.list_node().items)[0]
+        time.sleep(0.2)
+        ready = [c for c in core.list_node().items[0].status.conditions if c.type == "Ready"][0]
+        assert ready.status == "False" and ready.reason == "KubeletNotReady" and "cni" in ready.message
+        assert node.metadata.labels["eks.amazonaws.com/nodegroup-image"] == "ami-0000000000000dead"
+
+
+def test_terminated_instance_node_goes_not_ready_then_away_and_pods_are_lost(tmp_path):
+    sc = scenario(timings={"node_removal_seconds": 0.5},
+                  workloads=[{"kind": "Deployment", "name": "web", "replicas": 2},
+                             {"kind": "DaemonSet", "name": "agent"}])
+    with KubeHarness(str(tmp_path), sc, nodes=1) as h:
+        core = client.CoreV1Api(h.api_client())
+        h.wait_for(lambda: len(running(core)) == 3, what="3 pods running")
+        instance = h.cloud.instances()[0]
+        h.cloud.set_state(instance["instance_id"], "shutting-down")
+        ready_status = lambda n: [c for c in n.status.conditions if c.type == "Ready"][0].status  # noqa: E731
+        node = h.wait_for(lambda: [n for n in core.list_node().items if ready_status(n) == "Unknown"],
+                          what="node NotReady")[0]
+        assert any(t.key == "node.kubernetes.io/unreachable" for t in node.spec.taints)
+        assert h.sim.snapshot()["workloads"]["default/web"]["ready"] == 0
+        h.wait_for(lambda: not core.list_node().items, what="node removed")
+        assert not core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node.metadata.name}").items
+        lost = h.recorder.pods_lost()
+        assert sorted(entry["pod"].split("-")[0] for entry in lost) == ["default/web", "default/web"]
+        assert all(entry["node"] == node.metadata.name for entry in lost)
+
+
+def test_scheduler_honours_cordon_taints_tolerations_selectors_and_spreads(tmp_path):
+    sc = scenario(workloads=[{"kind": "Deployment", "name": "spread", "replicas": 4},
+                             {"kind": "Deployment", "name": "pinned", "replicas": 1, "node_selector": {"pin": "yes"}}])
+    with KubeHarness(str(tmp_path), sc, nodes=2) as h:
+        core = client.CoreV1Api(h.api_client())
+        h.wait_for(lambda: len(running(core, label_selector="app=spread")) == 4)
+        per_node = {}
+        for pod in running(core, label_selector="app=spread"):
+            per_node[pod.spec.node_name] = per_node.get(pod.spec.node_name, 0) + 1
+        assert sorted(per_node.values()) == [2, 2]
+        pinned = core.list_namespaced_pod("default", label_selector="app=pinned").items[0]
+        assert pinned.spec.node_name is None
+        assert [c for c in pinned.status.conditions if c.type == "PodScheduled"][0].reason == "Unschedulable"
+        nodes = [n.metadata.name for n in core.list_node().items]
+        core.patch_node(nodes[0], {"spec": {"unschedulable": True}})
+        core.patch_node(nodes[0], {"metadata": {"labels": {"pin": "yes"}}})
+        time.sleep(0.3)
+        assert core.read_namespaced_pod(pinned.metadata.name, "default").spec.node_name is None  # cordoned
+        cordoned = core.read_node(nodes[0])
+        assert any(t.key == "node.kubernetes.io/unschedulable" for t in cordoned.spec.taints)
+        tolerate_all = {"metadata": {"name": "anywhere", "labels": {}},
+                        "spec": {"containers": [{"name": "c", "image": "x"}], "tolerations": [{"operator": "Exists"}],
+                                 "nodeSelector": {"pin": "yes"}}}
+        core.create_namespaced_pod("default", tolerate_all)
+        h.wait_for(lambda: core.read_namespaced_pod("anywhere", "default").spec.node_name == nodes[0],
+                   what="tolerate-all pod on the cordoned node")
+        core.patch_node(nodes[0], {"spec": {"unschedulable": False}})
+        h.wait_for(lambda: core.read_namespaced_pod(pinned.metadata.name, "default").spec.node_name == nodes[0])
+        h.wait_for(lambda: not core.read_node(nodes[0]).spec.taints)
+
+
+def test_max_pods_caps_a_node(tmp_path):
+    sc = scenario(nodegroups=[{"name": "workers", "ami": "eks-node-1.30", "min_size": 0, "desired_capacity": 0,
+                               "max_pods": 3}],
+                  workloads=[{"kind": "Deployment", "name": "many", "replicas": 5}])
+    with KubeHarness(str(tmp_path), sc, nodes=1) as h:
+        core = client.CoreV1Api(h.api_client())
+        h.wait_for(lambda: len(running(core)) == 3)
+        time.sleep(0.2)
+        assert len([p for p in core.list_namespaced_pod("default").items if not p.spec.node_name]) == 2
+
+
+def test_replicaset_replaces_deleted_pods_and_daemonset_covers_new_nodes(tmp_path):
+    sc = scenario(workloads=[{"kind": "Deployment", "name": "web", "replicas": 3},
+                             {"kind": "DaemonSet", "name": "agent"}])
+    with KubeHarness(str(tmp_path), sc, nodes=1) as h:
+        core = client.CoreV1Api(h.api_client())
+        apps = client.AppsV1Api(h.api_client())
+        h.wait_for(lambda: len(running(core, label_selector="app=web")) == 3)
+        victim = running(core, label_selector="app=web")[0]
+        core.delete_namespaced_pod(victim.metadata.name, "default", grace_period_seconds=0)
+        h.wait_for(lambda: len(running(core, label_selector="app=web")) == 3
+                   and victim.metadata.name not in {p.metadata.name for p in running(core)})
+        deployment = apps.read_namespaced_deployment("web", "default")
+        assert deployment.status.ready_replicas == 3 and deployment.status.observed_generation == 1
+        rs = apps.list_namespaced_replica_set("default").items[0]
+        assert rs.metadata.owner_references[0].kind == "Deployment" and rs.status.ready_replicas == 3
+        pod = running(core, label_selector="app=web")[0]
+        assert pod.metadata.owner_references[0].kind == "ReplicaSet" and pod.metadata.owner_references[0].controller
+        assert {c.type for c in pod.status.conditions if c.status == "True"} >= {"Ready", "ContainersReady"}
+        h.cloud.add()
+        h.wait_for(lambda: len(running(core, label_selector="app=agent")) == 2)
+        ds = apps.read_namespaced_daemon_set("agent", "default")
+        assert ds.status.desired_number_scheduled == 2 and ds.status.number_ready == 2
+        agent = running(core, label_selector="app=agent")[0]
+        assert any(t.key == "node.kubernetes.io/unschedulable" for t in agent.spec.tolerations)
+        apps.delete_namespaced_deployment("web", "default")
+        h.wait_for(lambda: not core.list_namespaced_pod("default", label_selector="app=web").items,
+                   what="garbage collection of the deployment's pods")
+
+
+@pytest.mark.parametrize("ignore_sigterm,lower,upper", [(True, 0.9, 2.0), (False, 0.0, 0.6)])
+def test_graceful_termination_takes_scaled_grace_period(tmp_path, ignore_sigterm, lower, upper):
+    sc = scenario(timings={"grace_period_scale": 0.02},
+                  workloads=[{"kind": "Pod", "name": "slow", "termination_grace_period_seconds": 50,
+                              "ignore_sigterm": ignore_sigterm}])
+    with KubeHarness(str(tmp_path), sc, nodes=1) as h:
+        core = client.CoreV1Api(h.api_client())
+        h.wait_for(lambda: running(core))
+        started = time.monotonic()
+        core.delete_namespaced_pod("slow", "default")
+        h.wait_for(lambda: not core.list_namespaced_pod("default").items, timeout=5)
+        assert lower <= time.monotonic() - started <= upper
+
+
+def test_snapshot_reports_workloads(tmp_path):
+    sc = scenario(workloads=[{"kind": "Deployment", "name": "web", "replicas": 2, "pdb": {"max_unavailable": 1}},
+                             {"kind": "Pod", "name": "solo"}])
+    with KubeHarness(str(tmp_path), sc, nodes=2) as h:
+        h.wait_for(lambda: h.sim.snapshot()["workloads"]["default/web"]["ready"] == 2
+                   and h.sim.snapshot()["workloads"]["default/solo"]["ready"] == 1)
+        workloads = h.sim.snapshot()["workloads"]
+        assert workloads["default/web"] == {"kind": "Deployment", "replicas": 2, "ready": 2,
+                                            "pdb_min_available": 1}
+        assert workloads["default/solo"]["pdb_min_available"] is None
+
+
+def test_tick_is_cheap_at_large_size(tmp_path):
+    """`large` = 100 nodes x 30 pods: a steady-state tick stays well under 50 ms."""
+    workloads = [{"kind": "Deployment", "name": f"app{i}", "replicas": 100, "pdb": {"min_available": 90}}
+                 for i in range(29)] + [{"kind": "DaemonSet", "name": "agent"}]
+    sc = scenario(workloads=workloads)
+    with KubeHarness(str(tmp_path), sc, nodes=100, tick=False) as h:
+        for _ in range(10):
+            h.sim.tick()
+            time.sleep(0.1)
+        assert h.sim.store.count(PODS) == 3000
+        with h.sim.store.lock:
+            assert all(p["status"]["phase"] == "Running" for p in h.sim.store.items(PODS))
+        durations = []
+        for _ in range(10):
+            started = time.perf_counter()
+            h.sim.tick()
+            durations.append(time.perf_counter() - started)
+        durations.sort()
+        assert durations[5] < 0.05, durations
