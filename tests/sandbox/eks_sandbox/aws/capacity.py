@@ -1,0 +1,216 @@
+"""What the Auto Scaling service does between API calls: launch and terminate instances until each group has
+its desired capacity, and move EC2 instances through pending -> running and shutting-down -> terminated.
+
+State lives on moto's objects (extra `sandbox_*` attributes), so describe calls and this reconciler agree.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Callable
+
+from moto.autoscaling.models import ASG_NAME_TAG, FakeAutoScalingGroup, InstanceState
+from moto.ec2.models.instances import Instance
+from moto.ec2.models.instances import InstanceState as Ec2InstanceState
+
+from .activities import FAILED, IN_PROGRESS, aws_time, launch_failure_message, record_activity, utcnow
+from .moto_patches import LIVE_LIFECYCLE_STATES, suspended_process_names
+
+__all__ = ["CapacityReconciler", "launch_template_version_of"]
+
+PENDING, RUNNING = ("pending", 0), ("running", 16)
+
+
+def launch_template_version_of(group: FakeAutoScalingGroup) -> int | None:
+    """The number of the launch template version the group launches now ($Latest/$Default resolved)."""
+    if group.ec2_launch_template is None:
+        return None
+    return group.ec2_launch_template.get_version(group.launch_template_version).number
+
+
+class CapacityReconciler:
+    """AZ-balanced launches and scale-in, launch failures with retries, and EC2 state timers.
+
+    `launch_failure(az) -> error code | None` decides whether a launch in an AZ fails (the scenario's faults);
+    an AZ whose launch failed is retried after `launch_retry_seconds` and meanwhile launches go to the
+    group's other AZs, as AWS does when one zone lacks capacity.
+    """
+
+    def __init__(self, ec2_backend: Any, region: str, timings: dict[str, float],
+                 launch_failure: Callable[[str], str | None], on_event: Callable[..., None],
+                 launch_retry_seconds: float = 1.0):
+        self.ec2 = ec2_backend
+        self.region = region
+        self.pending_seconds = timings["instance_pending_seconds"]
+        self.shutdown_seconds = timings["instance_shutdown_seconds"]
+        self.launch_failure = launch_failure
+        self.on_event = on_event
+        self.launch_retry_seconds = launch_retry_seconds
+        self._retry_after: dict[tuple[str, str], float] = {}
+        self._subnets: dict[str, dict[str, str]] = {}
+
+    # ------------------------------------------------------------------------------------ EC2 state timers
+
+    def advance_instances(self, now: float) -> None:
+        """pending -> running and shutting-down -> terminated for instances whose time has come."""
+        for reservation in self.ec2.reservations.values():
+            for instance in reservation.instances:
+                state = instance._state.name
+                since = getattr(instance, "sandbox_state_since", None)
+                if since is None:
+                    continue
+                if state == "pending" and now - since >= self.pending_seconds:
+                    self.mark_running(instance, now)
+                elif state == "shutting-down" and now - since >= self.shutdown_seconds:
+                    self._mark_terminated(instance, now)
+
+    def mark_running(self, instance: Instance, now: float) -> None:
+        instance._state = Ec2InstanceState(*RUNNING)
+        instance.sandbox_state_since = now
+        asg_state = getattr(instance, "sandbox_asg_state", None)
+        if asg_state is not None and asg_state.lifecycle_state == "Pending":
+            asg_state.lifecycle_state = "InService"
+        activity = getattr(instance, "sandbox_activity", None)
+        if activity is not None and activity.status_code == IN_PROGRESS:
+            activity.finish()
+
+    def _mark_terminated(self, instance: Instance, now: float) -> None:
+        instance.terminate()  # moto's own: state 48, network interfaces released
+        instance.sandbox_state_since = now
+        group = getattr(instance, "autoscaling_group", None)
+        if group is not None:
+            group.instance_states = [s for s in group.instance_states if s.instance is not instance]
+        activity = getattr(instance, "sandbox_activity", None)
+        if activity is not None and activity.status_code == IN_PROGRESS:
+            activity.finish()
+
+    # ------------------------------------------------------------------------------------ desired capacity
+
+    def reconcile(self, group: FakeAutoScalingGroup, now: float) -> None:
+        """Launch or terminate so the group's Pending+InService instances match its desired capacity."""
+        live = [s for s in group.instance_states if s.lifecycle_state in LIVE_LIFECYCLE_STATES]
+        desired = group.desired_capacity or 0
+        suspended = suspended_process_names(group)
+        if len(live) < desired and "Launch" not in suspended:
+            self._scale_out(group, live, desired, now)
+        elif len(live) > desired and "Terminate" not in suspended:
+            self._scale_in(group, live, desired)
+        if sum(s.lifecycle_state in LIVE_LIFECYCLE_STATES for s in group.instance_states) == desired:
+            group.sandbox_capacity_cause = None
+
+    def _cause(self, group: FakeAutoScalingGroup, what: str, verb: str, current: int, desired: int) -> str:
+        prefix = getattr(group, "sandbox_capacity_cause", None)
+        text = (f"At {aws_time(utcnow())} an instance was {what} in response to a difference between desired "
+                f"and actual capacity, {verb} the capacity from {current} to {desired}.")
+        return f"{prefix}  {text}" if prefix else text
+
+    def _subnet_by_az(self, group: FakeAutoScalingGroup) -> dict[str, str]:
+        key = group.vpc_zone_identifier or ""
+        if key not in self._subnets:
+            by_az: dict[str, str] = {}
+            for subnet_id in filter(None, key.split(",")):
+                by_az.setdefault(self.ec2.get_subnet(subnet_id).availability_zone, subnet_id)
+            self._subnets[key] = by_az
+        return self._subnets[key]
+
+    def _scale_out(self, group: FakeAutoScalingGroup, live: list[InstanceState], desired: int, now: float) -> None:
+        zones = list(dict.fromkeys(group.availability_zones))
+        per_zone = Counter(s.availability_zone for s in live)
+        subnets = self._subnet_by_az(group)
+        current = len(live)
+        cause = self._cause(group, "started", "increasing", current, desired)
+        while current < desired:
+            usable = [z for z in zones if self._retry_after.get((group.name, z), 0.0) <= now]
+            if not usable:
+                return
+            zone = min(usable, key=lambda z: (per_zone[z], zones.index(z)))
+            subnet_id = subnets.get(zone)
+            code = self.launch_failure(zone)
+            if code:
+                self._record_failed_launch(group, zone, subnet_id, code, cause, zones)
+                self._retry_after[(group.name, zone)] = now + self.launch_retry_seconds
+                continue
+            self._launch(group, zone, subnet_id, cause, now)
+            per_zone[zone] += 1
+            current += 1
+
+    def _record_failed_launch(self, group: FakeAutoScalingGroup, zone: str, subnet_id: str | None, code: str,
+                              cause: str, zones: list[str]) -> None:
+        message = launch_failure_message(code, self._instance_type(group), zone, [z for z in zones if z != zone])
+        record_activity(group, f"Launching a new EC2 instance.  Status Reason: {message}", cause,
+                        status_code=FAILED, status_message=message,
+                        details={"Subnet ID": subnet_id or "", "Availability Zone": zone})
+        self.on_event("launch_failure", asg=group.name, availability_zone=zone, code=code)
+
+    def _instance_type(self, group: FakeAutoScalingGroup) -> str:
+        return group.instance_type or "m1.small"
+
+    def _launch(self, group: FakeAutoScalingGroup, zone: str, subnet_id: str | None, cause: str, now: float) -> None:
+        template = group.ec2_launch_template
+        tags = group.get_propagated_tags()
+        tags[ASG_NAME_TAG] = group.name
+        if template is not None:
+            version = template.get_version(group.launch_template_version)
+            tags.update(version.instance_tags)
+            image_id, user_data, security_groups = version.image_id, version.user_data, version.security_groups
+            launch_template = {"LaunchTemplateId": template.id, "Version": str(version.number)}
+        else:
+            config = group.launch_config
+            image_id, user_data, security_groups = config.image_id, config.user_data, config.security_groups
+            launch_template = None
+        reservation = self.ec2.run_instances(
+            image_id, 1, user_data, security_groups, instance_type=self._instance_type(group),
+            tags={"instance": tags}, placement=zone, subnet_id=subnet_id, launch_config=group.launch_config,
+            launch_template=launch_template, is_instance_type_default=False, region_name=self.region)
+        instance = reservation.instances[0]
+        instance._state = Ec2InstanceState(*PENDING)
+        instance.sandbox_state_since = now
+        instance.sandbox_private_dns_name = instance.private_dns_name
+        instance.autoscaling_group = group
+        if template is not None:
+            instance.sandbox_launch_template = (template, version.number)
+        asg_state = InstanceState(instance, lifecycle_state="Pending",
+                                  protected_from_scale_in=group.new_instances_protected_from_scale_in,
+                                  autoscaling_group=group)
+        instance.sandbox_asg_state = asg_state
+        group.instance_states.append(asg_state)
+        instance.sandbox_activity = record_activity(
+            group, f"Launching a new EC2 instance: {instance.id}", cause,
+            details={"Subnet ID": subnet_id or "", "Availability Zone": zone})
+
+    def _scale_in(self, group: FakeAutoScalingGroup, live: list[InstanceState], desired: int) -> None:
+        """AWS's default termination policy: the AZ with the most instances (and an unprotected one), then
+        instances not on the group's current launch template version (oldest version first), then the
+        longest-running."""
+        order = {zone: i for i, zone in enumerate(dict.fromkeys(group.availability_zones))}
+        current_version = launch_template_version_of(group)
+        remaining = list(live)
+        cause = self._cause(group, "taken out of service", "shrinking", len(live), desired)
+        while len(remaining) > desired:
+            per_zone = Counter(s.availability_zone for s in remaining)
+            candidates = [s for s in remaining if not s.protected_from_scale_in]
+            if not candidates:
+                return
+            # An AZ the group no longer spans goes first; ties go to the AZ listed first.
+            zone = max({s.availability_zone for s in candidates},
+                       key=lambda z: (z not in order, per_zone[z], -order.get(z, 0)))
+            in_zone = [s for s in candidates if s.availability_zone == zone]
+            victim = min(in_zone, key=lambda s: self._termination_rank(s, current_version))
+            remaining.remove(victim)
+            self._terminate(group, victim, cause)
+
+    @staticmethod
+    def _termination_rank(state: InstanceState, current_version: int | None) -> tuple:
+        launched_from = getattr(state.instance, "sandbox_launch_template", None)
+        version = launched_from[1] if launched_from else None
+        on_current = version is None or version == current_version
+        return (on_current, version or 0, state.instance.launch_time)
+
+    def _terminate(self, group: FakeAutoScalingGroup, state: InstanceState, cause: str) -> None:
+        state.lifecycle_state = "Terminating"
+        instance = state.instance
+        if instance._state.name == "pending" and getattr(instance, "sandbox_activity", None) is not None \
+                and instance.sandbox_activity.status_code == IN_PROGRESS:
+            instance.sandbox_activity.finish("Cancelled")
+        self.ec2.terminate_instances([instance.id])
+        instance.sandbox_activity = record_activity(group, f"Terminating EC2 instance: {instance.id}", cause)

@@ -1,0 +1,398 @@
+"""Narrow corrections to moto 5.2.5 where it differs from AWS in ways the collection's tests depend on.
+
+Each correction is one function, applied once per process by `apply_moto_corrections()`, and guarded by the
+pinned moto version: the patches replace moto internals by name, so another moto version must fail loudly
+instead of half-working. The corrections only change moto's classes; the per-tick work they hand over
+(launching, terminating, state timers) is done by `eks_sandbox.aws.capacity.CapacityReconciler`, which keeps
+its state on moto's own objects, so moto stays the single source of truth.
+
+  (a) capacity changes are deferred to the reconciler, which launches AZ-balanced and scales in from the AZ
+      with the most instances (moto launches everything at once into the first subnet);
+  (b) MinSize/MaxSize/DesiredCapacity are validated with AWS's messages (moto accepts anything);
+  (c) CreateLaunchTemplateVersion honours SourceVersion (moto copies nothing);
+  (d) an instance reports the launch template version it was launched from (moto reports the template's
+      default version for every instance);
+  (e) SuspendProcesses/ResumeProcesses keep order and reasons and reject unknown names; the reconciler
+      honours Launch and Terminate;
+  (f) DescribeScalingActivities returns the recorded activities (moto returns none);
+  (g) EC2 termination takes time (shutting-down, then terminated) and
+      TerminateInstanceInAutoScalingGroup behaves as on AWS.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import time
+from typing import Any, Callable
+
+import moto
+from moto.autoscaling.exceptions import ValidationError
+from moto.autoscaling.models import AutoScalingBackend, FakeAutoScalingGroup, InstanceState
+from moto.autoscaling.responses import AutoScalingResponse
+from moto.core.responses import ActionResult
+from moto.ec2.exceptions import InvalidParameterCombination, OperationNotPermitted4
+from moto.ec2.models.instances import InstanceBackend
+from moto.ec2.models.instances import InstanceState as Ec2InstanceState
+from moto.ec2.responses.launch_templates import LaunchTemplates
+from moto.ec2.utils import parse_user_data
+
+from .activities import aws_time, group_activities, record_activity, utcnow
+
+__all__ = ["PINNED_MOTO_VERSION", "SCALING_PROCESSES", "MotoVersionError", "apply_moto_corrections",
+           "check_moto_version", "note_capacity_change", "suspended_process_names"]
+
+PINNED_MOTO_VERSION = "5.2.5"
+
+SCALING_PROCESSES = ("Launch", "Terminate", "AddToLoadBalancer", "AlarmNotification", "AZRebalance",
+                     "HealthCheck", "InstanceRefresh", "ReplaceUnhealthy", "ScheduledActions")
+
+# ASG lifecycle states that count towards the group's capacity.
+LIVE_LIFECYCLE_STATES = ("Pending", "InService")
+
+
+class MotoVersionError(RuntimeError):
+    """The installed moto is not the version the corrections were written against."""
+
+
+def check_moto_version() -> None:
+    if moto.__version__ != PINNED_MOTO_VERSION:
+        raise MotoVersionError(
+            f"eks_sandbox patches moto internals and is pinned to moto {PINNED_MOTO_VERSION}, but moto "
+            f"{moto.__version__} is installed: install moto[server]=={PINNED_MOTO_VERSION} "
+            "(test-requirements.txt) or port eks_sandbox/aws/moto_patches.py to the new version")
+
+
+_applied: set[str] = set()
+
+
+def _apply_once(correction: Callable[[], None]) -> Callable[[], None]:
+    def apply() -> None:
+        check_moto_version()
+        if correction.__name__ not in _applied:
+            correction()
+            _applied.add(correction.__name__)
+    apply.__name__ = correction.__name__
+    apply.__doc__ = correction.__doc__
+    return apply
+
+
+def _arguments(function: Callable[..., Any], args: tuple, kwargs: dict) -> dict[str, Any]:
+    """The arguments of a call by parameter name, however moto's callers pass them."""
+    bound = inspect.signature(function).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
+def note_capacity_change(group: FakeAutoScalingGroup, reason: str, old: int, new: int) -> None:
+    """Remember why desired capacity changed: AWS starts the Cause of the resulting launches with it."""
+    if old != new:
+        group.sandbox_capacity_cause = (
+            f"At {aws_time(utcnow())} {reason} changing the desired capacity from {old} to {new}.")
+
+
+def suspended_process_names(group: FakeAutoScalingGroup) -> list[str]:
+    return list(group._suspended_processes)
+
+
+# ------------------------------------------------------------------------------------------------ (a)
+
+@_apply_once
+def correct_az_balance() -> None:
+    """(a) Setting desired capacity only records it; CapacityReconciler launches and terminates on its tick,
+    spreading launches over the group's AZs and scaling in from the AZ with the most instances."""
+
+    def set_desired_capacity(self: FakeAutoScalingGroup, new_capacity: int | None) -> None:
+        self.desired_capacity = self.min_size if new_capacity is None else new_capacity
+
+    original_delete = AutoScalingBackend.delete_auto_scaling_group
+
+    def delete_auto_scaling_group(self: AutoScalingBackend, group_name: str) -> None:
+        group = self.autoscaling_groups.get(group_name)
+        if group is not None:
+            live = [s.instance.id for s in group.instance_states if s.lifecycle_state != "Terminating"]
+            if live:
+                self.ec2_backend.terminate_instances(live)
+            group.instance_states = []
+            group.min_size = 0  # moto deletes through set_desired_capacity(0)
+        original_delete(self, group_name)
+
+    FakeAutoScalingGroup.set_desired_capacity = set_desired_capacity
+    AutoScalingBackend.delete_auto_scaling_group = delete_auto_scaling_group
+
+
+# ------------------------------------------------------------------------------------------------ (b)
+
+def _check_bounds(min_size: int | None, max_size: int | None, desired: int | None) -> None:
+    if min_size is not None and max_size is not None and min_size > max_size:
+        raise ValidationError(f"Max bound, {max_size}, must be greater than or equal to min bound, {min_size}")
+    if desired is not None and min_size is not None and max_size is not None \
+            and not min_size <= desired <= max_size:
+        raise ValidationError(f"Desired capacity:{desired} must be between the specified min size:{min_size} "
+                              f"and max size:{max_size}")
+
+
+@_apply_once
+def correct_capacity_limits() -> None:
+    """(b) CreateAutoScalingGroup, UpdateAutoScalingGroup and SetDesiredCapacity enforce
+    MinSize <= DesiredCapacity <= MaxSize with AWS's ValidationError messages; an update that moves a bound
+    past the current desired capacity drags desired along, as AWS does."""
+    original_create = AutoScalingBackend.create_auto_scaling_group
+    original_update = AutoScalingBackend.update_auto_scaling_group
+    original_set = AutoScalingBackend.set_desired_capacity
+
+    def create_auto_scaling_group(*args: Any, **kwargs: Any) -> FakeAutoScalingGroup:
+        call = _arguments(original_create, args, kwargs)
+        min_size, max_size, desired = (None if call[k] is None else int(call[k])
+                                       for k in ("min_size", "max_size", "desired_capacity"))
+        _check_bounds(min_size, max_size, desired)
+        group = original_create(*args, **kwargs)
+        note_capacity_change(group, "a user request created an AutoScalingGroup", 0, group.desired_capacity or 0)
+        return group
+
+    def update_auto_scaling_group(*args: Any, **kwargs: Any) -> FakeAutoScalingGroup:
+        call = _arguments(original_update, args, kwargs)
+        backend, name = call["self"], call["name"]
+        group = backend.autoscaling_groups.get(name)
+        if group is None:
+            return original_update(*args, **kwargs)  # moto's not-found error
+        min_size = group.min_size if call["min_size"] is None else call["min_size"]
+        max_size = group.max_size if call["max_size"] is None else call["max_size"]
+        desired = call["desired_capacity"]
+        _check_bounds(min_size, max_size, desired)
+        if desired is None:
+            desired = min(max(group.desired_capacity or 0, min_size), max_size)
+        old = group.desired_capacity or 0
+        call["desired_capacity"] = desired
+        call.pop("self")
+        result = original_update(backend, **call)
+        note_capacity_change(group, "a user request update of AutoScalingGroup constraints to "
+                             f"min: {min_size}, max: {max_size}, desired: {desired}", old, desired)
+        return result
+
+    def set_desired_capacity(self: AutoScalingBackend, group_name: str, desired_capacity: int | None) -> None:
+        group = self.autoscaling_groups.get(group_name)
+        if group is not None and desired_capacity is not None:
+            if group.max_size is not None and desired_capacity > group.max_size:
+                raise ValidationError(f"New SetDesiredCapacity value {desired_capacity} is above max value "
+                                      f"{group.max_size} for the AutoScalingGroup.")
+            if group.min_size is not None and desired_capacity < group.min_size:
+                raise ValidationError(f"New SetDesiredCapacity value {desired_capacity} is below min value "
+                                      f"{group.min_size} for the AutoScalingGroup.")
+            note_capacity_change(group, "a user request explicitly set group desired capacity",
+                                 group.desired_capacity or 0, desired_capacity)
+        original_set(self, group_name, desired_capacity)
+
+    AutoScalingBackend.create_auto_scaling_group = create_auto_scaling_group
+    AutoScalingBackend.update_auto_scaling_group = update_auto_scaling_group
+    AutoScalingBackend.set_desired_capacity = set_desired_capacity
+
+
+# ------------------------------------------------------------------------------------------------ (c)
+
+@_apply_once
+def correct_source_version() -> None:
+    """(c) CreateLaunchTemplateVersion with SourceVersion starts from the source version's data, overlaid
+    (per top-level parameter) by the LaunchTemplateData given; UserData is kept in moto's encoded form."""
+
+    def create_launch_template_version(self: LaunchTemplates) -> ActionResult:
+        name = self._get_param("LaunchTemplateName")
+        template_id = self._get_param("LaunchTemplateId")
+        if template_id:
+            template = self.ec2_backend.get_launch_template(template_id)
+        else:
+            template = self.ec2_backend.get_launch_template_by_name(name)
+        data = self._get_param("LaunchTemplateData", {})
+        if "UserData" in data:
+            data["UserData"] = parse_user_data(data["UserData"])
+        source_version = self._get_param("SourceVersion")
+        if source_version is not None:
+            data = {**copy.deepcopy(template.get_version(source_version).data), **data}
+        self.error_on_dryrun()
+        version = template.create_version(data, self._get_param("VersionDescription"))
+        return ActionResult({"LaunchTemplateVersion": {
+            "CreateTime": version.create_time,
+            "CreatedBy": f"arn:{self.partition}:iam::{self.current_account}:root",
+            "DefaultVersion": template.is_default(version),
+            "LaunchTemplateData": version.data,
+            "LaunchTemplateId": template.id,
+            "LaunchTemplateName": template.name,
+            "VersionDescription": version.description,
+            "VersionNumber": version.number,
+        }})
+
+    LaunchTemplates.create_launch_template_version = create_launch_template_version
+
+
+# ------------------------------------------------------------------------------------------------ (d)
+
+@_apply_once
+def correct_instance_launch_template() -> None:
+    """(d) Instances[].LaunchTemplate.Version (DescribeAutoScalingGroups, DescribeAutoScalingInstances) is the
+    version the instance was launched from, recorded at launch by CapacityReconciler."""
+    original = InstanceState.launch_template
+
+    def launch_template(self: InstanceState) -> dict[str, Any] | None:
+        launched_from = getattr(self.instance, "sandbox_launch_template", None)
+        if launched_from is None:
+            return original.fget(self)
+        template, version = launched_from
+        return {"LaunchTemplateId": template.id, "LaunchTemplateName": template.name, "Version": str(version)}
+
+    InstanceState.launch_template = property(launch_template)
+
+
+# ------------------------------------------------------------------------------------------------ (e)
+
+@_apply_once
+def correct_suspended_processes() -> None:
+    """(e) Suspended processes keep their order and an AWS-style SuspensionReason; unknown process names are
+    refused. CapacityReconciler honours Launch and Terminate; AZRebalance, ReplaceUnhealthy,
+    AlarmNotification, ScheduledActions and the rest are recorded only (the sandbox never rebalances AZs,
+    runs alarms or scheduled actions, so suspending them changes nothing)."""
+
+    def reasons(group: FakeAutoScalingGroup) -> dict[str, str]:
+        if not hasattr(group, "sandbox_suspension_reasons"):
+            group.sandbox_suspension_reasons = {}
+        return group.sandbox_suspension_reasons
+
+    def validated(names: list[str]) -> list[str]:
+        for name in names:
+            if name not in SCALING_PROCESSES:
+                raise ValidationError(f"Unknown scaling process {name}; valid processes are "
+                                      f"{', '.join(SCALING_PROCESSES)}")
+        return names
+
+    def suspend_processes(self: AutoScalingBackend, group_name: str, scaling_processes: list[str]) -> None:
+        group = self.autoscaling_groups[group_name]
+        names = validated(list(scaling_processes or SCALING_PROCESSES))
+        current = suspended_process_names(group)
+        for name in names:
+            if name not in current:
+                current.append(name)
+                reasons(group)[name] = f"User suspended at {aws_time(utcnow())}"
+        group._suspended_processes = current
+
+    def resume_processes(self: AutoScalingBackend, group_name: str, scaling_processes: list[str]) -> None:
+        group = self.autoscaling_groups[group_name]
+        names = validated(list(scaling_processes or SCALING_PROCESSES))
+        group._suspended_processes = [p for p in suspended_process_names(group) if p not in names]
+        for name in names:
+            reasons(group).pop(name, None)
+
+    def suspended_processes(self: FakeAutoScalingGroup) -> list[dict[str, str]]:
+        return [{"ProcessName": name, "SuspensionReason": reasons(self).get(name, "")}
+                for name in self._suspended_processes]
+
+    def set_suspended_processes(self: FakeAutoScalingGroup, processes: list[str]) -> None:
+        self._suspended_processes = list(processes)
+
+    AutoScalingBackend.suspend_processes = suspend_processes
+    AutoScalingBackend.resume_processes = resume_processes
+    FakeAutoScalingGroup.suspended_processes = property(suspended_processes, set_suspended_processes)
+
+
+# ------------------------------------------------------------------------------------------------ (f)
+
+@_apply_once
+def correct_scaling_activities() -> None:
+    """(f) DescribeScalingActivities returns the recorded activities, newest first, filtered by group and
+    ActivityIds, paged with MaxRecords/NextToken."""
+
+    def describe_scaling_activities(self: AutoScalingResponse) -> ActionResult:
+        backend = self.autoscaling_backend
+        group_name = self._get_param("AutoScalingGroupName")
+        groups = [backend.autoscaling_groups[group_name]] if group_name in backend.autoscaling_groups else (
+            [] if group_name else list(backend.autoscaling_groups.values()))
+        activities = [a for g in groups for a in group_activities(g)]
+        wanted = set(self._get_param("ActivityIds", []))
+        if wanted:
+            activities = [a for a in activities if a.activity_id in wanted]
+        activities.sort(key=lambda a: a.start_time, reverse=True)
+        start = int(self._get_param("NextToken") or 0)
+        max_records = self._get_int_param("MaxRecords") or 100
+        page = activities[start:start + max_records]
+        next_token = str(start + max_records) if len(activities) > start + max_records else None
+        return ActionResult({"Activities": page, "NextToken": next_token})
+
+    AutoScalingResponse.describe_scaling_activities = describe_scaling_activities
+
+
+# ------------------------------------------------------------------------------------------------ (g)
+
+SHUTTING_DOWN = ("shutting-down", 32)
+
+
+@_apply_once
+def correct_instance_timing() -> None:
+    """(g) TerminateInstances puts instances in shutting-down (CapacityReconciler finishes them after
+    timings.instance_shutdown_seconds); an ASG instance terminated through EC2 is taken out of service and
+    replaced; TerminateInstanceInAutoScalingGroup decrements or replaces as AWS does and refuses to go below
+    MinSize when asked to decrement."""
+
+    def terminate_instances(self: InstanceBackend, instance_ids: list[str]) -> list[tuple[Any, Any]]:
+        if not instance_ids:
+            raise InvalidParameterCombination("No instances specified")
+        instances = self.get_multi_instances_by_id(instance_ids)
+        for instance in instances:
+            if instance.disable_api_termination is True:
+                raise OperationNotPermitted4(instance.id)
+        terminating = []
+        for instance in instances:
+            previous_state = copy.copy(instance._state)
+            if instance._state.name not in ("shutting-down", "terminated"):
+                instance._state = Ec2InstanceState(*SHUTTING_DOWN)
+                instance.sandbox_state_since = time.monotonic()
+            terminating.append((instance, previous_state))
+        return terminating
+
+    def notify_terminate_instances(self: AutoScalingBackend, instance_ids: list[str]) -> None:
+        for group in self.autoscaling_groups.values():
+            for state in group.instance_states:
+                if state.instance.id in instance_ids and state.lifecycle_state != "Terminating":
+                    state.lifecycle_state, state.health_status = "Terminating", "Unhealthy"
+                    state.instance.sandbox_activity = record_activity(
+                        group, f"Terminating EC2 instance: {state.instance.id}",
+                        f"At {aws_time(utcnow())} an instance was taken out of service in response to an EC2 "
+                        "health check indicating it has been terminated or stopped.")
+
+    def terminate_instance(self: AutoScalingBackend, instance_id: str, should_decrement: bool) -> Any:
+        state = next((s for g in self.autoscaling_groups.values() for s in g.instance_states
+                      if s.instance.id == instance_id), None)
+        if state is None:
+            raise ValidationError(f"Instance Id not found - No managed instance found for instance ID: "
+                                  f"{instance_id}")
+        group = state.auto_scaling_group
+        if state.lifecycle_state == "Terminating":
+            return state.instance.sandbox_activity
+        original = group.desired_capacity or 0
+        if should_decrement:
+            if original <= (group.min_size or 0):
+                raise ValidationError(
+                    f"Currently, desiredSize equals minSize ({group.min_size}). Terminating instance without "
+                    "replacement will violate group's min size constraint. Either set "
+                    "shouldDecrementDesiredCapacity flag to false or lower group's min size.")
+            group.desired_capacity = original - 1
+        state.lifecycle_state = "Terminating"
+        self.ec2_backend.terminate_instances([instance_id])
+        cause = f"At {aws_time(utcnow())} instance {instance_id} was taken out of service in response to a user request"
+        cause += f", shrinking the capacity from {original} to {original - 1}." if should_decrement else "."
+        activity = record_activity(group, f"Terminating EC2 instance: {instance_id}", cause)
+        state.instance.sandbox_activity = activity
+        return activity
+
+    InstanceBackend.terminate_instances = terminate_instances
+    AutoScalingBackend.notify_terminate_instances = notify_terminate_instances
+    AutoScalingBackend.terminate_instance = terminate_instance
+
+
+CORRECTIONS = (correct_az_balance, correct_capacity_limits, correct_source_version,
+               correct_instance_launch_template, correct_suspended_processes, correct_scaling_activities,
+               correct_instance_timing)
+
+
+def apply_moto_corrections() -> None:
+    """Apply every correction (idempotent); raises MotoVersionError on any moto but the pinned one."""
+    check_moto_version()
+    for correction in CORRECTIONS:
+        correction()

@@ -1,0 +1,209 @@
+"""AwsSim: the sandbox's AWS side (moto in server mode, corrected, seeded from a scenario)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any
+
+import boto3
+from botocore.config import Config
+from moto.autoscaling.models import FakeAutoScalingGroup, autoscaling_backends
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.ec2.models import ec2_backends
+from moto.eks.models import eks_backends
+from moto.moto_api._internal import moto_api_backend
+from moto.ssm.models import ssm_backends
+
+from .capacity import CapacityReconciler, launch_template_version_of
+from .moto_patches import LIVE_LIFECYCLE_STATES, apply_moto_corrections, suspended_process_names
+from .seed import asg_name_for, seed_amis, seed_cluster, seed_network, seed_nodegroup, seed_ssm_parameters
+from .server import AwsRequestMiddleware, LockedMotoServer
+
+__all__ = ["AwsSim", "DUMMY_CREDENTIALS", "TERMINATED_RETENTION_SECONDS"]
+
+# moto accepts any credentials; these map to its default account.
+DUMMY_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+
+# instances() keeps reporting a terminated instance this long (the interface promises at least 60 s).
+TERMINATED_RETENTION_SECONDS = 120.0
+
+
+class AwsSim:
+    """moto's server on 127.0.0.1 plus what the AWS services do on their own (see capacity.py).
+
+    Every request moto serves, and every instances()/tick()/asg_view() call, holds `lock`. moto's state is
+    process-wide and start() resets it, so a process runs one AwsSim at a time.
+    """
+
+    _running: "AwsSim | None" = None  # moto's state is process-wide: one started AwsSim at a time
+    _running_lock = threading.Lock()
+
+    def __init__(self, scenario: dict[str, Any], recorder: Any, faults: Any, launch_retry_seconds: float = 1.0):
+        self.scenario = scenario
+        self.recorder = recorder
+        self.faults = faults
+        self.lock = threading.RLock()
+        self.region = scenario["region"]
+        self.endpoint_url: str | None = None
+        self._server: LockedMotoServer | None = None
+        self._launch_retry_seconds = launch_retry_seconds
+        self._reconciler: CapacityReconciler | None = None
+        cluster = scenario["cluster"]["name"]
+        self._asg_by_nodegroup = {ng["name"]: asg_name_for(cluster, ng["name"]) for ng in scenario["nodegroups"]}
+        self._nodegroup_by_asg = {asg: ng for ng, asg in self._asg_by_nodegroup.items()}
+        self._seed_versions: dict[str, int] = {}
+        self._clients: dict[tuple[str, str], Any] = {}
+
+    # ------------------------------------------------------------------------------------------- lifecycle
+
+    def start(self) -> str:
+        """Apply the moto corrections, reset moto's state and serve it on a free port; returns the URL."""
+        with AwsSim._running_lock:
+            if AwsSim._running is not None:
+                raise RuntimeError("another AwsSim is running in this process (moto's state is process-wide): "
+                                   "stop it first")
+            AwsSim._running = self
+        apply_moto_corrections()
+        # moto's ~1300 public AMIs per region would only slow every launch (moto looks the AMI up) and
+        # blur AMI searches: the sandbox's AMIs are the scenario's.
+        os.environ.setdefault("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
+        with self.lock:
+            moto_api_backend.reset()
+            self._reconciler = CapacityReconciler(
+                self._ec2, self.region, self.scenario["timings"], self.faults.launch_failure,
+                self.recorder.event, self._launch_retry_seconds)
+        self._server = LockedMotoServer(
+            lambda app: AwsRequestMiddleware(app, self.lock, self.recorder, self.faults))
+        self._server.start()
+        host, port = self._server.get_host_and_port()
+        self.endpoint_url = f"http://{host}:{port}"
+        return self.endpoint_url
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+        with AwsSim._running_lock:
+            if AwsSim._running is self:
+                AwsSim._running = None
+
+    def __enter__(self) -> "AwsSim":
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.stop()
+
+    def client(self, service: str, **config: Any) -> Any:
+        """A boto3 client for `service` on this sandbox (botocore Config options as keyword arguments);
+        clients are made once per service and configuration."""
+        key = (service, repr(sorted(config.items())))
+        if key not in self._clients:
+            self._clients[key] = boto3.client(service, endpoint_url=self.endpoint_url, region_name=self.region,
+                                              config=Config(**config) if config else None, **DUMMY_CREDENTIALS)
+        return self._clients[key]
+
+    @property
+    def _ec2(self) -> Any:
+        return ec2_backends[DEFAULT_ACCOUNT_ID][self.region]
+
+    @property
+    def _autoscaling(self) -> Any:
+        return autoscaling_backends[DEFAULT_ACCOUNT_ID][self.region]
+
+    # ------------------------------------------------------------------------------------------- seeding
+
+    def seed(self, kube_url: str, kube_ca_pem: str | None) -> None:
+        """Create the scenario's VPC, AMIs, SSM parameters, EKS cluster and node groups, and bring each node
+        group's initial instances up (running at once: the cluster exists before the test starts)."""
+        scenario = self.scenario
+        cluster = scenario["cluster"]["name"]
+        eks = eks_backends[DEFAULT_ACCOUNT_ID][self.region]
+        with self.lock:
+            vpc_id, subnets = seed_network(self._ec2, cluster, scenario["availability_zones"])
+            seed_amis(self._ec2, scenario["amis"], scenario["availability_zones"][0])
+            seed_ssm_parameters(ssm_backends[DEFAULT_ACCOUNT_ID][self.region], scenario["amis"])
+            seed_cluster(eks, scenario, vpc_id, list(subnets.values()), kube_url, kube_ca_pem)
+            now = time.monotonic()
+            for nodegroup in scenario["nodegroups"]:
+                group = seed_nodegroup(self._ec2, self._autoscaling, eks, scenario, nodegroup, subnets, kube_url)
+                self._seed_versions[nodegroup["name"]] = launch_template_version_of(group)
+                self._reconciler.reconcile(group, now)
+                for state in group.instance_states:
+                    self._reconciler.mark_running(state.instance, now)
+
+    # ------------------------------------------------------------------------------------------- ticking
+
+    def tick(self) -> None:
+        """Advance instance states, fire due autoscaler faults, reconcile every group's desired capacity."""
+        with self.lock:
+            now = time.monotonic()
+            self._reconciler.advance_instances(now)
+            self._fire_autoscaler_faults()
+            for group in list(self._autoscaling.autoscaling_groups.values()):
+                self._reconciler.reconcile(group, now)
+
+    def _fire_autoscaler_faults(self) -> None:
+        for nodegroup, asg_name in self._asg_by_nodegroup.items():
+            group = self._autoscaling.autoscaling_groups.get(asg_name)
+            if group is None:
+                continue
+            increase = self.faults.autoscaler_increase(nodegroup, self._old_nodes_gone(nodegroup, group))
+            if increase > 0:
+                self._scale_up_as_autoscaler(nodegroup, group, increase)
+
+    def _old_nodes_gone(self, nodegroup: str, group: FakeAutoScalingGroup) -> bool:
+        seed_version = self._seed_versions.get(nodegroup)
+        return not any(
+            s.lifecycle_state in LIVE_LIFECYCLE_STATES
+            and getattr(s.instance, "sandbox_launch_template", (None, None))[1] == seed_version
+            for s in group.instance_states)
+
+    def _scale_up_as_autoscaler(self, nodegroup: str, group: FakeAutoScalingGroup, increase: int) -> None:
+        """What the cluster autoscaler does: SetDesiredCapacity (MaxSize raised first when needed, so the
+        sandbox's fault can always apply)."""
+        desired = (group.desired_capacity or 0) + increase
+        if group.max_size is not None and desired > group.max_size:
+            group.max_size = desired
+        self._autoscaling.set_desired_capacity(group.name, desired)
+        self.recorder.event("autoscaler_scale_up", nodegroup=nodegroup, asg=group.name, increase=increase,
+                            desired=desired)
+
+    # ------------------------------------------------------------------------------------------- views
+
+    def instances(self) -> list[dict[str, Any]]:
+        """Every instance of every node-group ASG (terminated ones for TERMINATED_RETENTION_SECONDS)."""
+        now = time.monotonic()
+        result = []
+        with self.lock:
+            for reservation in self._ec2.reservations.values():
+                for instance in reservation.instances:
+                    group = getattr(instance, "autoscaling_group", None)
+                    nodegroup = self._nodegroup_by_asg.get(group.name) if group is not None else None
+                    if nodegroup is None:
+                        continue
+                    state = instance._state.name
+                    if state == "terminated" and now - instance.sandbox_state_since > TERMINATED_RETENTION_SECONDS:
+                        continue
+                    template, version = getattr(instance, "sandbox_launch_template", (None, None))
+                    result.append({
+                        "instance_id": instance.id, "availability_zone": instance.placement.zone,
+                        "state": state, "image_id": instance.image_id,
+                        "launch_template_id": template.id if template is not None else None,
+                        "launch_template_version": version, "asg_name": group.name, "nodegroup": nodegroup,
+                        "private_dns_name": instance.sandbox_private_dns_name,
+                        "instance_type": instance.instance_type})
+        return result
+
+    def asg_view(self, nodegroup: str) -> dict[str, Any]:
+        with self.lock:
+            group = self._autoscaling.autoscaling_groups[self._asg_by_nodegroup[nodegroup]]
+            template = group.ec2_launch_template
+            return {"name": group.name, "min": group.min_size, "max": group.max_size,
+                    "desired": group.desired_capacity,
+                    "suspended_processes": suspended_process_names(group),
+                    "tags": {tag["Key"]: tag["Value"] for tag in group.tags},
+                    "launch_template": {"id": template.id if template is not None else None,
+                                        "version": group.launch_template_version}}
