@@ -1,0 +1,161 @@
+"""Helpers for integration tests: a running sandbox (started through the `eks-sandbox` CLI) and ways to run
+the collection's modules and playbooks against it through the .venv's Ansible.
+
+The `sandbox` fixture in conftest.py yields a `SandboxHandle`; tests call `run_module(sandbox, ...)` and
+`run_playbook(sandbox, ...)` from here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+COLLECTIONS_PATH = REPO_ROOT / "build" / "collections"
+CALLBACK_PLUGINS = Path(__file__).resolve().parent / "callback_plugins"
+BIN_DIR = Path(sys.executable).parent
+COLLECTION_PREFIX = "eksops.nodegroup."
+UP_TIMEOUT = 180
+MODULE_TIMEOUT = 600
+
+__all__ = ["SandboxHandle", "start_sandbox", "stop_sandbox", "run_module", "run_playbook", "ansible_env"]
+
+
+def _cli(*args: str, timeout: float) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "eks_sandbox.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+def _read_env_file(path: Path) -> dict[str, str]:
+    from eks_sandbox.runtime import read_env_file
+
+    return read_env_file(path)
+
+
+class SandboxHandle:
+    """A sandbox started by `eks-sandbox up`; clients for both of its sides."""
+
+    def __init__(self, scenario: str, state_dir: Path):
+        self.scenario = scenario
+        self.state_dir = state_dir
+        self.env: dict[str, str] = {**_read_env_file(state_dir / "env"),
+                                    "ANSIBLE_COLLECTIONS_PATH": str(COLLECTIONS_PATH)}
+        self._kube_client = None
+
+    def report(self) -> dict[str, Any]:
+        with urllib.request.urlopen(self.env["SANDBOX_URL"] + "/report", timeout=30) as response:
+            return json.loads(response.read())
+
+    def client(self, service: str):
+        """A boto3 client for the sandbox's moto endpoint."""
+        import boto3
+
+        return boto3.client(service, endpoint_url=self.env["AWS_ENDPOINT_URL"], region_name=self.env["AWS_REGION"],
+                            aws_access_key_id=self.env["AWS_ACCESS_KEY_ID"],
+                            aws_secret_access_key=self.env["AWS_SECRET_ACCESS_KEY"])
+
+    def _api_client(self):
+        if self._kube_client is None:
+            from kubernetes import config
+
+            self._kube_client = config.new_client_from_config(config_file=self.env["KUBECONFIG"])
+        return self._kube_client
+
+    def core_v1(self):
+        from kubernetes import client
+
+        return client.CoreV1Api(self._api_client())
+
+    def policy_v1(self):
+        from kubernetes import client
+
+        return client.PolicyV1Api(self._api_client())
+
+    def apps_v1(self):
+        from kubernetes import client
+
+        return client.AppsV1Api(self._api_client())
+
+    def close(self) -> None:
+        if self._kube_client is not None:
+            self._kube_client.close()
+            self._kube_client = None
+
+
+def start_sandbox(scenario: str, state_dir: Path) -> SandboxHandle:
+    """`eks-sandbox up`; raises RuntimeError with the CLI's output (it includes the log tail) on failure."""
+    result = _cli("up", "--scenario", scenario, "--state-dir", str(state_dir), timeout=UP_TIMEOUT + 30)
+    if result.returncode != 0:
+        raise RuntimeError(f"eks-sandbox up --scenario {scenario} failed ({result.returncode}):\n"
+                           f"{result.stdout}{result.stderr}")
+    return SandboxHandle(scenario, state_dir)
+
+
+def stop_sandbox(state_dir: Path) -> None:
+    result = _cli("down", "--state-dir", str(state_dir), timeout=60)
+    if result.returncode != 0:
+        raise RuntimeError(f"eks-sandbox down failed ({result.returncode}):\n{result.stdout}{result.stderr}")
+
+
+def ansible_env(sandbox: SandboxHandle, **extra: str) -> dict[str, str]:
+    """The environment Ansible runs in: ours, the sandbox's endpoints and credentials, quiet defaults."""
+    env = dict(os.environ)
+    # A developer's own AWS/Kubernetes settings must not leak into a test run.
+    for key in list(env):
+        if key.startswith(("AWS_", "K8S_AUTH_")) or key == "KUBECONFIG":
+            del env[key]
+    env.update(sandbox.env)
+    env.update({"PATH": f"{BIN_DIR}{os.pathsep}{env.get('PATH', '')}",
+                "ANSIBLE_LOCALHOST_WARNING": "False",
+                "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False",
+                "ANSIBLE_NOCOLOR": "1",
+                "ANSIBLE_RETRY_FILES_ENABLED": "False",
+                "ANSIBLE_LOCAL_TEMP": str(sandbox.state_dir / "ansible-tmp"),
+                "ANSIBLE_REMOTE_TEMP": str(sandbox.state_dir / "ansible-tmp")})
+    env.update(extra)
+    return env
+
+
+def run_module(sandbox: SandboxHandle, module: str, args: dict[str, Any], check: bool = False,
+               diff: bool = False, timeout: float = MODULE_TIMEOUT) -> dict[str, Any]:
+    """Run one module on localhost (`ansible localhost -m ...`) and return its result.
+
+    A bare name means a module of this collection (`node_drain` -> `eksops.nodegroup.node_drain`). A failed
+    module (or an Ansible error before it ran) is returned with `failed: True` and `msg`, never raised.
+    The result is written by callback_plugins/sandbox_result.py to a file, complete (diff, warnings,
+    exception), so nothing a module or Ansible prints can corrupt it.
+    """
+    name = module if "." in module else COLLECTION_PREFIX + module
+    command = [str(BIN_DIR / "ansible"), "localhost", "-m", name, "-a", json.dumps(args)]
+    if check:
+        command.append("--check")
+    if diff:
+        command.append("--diff")
+    with tempfile.TemporaryDirectory(prefix="ansible-result-", dir=sandbox.state_dir) as scratch:
+        result_file = Path(scratch) / "result.json"
+        env = ansible_env(sandbox, ANSIBLE_STDOUT_CALLBACK="sandbox_result", ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
+                          ANSIBLE_CALLBACK_PLUGINS=str(CALLBACK_PLUGINS), SANDBOX_RESULT_FILE=str(result_file))
+        result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout, check=False)
+        try:
+            module_result = json.loads(result_file.read_text())["localhost"]
+        except (OSError, ValueError, KeyError):
+            return {"failed": True, "rc": result.returncode,
+                    "msg": f"ansible produced no module result (exit {result.returncode}): "
+                           f"{result.stderr.strip() or result.stdout.strip()}"}
+    return module_result
+
+
+def run_playbook(sandbox: SandboxHandle, playbook_path: str | os.PathLike, extra_vars: dict[str, Any],
+                 check: bool = False, timeout: float = MODULE_TIMEOUT) -> subprocess.CompletedProcess:
+    """`ansible-playbook PLAYBOOK -e <extra_vars as JSON>` against the sandbox; output captured as text."""
+    command = [str(BIN_DIR / "ansible-playbook"), str(playbook_path), "-e", json.dumps(extra_vars)]
+    if check:
+        command.append("--check")
+    return subprocess.run(command, capture_output=True, text=True, env=ansible_env(sandbox), timeout=timeout,
+                          check=False, cwd=REPO_ROOT)

@@ -1,0 +1,52 @@
+"""The integration fixtures themselves: Ansible runs through run_module against the sandbox, and the sandbox
+answers boto3 and kubernetes calls for the demo scenario."""
+
+from __future__ import annotations
+
+from sandbox_helpers import run_module
+
+SCENARIO = "demo"
+
+
+def test_run_module_returns_results_and_failures_without_raising(sandbox):
+    assert run_module(sandbox, "ansible.builtin.ping", {"data": "sandbox"}) == {
+        "ping": "sandbox", "changed": False, "failed": False, "invocation": {"module_args": {"data": "sandbox"}}}
+    failed = run_module(sandbox, "ansible.builtin.fail", {"msg": "boom"})
+    assert failed["failed"] is True and failed["msg"] == "boom"
+    missing = run_module(sandbox, "no_such_module", {})
+    assert missing["failed"] is True and "eksops.nodegroup.no_such_module" in missing["msg"]
+
+
+def test_run_module_passes_check_and_diff_mode(sandbox):
+    target = sandbox.state_dir / "check-diff.txt"
+    planned = run_module(sandbox, "ansible.builtin.copy", {"content": "new\n", "dest": str(target)},
+                         check=True, diff=True)
+    assert planned["changed"] is True and not target.exists()          # -C reached the task
+    assert planned["diff"][0]["after"] == "new\n"                      # -D too, and the diff is kept
+    applied = run_module(sandbox, "ansible.builtin.copy", {"content": "new\n", "dest": str(target)})
+    assert applied["changed"] is True and target.read_text() == "new\n"
+    assert not applied.get("diff")                                     # no -D: no diff
+
+
+def test_sandbox_answers_boto3_and_kubernetes(sandbox):
+    cluster = sandbox.client("eks").describe_cluster(name="demo")["cluster"]
+    assert cluster["endpoint"].startswith("https://127.0.0.1:")
+
+    groups = sandbox.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"]
+    [workers] = [g for g in groups if {"Key": "eks:nodegroup-name", "Value": "workers"} in
+                 [{"Key": t["Key"], "Value": t["Value"]} for t in g["Tags"]]]
+    assert workers["DesiredCapacity"] == 6
+
+    nodes = sandbox.core_v1().list_node().items
+    assert len(nodes) == 6
+    assert all(n.metadata.labels["eks.amazonaws.com/nodegroup"] == "workers" for n in nodes)
+    assert sandbox.apps_v1().read_namespaced_deployment("web", "default").status.ready_replicas == 4
+    pdbs = sandbox.policy_v1().list_namespaced_pod_disruption_budget("default").items
+    assert [p.spec.min_available for p in pdbs if p.metadata.name == "web"] == [3]
+
+    report = sandbox.report()
+    assert report["nodegroups"]["workers"]["node_count_min"] == 6
+    assert report["workloads"]["default/web"]["min_ready"] == 4
+    assert report["pdb_violations"] == [] and report["pods_lost"] == []
+    assert any(key.startswith("DescribeAutoScalingGroups OK") for key in report["aws_calls"])
+    assert any(" list nodes 200" in key for key in report["k8s_requests"])

@@ -1,0 +1,70 @@
+"""What happened in the sandbox: API request counts, AWS calls, lost pods and notable events.
+
+Every method is called from server threads and the controller loop at once, so all state sits behind one lock.
+Times are wall-clock epoch seconds (what a test compares with its own time.time()).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter, deque
+from typing import Any
+
+__all__ = ["Recorder"]
+
+
+class Recorder:
+    """Thread-safe counters and logs read by the observer's report."""
+
+    def __init__(self, max_events: int = 5000):
+        self._lock = threading.Lock()
+        self._k8s_requests: Counter[str] = Counter()
+        self._aws_calls: Counter[str] = Counter()
+        self._pods_lost: list[dict[str, Any]] = []
+        # Only the newest events are kept: a long run with a chatty fault must not grow without bound.
+        self._events: deque[dict[str, Any]] = deque(maxlen=max_events)
+        self._events_dropped = 0
+
+    def k8s_request(self, user_agent: str, verb: str, resource: str, status: int) -> None:
+        key = f"{user_agent or '-'} {verb} {resource} {status}"
+        with self._lock:
+            self._k8s_requests[key] += 1
+
+    def aws_call(self, action: str, error_code: str | None) -> None:
+        key = f"{action} {error_code or 'OK'}"
+        with self._lock:
+            self._aws_calls[key] += 1
+
+    def pod_lost(self, namespace: str, name: str, node: str) -> None:
+        entry = {"pod": f"{namespace}/{name}", "node": node, "time": round(time.time(), 3)}
+        with self._lock:
+            self._pods_lost.append(entry)
+        self.event("pod_lost", pod=entry["pod"], node=node)
+
+    def event(self, kind: str, **fields: Any) -> None:
+        entry = {"time": round(time.time(), 3), "kind": kind, **fields}
+        with self._lock:
+            if len(self._events) == self._events.maxlen:
+                self._events_dropped += 1
+            self._events.append(entry)
+
+    def k8s_requests(self) -> dict[str, int]:
+        with self._lock:
+            return dict(sorted(self._k8s_requests.items()))
+
+    def aws_calls(self) -> dict[str, int]:
+        with self._lock:
+            return dict(sorted(self._aws_calls.items()))
+
+    def pods_lost(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [dict(entry) for entry in self._pods_lost]
+
+    def events(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [dict(entry) for entry in self._events]
+
+    def events_dropped(self) -> int:
+        with self._lock:
+            return self._events_dropped

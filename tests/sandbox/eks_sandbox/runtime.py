@@ -1,0 +1,300 @@
+"""The sandbox process: AWS and Kubernetes simulators, the controller loop, and the control endpoint.
+
+Start-up order: moto, the Kubernetes API server and the control server start listening; the state files
+(kubeconfig, env) are written so `eks-sandbox up` can poll `/healthz`; AWS is seeded (it needs the API
+server's URL and CA for the EKS cluster record), then Kubernetes; then the controller loop runs.
+
+The sandbox is *ready* once every node group runs its initial instances, their Nodes are Ready and every
+workload of the scenario is fully Ready: tests start from a settled cluster. Only then are faults armed
+and the observer starts sampling.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shlex
+import threading
+import time
+import traceback
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .faults import Faults
+from .observer import Observer
+from .recorder import Recorder
+
+if TYPE_CHECKING:
+    from .aws import AwsSim
+    from .kube import KubeSim
+
+__all__ = ["Sandbox", "write_env_file", "read_env_file", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"]
+
+log = logging.getLogger("eks_sandbox")
+
+AWS_ACCESS_KEY_ID = "testing"
+AWS_SECRET_ACCESS_KEY = "testing"
+ENV_FILE = "env"
+KUBECONFIG_FILE = "kubeconfig"
+# A failing controller logs its first tracebacks, then only every Nth, so the log stays readable.
+_TRACEBACKS_LOGGED_IN_FULL = 5
+_TRACEBACK_EVERY = 100
+
+
+def write_env_file(path: Path, env: dict[str, str]) -> None:
+    """Shell-sourceable `export K=V` lines, replaced atomically (a reader never sees half a file)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(f"export {key}={shlex.quote(value)}\n" for key, value in env.items()))
+    os.replace(tmp, path)
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    env = {}
+    for line in path.read_text().splitlines():
+        words = shlex.split(line)
+        if len(words) == 2 and words[0] == "export" and "=" in words[1]:
+            key, value = words[1].split("=", 1)
+            env[key] = value
+    return env
+
+
+class Sandbox:
+    """One simulated EKS cluster, run by this process."""
+
+    def __init__(self, scenario: dict[str, Any], state_dir: str | os.PathLike):
+        self.scenario = scenario
+        self.state_dir = Path(state_dir).resolve()
+        self.recorder = Recorder()
+        self.faults = Faults(scenario["faults"], scenario["seed"], armed=False)
+        self.observer = Observer(scenario, self.recorder)
+        self.aws: AwsSim | None = None
+        self.kube: KubeSim | None = None
+        self.aws_endpoint: str | None = None
+        self.started_at = time.time()
+        self.ready_at: float | None = None
+        self._ready = threading.Event()
+        self._stopping = threading.Event()
+        self._readiness_detail = "starting"
+        self._settled_passes = 0
+        self._loop_thread: threading.Thread | None = None
+        self._control: ThreadingHTTPServer | None = None
+        self._control_thread: threading.Thread | None = None
+        self._errors_lock = threading.Lock()
+        self._controller_errors: dict[str, dict[str, Any]] = {}
+        self._loop_stats = {"passes": 0, "overruns": 0, "pass_seconds_max": 0.0}
+
+    # --------------------------------------------------------------------------------------------- lifecycle
+
+    @property
+    def control_url(self) -> str:
+        if self._control is None:
+            raise RuntimeError("the control server is not running")
+        host, port = self._control.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def kubeconfig_path(self) -> Path:
+        return self.state_dir / KUBECONFIG_FILE
+
+    def env(self) -> dict[str, str]:
+        """What a client needs to reach this sandbox (the content of DIR/env)."""
+        region = self.scenario["region"]
+        return {"AWS_ENDPOINT_URL": self.aws_endpoint or "",
+                "AWS_ACCESS_KEY_ID": AWS_ACCESS_KEY_ID,
+                "AWS_SECRET_ACCESS_KEY": AWS_SECRET_ACCESS_KEY,
+                "AWS_REGION": region,
+                "AWS_DEFAULT_REGION": region,
+                "KUBECONFIG": str(self.kubeconfig_path),
+                "SANDBOX_URL": self.control_url}
+
+    def start(self) -> None:
+        """Start everything and seed the scenario; returns before the cluster is ready (see wait_ready)."""
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        # Imported here: the CLI's report/down read state files through this module without loading moto.
+        from .aws import AwsSim
+        from .kube import KubeSim
+
+        began = time.monotonic()
+        self.aws = AwsSim(self.scenario, self.recorder, self.faults)
+        self.aws_endpoint = self.aws.start()
+        self.kube = KubeSim(self.scenario, self.aws, self.recorder, self.faults, str(self.state_dir))
+        self.kube.start()
+        self._start_control_server()
+        self.kube.write_kubeconfig(str(self.kubeconfig_path))
+        write_env_file(self.state_dir / ENV_FILE, self.env())
+        log.info("listening: aws %s, kubernetes %s, control %s", self.aws_endpoint, self.kube.url, self.control_url)
+        self._readiness_detail = "seeding"
+        self.aws.seed(self.kube.url, self.kube.ca_pem)
+        self.kube.seed()
+        log.info("scenario %s seeded in %.2f s", self.scenario["name"], time.monotonic() - began)
+        self._readiness_detail = "waiting for the first controller pass"
+        self._loop_thread = threading.Thread(target=self._controller_loop, name="controller-loop", daemon=True)
+        self._loop_thread.start()
+
+    def wait_ready(self, timeout: float) -> bool:
+        return self._ready.wait(timeout)
+
+    @property
+    def ready(self) -> bool:
+        return self._ready.is_set()
+
+    @property
+    def readiness_detail(self) -> str:
+        return "ready" if self.ready else self._readiness_detail
+
+    def stop(self) -> None:
+        """Stop whatever was started (safe on a partly started sandbox, and twice)."""
+        self._stopping.set()
+        if self._loop_thread is not None and self._loop_thread is not threading.current_thread():
+            self._loop_thread.join(timeout=10)
+        if self._control is not None:
+            self._control.shutdown()
+            self._control.server_close()
+            self._control = None
+        for name, part in (("kubernetes", self.kube), ("aws", self.aws)):
+            if part is None:
+                continue
+            try:
+                part.stop()
+            except Exception:  # keep stopping the rest; the process is going away anyway
+                log.exception("stopping %s failed", name)
+        self.kube = self.aws = None
+
+    # --------------------------------------------------------------------------------------------- controller loop
+
+    def _controller_loop(self) -> None:
+        timings = self.scenario["timings"]
+        interval = timings["controller_interval_seconds"]
+        next_sample = 0.0
+        while not self._stopping.is_set():
+            began = time.monotonic()
+            self._guarded("aws.tick", self.aws.tick)
+            self._guarded("kube.tick", self.kube.tick)
+            if not self._ready.is_set():
+                self._guarded("readiness", self._check_ready)
+            elif began >= next_sample:
+                self._guarded("observer.sample", self._sample)
+                next_sample = began + timings["sample_interval_seconds"]
+            elapsed = time.monotonic() - began
+            self._loop_stats["passes"] += 1
+            self._loop_stats["pass_seconds_max"] = max(self._loop_stats["pass_seconds_max"], elapsed)
+            if elapsed > interval:
+                self._loop_stats["overruns"] += 1
+            self._stopping.wait(max(0.0, interval - elapsed))
+
+    def _guarded(self, where: str, step) -> None:
+        """Run one step of the loop; a failing step is logged and counted, and the loop goes on."""
+        try:
+            step()
+        except Exception as exc:  # the loop must outlive a bug in one controller
+            with self._errors_lock:
+                entry = self._controller_errors.setdefault(where, {"count": 0, "last": ""})
+                entry["count"] += 1
+                entry["last"] = f"{type(exc).__name__}: {exc}"
+                count = entry["count"]
+            if count <= _TRACEBACKS_LOGGED_IN_FULL or count % _TRACEBACK_EVERY == 0:
+                log.error("%s failed (%d times so far):\n%s", where, count, traceback.format_exc())
+
+    def _sample(self) -> None:
+        self.observer.sample(self.kube.snapshot(), self.aws.instances())
+
+    def _check_ready(self) -> None:
+        detail = self._unsettled(self.aws.instances(), self.kube.snapshot())
+        if detail:
+            self._readiness_detail = detail
+            self._settled_passes = 0
+            return
+        # Settled twice in a row: a DaemonSet whose nodes turned Ready in this very pass has its pods next pass.
+        self._settled_passes += 1
+        if self._settled_passes < 2:
+            return
+        self.ready_at = time.time()
+        self.faults.arm()
+        self._sample()
+        self.recorder.event("ready", seconds=round(self.ready_at - self.started_at, 3))
+        log.info("sandbox ready in %.2f s", self.ready_at - self.started_at)
+        self._ready.set()
+
+    def _unsettled(self, instances: list[dict[str, Any]], snapshot: dict[str, Any]) -> str:
+        """What the cluster still waits for before it counts as settled ("" when settled)."""
+        waiting = []
+        ready_nodes = {n["instance_id"] for n in snapshot["nodes"] if n["ready"]}
+        for nodegroup in self.scenario["nodegroups"]:
+            mine = [i for i in instances if i["nodegroup"] == nodegroup["name"] and i["state"] != "terminated"]
+            running = [i for i in mine if i["state"] == "running"]
+            ready = [i for i in running if i["instance_id"] in ready_nodes]
+            want = nodegroup["desired_capacity"]
+            if len(running) != want or len(mine) != want or len(ready) != want:
+                waiting.append(f"nodegroup {nodegroup['name']}: {len(running)}/{want} instances running, "
+                               f"{len(ready)}/{want} nodes Ready")
+        for workload in self.scenario["workloads"]:
+            key = f"{workload['namespace']}/{workload['name']}"
+            seen = snapshot["workloads"].get(key)
+            if seen is None:
+                waiting.append(f"{key}: not created yet")
+                continue
+            want = {"Deployment": workload["replicas"], "Pod": 1}.get(workload["kind"], seen["replicas"] or 0)
+            if seen["ready"] < want:
+                waiting.append(f"{key}: {seen['ready']}/{want} ready")
+        return "; ".join(waiting)
+
+    # --------------------------------------------------------------------------------------------- report
+
+    def report(self) -> dict[str, Any]:
+        snapshot = self.kube.snapshot()
+        instances = self.aws.instances()
+        asg_views = {}
+        for nodegroup in self.scenario["nodegroups"]:
+            try:
+                asg_views[nodegroup["name"]] = self.aws.asg_view(nodegroup["name"])
+            except Exception as exc:  # e.g. a test deleted the group: report it rather than fail the report
+                asg_views[nodegroup["name"]] = {"error": f"{type(exc).__name__}: {exc}"}
+        with self._errors_lock:
+            errors = {where: dict(entry) for where, entry in self._controller_errors.items()}
+        extra = {"started_at": round(self.started_at, 3),
+                 "ready_at": None if self.ready_at is None else round(self.ready_at, 3),
+                 "faults": self.faults.fired_counts(),
+                 "controller": {**self._loop_stats, "errors": errors},
+                 "events_dropped": self.recorder.events_dropped()}
+        return self.observer.report(snapshot, asg_views, instances, extra)
+
+    # --------------------------------------------------------------------------------------------- control server
+
+    def _start_control_server(self) -> None:
+        sandbox = self
+
+        class ControlHandler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+                if self.path == "/healthz":
+                    status = 200 if sandbox.ready else 503
+                    self._reply(status, {"ready": sandbox.ready, "detail": sandbox.readiness_detail})
+                elif self.path == "/report":
+                    if not sandbox.ready:
+                        self._reply(503, {"ready": False, "detail": sandbox.readiness_detail})
+                        return
+                    try:
+                        self._reply(200, sandbox.report())
+                    except Exception as exc:  # report the failure to the caller as well as the log
+                        log.exception("building the report failed")
+                        self._reply(500, {"error": f"{type(exc).__name__}: {exc}"})
+                else:
+                    self._reply(404, {"error": f"no such endpoint: {self.path}"})
+
+            def _reply(self, status: int, body: dict[str, Any]) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (http.server's signature)
+                log.debug("control: " + format, *args)
+
+        self._control = ThreadingHTTPServer(("127.0.0.1", 0), ControlHandler)
+        self._control.daemon_threads = True
+        self._control_thread = threading.Thread(target=self._control.serve_forever, name="control-server",
+                                                daemon=True)
+        self._control_thread.start()
