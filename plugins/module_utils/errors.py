@@ -1,0 +1,54 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Errors with EKS-style codes (SPEC U8), shared by every module of the collection."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+NODE_CREATION_FAILURE = "NodeCreationFailure"
+POD_EVICTION_FAILURE = "PodEvictionFailure"
+ASG_INSTANCE_LAUNCH_FAILURES = "AsgInstanceLaunchFailures"
+INSTANCE_LIMIT_EXCEEDED = "InstanceLimitExceeded"
+INSUFFICIENT_FREE_ADDRESSES = "InsufficientFreeAddresses"
+ACCESS_DENIED = "AccessDenied"
+CLUSTER_UNREACHABLE = "ClusterUnreachable"
+LT_VERSION_MISMATCH = "Ec2LaunchTemplateVersionMismatch"
+INVALID_PARAMETER = "InvalidParameter"
+NOT_FOUND = "ResourceNotFound"
+AUTOSCALER_ACTIVE = "ClusterAutoscalerActive"
+# Not an EKS code: the AWS API itself (or the configured endpoint_url) could not be reached.
+AWS_UNREACHABLE = "AwsUnreachable"
+# Not an EKS code: an AWS or Kubernetes API error that fits none of the codes above.
+API_ERROR = "ApiError"
+
+
+class UpgradeError(Exception):
+    """A failure the user must see, with a stable ``code`` and structured ``details``.
+
+    ``UpgradeError(code, msg, **details)``; modules turn it into
+    ``fail_json(msg=msg, code=code, **details)``.
+    """
+
+    def __init__(self, code, msg, **details):
+        super(UpgradeError, self).__init__(msg)
+        self.code = code
+        self.msg = msg
+        self.details = details
+
+    def __str__(self):
+        return "%s: %s" % (self.code, self.msg)
+
+    def __repr__(self):
+        return "UpgradeError(%r, %r, **%r)" % (self.code, self.msg, self.details)
+
+
+def invalid_parameter(parameter, msg, **details):
+    """An INVALID_PARAMETER error whose details name the offending option."""
+    return UpgradeError(INVALID_PARAMETER, msg, parameter=parameter, **details)
+
+
+def not_found(parameter, msg, **details):
+    """A NOT_FOUND error whose details name the option that pointed at the missing resource."""
+    return UpgradeError(NOT_FOUND, msg, parameter=parameter, **details)

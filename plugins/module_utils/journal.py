@@ -1,0 +1,213 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The upgrade journal: what an upgrade changed, recorded on the ASG as tags before the change is made.
+
+One tag per field, ``eksops.nodegroup/<field>``, so a person can read it in the console. A rerun after a
+crash reads it and resumes; scale-down reads it to restore. Nodes we cordoned carry the annotation
+CORDONED_BY_ANNOTATION=<run_id> instead (node state lives on nodes).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import datetime
+import uuid
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
+    INVALID_PARAMETER,
+    UpgradeError,
+)
+
+TAG_PREFIX = "eksops.nodegroup/"
+CORDONED_BY_ANNOTATION = TAG_PREFIX + "cordoned-by"
+# AWS limits for Auto Scaling group tags.
+MAX_TAG_KEY_LENGTH = 128
+MAX_TAG_VALUE_LENGTH = 256
+
+PHASES = ("setup", "scale_up", "upgrade", "scale_down")
+
+_STR, _INT, _LIST = "str", "int", "list"
+# Field name -> value kind; the order is the order of the tags written.
+FIELDS = (
+    ("run_id", _STR),
+    ("phase", _STR),
+    ("strategy", _STR),
+    ("started_at", _STR),
+    ("original_min_size", _INT),
+    ("original_max_size", _INT),
+    ("original_desired_capacity", _INT),
+    ("previous_launch_template_version", _STR),
+    ("target_launch_template_version", _STR),
+    ("launch_template_id", _STR),
+    ("target_image_id", _STR),
+    ("suspended_processes", _LIST),
+    ("desired_capacity_set", _INT),
+    ("surge", _INT),
+)
+FIELD_NAMES = tuple(name for name, _kind in FIELDS)
+_FIELD_KINDS = dict(FIELDS)
+
+
+def utc_now_iso(now=None):
+    """ISO 8601 UTC timestamp with a Z suffix, to the second."""
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    return now.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def new_run_id():
+    return uuid.uuid4().hex[:16]
+
+
+def tag_key(field):
+    return TAG_PREFIX + field
+
+
+def _corrupt(asg_name, key, value, why):
+    return UpgradeError(
+        INVALID_PARAMETER,
+        "The upgrade journal on Auto Scaling group %s is unreadable: tag %s=%r %s; fix or delete the %s* tags"
+        % (asg_name or "?", key, value, why, TAG_PREFIX),
+        parameter="asg_name", tag=key)
+
+
+def _decode(field, raw, asg_name):
+    kind = _FIELD_KINDS[field]
+    if kind == _INT:
+        try:
+            return int(raw)
+        except (TypeError, ValueError):
+            raise _corrupt(asg_name, tag_key(field), raw, "is not an integer")
+    if kind == _LIST:
+        return [item for item in raw.split(",") if item] if raw else []
+    if field == "phase" and raw not in PHASES:
+        raise _corrupt(asg_name, tag_key(field), raw, "is not one of %s" % ", ".join(PHASES))
+    return raw
+
+
+def _encode(field, value):
+    if _FIELD_KINDS[field] == _LIST:
+        return ",".join(str(item) for item in value)
+    return str(value)
+
+
+class Journal:
+    """The journal fields (see FIELDS); unset fields are None (suspended_processes defaults to [])."""
+
+    def __init__(self, **fields):
+        unknown = sorted(set(fields) - set(FIELD_NAMES))
+        if unknown:
+            raise TypeError("unknown journal field(s): %s" % ", ".join(unknown))
+        if fields.get("phase") is not None and fields["phase"] not in PHASES:
+            raise ValueError("phase must be one of %s, got %r" % (", ".join(PHASES), fields["phase"]))
+        for name in FIELD_NAMES:
+            default = [] if _FIELD_KINDS[name] == _LIST else None
+            value = fields.get(name, default)
+            if _FIELD_KINDS[name] == _LIST:
+                value = list(value or [])
+            setattr(self, name, value)
+
+    @classmethod
+    def start(cls, phase="setup", run_id=None, now=None, **fields):
+        """A new journal with run_id and started_at filled in."""
+        return cls(phase=phase, run_id=run_id or new_run_id(), started_at=utc_now_iso(now), **fields)
+
+    @classmethod
+    def from_tags(cls, tags, asg_name=None):
+        """The journal in an ASG's tags (AWS tag list or {key: value}), or None when there is none."""
+        if tags is None:
+            return None
+        if isinstance(tags, dict):
+            pairs = tags.items()
+        else:
+            pairs = ((tag["Key"], tag.get("Value", "")) for tag in tags)
+        fields = {}
+        for key, raw in pairs:
+            if key.startswith(TAG_PREFIX):
+                field = key[len(TAG_PREFIX):]
+                if field in _FIELD_KINDS:
+                    fields[field] = _decode(field, raw, asg_name)
+        if not fields:
+            return None
+        return cls(**fields)
+
+    def to_dict(self):
+        return dict((name, list(getattr(self, name)) if _FIELD_KINDS[name] == _LIST else getattr(self, name))
+                    for name in FIELD_NAMES)
+
+    def replace(self, **changes):
+        """A copy with ``changes`` applied."""
+        fields = self.to_dict()
+        fields.update(changes)
+        return Journal(**fields)
+
+    def to_tags(self, asg_name):
+        """create_or_update_tags entries for every set field (PropagateAtLaunch false)."""
+        tags = []
+        for name in FIELD_NAMES:
+            value = getattr(self, name)
+            if value is None:
+                continue
+            encoded = _encode(name, value)
+            if len(encoded) > MAX_TAG_VALUE_LENGTH:
+                raise ValueError("journal field %s is longer than %d characters" % (name, MAX_TAG_VALUE_LENGTH))
+            tags.append(dict(ResourceId=asg_name, ResourceType="auto-scaling-group", Key=tag_key(name),
+                             Value=encoded, PropagateAtLaunch=False))
+        return tags
+
+    def unset_fields(self):
+        return [name for name in FIELD_NAMES if getattr(self, name) is None]
+
+    def targets(self, launch_template_id, launch_template_version):
+        """Whether this journal's upgrade is aimed at that launch template version."""
+        return (self.launch_template_id == launch_template_id
+                and str(self.target_launch_template_version) == str(launch_template_version))
+
+    def __eq__(self, other):
+        return isinstance(other, Journal) and self.to_dict() == other.to_dict()
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    def __repr__(self):
+        return "Journal(%s)" % ", ".join("%s=%r" % item for item in self.to_dict().items() if item[1] is not None)
+
+
+def _delete_tags(autoscaling, asg_name, keys):
+    if keys:
+        autoscaling.delete_tags(Tags=[dict(ResourceId=asg_name, ResourceType="auto-scaling-group", Key=key)
+                                      for key in keys])
+
+
+def write_journal(autoscaling, asg_name, journal, previous=None):
+    """Record ``journal`` on the ASG: set fields are written, unset ones removed.
+
+    ``previous``: the journal on the ASG now, when the caller knows it (``Journal()`` for none); then only
+    the fields it has and ``journal`` lacks are deleted, instead of every unset field.
+    """
+    autoscaling.create_or_update_tags(Tags=journal.to_tags(asg_name))
+    unset = journal.unset_fields()
+    if previous is not None:
+        already_unset = set(previous.unset_fields())
+        unset = [name for name in unset if name not in already_unset]
+    _delete_tags(autoscaling, asg_name, [tag_key(name) for name in unset])
+
+
+def _asg_tags(autoscaling, asg_name):
+    groups = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[asg_name])["AutoScalingGroups"]
+    return groups[0].get("Tags", []) if groups else []
+
+
+def read_journal(autoscaling, asg_name):
+    """The journal on the ASG now, or None."""
+    return Journal.from_tags(_asg_tags(autoscaling, asg_name), asg_name=asg_name)
+
+
+def clear_journal(autoscaling, asg_name, tags=None):
+    """Remove every journal tag from the ASG (``tags``: the ASG's tags if already described). Returns the keys."""
+    if tags is None:
+        tags = _asg_tags(autoscaling, asg_name)
+    keys = sorted(tag["Key"] for tag in tags if tag["Key"].startswith(TAG_PREFIX))
+    _delete_tags(autoscaling, asg_name, keys)
+    return keys

@@ -1,0 +1,334 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one way the collection reaches Kubernetes: option spec, ApiClient factory (incl. EKS tokens), errors."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import atexit
+import base64
+import contextlib
+import json
+import os
+import shutil
+import socket
+import tempfile
+import threading
+import time
+
+from ansible.module_utils.basic import env_fallback
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import (
+    USER_AGENT_EXTRA,
+    aws_client,
+    aws_session,
+    translate_aws_errors,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
+    ACCESS_DENIED,
+    API_ERROR,
+    CLUSTER_UNREACHABLE,
+    NOT_FOUND,
+    UpgradeError,
+    invalid_parameter,
+    not_found,
+)
+
+try:
+    from kubernetes.client import ApiClient, Configuration
+    from kubernetes.client.exceptions import ApiException
+    from kubernetes.config import load_kube_config
+    from kubernetes.config.config_exception import ConfigException
+
+    HAS_KUBERNETES = True
+    KUBERNETES_IMPORT_ERROR = None
+except ImportError as exc:  # pragma: no cover - exercised only without the kubernetes client
+    HAS_KUBERNETES = False
+    KUBERNETES_IMPORT_ERROR = exc
+
+try:
+    import urllib3.exceptions as urllib3_exceptions
+
+    _URLLIB3_UNREACHABLE = (
+        urllib3_exceptions.MaxRetryError,
+        urllib3_exceptions.NewConnectionError,
+        urllib3_exceptions.ProtocolError,
+        urllib3_exceptions.TimeoutError,
+        urllib3_exceptions.SSLError,
+    )
+except ImportError:  # pragma: no cover - urllib3 ships with the kubernetes client
+    _URLLIB3_UNREACHABLE = ()
+
+_UNREACHABLE_ERRORS = _URLLIB3_UNREACHABLE + (ConnectionError, socket.timeout)
+
+K8S_ARGUMENT_SPEC = dict(
+    kubeconfig=dict(type="path", fallback=(env_fallback, ["K8S_AUTH_KUBECONFIG"])),
+    context=dict(type="str", aliases=["kube_context"], fallback=(env_fallback, ["K8S_AUTH_CONTEXT"])),
+    host=dict(type="str", fallback=(env_fallback, ["K8S_AUTH_HOST"])),
+    api_key=dict(type="str", no_log=True, fallback=(env_fallback, ["K8S_AUTH_API_KEY"])),
+    validate_certs=dict(type="bool", aliases=["verify_ssl"], fallback=(env_fallback, ["K8S_AUTH_VERIFY_SSL"])),
+    ca_cert=dict(type="path", aliases=["ssl_ca_cert"], fallback=(env_fallback, ["K8S_AUTH_SSL_CA_CERT"])),
+)
+
+K8S_OPTION_NAMES = tuple(K8S_ARGUMENT_SPEC)
+
+EKS_TOKEN_PREFIX = "k8s-aws-v1."
+EKS_CLUSTER_HEADER = "x-k8s-aws-id"
+# The presigned URL is valid for 60 s at the authenticator, which then accepts the token for 15 minutes.
+EKS_TOKEN_URL_EXPIRY_SECONDS = 60
+EKS_TOKEN_REFRESH_AFTER_SECONDS = 14 * 60
+DEFAULT_KUBECONFIG = os.path.join("~", ".kube", "config")
+# The api_key entry the kubernetes client (and its kubeconfig loader) reads the "Bearer <token>" header from.
+BEARER_KEY = "BearerToken"
+
+_TEMP_DIRS = []
+
+
+def _remove_temp_dirs():
+    for path in _TEMP_DIRS:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+atexit.register(_remove_temp_dirs)
+
+
+def _require_kubernetes():
+    if not HAS_KUBERNETES:
+        raise UpgradeError(API_ERROR, "the kubernetes Python client is required on the host that runs this module",
+                           import_error=str(KUBERNETES_IMPORT_ERROR))
+
+
+def mint_eks_token(sts_client, cluster_name):
+    """An EKS bearer token: a presigned STS GetCallerIdentity URL bound to ``cluster_name``.
+
+    The authenticator on the cluster replays the URL; the signed ``x-k8s-aws-id`` header ties the token to
+    one cluster.
+    """
+
+    def add_cluster_header(request, **_kwargs):
+        request.headers[EKS_CLUSTER_HEADER] = cluster_name
+
+    event_name = "before-sign.sts.GetCallerIdentity"
+    sts_client.meta.events.register(event_name, add_cluster_header)
+    try:
+        with translate_aws_errors("mint an EKS token for cluster %s" % cluster_name):
+            url = sts_client.generate_presigned_url(
+                "get_caller_identity", Params={}, ExpiresIn=EKS_TOKEN_URL_EXPIRY_SECONDS, HttpMethod="GET")
+    finally:
+        sts_client.meta.events.unregister(event_name, add_cluster_header)
+    encoded = base64.urlsafe_b64encode(url.encode("utf-8")).decode("ascii").rstrip("=")
+    return EKS_TOKEN_PREFIX + encoded
+
+
+class EksTokenRefresher:
+    """``Configuration.refresh_api_key_hook`` that re-mints the EKS token before it expires (SPEC P5)."""
+
+    def __init__(self, mint, refresh_after=EKS_TOKEN_REFRESH_AFTER_SECONDS, clock=time.time):
+        self._mint = mint
+        self._refresh_after = refresh_after
+        self._clock = clock
+        self._minted_at = None
+        # The drain engine shares one ApiClient between threads.
+        self._lock = threading.Lock()
+        self.token = None
+
+    def current_token(self):
+        with self._lock:
+            now = self._clock()
+            if self.token is None or now - self._minted_at >= self._refresh_after:
+                self.token = self._mint()
+                self._minted_at = now
+            return self.token
+
+    def __call__(self, configuration):
+        configuration.api_key[BEARER_KEY] = "Bearer " + self.current_token()
+
+
+def describe_eks_cluster(eks_client, cluster_name):
+    """(endpoint, ca_pem_bytes or None) of an EKS cluster; errors name ``cluster_name``."""
+    try:
+        with translate_aws_errors("describe EKS cluster %s" % cluster_name):
+            cluster = eks_client.describe_cluster(name=cluster_name)["cluster"]
+    except UpgradeError as err:
+        if err.code == NOT_FOUND:
+            raise not_found("cluster_name", "EKS cluster %r (cluster_name) was not found: %s" % (cluster_name, err.msg),
+                            **err.details)
+        raise
+    endpoint = cluster.get("endpoint")
+    if not endpoint:
+        raise UpgradeError(CLUSTER_UNREACHABLE, "EKS cluster %r has no API endpoint yet (status %s)"
+                           % (cluster_name, cluster.get("status")), parameter="cluster_name")
+    ca_data = (cluster.get("certificateAuthority") or {}).get("data")
+    ca_pem = base64.b64decode(ca_data) if ca_data else None
+    return endpoint, ca_pem
+
+
+def _write_private_file(name, content):
+    directory = tempfile.mkdtemp(prefix="eksops-nodegroup-")
+    _TEMP_DIRS.append(directory)
+    path = os.path.join(directory, name)
+    with open(path, "wb") as handle:
+        handle.write(content)
+    return path
+
+
+def kubeconfig_in_use(params, environ=None):
+    """Whether the kubeconfig way applies: explicit kubeconfig/context, KUBECONFIG, or ~/.kube/config."""
+    environ = os.environ if environ is None else environ
+    if params.get("kubeconfig") or params.get("context") or environ.get("KUBECONFIG"):
+        return True
+    return os.path.exists(os.path.expanduser(DEFAULT_KUBECONFIG))
+
+
+def auth_method(params, environ=None):
+    """Which credentials k8s_api_client uses: "host", "kubeconfig" or "cluster_name" (precedence order)."""
+    if params.get("host"):
+        return "host"
+    if kubeconfig_in_use(params, environ):
+        return "kubeconfig"
+    if params.get("cluster_name"):
+        return "cluster_name"
+    raise invalid_parameter(
+        "cluster_name",
+        "No Kubernetes credentials: give cluster_name (EKS token from AWS credentials), kubeconfig/context, "
+        "or host/api_key")
+
+
+def _eks_token_refresher(aws_params, cluster_name):
+    session = aws_session(aws_params)
+    sts = aws_client(aws_params, "sts", session=session)
+    return EksTokenRefresher(lambda: mint_eks_token(sts, cluster_name))
+
+
+def _bearer(configuration, token):
+    """Authenticate with this bearer token only (replacing, e.g., a kubeconfig user's token and its refresh)."""
+    if token.lower().startswith("bearer "):
+        token = token[len("bearer "):]
+    configuration.refresh_api_key_hook = None
+    configuration.api_key = {BEARER_KEY: "Bearer " + token}
+    configuration.api_key_prefix = {}
+
+
+def _apply_tls_options(configuration, params):
+    if params.get("ca_cert"):
+        configuration.ssl_ca_cert = params["ca_cert"]
+    if params.get("validate_certs") is not None:
+        configuration.verify_ssl = params["validate_certs"]
+
+
+def _use_eks_token(configuration, aws_params, cluster_name):
+    refresher = _eks_token_refresher(aws_params, cluster_name)
+    _bearer(configuration, refresher.current_token())
+    configuration.refresh_api_key_hook = refresher
+
+
+def _configuration_from_host(params, aws_params):
+    configuration = Configuration(host=params["host"])
+    if params.get("api_key"):
+        _bearer(configuration, params["api_key"])
+    elif params.get("cluster_name"):
+        _use_eks_token(configuration, aws_params, params["cluster_name"])
+    return configuration
+
+
+def _configuration_from_kubeconfig(params):
+    configuration = Configuration()
+    try:
+        load_kube_config(config_file=params.get("kubeconfig"), context=params.get("context"),
+                         client_configuration=configuration, persist_config=False)
+    except (ConfigException, OSError) as exc:
+        parameter = "context" if params.get("context") and "context" in str(exc).lower() else "kubeconfig"
+        raise invalid_parameter(parameter, "Cannot load kubeconfig %s: %s"
+                                % (params.get("kubeconfig") or os.environ.get("KUBECONFIG") or DEFAULT_KUBECONFIG,
+                                   exc))
+    if params.get("api_key"):
+        _bearer(configuration, params["api_key"])
+    return configuration
+
+
+def _configuration_from_cluster_name(params, aws_params):
+    cluster_name = params["cluster_name"]
+    endpoint, ca_pem = describe_eks_cluster(aws_client(aws_params, "eks"), cluster_name)
+    configuration = Configuration(host=endpoint)
+    if ca_pem:
+        configuration.ssl_ca_cert = _write_private_file("ca.crt", ca_pem)
+    _use_eks_token(configuration, aws_params, cluster_name)
+    return configuration
+
+
+def k8s_configuration(params, aws_params=None):
+    """The kubernetes Configuration for the module's options (see k8s_api_client for the precedence)."""
+    _require_kubernetes()
+    aws_params = params if aws_params is None else aws_params
+    method = auth_method(params)
+    if method == "host":
+        configuration = _configuration_from_host(params, aws_params)
+    elif method == "kubeconfig":
+        configuration = _configuration_from_kubeconfig(params)
+    else:
+        configuration = _configuration_from_cluster_name(params, aws_params)
+    _apply_tls_options(configuration, params)
+    return configuration
+
+
+def k8s_api_client(params, aws_params=None, user_agent=None):
+    """A kubernetes ApiClient.
+
+    Precedence: ``host`` (+ ``api_key``, or an EKS token for ``cluster_name``) > kubeconfig (``kubeconfig``/
+    ``context`` options, else ``KUBECONFIG``, else ``~/.kube/config``) > ``cluster_name`` (DescribeCluster for
+    endpoint and CA, and an EKS token refreshed before it expires).
+    """
+    client = ApiClient(configuration=k8s_configuration(params, aws_params))
+    client.user_agent = user_agent or USER_AGENT_EXTRA
+    return client
+
+
+def _api_exception_message(exc):
+    body = getattr(exc, "body", None)
+    if body:
+        try:
+            message = json.loads(body).get("message")
+            if message:
+                return message
+        except (ValueError, AttributeError, TypeError):
+            pass
+    return exc.reason or str(exc)
+
+
+def _api_exception_to_upgrade_error(exc, operation_hint):
+    message = _api_exception_message(exc)
+    details = dict(status=exc.status, reason=exc.reason, operation=operation_hint)
+    retry_after = (exc.headers or {}).get("Retry-After") if getattr(exc, "headers", None) else None
+    if retry_after:
+        details["retry_after"] = retry_after
+    if exc.status in (401, 403):
+        code = ACCESS_DENIED
+    elif exc.status == 404:
+        code = NOT_FOUND
+    elif exc.status == 0 or exc.status is None:
+        code = CLUSTER_UNREACHABLE
+    else:
+        code = API_ERROR
+    return UpgradeError(code, "%s failed: %s %s: %s" % (operation_hint, exc.status, exc.reason, message), **details)
+
+
+@contextlib.contextmanager
+def translate_k8s_errors(operation_hint="Kubernetes API call"):
+    """Turn kubernetes/urllib3 errors raised inside the block into UpgradeError.
+
+    401/403 -> AccessDenied, connection errors and timeouts -> ClusterUnreachable; the HTTP status and reason
+    stay in ``details``.
+    """
+    try:
+        yield
+    except UpgradeError:
+        raise
+    except Exception as exc:  # pylint: disable=broad-except
+        if HAS_KUBERNETES and isinstance(exc, ApiException):
+            raise _api_exception_to_upgrade_error(exc, operation_hint)
+        if isinstance(exc, _UNREACHABLE_ERRORS):
+            raise UpgradeError(CLUSTER_UNREACHABLE, "%s failed: cannot reach the Kubernetes API: %s"
+                               % (operation_hint, exc), operation=operation_hint, error=type(exc).__name__)
+        raise

@@ -1,0 +1,124 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""EksopsModule: AnsibleModule plus the collection's AWS/Kubernetes option specs, clients and error reporting."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import (
+    AWS_ARGUMENT_SPEC,
+    BOTO3_IMPORT_ERROR,
+    HAS_BOTO3,
+    USER_AGENT_EXTRA,
+    aws_client,
+    aws_session,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
+from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import (
+    HAS_KUBERNETES,
+    K8S_ARGUMENT_SPEC,
+    KUBERNETES_IMPORT_ERROR,
+    k8s_api_client,
+    translate_k8s_errors,
+)
+
+try:
+    from kubernetes.client import CoreV1Api
+except ImportError:  # pragma: no cover - HAS_KUBERNETES reports it
+    CoreV1Api = None
+
+# Keys fail_json/exit_json own; UpgradeError details never overwrite them.
+_RESERVED_RESULT_KEYS = frozenset(["msg", "code", "failed", "changed", "invocation", "warnings", "deprecations"])
+
+
+def merged_argument_spec(argument_spec, uses_aws=True, uses_k8s=False):
+    """The module's own spec plus the shared AWS and/or Kubernetes options (module options win)."""
+    spec = {}
+    if uses_aws:
+        spec.update(copy.deepcopy(AWS_ARGUMENT_SPEC))
+    if uses_k8s:
+        spec.update(copy.deepcopy(K8S_ARGUMENT_SPEC))
+    spec.update(argument_spec)
+    return spec
+
+
+def error_result(err):
+    """fail_json keyword arguments for an UpgradeError: msg, code and the details (reserved keys prefixed)."""
+    result = dict(msg=err.msg, code=err.code)
+    for key, value in err.details.items():
+        result["error_%s" % key if key in _RESERVED_RESULT_KEYS else key] = value
+    return result
+
+
+class EksopsModule:
+    """An AnsibleModule with cached AWS clients and a Kubernetes ApiClient built from the shared options.
+
+    Attribute access not defined here goes to the wrapped AnsibleModule (params, check_mode, exit_json, ...).
+    """
+
+    def __init__(self, argument_spec, uses_aws=True, uses_k8s=False, **ansible_module_kwargs):
+        self.module = AnsibleModule(argument_spec=merged_argument_spec(argument_spec, uses_aws, uses_k8s),
+                                    **ansible_module_kwargs)
+        self.uses_aws = uses_aws
+        self.uses_k8s = uses_k8s
+        # Both the AWS API and, for cluster_name auth, the EKS token need boto3.
+        if not HAS_BOTO3 and (uses_aws or uses_k8s):
+            self.module.fail_json(msg=missing_required_lib("boto3 and botocore"), exception=str(BOTO3_IMPORT_ERROR))
+        if uses_k8s and not HAS_KUBERNETES:
+            self.module.fail_json(msg=missing_required_lib("kubernetes"), exception=str(KUBERNETES_IMPORT_ERROR))
+        self._aws_session = None
+        self._aws_clients = {}
+        self._k8s_client = None
+        self._core_v1 = None
+
+    def __getattr__(self, name):
+        # Only reached for names this class does not define; "module" itself is missing only mid-construction.
+        if name == "module":
+            raise AttributeError(name)
+        return getattr(self.module, name)
+
+    @property
+    def user_agent(self):
+        return "%s/%s" % (USER_AGENT_EXTRA, self.module._name.rsplit(".", 1)[-1])
+
+    def aws(self, service):
+        """A cached botocore client for ``service``."""
+        if service not in self._aws_clients:
+            if self._aws_session is None:
+                self._aws_session = aws_session(self.module.params)
+            self._aws_clients[service] = aws_client(self.module.params, service, session=self._aws_session)
+        return self._aws_clients[service]
+
+    def k8s(self):
+        """A cached kubernetes ApiClient (see k8s.k8s_api_client for how credentials are chosen)."""
+        if self._k8s_client is None:
+            with translate_k8s_errors("connect to the Kubernetes API"):
+                self._k8s_client = k8s_api_client(self.module.params, user_agent=self.user_agent)
+        return self._k8s_client
+
+    def core_v1(self):
+        if self._core_v1 is None:
+            self._core_v1 = CoreV1Api(self.k8s())
+        return self._core_v1
+
+    def fail_upgrade(self, err, **result):
+        """fail_json for an UpgradeError; ``result`` carries what the module did before failing."""
+        payload = dict(result)
+        payload.update(error_result(err))
+        self.module.fail_json(**payload)
+
+    def run(self, fn):
+        """Call ``fn()``; a dict it returns goes to exit_json, an UpgradeError it raises to fail_json."""
+        try:
+            result = fn()
+        except UpgradeError as err:
+            self.fail_upgrade(err)
+        else:
+            if result is not None:
+                self.module.exit_json(**result)

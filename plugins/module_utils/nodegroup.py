@@ -1,0 +1,464 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Node group discovery shared by the modules: the ASG, its launch template, instances joined with nodes,
+and the EKS-optimized AMI lookup."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import random
+import re
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import (
+    aws_tags_to_dict,
+    paginate,
+    translate_aws_errors,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
+    NOT_FOUND,
+    UpgradeError,
+    invalid_parameter,
+    not_found,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import describe_eks_cluster, translate_k8s_errors
+from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
+    SURGE_CAP_DEFAULT,
+    pick_batch,
+    resolve_max_unavailable,
+    rolling_surge,
+    surge_steps,
+    validate_surge_settings,
+)
+
+CLUSTER_TAG = "eks:cluster-name"
+NODEGROUP_TAG = "eks:nodegroup-name"
+NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
+IMAGE_LABEL = "eks.amazonaws.com/nodegroup-image"
+LT_ID_LABEL = "eks.amazonaws.com/sourceLaunchTemplateId"
+LT_VERSION_LABEL = "eks.amazonaws.com/sourceLaunchTemplateVersion"
+# EC2 tags AWS puts on instances launched from a launch template.
+EC2_LT_ID_TAG = "aws:ec2launchtemplate:id"
+EC2_LT_VERSION_TAG = "aws:ec2launchtemplate:version"
+
+NODE_PAGE_SIZE = 500
+DESCRIBE_INSTANCES_CHUNK = 200
+
+
+# --- Auto Scaling group -------------------------------------------------------------------------------------
+
+def describe_asg(autoscaling, asg_name, parameter="asg_name"):
+    """The ASG description; ResourceNotFound naming ``parameter`` when it does not exist."""
+    with translate_aws_errors("describe Auto Scaling group %s" % asg_name):
+        groups = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[asg_name])["AutoScalingGroups"]
+    if not groups:
+        raise not_found(parameter, "Auto Scaling group %r (%s) does not exist" % (asg_name, parameter),
+                        asg_name=asg_name)
+    return groups[0]
+
+
+def _asg_from_managed_nodegroup(eks, cluster_name, nodegroup_name):
+    try:
+        with translate_aws_errors("describe EKS node group %s" % nodegroup_name):
+            nodegroup = eks.describe_nodegroup(clusterName=cluster_name, nodegroupName=nodegroup_name)["nodegroup"]
+    except UpgradeError as err:
+        if err.code == NOT_FOUND:
+            return None
+        raise
+    groups = (nodegroup.get("resources") or {}).get("autoScalingGroups") or []
+    return groups[0]["name"] if groups else None
+
+
+def find_asg(autoscaling, cluster_name, nodegroup_name, asg_name=None, eks=None):
+    """The node group's ASG: the named one, else the one tagged eks:cluster-name + eks:nodegroup-name, else
+    (with an ``eks`` client) the one of the EKS managed node group."""
+    if asg_name:
+        asg = describe_asg(autoscaling, asg_name)
+        tags = aws_tags_to_dict(asg.get("Tags"))
+        for key, expected, parameter in ((CLUSTER_TAG, cluster_name, "cluster_name"),
+                                         (NODEGROUP_TAG, nodegroup_name, "nodegroup_name")):
+            if expected and tags.get(key) not in (None, expected):
+                raise invalid_parameter(
+                    "asg_name", "Auto Scaling group %r is tagged %s=%s, not %s=%s (%s); refusing to touch another "
+                    "node group's ASG" % (asg_name, key, tags[key], key, expected, parameter), asg_name=asg_name)
+        return asg
+    filters = [dict(Name="tag:%s" % CLUSTER_TAG, Values=[cluster_name]),
+               dict(Name="tag:%s" % NODEGROUP_TAG, Values=[nodegroup_name])]
+    with translate_aws_errors("find the Auto Scaling group of node group %s" % nodegroup_name):
+        groups = paginate(autoscaling, "describe_auto_scaling_groups", "AutoScalingGroups", Filters=filters)
+    if len(groups) > 1:
+        raise invalid_parameter(
+            "asg_name", "Several Auto Scaling groups are tagged %s=%s and %s=%s (%s); pass asg_name"
+            % (CLUSTER_TAG, cluster_name, NODEGROUP_TAG, nodegroup_name,
+               ", ".join(sorted(group["AutoScalingGroupName"] for group in groups))))
+    if groups:
+        return groups[0]
+    if eks is not None:
+        managed_asg_name = _asg_from_managed_nodegroup(eks, cluster_name, nodegroup_name)
+        if managed_asg_name:
+            return describe_asg(autoscaling, managed_asg_name, parameter="nodegroup_name")
+        # Say which name is wrong: the cluster's, or the node group's.
+        describe_eks_cluster(eks, cluster_name)
+    raise not_found(
+        "nodegroup_name", "No Auto Scaling group found for node group %r (nodegroup_name) of cluster %r: none is "
+        "tagged %s=%s and %s=%s; pass asg_name" % (nodegroup_name, cluster_name, CLUSTER_TAG, cluster_name,
+                                                    NODEGROUP_TAG, nodegroup_name),
+        cluster_name=cluster_name, nodegroup_name=nodegroup_name)
+
+
+def asg_launch_template_spec(asg):
+    """{"id", "name", "version", "mixed"} of the launch template an ASG launches from."""
+    spec = asg.get("LaunchTemplate")
+    mixed = False
+    if not spec and asg.get("MixedInstancesPolicy"):
+        spec = asg["MixedInstancesPolicy"].get("LaunchTemplate", {}).get("LaunchTemplateSpecification")
+        mixed = True
+    if not spec:
+        raise invalid_parameter(
+            "asg_name", "Auto Scaling group %s uses no launch template (launch configurations are not supported)"
+            % asg.get("AutoScalingGroupName"), asg_name=asg.get("AutoScalingGroupName"))
+    return dict(id=spec.get("LaunchTemplateId"), name=spec.get("LaunchTemplateName"),
+                version=str(spec.get("Version") or "$Default"), mixed=mixed)
+
+
+def asg_launch_template(asg):
+    """(launch template id, version string as the ASG has it, e.g. "3" or "$Latest")."""
+    spec = asg_launch_template_spec(asg)
+    return spec["id"], spec["version"]
+
+
+def asg_summary(asg):
+    """The sizes, processes and AZs of an ASG, snake_case."""
+    spec = asg_launch_template_spec(asg)
+    return dict(
+        name=asg["AutoScalingGroupName"],
+        min_size=asg["MinSize"],
+        max_size=asg["MaxSize"],
+        desired_capacity=asg["DesiredCapacity"],
+        suspended_processes=sorted(process["ProcessName"] for process in asg.get("SuspendedProcesses", [])),
+        availability_zones=sorted(asg.get("AvailabilityZones", [])),
+        launch_template=dict(id=spec["id"], name=spec["name"], version=spec["version"]),
+        tags=aws_tags_to_dict(asg.get("Tags")),
+    )
+
+
+def pin_asg_launch_template(autoscaling, asg, lt_id, version):
+    """Point the ASG at one exact launch template version number."""
+    spec = dict(LaunchTemplateId=lt_id, Version=str(version))
+    name = asg["AutoScalingGroupName"]
+    with translate_aws_errors("update Auto Scaling group %s to launch template version %s" % (name, version)):
+        if asg_launch_template_spec(asg)["mixed"]:
+            autoscaling.update_auto_scaling_group(
+                AutoScalingGroupName=name,
+                MixedInstancesPolicy=dict(LaunchTemplate=dict(LaunchTemplateSpecification=spec)))
+        else:
+            autoscaling.update_auto_scaling_group(AutoScalingGroupName=name, LaunchTemplate=spec)
+
+
+# --- Launch templates -------------------------------------------------------------------------------------
+
+def describe_lt_version(ec2, lt_id, version, parameter="version"):
+    """One launch template version (number, "$Latest" or "$Default"); ResourceNotFound naming ``parameter``."""
+    try:
+        with translate_aws_errors("describe version %s of launch template %s" % (version, lt_id)):
+            versions = ec2.describe_launch_template_versions(
+                LaunchTemplateId=lt_id, Versions=[str(version)])["LaunchTemplateVersions"]
+    except UpgradeError as err:
+        if err.code == NOT_FOUND or "NotFound" in err.details.get("aws_error_code", ""):
+            raise not_found(parameter, "Launch template %s has no version %s (%s)" % (lt_id, version, parameter),
+                            launch_template_id=lt_id, **err.details)
+        raise
+    if not versions:
+        raise not_found(parameter, "Launch template %s has no version %s (%s)" % (lt_id, version, parameter),
+                        launch_template_id=lt_id)
+    return versions[0]
+
+
+def describe_image(ec2, image_id, parameter="image_id"):
+    """The AMI description; ResourceNotFound naming ``parameter`` when it does not exist (or is not visible)."""
+    try:
+        with translate_aws_errors("describe AMI %s" % image_id):
+            images = ec2.describe_images(ImageIds=[image_id])["Images"]
+    except UpgradeError as err:
+        if err.code == NOT_FOUND or err.details.get("aws_error_code", "").startswith("InvalidAMIID"):
+            raise not_found(parameter, "AMI %s (%s) does not exist or is not visible to this account"
+                            % (image_id, parameter), image_id=image_id)
+        raise
+    if not images:
+        raise not_found(parameter, "AMI %s (%s) does not exist or is not visible to this account"
+                        % (image_id, parameter), image_id=image_id)
+    return images[0]
+
+
+# --- EKS-optimized AMIs (SSM public parameters) -----------------------------------------------------------
+
+KUBERNETES_VERSION_RE = re.compile(r"^1\.[0-9]{1,3}$")
+_AL2023_NAME = re.compile(r"^amazon-eks-node-al2023-(?P<arch>x86_64|arm64)-(?P<variant>[a-z]+)-\d+\.\d+-v")
+_AL2_NAME = re.compile(r"^amazon-eks-(?P<variant>gpu-|arm64-)?node-\d+\.\d+-v")
+_BOTTLEROCKET_NAME = re.compile(r"^bottlerocket-aws-k8s-\d+\.\d+-(?P<flavour>nvidia-|fips-)?(?P<arch>x86_64|aarch64)-v")
+_AL2_FAMILIES = {None: "amazon-linux-2", "gpu-": "amazon-linux-2-gpu", "arm64-": "amazon-linux-2-arm64"}
+
+
+def eks_ami_ssm_parameter(image_name, kubernetes_version):
+    """The SSM public parameter holding the recommended AMI of the same family as ``image_name``.
+
+    AL2023 ``amazon-eks-node-al2023-<arch>-<variant>-<k8s>-v...`` -> ``.../amazon-linux-2023/<arch>/<variant>/...``;
+    AL2 ``amazon-eks-[gpu-|arm64-]node-<k8s>-v...`` -> ``.../amazon-linux-2[-gpu|-arm64]/...``;
+    Bottlerocket ``bottlerocket-aws-k8s-<k8s>-[nvidia-]<arch>-v...`` -> ``/aws/service/bottlerocket/...``.
+    """
+    if not KUBERNETES_VERSION_RE.match(kubernetes_version or ""):
+        raise invalid_parameter("kubernetes_version", "kubernetes_version must look like 1.30, got %r"
+                                % (kubernetes_version,))
+    name = image_name or ""
+    match = _AL2023_NAME.match(name)
+    if match:
+        return "/aws/service/eks/optimized-ami/%s/amazon-linux-2023/%s/%s/recommended/image_id" % (
+            kubernetes_version, match.group("arch"), match.group("variant"))
+    match = _AL2_NAME.match(name)
+    if match:
+        return "/aws/service/eks/optimized-ami/%s/%s/recommended/image_id" % (
+            kubernetes_version, _AL2_FAMILIES[match.group("variant")])
+    match = _BOTTLEROCKET_NAME.match(name)
+    if match:
+        flavour = (match.group("flavour") or "").rstrip("-")
+        variant = "aws-k8s-%s%s" % (kubernetes_version, "-" + flavour if flavour else "")
+        return "/aws/service/bottlerocket/%s/%s/latest/image_id" % (variant, match.group("arch"))
+    raise invalid_parameter(
+        "kubernetes_version", "Cannot tell which EKS-optimized AMI family the current image %r belongs to, so "
+        "kubernetes_version cannot be resolved; pass image_id instead" % (image_name,), image_name=image_name)
+
+
+def resolve_eks_ami(ssm, image_name, kubernetes_version):
+    """(image_id, parameter name) of the recommended EKS-optimized AMI for ``kubernetes_version``."""
+    parameter_name = eks_ami_ssm_parameter(image_name, kubernetes_version)
+    try:
+        with translate_aws_errors("read SSM parameter %s" % parameter_name):
+            value = ssm.get_parameter(Name=parameter_name)["Parameter"]["Value"]
+    except UpgradeError as err:
+        if err.code == NOT_FOUND:
+            raise invalid_parameter(
+                "kubernetes_version", "No EKS-optimized AMI is published for Kubernetes %s (kubernetes_version): "
+                "SSM parameter %s does not exist" % (kubernetes_version, parameter_name),
+                ssm_parameter=parameter_name)
+        raise
+    return value.strip(), parameter_name
+
+
+# --- Instances and nodes ----------------------------------------------------------------------------------
+
+def describe_instances(ec2, instance_ids):
+    """EC2 descriptions of ``instance_ids`` (chunked, paged): {instance_id: description}."""
+    found = {}
+    ids = sorted(set(instance_ids))
+    for start in range(0, len(ids), DESCRIBE_INSTANCES_CHUNK):
+        chunk = ids[start:start + DESCRIBE_INSTANCES_CHUNK]
+        with translate_aws_errors("describe %d EC2 instances" % len(chunk)):
+            reservations = paginate(ec2, "describe_instances", "Reservations", InstanceIds=chunk)
+        for reservation in reservations:
+            for instance in reservation.get("Instances", []):
+                found[instance["InstanceId"]] = instance
+    return found
+
+
+def nodegroup_nodes(core_v1, nodegroup_name):
+    """Nodes labelled eks.amazonaws.com/nodegroup=<nodegroup_name> (LIST, paged)."""
+    nodes = []
+    continue_token = None
+    selector = "%s=%s" % (NODEGROUP_LABEL, nodegroup_name)
+    while True:
+        with translate_k8s_errors("list nodes of node group %s" % nodegroup_name):
+            page = core_v1.list_node(label_selector=selector, limit=NODE_PAGE_SIZE, _continue=continue_token)
+        nodes.extend(page.items or [])
+        continue_token = page.metadata._continue if page.metadata else None
+        if not continue_token:
+            return nodes
+
+
+def instance_id_of(node):
+    """The EC2 instance id in a node's providerID (aws:///<az>/<instance-id>), or None."""
+    spec = node.get("spec", {}) if isinstance(node, dict) else node.spec
+    if isinstance(spec, dict):
+        provider_id = spec.get("providerID") or spec.get("provider_id")
+    else:
+        provider_id = getattr(spec, "provider_id", None) if spec is not None else None
+    if not provider_id or not provider_id.startswith("aws://"):
+        return None
+    instance_id = provider_id.rstrip("/").rsplit("/", 1)[-1]
+    return instance_id if instance_id.startswith("i-") else None
+
+
+def node_is_ready(node):
+    conditions = (node.status.conditions if node.status else None) or []
+    return any(condition.type == "Ready" and condition.status == "True" for condition in conditions)
+
+
+def _int_or_none(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _instance_lt_version(asg_instance, ec2_instance, node_labels):
+    """The LT version an instance was launched from: ASG record, else EC2 launch tag, else EKS node label."""
+    version = _int_or_none((asg_instance.get("LaunchTemplate") or {}).get("Version"))
+    if version is None and ec2_instance:
+        version = _int_or_none(aws_tags_to_dict(ec2_instance.get("Tags")).get(EC2_LT_VERSION_TAG))
+    if version is None:
+        version = _int_or_none(node_labels.get(LT_VERSION_LABEL))
+    return version
+
+
+def join_instances_nodes(asg_instances, ec2_instances, nodes):
+    """One dict per ASG instance, joined with its EC2 description and Kubernetes node (by providerID).
+
+    ``ec2_instances``: {instance_id: description} or a list of descriptions.
+    """
+    if not isinstance(ec2_instances, dict):
+        ec2_instances = dict((instance["InstanceId"], instance) for instance in ec2_instances)
+    nodes_by_instance = {}
+    for node in nodes:
+        instance_id = instance_id_of(node)
+        if instance_id:
+            nodes_by_instance[instance_id] = node
+    joined = []
+    for asg_instance in asg_instances:
+        instance_id = asg_instance["InstanceId"]
+        ec2_instance = ec2_instances.get(instance_id) or {}
+        node = nodes_by_instance.get(instance_id)
+        labels = dict(node.metadata.labels or {}) if node is not None else {}
+        joined.append(dict(
+            instance_id=instance_id,
+            availability_zone=asg_instance.get("AvailabilityZone")
+            or (ec2_instance.get("Placement") or {}).get("AvailabilityZone"),
+            lifecycle_state=asg_instance.get("LifecycleState"),
+            health_status=asg_instance.get("HealthStatus"),
+            launch_template_version=_instance_lt_version(asg_instance, ec2_instance, labels),
+            image_id=ec2_instance.get("ImageId") or labels.get(IMAGE_LABEL),
+            node_name=node.metadata.name if node is not None else None,
+            ready=node_is_ready(node) if node is not None else False,
+            unschedulable=bool(node.spec.unschedulable) if node is not None and node.spec is not None else False,
+            labels=labels,
+        ))
+    return joined
+
+
+def resolve_launch_template_id(ec2, spec):
+    """The launch template id of an ASG's spec (which may name the template instead)."""
+    if spec.get("id"):
+        return spec["id"]
+    with translate_aws_errors("describe launch template %s" % spec.get("name")):
+        templates = ec2.describe_launch_templates(LaunchTemplateNames=[spec["name"]])["LaunchTemplates"]
+    if not templates:
+        raise not_found("asg_name", "The ASG's launch template %s does not exist" % spec.get("name"))
+    return templates[0]["LaunchTemplateId"]
+
+
+def describe_launch_template(ec2, lt_id):
+    """The launch template (name, DefaultVersionNumber, LatestVersionNumber)."""
+    with translate_aws_errors("describe launch template %s" % lt_id):
+        templates = ec2.describe_launch_templates(LaunchTemplateIds=[lt_id])["LaunchTemplates"]
+    if not templates:
+        raise not_found("asg_name", "Launch template %s does not exist" % lt_id, launch_template_id=lt_id)
+    return templates[0]
+
+
+# --- Pure decisions -----------------------------------------------------------------------------------------
+
+def _image_of(version_description):
+    return (version_description.get("LaunchTemplateData") or {}).get("ImageId")
+
+
+def plan_launch_template_version(asg_version, current, latest, target_image_id=None, named=None):
+    """What launch_template_version must do (SPEC U1), given descriptions of LT versions.
+
+    ``asg_version``: the version string on the ASG now; ``current``: the version it resolves to (the source);
+    ``latest``: $Latest; ``named``: the version the user named, else ``target_image_id`` is the new AMI.
+    Reuses, rather than creates, a version whose data already is the source's with the new image: the
+    current one, or $Latest (a rerun after a crash between create and pin).
+    Returns {source_version, target_version (predicted when create), create, pin, image_id, previous_image_id}.
+    """
+    source_version = int(current["VersionNumber"])
+    create = False
+    if named is not None:
+        target_version = int(named["VersionNumber"])
+        target_image_id = _image_of(named)
+    else:
+        if not target_image_id:
+            raise ValueError("plan_launch_template_version needs target_image_id or named")
+        wanted_data = dict(current.get("LaunchTemplateData") or {}, ImageId=target_image_id)
+        if (current.get("LaunchTemplateData") or {}) == wanted_data:
+            target_version = source_version
+        elif (latest.get("LaunchTemplateData") or {}) == wanted_data:
+            target_version = int(latest["VersionNumber"])
+        else:
+            target_version = int(latest["VersionNumber"]) + 1
+            create = True
+    return dict(
+        source_version=source_version,
+        target_version=target_version,
+        create=create,
+        pin=str(asg_version) != str(target_version),
+        image_id=target_image_id,
+        previous_image_id=_image_of(current),
+    )
+
+
+def journal_conflict(journal, lt_id, target_version):
+    """True when an upgrade journal exists for another launch template version than this target."""
+    return journal is not None and not journal.targets(lt_id, target_version)
+
+
+def random_batches(old, batch_size, rng):
+    """All old instances split into batches of instance ids, each drawn with planning.pick_batch (SPEC U5)."""
+    batches = []
+    remaining = list(old)
+    while remaining:
+        batch = pick_batch(remaining, batch_size, rng)
+        if not batch:
+            raise ValueError("batch_size must be > 0 while old instances remain")
+        chosen = set(instance["instance_id"] for instance in batch)
+        batches.append([instance["instance_id"] for instance in batch])
+        remaining = [instance for instance in remaining if instance["instance_id"] not in chosen]
+    return batches
+
+
+def upgrade_plan(old, node_count, az_count, update_strategy="default", max_unavailable=None,
+                 max_unavailable_percentage=None, max_surge=None, surge_cap=SURGE_CAP_DEFAULT, seed=None):
+    """The upgrade plan for the given parameters: strategy, parallelism, surge and the random batches.
+
+    ``max_surge`` given selects the surge strategy (SPEC S1-S4, max_unavailable may then be 0); otherwise
+    ``update_strategy`` default (U2: pre-scale by max(2 x AZs, max_unavailable)) or minimal (U7: no pre-scale).
+    ``seed`` makes the batches reproducible; without one a seed is drawn and reported.
+    """
+    if max_surge is not None:
+        if update_strategy == "minimal":
+            raise invalid_parameter("max_surge", "max_surge selects the surge strategy; it cannot be combined "
+                                    "with update_strategy=minimal")
+        if max_unavailable is None and max_unavailable_percentage is not None:
+            max_unavailable = resolve_max_unavailable(None, max_unavailable_percentage, node_count)
+        max_unavailable = max_unavailable or 0
+        validate_surge_settings(max_surge, max_unavailable, surge_cap)
+        strategy, surge, batch_size = "surge", max_surge, max_surge + max_unavailable
+        steps = surge_steps(len(old), max_surge, max_unavailable)
+    else:
+        max_unavailable = resolve_max_unavailable(max_unavailable, max_unavailable_percentage, node_count)
+        strategy = "minimal" if update_strategy == "minimal" else "rolling"
+        surge = 0 if strategy == "minimal" else rolling_surge(az_count, max_unavailable)
+        batch_size = max_unavailable
+        steps = None
+    if seed is None:
+        seed = random.SystemRandom().randrange(2 ** 31)
+    return dict(
+        strategy=strategy,
+        node_count=node_count,
+        old_count=len(old),
+        max_unavailable=max_unavailable,
+        max_surge=max_surge,
+        surge=surge,
+        batch_size=batch_size,
+        seed=seed,
+        batches=random_batches(old, batch_size, random.Random(seed)),
+        steps=steps,
+    )

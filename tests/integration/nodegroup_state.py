@@ -1,0 +1,68 @@
+"""What the launch_template_version / nodegroup_info / access tests compare before and after a run: the AWS state
+a module may change, and the calls the sandbox saw."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+# AWS actions that change something; a read-only or failed run must make none of them.
+MUTATING_ACTIONS = frozenset([
+    "CreateLaunchTemplateVersion", "ModifyLaunchTemplate", "UpdateAutoScalingGroup", "SetDesiredCapacity",
+    "CreateOrUpdateTags", "DeleteTags", "TerminateInstanceInAutoScalingGroup", "SuspendProcesses",
+    "ResumeProcesses",
+])
+
+
+def workers_asg(sandbox, nodegroup: str = "workers") -> dict[str, Any]:
+    groups = sandbox.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"]
+    [asg] = [g for g in groups if {"Key": "eks:nodegroup-name", "Value": nodegroup} in
+             [{"Key": t["Key"], "Value": t["Value"]} for t in g.get("Tags", [])]]
+    return asg
+
+
+def aws_state(sandbox) -> dict[str, Any]:
+    """The node group's ASG (sizes, LT version, tags, instances) and its launch template's versions."""
+    ec2 = sandbox.client("ec2")
+    asg = workers_asg(sandbox)
+    lt_id = asg["LaunchTemplate"]["LaunchTemplateId"]
+    template = ec2.describe_launch_templates(LaunchTemplateIds=[lt_id])["LaunchTemplates"][0]
+    versions = ec2.describe_launch_template_versions(LaunchTemplateId=lt_id)["LaunchTemplateVersions"]
+    return {
+        "asg": {key: asg[key] for key in ("MinSize", "MaxSize", "DesiredCapacity", "LaunchTemplate")},
+        "tags": sorted((t["Key"], t["Value"]) for t in asg.get("Tags", [])),
+        "instances": sorted(i["InstanceId"] for i in asg["Instances"]),
+        "default_version": template["DefaultVersionNumber"],
+        "versions": sorted((v["VersionNumber"], v["LaunchTemplateData"].get("ImageId")) for v in versions),
+    }
+
+
+def image_id_by_name(sandbox, name: str) -> str:
+    [image] = sandbox.client("ec2").describe_images(Filters=[{"Name": "name", "Values": [name]}])["Images"]
+    return image["ImageId"]
+
+
+def call_counts(sandbox) -> dict[str, int]:
+    """AWS calls by "<action> <error code or OK>", and Kubernetes requests by "<agent> <verb> <resource> <status>"."""
+    report = sandbox.report()
+    return {**report["aws_calls"], **report["k8s_requests"]}
+
+
+def calls_between(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    return {key: after[key] - before.get(key, 0) for key in after if after[key] != before.get(key, 0)}
+
+
+def mutating_calls(calls: dict[str, int]) -> dict[str, int]:
+    return {key: count for key, count in calls.items() if key.split(" ", 1)[0] in MUTATING_ACTIONS}
+
+
+@contextlib.contextmanager
+def sandbox_env(sandbox, **overrides: str):
+    """Run modules with these environment variables changed (an empty string unsets one for the module)."""
+    saved = dict(sandbox.env)
+    sandbox.env.update(overrides)
+    try:
+        yield
+    finally:
+        sandbox.env.clear()
+        sandbox.env.update(saved)

@@ -1,0 +1,43 @@
+"""Check a module's DOCUMENTATION (with its doc fragments) against its argument spec, the way
+ansible-test validate-modules does for the parts that matter: names, types, defaults, choices, aliases,
+required, elements, and that EXAMPLES/RETURN are YAML."""
+
+from __future__ import annotations
+
+import importlib
+
+import yaml
+
+FRAGMENT_PACKAGE = "ansible_collections.eksops.nodegroup.plugins.doc_fragments."
+
+
+def documented_options(module):
+    doc = yaml.safe_load(module.DOCUMENTATION)
+    options = dict(doc.get("options") or {})
+    for fragment in doc.get("extends_documentation_fragment", []):
+        namespace, collection, name = fragment.split(".")
+        assert (namespace, collection) == ("eksops", "nodegroup"), fragment
+        fragment_doc = yaml.safe_load(importlib.import_module(FRAGMENT_PACKAGE + name).ModuleDocFragment.DOCUMENTATION)
+        for option, spec in fragment_doc["options"].items():
+            assert option not in options, "option %s documented twice" % option
+            options[option] = spec
+    return doc, options
+
+
+def assert_docs_match_spec(module, argument_spec):
+    doc, options = documented_options(module)
+    assert doc["module"] == module.__name__.rsplit(".", 1)[-1]
+    assert set(options) == set(argument_spec), set(options) ^ set(argument_spec)
+    for name, spec in argument_spec.items():
+        documented = options[name]
+        assert documented.get("description"), name
+        assert documented.get("type", "str") == spec.get("type", "str"), name
+        assert documented.get("default") == spec.get("default"), name
+        assert sorted(documented.get("aliases", [])) == sorted(spec.get("aliases", [])), name
+        assert documented.get("choices") == spec.get("choices"), name
+        assert bool(documented.get("required", False)) == bool(spec.get("required", False)), name
+        assert documented.get("elements") == spec.get("elements"), name
+    examples = yaml.safe_load(module.EXAMPLES)
+    assert all(any(key.startswith("eksops.nodegroup.") or key.startswith("ansible.builtin.") for key in task)
+               for task in examples)
+    assert yaml.safe_load(module.RETURN)

@@ -1,0 +1,151 @@
+"""AWS option spec, client factory and error translation (SPEC U8)."""
+
+from __future__ import annotations
+
+import pytest
+from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError, NoRegionError
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils import aws
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
+
+PARAMS = dict(region="us-west-2", access_key="AKIDTEST", secret_key="secret", session_token=None, profile=None,
+              endpoint_url=None)
+
+
+def client_error(code, message="boom", operation="DescribeThings"):
+    return ClientError({"Error": {"Code": code, "Message": message},
+                        "ResponseMetadata": {"RequestId": "req-1"}}, operation)
+
+
+@pytest.mark.parametrize("aws_code, code", [
+    ("AccessDenied", "AccessDenied"),
+    ("AccessDeniedException", "AccessDenied"),
+    ("UnauthorizedOperation", "AccessDenied"),
+    ("InvalidClientTokenId", "AccessDenied"),
+    ("AuthFailure", "AccessDenied"),
+    ("ExpiredToken", "AccessDenied"),
+    ("InstanceLimitExceeded", "InstanceLimitExceeded"),
+    ("InsufficientFreeAddressesInSubnet", "InsufficientFreeAddresses"),
+    ("InvalidAMIID.NotFound", "ResourceNotFound"),
+    ("InvalidLaunchTemplateId.VersionNotFound", "ResourceNotFound"),
+    ("ResourceNotFoundException", "ResourceNotFound"),
+    ("ParameterNotFound", "ResourceNotFound"),
+    ("ValidationError", "InvalidParameter"),
+    ("InvalidParameterValue", "InvalidParameter"),
+    ("Throttling", "ApiError"),
+    ("InternalFailure", "ApiError"),
+])
+def test_aws_error_codes_map_to_u8_codes(aws_code, code):
+    assert aws.aws_error_code(aws_code) == code
+
+
+def test_client_error_keeps_the_aws_code_and_request():
+    with pytest.raises(UpgradeError) as raised:
+        with aws.translate_aws_errors("describe ASG workers"):
+            raise client_error("AccessDenied", "not allowed", "DescribeAutoScalingGroups")
+    err = raised.value
+    assert err.code == "AccessDenied"
+    assert err.msg == "describe ASG workers failed: AccessDenied: not allowed"
+    assert err.details["aws_error_code"] == "AccessDenied"
+    assert err.details["aws_request_id"] == "req-1"
+    assert err.details["aws_operation"] == "DescribeAutoScalingGroups"
+
+
+@pytest.mark.parametrize("exc, code, parameter", [
+    (EndpointConnectionError(endpoint_url="http://127.0.0.1:1"), "AwsUnreachable", None),
+    (NoCredentialsError(), "AccessDenied", None),
+    (NoRegionError(), "InvalidParameter", "region"),
+])
+def test_botocore_errors_are_translated(exc, code, parameter):
+    with pytest.raises(UpgradeError) as raised:
+        with aws.translate_aws_errors("call AWS"):
+            raise exc
+    assert raised.value.code == code
+    assert raised.value.details.get("parameter") == parameter
+
+
+def test_other_exceptions_and_upgrade_errors_pass_through():
+    with pytest.raises(KeyError):
+        with aws.translate_aws_errors("x"):
+            raise KeyError("k")
+    original = UpgradeError("InvalidParameter", "mine")
+    with pytest.raises(UpgradeError) as raised:
+        with aws.translate_aws_errors("x"):
+            raise original
+    assert raised.value is original
+
+
+def test_client_uses_standard_retries_and_user_agent():
+    client = aws.aws_client(PARAMS, "autoscaling")
+    config = client.meta.config
+    assert config.retries == {"mode": "standard", "total_max_attempts": 10}
+    assert "eksops.nodegroup/%s" % aws.COLLECTION_VERSION in config.user_agent_extra
+    assert client.meta.region_name == "us-west-2"
+
+
+def test_endpoint_url_is_used_for_every_service():
+    params = dict(PARAMS, endpoint_url="http://127.0.0.1:5999")
+    for service in ("ec2", "autoscaling", "eks", "ssm", "sts"):
+        assert aws.aws_client(params, service).meta.endpoint_url == "http://127.0.0.1:5999"
+
+
+@pytest.mark.parametrize("params, parameter", [
+    (dict(PARAMS, profile="prod"), "profile"),
+    (dict(PARAMS, secret_key=None), "secret_key"),
+    (dict(PARAMS, access_key=None), "access_key"),
+])
+def test_session_rejects_conflicting_credentials(params, parameter):
+    with pytest.raises(UpgradeError) as raised:
+        aws.aws_session(params)
+    assert raised.value.details["parameter"] == parameter
+
+
+def test_session_without_region_names_region(monkeypatch):
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_CONFIG_FILE", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    with pytest.raises(UpgradeError) as raised:
+        aws.aws_session(dict(PARAMS, region=None))
+    assert raised.value.details["parameter"] == "region"
+
+
+def test_unknown_profile_names_profile(monkeypatch):
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    with pytest.raises(UpgradeError) as raised:
+        aws.aws_session(dict(PARAMS, access_key=None, secret_key=None, profile="nope"))
+    assert raised.value.details["parameter"] == "profile"
+
+
+def _parse(args, monkeypatch, env):
+    for name in list(env):
+        monkeypatch.setenv(name, env[name])
+    with patch_module_args(args):
+        return AnsibleModule(argument_spec=dict(aws.AWS_ARGUMENT_SPEC)).params
+
+
+def test_aliases_and_environment_fallbacks(monkeypatch):
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION", "EC2_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                 "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_ENDPOINT_URL"):
+        monkeypatch.delenv(name, raising=False)
+    params = _parse({"aws_region": "eu-west-1", "aws_access_key_id": "AK", "aws_secret_access_key": "SK"},
+                    monkeypatch, {})
+    assert (params["region"], params["access_key"], params["secret_key"]) == ("eu-west-1", "AK", "SK")
+    params = _parse({}, monkeypatch, {"AWS_DEFAULT_REGION": "ap-south-1", "AWS_ENDPOINT_URL": "http://127.0.0.1:1",
+                                      "AWS_SESSION_TOKEN": "tok"})
+    assert (params["region"], params["endpoint_url"], params["session_token"]) == (
+        "ap-south-1", "http://127.0.0.1:1", "tok")
+
+
+def test_secrets_are_no_log():
+    assert aws.AWS_ARGUMENT_SPEC["secret_key"]["no_log"] is True
+    assert aws.AWS_ARGUMENT_SPEC["session_token"]["no_log"] is True
+
+
+def test_aws_tags_to_dict_accepts_lists_and_dicts():
+    assert aws.aws_tags_to_dict([{"Key": "a", "Value": "1"}, {"Key": "b"}]) == {"a": "1", "b": ""}
+    assert aws.aws_tags_to_dict({"a": "1"}) == {"a": "1"}
+    assert aws.aws_tags_to_dict(None) == {}

@@ -1,0 +1,152 @@
+"""The upgrade journal on ASG tags: encoding, limits, and the write/read/clear helpers."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+from hypothesis import given, strategies as st
+from moto import mock_aws
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils import journal as jr
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
+
+from ..moto_nodegroup import ASG_NAME, MotoNodegroup
+
+FULL = dict(run_id="r1", phase="upgrade", strategy="rolling", started_at="2026-01-01T10:00:00Z",
+            original_min_size=3, original_max_size=12, original_desired_capacity=6,
+            previous_launch_template_version="1", target_launch_template_version="2",
+            launch_template_id="lt-0abc", target_image_id="ami-0new",
+            suspended_processes=["AZRebalance", "ReplaceUnhealthy"], desired_capacity_set=12, surge=6)
+
+
+def test_round_trip_through_tags():
+    journal = Journal(**FULL)
+    tags = journal.to_tags(ASG_NAME)
+    assert all(tag["PropagateAtLaunch"] is False and tag["ResourceId"] == ASG_NAME for tag in tags)
+    assert {tag["Key"] for tag in tags} == {"eksops.nodegroup/" + name for name in FULL}
+    assert Journal.from_tags(tags) == journal
+    as_dict = dict((tag["Key"], tag["Value"]) for tag in tags)
+    assert as_dict["eksops.nodegroup/suspended_processes"] == "AZRebalance,ReplaceUnhealthy"
+    assert Journal.from_tags(as_dict) == journal
+
+
+def test_unset_fields_are_not_written_and_read_back_as_none():
+    journal = Journal(run_id="r1", phase="setup")
+    assert [tag["Key"] for tag in journal.to_tags(ASG_NAME)] == ["eksops.nodegroup/run_id",
+                                                                 "eksops.nodegroup/phase",
+                                                                 "eksops.nodegroup/suspended_processes"]
+    back = Journal.from_tags(journal.to_tags(ASG_NAME))
+    assert back.original_min_size is None and back.suspended_processes == []
+    assert "original_min_size" in back.unset_fields()
+
+
+def test_no_journal_tags_means_no_journal():
+    assert Journal.from_tags([{"Key": "eks:cluster-name", "Value": "demo"}]) is None
+    assert Journal.from_tags({}) is None
+    assert Journal.from_tags(None) is None
+
+
+def test_unknown_prefixed_tags_are_ignored():
+    tags = {"eksops.nodegroup/phase": "setup", "eksops.nodegroup/from-the-future": "x"}
+    assert Journal.from_tags(tags).to_dict()["phase"] == "setup"
+
+
+@pytest.mark.parametrize("key, value", [
+    ("eksops.nodegroup/original_min_size", "three"),
+    ("eksops.nodegroup/phase", "exploding"),
+])
+def test_corrupt_tags_fail_clearly(key, value):
+    with pytest.raises(UpgradeError) as raised:
+        Journal.from_tags({key: value}, asg_name=ASG_NAME)
+    assert raised.value.code == "InvalidParameter"
+    assert key in raised.value.msg and ASG_NAME in raised.value.msg
+
+
+def test_fields_are_checked():
+    with pytest.raises(TypeError):
+        Journal(phase="setup", colour="blue")
+    with pytest.raises(ValueError):
+        Journal(phase="done")
+
+
+def test_values_over_the_aws_limit_are_refused():
+    journal = Journal(phase="setup", suspended_processes=["P%03d" % i for i in range(100)])
+    with pytest.raises(ValueError):
+        journal.to_tags(ASG_NAME)
+
+
+def test_start_fills_run_id_and_utc_timestamp():
+    now = datetime.datetime(2026, 3, 4, 5, 6, 7, tzinfo=datetime.timezone(datetime.timedelta(hours=2)))
+    journal = Journal.start(now=now, target_image_id="ami-1")
+    assert journal.phase == "setup"
+    assert journal.started_at == "2026-03-04T03:06:07Z"
+    assert len(journal.run_id) == 16
+    assert Journal.start(run_id="mine").run_id == "mine"
+    assert Journal.start().run_id != Journal.start().run_id
+
+
+def test_replace_and_targets():
+    journal = Journal(**FULL)
+    moved = journal.replace(phase="scale_down")
+    assert moved.phase == "scale_down" and journal.phase == "upgrade"
+    assert journal.targets("lt-0abc", 2) and journal.targets("lt-0abc", "2")
+    assert not journal.targets("lt-0abc", 3)
+    assert not journal.targets("lt-other", 2)
+
+
+@given(st.builds(
+    Journal,
+    run_id=st.text(alphabet="abcdef0123456789", min_size=1, max_size=32),
+    phase=st.sampled_from(jr.PHASES),
+    original_min_size=st.none() | st.integers(0, 10000),
+    original_desired_capacity=st.none() | st.integers(0, 10000),
+    suspended_processes=st.lists(st.sampled_from(["AZRebalance", "AlarmNotification", "ScheduledActions",
+                                                  "ReplaceUnhealthy"]), unique=True),
+    target_launch_template_version=st.none() | st.integers(1, 10 ** 6).map(str),
+    surge=st.none() | st.integers(0, 100),
+))
+def test_any_journal_survives_the_round_trip(journal):
+    assert Journal.from_tags(journal.to_tags(ASG_NAME)) == journal
+
+
+@mock_aws
+def test_write_read_and_clear_on_an_asg():
+    world = MotoNodegroup()
+    jr.write_journal(world.autoscaling, ASG_NAME, Journal(**FULL))
+    assert jr.read_journal(world.autoscaling, ASG_NAME) == Journal(**FULL)
+    # Later phases rewrite the journal; a field set back to None disappears from the ASG.
+    jr.write_journal(world.autoscaling, ASG_NAME, Journal(**FULL).replace(desired_capacity_set=None, phase="scale_down"))
+    tags = world.tags()
+    assert "eksops.nodegroup/desired_capacity_set" not in tags
+    assert tags["eksops.nodegroup/phase"] == "scale_down"
+    removed = jr.clear_journal(world.autoscaling, ASG_NAME)
+    assert "eksops.nodegroup/run_id" in removed
+    assert jr.read_journal(world.autoscaling, ASG_NAME) is None
+    # The node group's own tags are untouched.
+    assert world.tags() == {"eks:cluster-name": "demo", "eks:nodegroup-name": "workers"}
+
+
+class RecordingAutoscaling:
+    def __init__(self):
+        self.calls = []
+
+    def create_or_update_tags(self, Tags):
+        self.calls.append(("create_or_update_tags", sorted(tag["Key"] for tag in Tags)))
+
+    def delete_tags(self, Tags):
+        self.calls.append(("delete_tags", sorted(tag["Key"] for tag in Tags)))
+
+
+def test_write_with_a_known_previous_journal_deletes_only_what_it_drops():
+    autoscaling = RecordingAutoscaling()
+    jr.write_journal(autoscaling, ASG_NAME, Journal(run_id="r", phase="setup"), previous=Journal())
+    assert [name for name, _keys in autoscaling.calls] == ["create_or_update_tags"]
+    autoscaling.calls = []
+    jr.write_journal(autoscaling, ASG_NAME, Journal(run_id="r", phase="upgrade"),
+                     previous=Journal(run_id="r", phase="scale_up", surge=6))
+    assert autoscaling.calls[-1] == ("delete_tags", ["eksops.nodegroup/surge"])
+    autoscaling.calls = []
+    jr.write_journal(autoscaling, ASG_NAME, Journal(run_id="r", phase="upgrade"))
+    assert len(autoscaling.calls[-1][1]) == len(jr.FIELD_NAMES) - 3

@@ -1,0 +1,242 @@
+"""Kubernetes client factory: credential precedence, EKS tokens and their refresh (SPEC P5), errors (U8)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import urllib.parse
+
+import pytest
+import urllib3
+import yaml
+from kubernetes.client.exceptions import ApiException
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils import aws, k8s
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
+
+AWS_PARAMS = dict(region="us-west-2", access_key="AKIDTEST", secret_key="secret", session_token=None, profile=None,
+                  endpoint_url=None)
+NO_K8S = dict(kubeconfig=None, context=None, host=None, api_key=None, validate_certs=None, ca_cert=None)
+
+
+def decode_token(token):
+    assert token.startswith("k8s-aws-v1.")
+    encoded = token[len("k8s-aws-v1."):]
+    assert "=" not in encoded
+    return base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode()
+
+
+def test_eks_token_is_a_presigned_get_caller_identity_bound_to_the_cluster():
+    """P5: the token aws eks get-token would give, minted in-process."""
+    url = decode_token(k8s.mint_eks_token(aws.aws_client(AWS_PARAMS, "sts"), "demo"))
+    parsed = urllib.parse.urlparse(url)
+    query = urllib.parse.parse_qs(parsed.query)
+    assert parsed.netloc == "sts.us-west-2.amazonaws.com"
+    assert query["Action"] == ["GetCallerIdentity"]
+    assert query["X-Amz-Expires"] == ["60"]
+    assert "x-k8s-aws-id" in query["X-Amz-SignedHeaders"][0].split(";")
+    assert query["X-Amz-Credential"][0].startswith("AKIDTEST/")
+
+
+def test_eks_token_header_does_not_leak_into_other_sts_calls():
+    sts = aws.aws_client(AWS_PARAMS, "sts")
+    k8s.mint_eks_token(sts, "demo")
+    url = sts.generate_presigned_url("get_caller_identity", Params={}, ExpiresIn=60)
+    assert "x-k8s-aws-id" not in urllib.parse.parse_qs(urllib.parse.urlparse(url).query)["X-Amz-SignedHeaders"][0]
+
+
+def test_eks_token_uses_the_endpoint_url():
+    sts = aws.aws_client(dict(AWS_PARAMS, endpoint_url="http://127.0.0.1:5999"), "sts")
+    assert decode_token(k8s.mint_eks_token(sts, "demo")).startswith("http://127.0.0.1:5999/")
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_token_is_refreshed_before_14_minutes():
+    clock = FakeClock()
+    minted = []
+    refresher = k8s.EksTokenRefresher(lambda: minted.append(len(minted)) or "token-%d" % len(minted), clock=clock)
+
+    class Config:
+        api_key = {}
+
+    config = Config()
+    refresher(config)
+    assert config.api_key["BearerToken"] == "Bearer token-1"
+    clock.now += 14 * 60 - 1
+    refresher(config)
+    assert config.api_key["BearerToken"] == "Bearer token-1"
+    clock.now += 1
+    refresher(config)
+    assert config.api_key["BearerToken"] == "Bearer token-2"
+    assert len(minted) == 2
+
+
+@pytest.mark.parametrize("params, environ, kubeconfig_exists, method", [
+    (dict(host="https://k", kubeconfig="/x", cluster_name="demo"), {}, True, "host"),
+    (dict(kubeconfig="/x", cluster_name="demo"), {}, False, "kubeconfig"),
+    (dict(context="admin", cluster_name="demo"), {}, False, "kubeconfig"),
+    (dict(cluster_name="demo"), {"KUBECONFIG": "/y"}, False, "kubeconfig"),
+    (dict(cluster_name="demo"), {}, True, "kubeconfig"),
+    (dict(cluster_name="demo"), {}, False, "cluster_name"),
+])
+def test_credential_precedence(monkeypatch, tmp_path, params, environ, kubeconfig_exists, method):
+    home_kubeconfig = tmp_path / "config"
+    if kubeconfig_exists:
+        home_kubeconfig.write_text("{}")
+    monkeypatch.setattr(k8s, "DEFAULT_KUBECONFIG", str(home_kubeconfig))
+    assert k8s.auth_method(dict(NO_K8S, **params), environ) == method
+
+
+def test_no_credentials_at_all_names_cluster_name(monkeypatch, tmp_path):
+    monkeypatch.setattr(k8s, "DEFAULT_KUBECONFIG", str(tmp_path / "absent"))
+    with pytest.raises(UpgradeError) as raised:
+        k8s.auth_method(dict(NO_K8S, cluster_name=None), {})
+    assert raised.value.details["parameter"] == "cluster_name"
+
+
+def write_kubeconfig(tmp_path, server="https://127.0.0.1:6443", token="admin-token"):
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "sandbox",
+        "clusters": [{"name": "sandbox", "cluster": {"server": server, "insecure-skip-tls-verify": True}},
+                     {"name": "other", "cluster": {"server": "https://10.0.0.1"}}],
+        "users": [{"name": "admin", "user": {"token": token}}],
+        "contexts": [{"name": "sandbox", "context": {"cluster": "sandbox", "user": "admin"}},
+                     {"name": "other", "context": {"cluster": "other", "user": "admin"}}],
+    }))
+    return str(path)
+
+
+def test_kubeconfig_and_context(tmp_path):
+    path = write_kubeconfig(tmp_path)
+    client = k8s.k8s_api_client(dict(NO_K8S, kubeconfig=path, cluster_name="demo"), user_agent="eksops-test")
+    assert client.configuration.host == "https://127.0.0.1:6443"
+    assert client.configuration.get_api_key_with_prefix("BearerToken") == "Bearer admin-token"
+    assert client.user_agent == "eksops-test"
+    other = k8s.k8s_api_client(dict(NO_K8S, kubeconfig=path, context="other"))
+    assert other.configuration.host == "https://10.0.0.1"
+
+
+def test_api_key_replaces_the_kubeconfig_token(tmp_path):
+    client = k8s.k8s_api_client(dict(NO_K8S, kubeconfig=write_kubeconfig(tmp_path), api_key="override"))
+    assert client.configuration.auth_settings()["BearerToken"]["value"] == "Bearer override"
+
+
+def test_tls_options_override_the_kubeconfig(tmp_path):
+    path = write_kubeconfig(tmp_path)
+    client = k8s.k8s_api_client(dict(NO_K8S, kubeconfig=path, validate_certs=True, ca_cert="/etc/ca.pem"))
+    assert client.configuration.verify_ssl is True
+    assert client.configuration.ssl_ca_cert == "/etc/ca.pem"
+
+
+@pytest.mark.parametrize("params, parameter", [
+    (dict(kubeconfig="/nonexistent/kubeconfig"), "kubeconfig"),
+    (dict(context="missing"), "context"),
+])
+def test_bad_kubeconfig_names_the_parameter(tmp_path, params, parameter):
+    if "context" in params:
+        params = dict(params, kubeconfig=write_kubeconfig(tmp_path))
+    with pytest.raises(UpgradeError) as raised:
+        k8s.k8s_api_client(dict(NO_K8S, **params))
+    assert raised.value.code == "InvalidParameter"
+    assert raised.value.details["parameter"] == parameter
+
+
+def test_host_with_api_key():
+    client = k8s.k8s_api_client(dict(NO_K8S, host="https://10.1.1.1", api_key="Bearer abc", validate_certs=False))
+    assert client.configuration.host == "https://10.1.1.1"
+    assert client.configuration.auth_settings()["BearerToken"]["value"] == "Bearer abc"
+    assert client.configuration.verify_ssl is False
+
+
+class FakeEks:
+    def __init__(self, cluster=None):
+        self.cluster = cluster
+
+    def describe_cluster(self, name):
+        from botocore.exceptions import ClientError
+
+        if self.cluster is None:
+            raise ClientError({"Error": {"Code": "ResourceNotFoundException", "Message": "No cluster found"}},
+                              "DescribeCluster")
+        return {"cluster": dict(self.cluster, name=name)}
+
+
+def test_cluster_name_auth_uses_endpoint_ca_and_a_refreshing_token(monkeypatch, tmp_path):
+    ca = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+    eks = FakeEks({"endpoint": "https://ABC.gr7.us-west-2.eks.amazonaws.com", "status": "ACTIVE",
+                   "certificateAuthority": {"data": base64.b64encode(ca).decode()}})
+    real_client = aws.aws_client
+    monkeypatch.setattr(k8s, "aws_client", lambda params, service, session=None:
+                        eks if service == "eks" else real_client(params, service, session=session))
+    monkeypatch.setattr(k8s, "DEFAULT_KUBECONFIG", str(tmp_path / "absent"))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    client = k8s.k8s_api_client(dict(NO_K8S, cluster_name="demo", **AWS_PARAMS))
+    config = client.configuration
+    assert config.host == "https://ABC.gr7.us-west-2.eks.amazonaws.com"
+    with open(config.ssl_ca_cert, "rb") as handle:
+        assert handle.read() == ca
+    bearer = config.auth_settings()["BearerToken"]["value"]
+    assert bearer.startswith("Bearer k8s-aws-v1.")
+    assert isinstance(config.refresh_api_key_hook, k8s.EksTokenRefresher)
+
+
+def test_unknown_cluster_names_cluster_name():
+    with pytest.raises(UpgradeError) as raised:
+        k8s.describe_eks_cluster(FakeEks(None), "nope")
+    assert raised.value.code == "ResourceNotFound"
+    assert raised.value.details["parameter"] == "cluster_name"
+    assert "nope" in raised.value.msg
+
+
+def test_cluster_without_endpoint_is_unreachable():
+    with pytest.raises(UpgradeError) as raised:
+        k8s.describe_eks_cluster(FakeEks({"status": "CREATING"}), "demo")
+    assert raised.value.code == "ClusterUnreachable"
+
+
+def api_exception(status, reason, message=None, headers=None):
+    exc = ApiException(status=status, reason=reason)
+    exc.body = json.dumps({"kind": "Status", "message": message or reason})
+    exc.headers = headers or {}
+    return exc
+
+
+@pytest.mark.parametrize("status, code", [
+    (401, "AccessDenied"), (403, "AccessDenied"), (404, "ResourceNotFound"), (500, "ApiError"), (429, "ApiError"),
+])
+def test_api_exceptions_are_translated(status, code):
+    with pytest.raises(UpgradeError) as raised:
+        with k8s.translate_k8s_errors("list nodes"):
+            raise api_exception(status, "Reason", "nodes is forbidden", {"Retry-After": "3"})
+    err = raised.value
+    assert err.code == code
+    assert err.details["status"] == status
+    assert err.details["reason"] == "Reason"
+    assert err.details["retry_after"] == "3"
+    assert "nodes is forbidden" in err.msg and "list nodes" in err.msg
+
+
+@pytest.mark.parametrize("exc", [
+    urllib3.exceptions.MaxRetryError(None, "/api", reason="refused"),
+    urllib3.exceptions.ReadTimeoutError(None, "/api", "timed out"),
+    ConnectionRefusedError(111, "refused"),
+])
+def test_connection_errors_are_cluster_unreachable(exc):
+    with pytest.raises(UpgradeError) as raised:
+        with k8s.translate_k8s_errors():
+            raise exc
+    assert raised.value.code == "ClusterUnreachable"
+
+
+def test_unrelated_errors_pass_through():
+    with pytest.raises(ValueError):
+        with k8s.translate_k8s_errors():
+            raise ValueError("x")
