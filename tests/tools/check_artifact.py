@@ -1,5 +1,5 @@
 # Copyright: Contributors to the eksops.nodegroup project
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Fail when the built collection artifact carries test output, virtual environments, caches or sandbox state."""
 
 import sys

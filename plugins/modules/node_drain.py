@@ -1,0 +1,376 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: node_drain
+short_description: Cordon, drain or uncordon Kubernetes nodes the way kubectl drain does, politely
+version_added: 0.1.0
+description:
+  - Cordons (C(spec.unschedulable=true)), drains or uncordons one node (O(name)) or several (O(names)).
+  - "O(state=drain) cordons every node first, labels it C(node.kubernetes.io/exclude-from-external-load-balancers=true)
+    (O(exclude_from_load_balancers)) and annotates it C(eksops.nodegroup/cordoned-by=<run_id>), then drains the
+    nodes concurrently with C(kubectl drain) semantics: pods are listed per node with a C(spec.nodeName) field
+    selector; already terminating, DaemonSet, mirror, emptyDir and unmanaged pods are filtered in that order; if
+    any pod of a node is refused, nothing on that node is evicted and every refused pod is reported."
+  - Pods are evicted through the C(policy/v1) Eviction API with the pod's UID as precondition, so
+    PodDisruptionBudgets are respected. A refusal by a PodDisruptionBudget (HTTP 429) is retried every 5 seconds
+    with jitter, a 429 with C(Retry-After) after that delay; a pod covered by several PodDisruptionBudgets
+    (HTTP 500) fails at once.
+  - "Evictions are paced by the PodDisruptionBudgets themselves: the module watches the budgets of the pods'
+    namespaces and sends an eviction for a pod covered by one budget only while that budget allows a disruption
+    (at most one probe per budget every 5 seconds otherwise), instead of retrying every blocked pod as
+    C(kubectl drain) does."
+  - "O(delete_options.wait_timeout) is one deadline per node for evictions and the wait for the pods to go.
+    When it passes, the module fails with C(code=PodEvictionFailure) naming the pods and the
+    PodDisruptionBudgets that blocked them, and the node stays cordoned; with O(delete_options.force) the
+    remaining pods are deleted instead (PodDisruptionBudgets bypassed)."
+  - Deletion is awaited with one watch per node, not by polling each pod.
+  - After a node is empty the module waits O(post_drain_wait) seconds so load balancers drop the node.
+  - Records a Kubernetes Event on each node it changes (reasons C(EksopsCordon), C(EksopsDrain),
+    C(EksopsDrainFailed), C(EksopsUncordon); source C(eksops-nodegroup)).
+  - Never cordons or drains a node carrying the cluster autoscaler's C(ToBeDeletedByClusterAutoscaler) taint
+    (fails with C(code=ClusterAutoscalerActive)), and never changes taints.
+author:
+  - eksops.nodegroup maintainers (@eksops)
+options:
+  name:
+    description:
+      - The node to act on. Exactly one of O(name) and O(names) is required.
+    type: str
+  names:
+    description:
+      - Several nodes to act on; with O(state=drain) they are all cordoned first, then drained concurrently.
+    type: list
+    elements: str
+  state:
+    description:
+      - V(cordon) marks the nodes unschedulable (and labels them, see O(exclude_from_load_balancers)).
+      - V(drain) cordons, then evicts the pods.
+      - V(uncordon) makes the nodes schedulable again; the exclusion label and the C(eksops.nodegroup/cordoned-by)
+        annotation are removed from nodes that carry the annotation.
+    type: str
+    choices: [cordon, drain, uncordon]
+    default: drain
+  delete_options:
+    description:
+      - How pods are removed by O(state=drain). Names as in C(kubernetes.core.k8s_drain).
+      - Defaults are those of a node upgrade, not of C(kubectl drain) (see each option).
+    type: dict
+    default: {}
+    suboptions:
+      terminate_grace_period:
+        description:
+          - Grace period in seconds given to each pod. A negative value uses each pod's own
+            C(terminationGracePeriodSeconds).
+        type: int
+        default: -1
+        aliases: [grace_period]
+      force:
+        description:
+          - Evict pods that no controller manages (they are not recreated) and pods of DaemonSets that no longer
+            exist; without it such pods block the drain of their node.
+          - When O(delete_options.wait_timeout) passes, or a pod's eviction fails, delete the remaining pods
+            (PodDisruptionBudgets are bypassed) instead of failing.
+        type: bool
+        default: false
+      ignore_daemonsets:
+        description:
+          - Leave DaemonSet pods on the node (with a warning). Without it they block the drain.
+        type: bool
+        default: true
+      delete_emptydir_data:
+        description:
+          - Evict pods using C(emptyDir) volumes (their data is lost, as the node's disk is). Without it they
+            block the drain.
+        type: bool
+        default: true
+      disable_eviction:
+        description:
+          - Delete pods instead of evicting them. This bypasses PodDisruptionBudgets.
+        type: bool
+        default: false
+      wait_timeout:
+        description:
+          - Seconds, per node, for evictions and the wait until the pods are gone.
+        type: int
+        default: 900
+        aliases: [drain_timeout]
+      skip_wait_for_delete_timeout:
+        description:
+          - When greater than 0, pods whose deletion started more than this many seconds ago are skipped
+            instead of waited for.
+        type: int
+        default: 0
+  pod_selectors:
+    description:
+      - Label selectors; only pods matching all of them are drained.
+    type: list
+    elements: str
+    aliases: [label_selectors]
+  exclude_from_load_balancers:
+    description:
+      - When cordoning, also label the node C(node.kubernetes.io/exclude-from-external-load-balancers=true), so
+        the service controller removes it from load balancers before its pods go.
+    type: bool
+    default: true
+  post_drain_wait:
+    description:
+      - Seconds to wait after a node is empty (only when this run changed the node), so load balancers finish
+        deregistering it.
+    type: int
+    default: 60
+  eviction_concurrency:
+    description:
+      - Most eviction or delete requests in flight at once across all nodes (1 to 100).
+      - Pods waiting for a PodDisruptionBudget do not count; they wait without sending requests.
+    type: int
+    default: 10
+  run_id:
+    description:
+      - Identifier written to the C(eksops.nodegroup/cordoned-by) annotation of nodes this run cordons or labels.
+        Generated when not given.
+      - With O(state=uncordon), only nodes annotated with this run id are uncordoned.
+    type: str
+  cluster_name:
+    description:
+      - Name of the EKS cluster, used to reach the Kubernetes API with an EKS token when no kubeconfig or
+        O(host) is given.
+    type: str
+extends_documentation_fragment:
+  - eksops.nodegroup.aws
+  - eksops.nodegroup.k8s
+notes:
+  - Supports check mode (lists per node what would be evicted, deleted, skipped or refused; nothing is cordoned
+    or evicted) and diff mode (each node's C(spec.unschedulable), labels and C(eksops.nodegroup/cordoned-by)
+    annotation before and after).
+  - "Option names follow C(kubernetes.core.k8s_drain): O(delete_options.terminate_grace_period) is the
+    C(grace_period) of the upgrade playbooks and C(kubectl drain --grace-period);
+    O(delete_options.wait_timeout) is C(drain_timeout) (C(kubectl drain --timeout));
+    O(delete_options.delete_emptydir_data), O(delete_options.ignore_daemonsets), O(delete_options.force),
+    O(delete_options.disable_eviction) and O(delete_options.skip_wait_for_delete_timeout) are the
+    C(kubectl drain) flags of the same names; O(pod_selectors) is C(kubectl drain --pod-selector)."
+  - Needs, in the cluster, C(get)/C(patch) on nodes, C(list)/C(watch)/C(delete) on pods, C(create) on
+    pods/eviction and events, C(get) on daemonsets and C(list)/C(watch) on poddisruptionbudgets (without the
+    latter, evictions are not paced but still respect the budgets).
+seealso:
+  - name: kubectl drain
+    description: The behaviour this module matches.
+    link: https://kubernetes.io/docs/tasks/administer-cluster/safely-drain-node/
+"""
+
+EXAMPLES = r"""
+- name: Drain a node, respecting PodDisruptionBudgets for up to 15 minutes
+  eksops.nodegroup.node_drain:
+    name: ip-10-0-1-23.us-west-2.compute.internal
+    cluster_name: prod
+    region: us-west-2
+
+- name: Drain two nodes at once, deleting what PodDisruptionBudgets still protect after 10 minutes
+  eksops.nodegroup.node_drain:
+    names:
+      - ip-10-0-1-23.us-west-2.compute.internal
+      - ip-10-0-2-45.us-west-2.compute.internal
+    delete_options:
+      wait_timeout: 600
+      force: true
+    post_drain_wait: 30
+    kubeconfig: ~/.kube/config
+
+- name: Show what a drain would do
+  eksops.nodegroup.node_drain:
+    name: ip-10-0-1-23.us-west-2.compute.internal
+  check_mode: true
+  register: plan
+
+- name: Cordon only
+  eksops.nodegroup.node_drain:
+    name: ip-10-0-1-23.us-west-2.compute.internal
+    state: cordon
+    run_id: upgrade-2024-06-01
+
+- name: Undo the cordons of that run
+  eksops.nodegroup.node_drain:
+    names: "{{ nodes_to_restore }}"
+    state: uncordon
+    run_id: upgrade-2024-06-01
+"""
+
+RETURN = r"""
+nodes:
+  description: What happened on each node (in check mode, what would happen).
+  returned: always
+  type: dict
+  contains:
+    cordoned:
+      description: Whether the node is unschedulable after the run.
+      type: bool
+    changed:
+      description: Whether the run changed the node or its pods.
+      type: bool
+    evicted:
+      description: Pods (C(namespace/name)) whose eviction was accepted.
+      type: list
+      elements: str
+    deleted:
+      description: Pods deleted (O(delete_options.disable_eviction), or O(delete_options.force) after the timeout).
+      type: list
+      elements: str
+    skipped:
+      description: Pods left on the node, with the reason (DaemonSet, mirror pod, long-terminating).
+      type: list
+      elements: dict
+      contains:
+        pod:
+          description: C(namespace/name).
+          type: str
+        reason:
+          description: Why the pod was skipped.
+          type: str
+    failed:
+      description: Pods that refused or could not be removed; the node stays cordoned.
+      type: list
+      elements: dict
+      contains:
+        pod:
+          description: C(namespace/name).
+          type: str
+        reason:
+          description: Why (filter refusal, eviction error, timeout).
+          type: str
+        pdb:
+          description: Name(s) of the PodDisruptionBudget(s) that blocked the pod, comma separated, or null.
+          type: str
+    warnings:
+      description: Pods removed with a warning (emptyDir data, no controller).
+      type: list
+      elements: str
+    error:
+      description: Why the node failed, or null.
+      type: str
+  sample:
+    ip-10-0-1-23.us-west-2.compute.internal:
+      cordoned: true
+      changed: true
+      evicted: [default/web-6d4b7-abcde]
+      deleted: []
+      skipped: [{pod: kube-system/aws-node-x2k9l, reason: DaemonSet-managed pod (ignore_daemonsets)}]
+      failed: []
+      warnings: []
+      error: null
+requests_made:
+  description: Number of Kubernetes API requests the module made (each LIST page and WATCH counts as one).
+  returned: always
+  type: int
+  sample: 14
+failed_nodes:
+  description: Nodes that could not be drained (only on failure).
+  returned: failure
+  type: list
+  elements: str
+code:
+  description: C(PodEvictionFailure), C(ClusterAutoscalerActive), C(AccessDenied), C(ClusterUnreachable),
+    C(ResourceNotFound) or C(InvalidParameter) on failure.
+  returned: failure
+  type: str
+"""
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import (
+    DrainOptions,
+    cordon_nodes,
+    drain_nodes,
+    uncordon_nodes,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
+
+DELETE_OPTIONS_SPEC = dict(
+    terminate_grace_period=dict(type="int", default=-1, aliases=["grace_period"]),
+    force=dict(type="bool", default=False),
+    ignore_daemonsets=dict(type="bool", default=True),
+    delete_emptydir_data=dict(type="bool", default=True),
+    disable_eviction=dict(type="bool", default=False),
+    wait_timeout=dict(type="int", default=900, aliases=["drain_timeout"]),
+    skip_wait_for_delete_timeout=dict(type="int", default=0),
+)
+
+ARGUMENT_SPEC = dict(
+    name=dict(type="str"),
+    names=dict(type="list", elements="str"),
+    state=dict(type="str", choices=["cordon", "drain", "uncordon"], default="drain"),
+    delete_options=dict(type="dict", default={}, options=DELETE_OPTIONS_SPEC),
+    pod_selectors=dict(type="list", elements="str", aliases=["label_selectors"]),
+    exclude_from_load_balancers=dict(type="bool", default=True),
+    post_drain_wait=dict(type="int", default=60),
+    eviction_concurrency=dict(type="int", default=10),
+    run_id=dict(type="str"),
+    cluster_name=dict(type="str"),
+)
+
+
+def drain_options(params, check_mode):
+    """The engine's options (SPEC names) from the module's (kubernetes.core names)."""
+    delete = params["delete_options"] or {}
+    return DrainOptions(
+        drain_timeout=delete.get("wait_timeout"),
+        grace_period=delete.get("terminate_grace_period"),
+        force=delete.get("force"),
+        ignore_daemonsets=delete.get("ignore_daemonsets"),
+        delete_emptydir_data=delete.get("delete_emptydir_data"),
+        disable_eviction=delete.get("disable_eviction"),
+        skip_wait_for_delete_timeout=delete.get("skip_wait_for_delete_timeout"),
+        pod_selectors=params["pod_selectors"],
+        exclude_from_load_balancers=params["exclude_from_load_balancers"],
+        post_drain_wait=params["post_drain_wait"],
+        eviction_concurrency=params["eviction_concurrency"],
+        run_id=params["run_id"],
+        check_mode=check_mode,
+    )
+
+
+def run(module):
+    params = module.params
+    names = [params["name"]] if params["name"] else params["names"]
+    core_v1 = module.core_v1()
+    state = params["state"]
+    if state == "drain":
+        result = drain_nodes(core_v1, names, drain_options(params, module.check_mode), log=module.log)
+    elif state == "cordon":
+        options = drain_options(params, module.check_mode)
+        result = cordon_nodes(core_v1, names, run_id=options.run_id,
+                              exclude_from_load_balancers=options.exclude_from_load_balancers,
+                              check_mode=module.check_mode, log=module.log)
+    else:
+        result = uncordon_nodes(core_v1, names, run_id=params["run_id"], check_mode=module.check_mode,
+                                log=module.log)
+    output = dict(changed=result.changed, nodes=result.to_dict(), requests_made=result.requests_made)
+    if module._diff:
+        output["diff"] = result.diff()
+    for node in result.nodes.values():
+        for warning in node.warnings:
+            module.warn("node %s: %s" % (node.name, warning))
+    error = result.error()
+    if error is not None:
+        module.fail_upgrade(error, **output)
+    return output
+
+
+def main():
+    module = EksopsModule(
+        ARGUMENT_SPEC,
+        uses_aws=True,
+        uses_k8s=True,
+        supports_check_mode=True,
+        mutually_exclusive=[("name", "names")],
+        required_one_of=[("name", "names")],
+    )
+    module.run(lambda: run(module))
+
+
+if __name__ == "__main__":
+    main()

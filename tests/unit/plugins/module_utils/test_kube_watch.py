@@ -1,0 +1,475 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""kube_watch: paged LIST, LIST-then-WATCH (SPEC P1), retries (P3). No server: FakeStore plays the API.
+
+FakeStore is also used by test_drain.py.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils import kube_watch
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import (
+    Waker,
+    apply_watch_event,
+    backoff_delay,
+    jittered,
+    list_all,
+    list_then_watch,
+    retry_after_seconds,
+    retry_api_call,
+)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Fakes
+# ----------------------------------------------------------------------------------------------------------
+
+def api_error(status, body=None, retry_after=None):
+    exc = ApiException(status=status, reason="error %d" % status)
+    exc.headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
+    exc.body = json.dumps(body if body is not None else {"kind": "Status", "code": status, "message": "boom"})
+    return exc
+
+
+class FakeResponse:
+    def __init__(self, payload):
+        self.data = json.dumps(payload).encode()
+        self.released = False
+
+    def release_conn(self):
+        self.released = True
+
+
+class FakeWatchResponse:
+    """A streaming watch: yields the store's events after `since`, until closed, timed out or shut down."""
+
+    def __init__(self, store, since, matches, timeout_seconds, prelude=()):
+        self.store = store
+        self.cursor = since
+        self.matches = matches
+        self.ends_at = time.monotonic() + (timeout_seconds or 3600)
+        self.prelude = list(prelude)
+        self.closed = False
+
+    def stream(self, amt=None, decode_content=True):
+        for event in self.prelude:
+            yield (json.dumps(event) + "\n").encode()
+        while True:
+            with self.store.cond:
+                while True:
+                    if self.closed or self.store.drop_streams or time.monotonic() >= self.ends_at:
+                        return
+                    pending = [e for e in self.store.history if e[0] > self.cursor and self.matches(e[2])]
+                    if pending:
+                        break
+                    self.store.cond.wait(0.02)
+            for version, event_type, obj in pending:
+                self.cursor = version
+                yield (json.dumps({"type": event_type, "object": obj}) + "\n").encode()
+
+    def shutdown(self):
+        with self.store.cond:
+            self.closed = True
+            self.store.cond.notify_all()
+
+    def close(self):
+        self.closed = True
+
+    def release_conn(self):
+        pass
+
+
+def _field_matcher(field_selector):
+    if not field_selector:
+        return lambda obj: True
+    field, _, value = field_selector.partition("=")
+    assert field == "spec.nodeName", field_selector
+    return lambda obj: (obj.get("spec") or {}).get("nodeName") == value
+
+
+def _label_matcher(label_selector):
+    if not label_selector:
+        return lambda obj: True
+    pairs = [term.split("=", 1) for term in label_selector.split(",")]
+    return lambda obj: all(((obj.get("metadata") or {}).get("labels") or {}).get(k) == v for k, v in pairs)
+
+
+class FakeStore:
+    """An in-memory collection with resourceVersions, paging, selectors, watch history and injected faults."""
+
+    def __init__(self, objects=()):
+        self.cond = threading.Condition()
+        self.version = 100
+        self.objects = {}
+        self.history = []
+        self.calls = []          # (kind, kwargs) of every list/watch request
+        self.faults = {"list": [], "watch": []}
+        self.watch_preludes = []  # extra events sent first on the next watch streams
+        self.gone_before = 0      # watches from an older resourceVersion get 410
+        self.drop_streams = False
+        self.watch_responses = []
+        for obj in objects:
+            self.put(obj, record=False)
+
+    @staticmethod
+    def key(obj):
+        return (obj["metadata"].get("namespace") or "", obj["metadata"]["name"])
+
+    def put(self, obj, record=True):
+        with self.cond:
+            self.version += 1
+            obj = json.loads(json.dumps(obj))
+            obj["metadata"]["resourceVersion"] = str(self.version)
+            event_type = "MODIFIED" if self.key(obj) in self.objects else "ADDED"
+            self.objects[self.key(obj)] = obj
+            if record:
+                self.history.append((self.version, event_type, obj))
+            self.cond.notify_all()
+            return obj
+
+    def delete(self, key):
+        with self.cond:
+            obj = self.objects.pop(key, None)
+            if obj is None:
+                return None
+            self.version += 1
+            obj = dict(obj, metadata=dict(obj["metadata"], resourceVersion=str(self.version)))
+            self.history.append((self.version, "DELETED", obj))
+            self.cond.notify_all()
+            return obj
+
+    def list_func(self, **kwargs):
+        kind = "watch" if kwargs.get("watch") else "list"
+        self.calls.append((kind, kwargs))
+        if self.faults[kind]:
+            raise self.faults[kind].pop(0)
+        field = _field_matcher(kwargs.get("field_selector"))
+        label = _label_matcher(kwargs.get("label_selector"))
+        namespace = kwargs.get("namespace")
+
+        def matches(obj):
+            in_namespace = namespace is None or obj["metadata"].get("namespace") == namespace
+            return in_namespace and field(obj) and label(obj)
+
+        with self.cond:
+            if kind == "watch":
+                since = int(kwargs.get("resource_version") or self.version)
+                if since < self.gone_before:
+                    raise api_error(410)
+                prelude = self.watch_preludes.pop(0) if self.watch_preludes else ()
+                response = FakeWatchResponse(self, since, matches, kwargs.get("timeout_seconds"), prelude)
+                self.watch_responses.append(response)
+                return response
+            items = sorted((o for o in self.objects.values() if matches(o)), key=self.key)
+            start = int(kwargs.get("_continue") or 0)
+            limit = kwargs.get("limit") or len(items)
+            page = items[start:start + limit]
+            metadata = {"resourceVersion": str(self.version)}
+            if start + limit < len(items):
+                metadata["continue"] = str(start + limit)
+            return FakeResponse({"kind": "List", "metadata": metadata, "items": page})
+
+    def kinds(self):
+        return [kind for kind, _ in self.calls]
+
+
+class FakeClock:
+    def __init__(self):
+        self.time = 1000.0
+        self.sleeps = []
+
+    def now(self):
+        return self.time
+
+    def sleep(self, seconds):
+        self.sleeps.append(seconds)
+        self.time += max(0.0, seconds)
+
+
+def pod(name, node="node-a", namespace="default", uid=None, labels=None):
+    return {"metadata": {"name": name, "namespace": namespace, "uid": uid or "uid-" + name,
+                         "labels": labels or {"app": "web"}},
+            "spec": {"nodeName": node}, "status": {"phase": "Running"}}
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Pure helpers
+# ----------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("headers, expected", [
+    ({"Retry-After": "7"}, 7.0),
+    ({"retry-after": "2"}, 2.0),
+    ({"Retry-After": "soon"}, None),
+    ({}, None),
+    (None, None),
+])
+def test_retry_after_header_parsing_P3(headers, expected):
+    assert retry_after_seconds(headers) == expected
+
+
+def test_backoff_is_exponential_capped_and_jittered_P3():
+    for attempt in range(12):
+        ceiling = min(kube_watch.BACKOFF_CAP_SECONDS, kube_watch.BACKOFF_BASE_SECONDS * 2 ** attempt)
+        delays = [backoff_delay(attempt) for _ in range(50)]
+        assert all(ceiling / 2 <= d <= ceiling for d in delays)
+    assert len(set(backoff_delay(5) for _ in range(20))) > 1
+
+
+def test_jitter_never_shortens_retry_after_P3():
+    assert all(5.0 <= jittered(5.0) <= 6.0 for _ in range(100))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# retry_api_call (P3)
+# ----------------------------------------------------------------------------------------------------------
+
+def _flaky(errors, result="ok"):
+    calls = []
+
+    def call(*args, **kwargs):
+        calls.append((args, kwargs))
+        if errors:
+            raise errors.pop(0)
+        return result
+    return call, calls
+
+
+def test_retry_honours_retry_after_on_429_P3():
+    clock = FakeClock()
+    fn, calls = _flaky([api_error(429, retry_after=3), api_error(429, retry_after=3)])
+    assert retry_api_call(fn, "node-a", clock=clock, body={"x": 1}) == "ok"
+    assert len(calls) == 3 and calls[0] == (("node-a",), {"body": {"x": 1}})
+    assert all(3.0 <= s <= 3.6 for s in clock.sleeps)
+
+
+def test_retry_429_even_for_non_idempotent_calls_P3():
+    clock = FakeClock()
+    fn, calls = _flaky([api_error(429)])
+    assert retry_api_call(fn, clock=clock, idempotent=False) == "ok"
+    assert len(calls) == 2
+
+
+@pytest.mark.parametrize("status", [500, 502, 503, 504])
+def test_retry_5xx_only_when_idempotent_P3(status):
+    clock = FakeClock()
+    fn, calls = _flaky([api_error(status)])
+    assert retry_api_call(fn, clock=clock) == "ok"
+    fn, calls = _flaky([api_error(status)])
+    with pytest.raises(ApiException):
+        retry_api_call(fn, clock=clock, idempotent=False)
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 409, 422])
+def test_client_errors_are_not_retried_P3(status):
+    fn, calls = _flaky([api_error(status)])
+    with pytest.raises(ApiException):
+        retry_api_call(fn, clock=FakeClock())
+    assert len(calls) == 1
+
+
+def test_connection_errors_retried_for_idempotent_calls_P3():
+    fn, calls = _flaky([ConnectionResetError("reset")])
+    assert retry_api_call(fn, clock=FakeClock()) == "ok"
+    assert len(calls) == 2
+
+
+def test_retries_stop_at_the_deadline_P3():
+    clock = FakeClock()
+    fn, calls = _flaky([api_error(429, retry_after=10)] * 5)
+    with pytest.raises(ApiException):
+        retry_api_call(fn, clock=clock, deadline=clock.now() + 25)
+    assert len(calls) == 3  # waits of >= 10 s: the third failure would end past the deadline
+    assert clock.now() <= 1025
+
+
+# ----------------------------------------------------------------------------------------------------------
+# list_all (D2, P2)
+# ----------------------------------------------------------------------------------------------------------
+
+def test_list_all_pages_with_limit_and_continue_D2():
+    store = FakeStore([pod("p%d" % i) for i in range(5)] + [pod("other", node="node-b")])
+    items, version = list_all(store.list_func, page_size=2, field_selector="spec.nodeName=node-a")
+    assert [i["metadata"]["name"] for i in items] == ["p0", "p1", "p2", "p3", "p4"]
+    assert version == str(store.version)
+    assert [kw.get("_continue") for _, kw in store.calls] == [None, "2", "4"]
+    assert all(kw["limit"] == 2 and kw["field_selector"] == "spec.nodeName=node-a" for _, kw in store.calls)
+
+
+def test_list_all_retries_a_throttled_page_P3():
+    store = FakeStore([pod("p0")])
+    store.faults["list"].append(api_error(429, retry_after=0))
+    items, _version = list_all(store.list_func, clock=FakeClock())
+    assert len(items) == 1 and store.kinds() == ["list", "list"]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# apply_watch_event
+# ----------------------------------------------------------------------------------------------------------
+
+def test_watch_events_update_the_object_map_P1():
+    objects = {}
+    assert apply_watch_event(objects, {"type": "ADDED", "object": pod("a")}) is None
+    added = pod("a")
+    added["metadata"]["resourceVersion"] = "7"
+    assert apply_watch_event(objects, {"type": "MODIFIED", "object": added}) == "7"
+    assert objects[("default", "a")]["metadata"]["resourceVersion"] == "7"
+    bookmark = {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "9"}}}
+    assert apply_watch_event(objects, bookmark) == "9" and list(objects) == [("default", "a")]
+    apply_watch_event(objects, {"type": "DELETED", "object": pod("a")})
+    assert objects == {}
+
+
+def test_watch_error_events_P1():
+    with pytest.raises(kube_watch._WatchGone):
+        apply_watch_event({}, {"type": "ERROR", "object": {"code": 410}})
+    with pytest.raises(kube_watch._WatchError) as info:
+        apply_watch_event({}, {"type": "ERROR", "object": {"code": 429, "message": "slow down",
+                                                           "details": {"retryAfterSeconds": 2}}})
+    assert info.value.status == 429 and info.value.retry_after == 2
+
+
+# ----------------------------------------------------------------------------------------------------------
+# list_then_watch (P1)
+# ----------------------------------------------------------------------------------------------------------
+
+def _gone(name):
+    return lambda objects: ("default", name) not in objects
+
+
+def _later(seconds, fn, *args):
+    timer = threading.Timer(seconds, fn, args)
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+def test_condition_true_after_list_makes_no_watch_P1():
+    store = FakeStore([pod("a")])
+    ok, objects = list_then_watch(store.list_func, timeout=5, condition=lambda objs: len(objs) == 1)
+    assert ok and list(objects) == [("default", "a")]
+    assert store.kinds() == ["list"]
+
+
+def test_watch_starts_from_the_list_resource_version_P1():
+    store = FakeStore([pod("a"), pod("b")])
+    _later(0.1, store.delete, ("default", "a"))
+    ok, objects = list_then_watch(store.list_func, timeout=5, condition=_gone("a"),
+                                  field_selector="spec.nodeName=node-a")
+    assert ok and list(objects) == [("default", "b")]
+    (_, list_kwargs), (_, watch_kwargs) = store.calls
+    assert watch_kwargs["resource_version"] == "102"
+    assert watch_kwargs["allow_watch_bookmarks"] is True
+    assert watch_kwargs["field_selector"] == "spec.nodeName=node-a"
+    assert isinstance(watch_kwargs["timeout_seconds"], int)
+
+
+def test_listed_snapshot_skips_the_list_P1():
+    store = FakeStore([pod("a")])
+    items, version = list_all(store.list_func)
+    store.calls.clear()
+    _later(0.1, store.delete, ("default", "a"))
+    ok, _objects = list_then_watch(store.list_func, timeout=5, condition=_gone("a"), listed=(items, version))
+    assert ok and store.kinds() == ["watch"]
+
+
+def test_timeout_returns_false_with_current_objects_P1():
+    store = FakeStore([pod("a")])
+    started = time.monotonic()
+    ok, objects = list_then_watch(store.list_func, timeout=0.5, condition=_gone("a"))
+    assert not ok and ("default", "a") in objects
+    assert 0.4 <= time.monotonic() - started < 3
+
+
+def test_410_on_the_watch_request_relists_P1():
+    store = FakeStore([pod("a")])
+    store.gone_before = 10 ** 6
+    _later(0.2, setattr, store, "gone_before", 0)
+    _later(0.3, store.delete, ("default", "a"))
+    ok, _objects = list_then_watch(store.list_func, timeout=5, condition=_gone("a"))
+    assert ok
+    kinds = store.kinds()
+    assert kinds[:2] == ["list", "watch"] and kinds.count("list") >= 2
+
+
+def test_410_error_event_relists_and_rewatches_P1():
+    store = FakeStore([pod("a")])
+    store.watch_preludes.append([{"type": "ERROR", "object": {"kind": "Status", "code": 410}}])
+    _later(0.2, store.delete, ("default", "a"))
+    ok, _objects = list_then_watch(store.list_func, timeout=5, condition=_gone("a"))
+    assert ok
+    assert store.kinds()[:4] == ["list", "watch", "list", "watch"]
+
+
+def test_reconnects_from_last_version_when_the_server_closes_the_stream_P1():
+    store = FakeStore([pod("a"), pod("b")])
+    _later(0.1, store.delete, ("default", "b"))
+
+    def drop():
+        store.drop_streams = True
+        time.sleep(0.1)
+        store.drop_streams = False
+    _later(0.3, drop)
+    _later(0.6, store.delete, ("default", "a"))
+    ok, objects = list_then_watch(store.list_func, timeout=5, condition=lambda objs: not objs)
+    assert ok
+    watches = [kw for kind, kw in store.calls if kind == "watch"]
+    assert len(watches) >= 2
+    assert int(watches[-1]["resource_version"]) >= 103  # resumed after the deletion of b, not from the list
+
+
+def test_throttled_watch_backs_off_honouring_retry_after_P1_P3():
+    store = FakeStore([pod("a")])
+    store.faults["watch"].append(api_error(429, retry_after=0.3))
+    _later(0.1, store.delete, ("default", "a"))
+    started = time.monotonic()
+    ok, _objects = list_then_watch(store.list_func, timeout=5, condition=_gone("a"))
+    assert ok and time.monotonic() - started >= 0.3
+    assert store.kinds() == ["list", "watch", "watch"]
+
+
+def test_forbidden_watch_raises():
+    store = FakeStore([pod("a")])
+    store.faults["watch"].append(api_error(403))
+    with pytest.raises(ApiException):
+        list_then_watch(store.list_func, timeout=5, condition=_gone("a"))
+
+
+def test_waker_makes_a_blocked_watch_recheck_its_condition_P1():
+    store = FakeStore([pod("a")])
+    flag = threading.Event()
+    waker = Waker()
+    _later(0.2, flag.set)
+    _later(0.25, waker.wake)
+    started = time.monotonic()
+    ok, _objects = list_then_watch(store.list_func, timeout=10, condition=lambda objs: flag.is_set(),
+                                   waker=waker)
+    assert ok and time.monotonic() - started < 2
+    assert store.watch_responses[0].closed
+
+
+def test_a_wake_before_the_watch_starts_is_not_lost_P1():
+    waker = Waker()
+    waker.wake()
+    response = FakeWatchResponse(FakeStore(), 0, lambda obj: True, 10)
+    waker.attach(response)
+    assert response.closed and waker.consume() and not waker.consume()
+
+
+def test_throttled_watch_error_event_backs_off_and_resumes_P1_P3():
+    store = FakeStore([pod("a")])
+    store.watch_preludes.append([{"type": "ERROR", "object": {"kind": "Status", "code": 429, "message": "slow",
+                                                              "details": {"retryAfterSeconds": 0.3}}}])
+    _later(0.1, store.delete, ("default", "a"))
+    started = time.monotonic()
+    ok, _objects = list_then_watch(store.list_func, timeout=5, condition=_gone("a"))
+    assert ok and time.monotonic() - started >= 0.3
+    assert store.kinds() == ["list", "watch", "watch"]

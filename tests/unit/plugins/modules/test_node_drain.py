@@ -1,0 +1,136 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""node_drain module: documentation matches the argument spec, option mapping, and run() on a fake API."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+import yaml
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils import drain
+from ansible_collections.eksops.nodegroup.plugins.modules import node_drain
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "module_utils"))
+from test_drain import FakeCluster, make_pod, node  # noqa: E402  (shared fake API server)
+
+
+def _documented_options():
+    return yaml.safe_load(node_drain.DOCUMENTATION)["options"]
+
+
+def _check_spec(spec, documented, path=""):
+    assert set(spec) == set(documented), path
+    for name, option in spec.items():
+        doc = documented[name]
+        where = path + name
+        assert doc.get("type", "str") == option.get("type", "str"), where
+        assert doc.get("default") == option.get("default"), where
+        assert sorted(doc.get("aliases") or []) == sorted(option.get("aliases") or []), where
+        assert doc.get("choices") == option.get("choices"), where
+        assert doc.get("elements") == option.get("elements"), where
+        assert bool(doc.get("required")) == bool(option.get("required")), where
+        if "options" in option:
+            _check_spec(option["options"], doc["suboptions"], where + ".")
+
+
+def test_documentation_matches_argument_spec():
+    _check_spec(node_drain.ARGUMENT_SPEC, _documented_options())
+
+
+def test_examples_and_return_are_valid_yaml():
+    examples = yaml.safe_load(node_drain.EXAMPLES)
+    assert all("eksops.nodegroup.node_drain" in task for task in examples)
+    assert "nodes" in yaml.safe_load(node_drain.RETURN)
+
+
+def _params(**overrides):
+    params = dict(name=None, names=None, state="drain", pod_selectors=None, exclude_from_load_balancers=True,
+                  post_drain_wait=0, eviction_concurrency=10, run_id="run-1", cluster_name=None,
+                  delete_options=dict(terminate_grace_period=-1, force=False, ignore_daemonsets=True,
+                                      delete_emptydir_data=True, disable_eviction=False, wait_timeout=5,
+                                      skip_wait_for_delete_timeout=0))
+    params.update(overrides)
+    return params
+
+
+def test_delete_options_map_to_the_spec_names():
+    params = _params(delete_options=dict(terminate_grace_period=12, force=True, ignore_daemonsets=False,
+                                         delete_emptydir_data=False, disable_eviction=True, wait_timeout=77,
+                                         skip_wait_for_delete_timeout=3), pod_selectors=["app=web"])
+    options = node_drain.drain_options(params, check_mode=True)
+    assert (options.grace_period, options.force, options.ignore_daemonsets, options.delete_emptydir_data,
+            options.disable_eviction, options.drain_timeout, options.skip_wait_for_delete_timeout,
+            options.pod_selectors, options.check_mode) == (12, True, False, False, True, 77, 3, "app=web", True)
+
+
+class ModuleFailed(Exception):
+    pass
+
+
+class FakeModule:
+    def __init__(self, cluster, params, check_mode=False, diff=False):
+        self.cluster = cluster
+        self.params = params
+        self.check_mode = check_mode
+        self._diff = diff
+        self.warnings = []
+        self.failure = None
+
+    def core_v1(self):
+        return self.cluster
+
+    def warn(self, message):
+        self.warnings.append(message)
+
+    def log(self, message):
+        pass
+
+    def fail_upgrade(self, err, **result):
+        self.failure = (err, result)
+        raise ModuleFailed(err.msg)
+
+
+@pytest.fixture(autouse=True)
+def fake_api_classes(monkeypatch):
+    monkeypatch.setattr(drain, "PolicyV1Api", lambda api_client: api_client)
+    monkeypatch.setattr(drain, "AppsV1Api", lambda api_client: api_client)
+
+
+def test_drain_result_shape_and_warnings():
+    cluster = FakeCluster([make_pod("web-0"), make_pod("cache-0", empty_dir=True)])
+    module = FakeModule(cluster, _params(name="node-a"), diff=True)
+    result = node_drain.run(module)
+    assert result["changed"] is True and result["requests_made"] == len(cluster.requests)
+    assert result["nodes"]["node-a"]["evicted"] == ["default/cache-0", "default/web-0"]
+    assert result["diff"]["after"]["node-a"]["unschedulable"] is True
+    assert any("emptyDir" in w for w in module.warnings)
+
+
+def test_failure_reports_pod_eviction_failure_with_the_nodes():
+    cluster = FakeCluster([make_pod("debug", owner=None)])
+    module = FakeModule(cluster, _params(name="node-a"))
+    with pytest.raises(ModuleFailed):
+        node_drain.run(module)
+    err, result = module.failure
+    assert err.code == "PodEvictionFailure"
+    assert result["nodes"]["node-a"]["failed"][0]["pod"] == "default/debug"
+
+
+def test_cordon_then_uncordon_states_are_idempotent():
+    cluster = FakeCluster()
+    assert node_drain.run(FakeModule(cluster, _params(names=["node-a"], state="cordon")))["changed"]
+    assert not node_drain.run(FakeModule(cluster, _params(names=["node-a"], state="cordon")))["changed"]
+    assert node_drain.run(FakeModule(cluster, _params(names=["node-a"], state="uncordon")))["changed"]
+    assert not node_drain.run(FakeModule(cluster, _params(names=["node-a"], state="uncordon")))["changed"]
+    assert cluster.nodes["node-a"]["spec"].get("unschedulable") is None
+
+
+def test_check_mode_cordon_changes_nothing():
+    cluster = FakeCluster(nodes=[node("node-a")])
+    result = node_drain.run(FakeModule(cluster, _params(name="node-a", state="cordon"), check_mode=True, diff=True))
+    assert result["changed"] and result["diff"]["after"]["node-a"]["unschedulable"] is True
+    assert not cluster.verbs("patch")
