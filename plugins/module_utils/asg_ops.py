@@ -1,0 +1,339 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Auto Scaling group actions shared by asg_surge, asg_instance_terminate and nodegroup_scale_restore.
+
+Sizes, process suspension, termination through the ASG, the C2 node annotation, and ``GroupWatch``: one
+LIST+WATCH of the node group's nodes while the ASG (instances, scaling activities) is polled in a background
+thread, so a condition over instances joined with nodes is re-checked on every node event and every poll.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import datetime
+import threading
+import time
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import translate_aws_errors
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import AUTOSCALER_ACTIVE, NOT_FOUND, UpgradeError
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import PHASES
+from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import translate_k8s_errors
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import (
+    Waker,
+    list_all,
+    list_then_watch,
+    retry_api_call,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
+    NODEGROUP_LABEL,
+    asg_launch_template,
+    describe_asg,
+    describe_instances,
+    describe_lt_version,
+    join_instances_nodes,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import launch_failure
+
+# SPEC A1: the processes that would replace or rebalance nodes behind our back.
+DEFAULT_SUSPENDED_PROCESSES = ["AZRebalance", "AlarmNotification", "ScheduledActions", "ReplaceUnhealthy"]
+# SPEC C2: the cluster autoscaler reads this node annotation and never scales such a node down.
+SCALE_DOWN_DISABLED_ANNOTATION = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+# Which nodes got SCALE_DOWN_DISABLED_ANNOTATION from us (value: the journal's run_id), so restore removes
+# only ours and leaves an annotation a person set.
+SCALE_DOWN_DISABLED_BY_ANNOTATION = "eksops.nodegroup/scale-down-disabled-by"
+# Describe calls while waiting: no more often than this (scaling activities are throttled per account).
+ASG_POLL_SECONDS = 5.0
+EC2_POLL_SECONDS = 2.0
+MERGE_PATCH = "application/merge-patch+json"
+# Not an EKS code: an AWS-side wait (termination) ran out of time.
+WAIT_TIMEOUT = "WaitTimeout"
+
+
+def utc_now():
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+def asg_sizes(asg):
+    return dict(min_size=asg["MinSize"], max_size=asg["MaxSize"], desired_capacity=asg["DesiredCapacity"])
+
+
+def suspended_process_names(asg):
+    return [process["ProcessName"] for process in asg.get("SuspendedProcesses", [])]
+
+
+def update_sizes(autoscaling, asg_name, min_size=None, max_size=None, desired_capacity=None):
+    """UpdateAutoScalingGroup with only the sizes given."""
+    request = dict(AutoScalingGroupName=asg_name)
+    for key, value in (("MinSize", min_size), ("MaxSize", max_size), ("DesiredCapacity", desired_capacity)):
+        if value is not None:
+            request[key] = value
+    with translate_aws_errors("update the sizes of Auto Scaling group %s" % asg_name):
+        autoscaling.update_auto_scaling_group(**request)
+
+
+def suspend_processes(autoscaling, asg_name, processes):
+    if processes:
+        with translate_aws_errors("suspend processes %s of %s" % (", ".join(processes), asg_name)):
+            autoscaling.suspend_processes(AutoScalingGroupName=asg_name, ScalingProcesses=list(processes))
+
+
+def resume_processes(autoscaling, asg_name, processes):
+    if processes:
+        with translate_aws_errors("resume processes %s of %s" % (", ".join(processes), asg_name)):
+            autoscaling.resume_processes(AutoScalingGroupName=asg_name, ScalingProcesses=list(processes))
+
+
+def scaling_activities_since(autoscaling, asg_name, since, max_records=100):
+    """The ASG's scaling activities that started at or after ``since`` (newest first, one page)."""
+    with translate_aws_errors("describe scaling activities of %s" % asg_name):
+        activities = autoscaling.describe_scaling_activities(
+            AutoScalingGroupName=asg_name, MaxRecords=max_records)["Activities"]
+    return [activity for activity in activities if activity.get("StartTime") is None or activity["StartTime"] >= since]
+
+
+def activity_summary(activity):
+    """A scaling activity in snake_case, for results."""
+    start = activity.get("StartTime")
+    return dict(
+        activity_id=activity.get("ActivityId"),
+        start_time=start.isoformat() if hasattr(start, "isoformat") else start,
+        status_code=activity.get("StatusCode"),
+        description=activity.get("Description"),
+        cause=activity.get("Cause"),
+        status_message=activity.get("StatusMessage"),
+    )
+
+
+def terminate_in_asg(autoscaling, instance_id, decrement):
+    with translate_aws_errors("terminate instance %s through its Auto Scaling group" % instance_id):
+        autoscaling.terminate_instance_in_auto_scaling_group(
+            InstanceId=instance_id, ShouldDecrementDesiredCapacity=decrement)
+
+
+def _instance_states(ec2, instance_ids):
+    """{instance_id: state name}; instances EC2 no longer knows (purged after termination) are left out."""
+    try:
+        found = describe_instances(ec2, instance_ids)
+    except UpgradeError as err:
+        if err.code != NOT_FOUND:
+            raise
+        # One unknown id fails the whole call: ask for each on its own.
+        found = {}
+        for instance_id in instance_ids:
+            try:
+                found.update(describe_instances(ec2, [instance_id]))
+            except UpgradeError as single:
+                if single.code != NOT_FOUND:
+                    raise
+    return dict((instance_id, description["State"]["Name"]) for instance_id, description in found.items())
+
+
+def wait_terminated(ec2, instance_ids, timeout, poll=EC2_POLL_SECONDS, clock=time):
+    """Wait until every instance is terminated (or gone); returns the ids still not terminated at timeout."""
+    deadline = clock.time() + timeout
+    pending = sorted(set(instance_ids))
+    while pending:
+        states = _instance_states(ec2, pending)
+        pending = [i for i in pending if states.get(i, "terminated") != "terminated"]
+        if not pending or clock.time() >= deadline:
+            break
+        clock.sleep(min(poll, max(0.0, deadline - clock.time())))
+    return pending
+
+
+# --- nodes ------------------------------------------------------------------------------------------------
+
+class _Obj:
+    def __init__(self, **attrs):
+        self.__dict__.update(attrs)
+
+
+def node_view(raw):
+    """A raw node dict (as kube_watch yields) with the attribute shape nodegroup.join_instances_nodes reads."""
+    metadata = raw.get("metadata") or {}
+    spec = raw.get("spec") or {}
+    conditions = [_Obj(type=c.get("type"), status=c.get("status"))
+                  for c in (raw.get("status") or {}).get("conditions") or []]
+    return _Obj(
+        metadata=_Obj(name=metadata.get("name"), labels=metadata.get("labels") or {},
+                      annotations=metadata.get("annotations") or {}),
+        spec=_Obj(provider_id=spec.get("providerID"), unschedulable=spec.get("unschedulable")),
+        status=_Obj(conditions=conditions),
+    )
+
+
+def patch_node_annotations(core_v1, node_name, annotations):
+    """Merge-patch node annotations (a None value removes one); retried on 429/5xx (SPEC P3)."""
+    body = {"metadata": {"annotations": annotations}}
+    with translate_k8s_errors("annotate node %s" % node_name):
+        response = retry_api_call(core_v1.patch_node, node_name, body, _content_type=MERGE_PATCH,
+                                  _preload_content=False)
+    response.release_conn()
+
+
+def mark_scale_down_disabled(core_v1, nodes, run_id):
+    """Give nodes the C2 annotation, recording that we set it; returns the names changed."""
+    changed = []
+    for node in nodes:
+        annotations = node.metadata.annotations or {}
+        if annotations.get(SCALE_DOWN_DISABLED_ANNOTATION) == "true":
+            continue
+        patch_node_annotations(core_v1, node.metadata.name, {
+            SCALE_DOWN_DISABLED_ANNOTATION: "true", SCALE_DOWN_DISABLED_BY_ANNOTATION: run_id or "unknown"})
+        changed.append(node.metadata.name)
+    return changed
+
+
+def unmark_scale_down_disabled(core_v1, nodes):
+    """Remove the C2 annotation from the nodes we gave it to; returns the names changed."""
+    changed = []
+    for node in nodes:
+        if SCALE_DOWN_DISABLED_BY_ANNOTATION in (node.metadata.annotations or {}):
+            patch_node_annotations(core_v1, node.metadata.name, {
+                SCALE_DOWN_DISABLED_ANNOTATION: None, SCALE_DOWN_DISABLED_BY_ANNOTATION: None})
+            changed.append(node.metadata.name)
+    return changed
+
+
+def list_nodegroup_nodes(core_v1, nodegroup_name):
+    """The node group's nodes as node_view objects (one paged LIST)."""
+    with translate_k8s_errors("list nodes of node group %s" % nodegroup_name):
+        items, _version = list_all(core_v1.list_node, label_selector="%s=%s" % (NODEGROUP_LABEL, nodegroup_name))
+    return [node_view(item) for item in items]
+
+
+# --- waiting on instances and nodes together ----------------------------------------------------------------
+
+class GroupSnapshot:
+    """What GroupWatch knows at one moment."""
+
+    def __init__(self, asg, instances, failures, nodes):
+        self.asg = asg                  # the latest ASG description
+        self.instances = instances      # join_instances_nodes records
+        self.failures = failures        # planning.launch_failure dicts, newest first
+        self.nodes = nodes              # node_view objects of the node group
+
+
+class GroupWatch:
+    """Node events (LIST+WATCH, label eks.amazonaws.com/nodegroup=<ng>) plus ASG polls, as one condition loop."""
+
+    def __init__(self, autoscaling, ec2, core_v1, asg_name, nodegroup_name, activities_since=None,
+                 poll_seconds=ASG_POLL_SECONDS):
+        self.autoscaling = autoscaling
+        self.ec2 = ec2
+        self.core_v1 = core_v1
+        self.asg_name = asg_name
+        self.nodegroup_name = nodegroup_name
+        self.activities_since = activities_since
+        self.poll_seconds = poll_seconds
+        self._lock = threading.Lock()
+        self._asg = None
+        self._failures = []
+        self._ec2_cache = {}
+        self._poll_error = None
+
+    def poll(self):
+        asg = describe_asg(self.autoscaling, self.asg_name)
+        unknown = [i["InstanceId"] for i in asg.get("Instances", []) if i["InstanceId"] not in self._ec2_cache]
+        described = describe_instances(self.ec2, unknown) if unknown else {}
+        failures = []
+        if self.activities_since is not None:
+            activities = scaling_activities_since(self.autoscaling, self.asg_name, self.activities_since)
+            failures = [f for f in (launch_failure(a) for a in activities) if f is not None]
+        with self._lock:
+            self._ec2_cache.update(described)
+            self._asg = asg
+            self._failures = failures
+
+    def snapshot(self, raw_nodes):
+        nodes = [node_view(raw) for raw in raw_nodes]
+        with self._lock:
+            asg, failures, ec2_cache = self._asg, list(self._failures), dict(self._ec2_cache)
+        instances = join_instances_nodes(asg.get("Instances", []), ec2_cache, nodes)
+        return GroupSnapshot(asg, instances, failures, nodes)
+
+    def _poll_loop(self, stop, waker):
+        while not stop.wait(self.poll_seconds):
+            try:
+                self.poll()
+            except Exception as exc:  # pylint: disable=broad-except
+                with self._lock:
+                    self._poll_error = exc
+                waker.wake()
+                return
+            waker.wake()
+
+    def wait(self, condition, timeout):
+        """Wait until ``condition(snapshot)`` holds; returns (held, last snapshot).
+
+        An error of a background poll (AWS API failure) is raised here.
+        """
+        self.poll()
+        waker = Waker()
+        stop = threading.Event()
+        poller = threading.Thread(target=self._poll_loop, args=(stop, waker), name="eksops-asg-poll")
+        poller.daemon = True
+        poller.start()
+        try:
+            with translate_k8s_errors("watch nodes of node group %s" % self.nodegroup_name):
+                held, objects = list_then_watch(
+                    self.core_v1.list_node, timeout=timeout, waker=waker,
+                    label_selector="%s=%s" % (NODEGROUP_LABEL, self.nodegroup_name),
+                    condition=lambda objects: self._poll_error is not None or condition(
+                        self.snapshot(objects.values())))
+        finally:
+            stop.set()
+            poller.join()
+        if self._poll_error is not None:
+            raise self._poll_error
+        return held, self.snapshot(objects.values())
+
+
+# --- journal-driven helpers ---------------------------------------------------------------------------------
+
+def advance_phase(current, wanted):
+    """The later of two journal phases: a rerun of an earlier step never moves the journal backwards."""
+    if current is None or PHASES.index(wanted) > PHASES.index(current):
+        return wanted
+    return current
+
+
+def parse_journal_time(value):
+    """started_at (ISO 8601 UTC) as an aware datetime, or None."""
+    if not value:
+        return None
+    try:
+        return datetime.datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+    except ValueError:
+        return None
+
+
+def autoscaler_error(autoscaling, asg, journal):
+    """ClusterAutoscalerActive (SPEC C3): the desired capacity is not the one we last set."""
+    name = asg["AutoScalingGroupName"]
+    since = parse_journal_time(journal.started_at) or utc_now() - datetime.timedelta(hours=1)
+    activities = [activity_summary(a) for a in scaling_activities_since(autoscaling, name, since)]
+    return UpgradeError(
+        AUTOSCALER_ACTIVE,
+        "The desired capacity of Auto Scaling group %s is %d, but this upgrade last set it to %d: something else "
+        "(the cluster autoscaler?) is scaling the group. Nothing was restored; see scaling_activities"
+        % (name, asg["DesiredCapacity"], journal.desired_capacity_set),
+        asg_name=name, desired_capacity=asg["DesiredCapacity"], desired_capacity_set=journal.desired_capacity_set,
+        scaling_activities=activities)
+
+
+def resolve_target(ec2, asg, journal, image_id=None, launch_template_version=None):
+    """What new nodes run: {launch_template_id, launch_template_version (int), image_id}.
+
+    The options win, then the journal's target, then the launch template version the ASG points at.
+    """
+    lt_id, asg_version = asg_launch_template(asg)
+    version = launch_template_version or (journal.target_launch_template_version if journal else None)
+    image = image_id or (journal.target_image_id if journal else None)
+    described = describe_lt_version(ec2, lt_id, version or asg_version,
+                                    parameter="launch_template_version" if launch_template_version else "asg_name")
+    if image is None:
+        image = (described.get("LaunchTemplateData") or {}).get("ImageId")
+    return dict(launch_template_id=lt_id, launch_template_version=int(described["VersionNumber"]), image_id=image)

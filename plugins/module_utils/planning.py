@@ -1,0 +1,342 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pure decisions of a node-group upgrade: sizes, batches, schedules, node validation.
+
+Nothing here talks to AWS or Kubernetes; every function takes plain values (the instance records of
+``nodegroup.join_instances_nodes``: dicts with instance_id, availability_zone, lifecycle_state,
+launch_template_version, image_id, node_name, ready, unschedulable, labels) and returns plain values.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import re
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
+    ASG_INSTANCE_LAUNCH_FAILURES,
+    INSTANCE_LIMIT_EXCEEDED,
+    INSUFFICIENT_FREE_ADDRESSES,
+    NODE_CREATION_FAILURE,
+    invalid_parameter,
+)
+
+MAX_UNAVAILABLE_LIMIT = 100
+SURGE_CAP_DEFAULT = 20
+SURGE_CAP_LIMIT = 100
+
+NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
+NODEGROUP_IMAGE_LABEL = "eks.amazonaws.com/nodegroup-image"
+SOURCE_LT_ID_LABEL = "eks.amazonaws.com/sourceLaunchTemplateId"
+SOURCE_LT_VERSION_LABEL = "eks.amazonaws.com/sourceLaunchTemplateVersion"
+
+# Lifecycle states of instances that are leaving the group: neither old nor new any more.
+LEAVING_STATES = frozenset([
+    "Terminating", "Terminating:Wait", "Terminating:Proceed", "Terminated",
+    "Detaching", "Detached",
+])
+
+
+def _check_int_range(parameter, value, low, high):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise invalid_parameter(parameter, "%s must be an integer, got %r" % (parameter, value), value=value)
+    if value < low or value > high:
+        raise invalid_parameter(
+            parameter, "%s must be between %d and %d, got %d" % (parameter, low, high, value), value=value)
+
+
+def resolve_max_unavailable(max_unavailable, max_unavailable_percentage, node_count):
+    """Nodes upgraded in parallel (SPEC U1), with EKS NodegroupUpdateConfig semantics.
+
+    ``max_unavailable`` and ``max_unavailable_percentage`` (each 1..100) are mutually exclusive; neither
+    means 1. A percentage is of ``node_count``, rounded down, but never less than one node.
+    """
+    if max_unavailable is not None and max_unavailable_percentage is not None:
+        raise invalid_parameter(
+            "max_unavailable",
+            "max_unavailable and max_unavailable_percentage are mutually exclusive; set only one",
+            value=max_unavailable)
+    if max_unavailable_percentage is not None:
+        _check_int_range("max_unavailable_percentage", max_unavailable_percentage, 1, 100)
+        if node_count < 0:
+            raise ValueError("node_count must be >= 0, got %r" % (node_count,))
+        return max(1, node_count * max_unavailable_percentage // 100)
+    if max_unavailable is None:
+        return 1
+    _check_int_range("max_unavailable", max_unavailable, 1, MAX_UNAVAILABLE_LIMIT)
+    return max_unavailable
+
+
+def rolling_surge(az_count, max_unavailable):
+    """New nodes launched before the rolling upgrade (SPEC U2): max(2 x AZs, max_unavailable)."""
+    if az_count < 0 or max_unavailable < 0:
+        raise ValueError("az_count and max_unavailable must be >= 0")
+    return max(2 * az_count, max_unavailable)
+
+
+def scaled_up_sizes(min_size, max_size, desired_capacity, target_desired):
+    """ASG sizes that run ``target_desired`` instances: MaxSize only grows, MinSize is untouched."""
+    return {
+        "min_size": min_size,
+        "max_size": max(max_size, target_desired),
+        "desired_capacity": target_desired,
+    }
+
+
+def _label(instance, key):
+    return (instance.get("labels") or {}).get(key)
+
+
+def _instance_lt_version(instance):
+    version = instance.get("launch_template_version")
+    if version is None:
+        label = _label(instance, SOURCE_LT_VERSION_LABEL)
+        if label is not None and str(label).isdigit():
+            version = int(label)
+    return version
+
+
+def _instance_image(instance):
+    return instance.get("image_id") or _label(instance, NODEGROUP_IMAGE_LABEL)
+
+
+def is_new_instance(instance, target_lt_version, target_image_id):
+    """True when what is known of the instance matches every given target (and something is known).
+
+    The instance's LT version falls back to its node's sourceLaunchTemplateVersion label and its image to
+    the nodegroup-image label. An instance about which nothing can be proven new counts as old.
+    """
+    if target_lt_version is None and target_image_id is None:
+        raise ValueError("split_old_new needs target_lt_version or target_image_id")
+    compared = False
+    if target_lt_version is not None:
+        version = _instance_lt_version(instance)
+        if version is not None:
+            if int(version) != int(target_lt_version):
+                return False
+            compared = True
+    if target_image_id is not None:
+        image = _instance_image(instance)
+        if image is not None:
+            if image != target_image_id:
+                return False
+            compared = True
+    return compared
+
+
+def split_old_new(instances, target_lt_version, target_image_id):
+    """(old, new) instance records for the target; instances leaving the group are in neither."""
+    old, new = [], []
+    for instance in instances:
+        if instance.get("lifecycle_state") in LEAVING_STATES:
+            continue
+        (new if is_new_instance(instance, target_lt_version, target_image_id) else old).append(instance)
+    return old, new
+
+
+def pick_batch(old, size, rng):
+    """Up to ``size`` old instances to replace next (SPEC U5: at random).
+
+    Instances already cordoned come first: after a crash mid-batch the rerun finishes those nodes
+    instead of cordoning more and leaving the others unschedulable.
+    """
+    if size < 0:
+        raise ValueError("size must be >= 0")
+    cordoned = sorted((i for i in old if i.get("unschedulable")), key=lambda i: i["instance_id"])
+    schedulable = sorted((i for i in old if not i.get("unschedulable")), key=lambda i: i["instance_id"])
+    batch = cordoned[:size]
+    remaining = size - len(batch)
+    if remaining > 0:
+        batch.extend(rng.sample(schedulable, min(remaining, len(schedulable))))
+    return batch
+
+
+def validate_surge_settings(max_surge, max_unavailable, cap=SURGE_CAP_DEFAULT):
+    """Check the surge parameters (SPEC S1); raise InvalidParameter naming the offending one."""
+    _check_int_range("surge_cap", cap, 1, SURGE_CAP_LIMIT)
+    _check_int_range("max_surge", max_surge, 0, cap)
+    _check_int_range("max_unavailable", max_unavailable, 0, cap)
+    if max_surge == 0 and max_unavailable == 0:
+        raise invalid_parameter(
+            "max_surge", "max_surge and max_unavailable cannot both be 0: at least one must be > 0",
+            value=max_surge)
+    if max_surge + max_unavailable > cap:
+        raise invalid_parameter(
+            "max_surge",
+            "max_surge + max_unavailable must not exceed %d (surge_cap), got %d + %d"
+            % (cap, max_surge, max_unavailable),
+            value=max_surge)
+
+
+def surge_steps(node_count, max_surge, max_unavailable):
+    """The GKE-style surge schedule (SPEC S3, S4) for a group of ``node_count`` old nodes.
+
+    Each step first raises the desired capacity to ``desired_after_launch`` (launching ``launch`` new
+    nodes and waiting for them to be Ready), then drains and terminates ``replace`` old nodes with
+    decrement, ending at ``desired_after_terminate``. The group size stays in
+    ``[node_count - max_unavailable, node_count + max_surge]``, at most ``max_surge + max_unavailable``
+    old nodes are replaced at once, and at least ``node_count - max_unavailable`` nodes stay available.
+    ``max_surge == 0`` terminates before it creates. The last step ends at ``node_count`` new nodes.
+    """
+    if node_count < 0:
+        raise ValueError("node_count must be >= 0")
+    if max_surge < 0 or max_unavailable < 0 or max_surge + max_unavailable == 0:
+        raise ValueError("need max_surge >= 0, max_unavailable >= 0, and one of them > 0")
+    upper = node_count + max_surge
+    lower = max(0, node_count - max_unavailable)
+    steps = []
+    count, old_left, launched = node_count, node_count, 0
+    while old_left > 0 or launched < node_count:
+        launch = min(upper - count, node_count - launched)
+        count += launch
+        launched += launch
+        # count - lower never binds by construction; it states the S4 floor the loop must respect.
+        replace = min(max_surge + max_unavailable, old_left, count - lower)
+        steps.append({
+            "step": len(steps) + 1,
+            "launch": launch,
+            "desired_after_launch": count,
+            "replace": replace,
+            "desired_after_terminate": count - replace,
+        })
+        count -= replace
+        old_left -= replace
+    return steps
+
+
+def _az_key(instance):
+    return instance.get("availability_zone") or ""
+
+
+def _scale_in_preference(instance):
+    # Within an AZ: nodes already cordoned (a resumed scale-in finishes those), then nodes that are not
+    # serving, then the oldest launch template version.
+    version = _instance_lt_version(instance)
+    return (
+        not instance.get("unschedulable"),
+        bool(instance.get("ready")) and bool(instance.get("node_name")),
+        -1 if version is None else int(version),
+        instance["instance_id"],
+    )
+
+
+def scale_in_choice(instances, count):
+    """``count`` instances to remove, AZ-balanced (SPEC U6): always from the AZ with the most left."""
+    if count < 0:
+        raise ValueError("count must be >= 0")
+    by_az = {}
+    for instance in instances:
+        by_az.setdefault(_az_key(instance), []).append(instance)
+    for members in by_az.values():
+        members.sort(key=_scale_in_preference)
+    chosen = []
+    while len(chosen) < count and any(by_az.values()):
+        az = max(sorted(by_az), key=lambda name: len(by_az[name]))
+        chosen.append(by_az[az].pop(0))
+    return chosen
+
+
+def _problem(instance, reason):
+    return {
+        "availability_zone": instance.get("availability_zone"),
+        "instance_id": instance.get("instance_id"),
+        "node_name": instance.get("node_name"),
+        "reason": reason,
+    }
+
+
+def check_new_nodes(nodes, azs_with_old_nodes, nodegroup, image_id, lt_id=None, lt_version=None):
+    """Problems that keep the scale-up from succeeding (SPEC U3); an empty list means it succeeded.
+
+    ``nodes`` are the new instance records. Each problem is a dict naming availability_zone,
+    instance_id, node_name (any may be None) and a reason.
+    """
+    expected_labels = [(NODEGROUP_LABEL, nodegroup)]
+    if image_id is not None:
+        expected_labels.append((NODEGROUP_IMAGE_LABEL, image_id))
+    if lt_id is not None:
+        expected_labels.append((SOURCE_LT_ID_LABEL, lt_id))
+    if lt_version is not None:
+        expected_labels.append((SOURCE_LT_VERSION_LABEL, str(lt_version)))
+
+    problems = []
+    ready_azs = set()
+    for node in sorted(nodes, key=lambda n: (_az_key(n), n.get("instance_id") or "")):
+        if not node.get("node_name"):
+            problems.append(_problem(node, "instance has not registered as a Kubernetes node"))
+            continue
+        if not node.get("ready"):
+            problems.append(_problem(node, "node is not Ready"))
+            continue
+        wrong = ["%s=%s (expected %s)" % (key, _label(node, key), value)
+                 for key, value in expected_labels if _label(node, key) != value]
+        if wrong:
+            problems.append(_problem(node, "node has wrong labels: " + ", ".join(wrong)))
+            continue
+        ready_azs.add(_az_key(node))
+    for az in sorted(set(azs_with_old_nodes) - ready_azs):
+        problems.append({"availability_zone": az, "instance_id": None, "node_name": None,
+                         "reason": "no new Ready node in this availability zone, which has old nodes"})
+    return problems
+
+
+def autoscaler_changed(desired_now, desired_set):
+    """True when someone else (the cluster autoscaler) changed the desired capacity we set (SPEC C3)."""
+    return desired_set is not None and int(desired_now) != int(desired_set)
+
+
+# Launch errors of failed ASG scaling activities, matched on the activity's StatusMessage (SPEC U3, U8).
+_LAUNCH_FAILURE_PATTERNS = (
+    (INSTANCE_LIMIT_EXCEEDED, "instance quota exceeded",
+     re.compile(r"InstanceLimitExceeded|VcpuLimitExceeded|(instance|vCPU) limit", re.IGNORECASE)),
+    (INSUFFICIENT_FREE_ADDRESSES, "no free IP addresses in the subnet",
+     re.compile(r"InsufficientFreeAddresses|free (IP )?addresses", re.IGNORECASE)),
+    (NODE_CREATION_FAILURE, "insufficient EC2 capacity",
+     re.compile(r"InsufficientInstanceCapacity|sufficient .*capacity", re.IGNORECASE)),
+    (ASG_INSTANCE_LAUNCH_FAILURES, "the launch template or its resources are invalid",
+     re.compile(r"InvalidAMIID|InvalidLaunchTemplate|InvalidParameter|Unsupported|InvalidGroup|"
+                r"InvalidSubnet|InvalidKeyPair|iamInstanceProfile|not authorized|Client\.",
+                re.IGNORECASE)),
+)
+_AZ_PATTERN = re.compile(r"\b([a-z]{2}(?:-[a-z]+)+-\d[a-z])\b")
+_INSTANCE_PATTERN = re.compile(r"\b(i-[0-9a-f]{8,17})\b")
+
+
+def _activity_details(activity):
+    try:
+        details = json.loads(activity.get("Details") or "{}")
+    except ValueError:
+        return {}
+    return details if isinstance(details, dict) else {}
+
+
+def launch_failure(activity):
+    """A failed launch activity as {code, cause, availability_zone, instance_id, message}; else None."""
+    if activity.get("StatusCode") != "Failed":
+        return None
+    description = activity.get("Description") or ""
+    if "launch" not in description.lower():
+        return None
+    message = activity.get("StatusMessage") or activity.get("Cause") or ""
+    code, cause = NODE_CREATION_FAILURE, "instance launch failed"
+    for candidate_code, candidate_cause, pattern in _LAUNCH_FAILURE_PATTERNS:
+        if pattern.search(message):
+            code, cause = candidate_code, candidate_cause
+            break
+    details = _activity_details(activity)
+    text = " ".join([description, message, activity.get("Cause") or ""])
+    az = details.get("Availability Zone")
+    if not az:
+        match = _AZ_PATTERN.search(text)
+        az = match.group(1) if match else None
+    instance = _INSTANCE_PATTERN.search(text)
+    return {
+        "code": code,
+        "cause": cause,
+        "availability_zone": az,
+        "instance_id": instance.group(1) if instance else None,
+        "message": message,
+        "activity_id": activity.get("ActivityId"),
+    }

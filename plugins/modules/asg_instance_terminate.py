@@ -1,0 +1,319 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: asg_instance_terminate
+short_description: Terminate node group instances through their Auto Scaling group
+version_added: 0.1.0
+description:
+  - Terminates instances with TerminateInstanceInAutoScalingGroup, with or without decrementing the
+    group's desired capacity, and waits until they are terminated.
+  - Without decrement the group launches replacements; O(wait_for_replacements) waits until the group is
+    back at its desired capacity and every replacement's node is Ready.
+  - Refuses instances that are not in the group. Instances already terminated are not an error.
+  - When decrementing during an upgrade (an upgrade journal exists on the group), records the new desired
+    capacity in the journal, and lowers MinSize if the decrement needs it (restore puts it back).
+  - Drain the nodes first (M(eksops.nodegroup.node_drain)); this module does not look at pods.
+author:
+  - eksops.nodegroup maintainers (@eksops)
+options:
+  cluster_name:
+    description:
+      - Name of the EKS cluster (ASG discovery by tag, and authentication when no kubeconfig is given).
+    type: str
+    required: true
+  nodegroup_name:
+    description:
+      - The node group (C(eks.amazonaws.com/nodegroup) node label, C(eks:nodegroup-name) ASG tag).
+    type: str
+    required: true
+  asg_name:
+    description:
+      - The node group's Auto Scaling group. Discovered from its tags when not set.
+    type: str
+  instance_ids:
+    description:
+      - EC2 instance ids to terminate; each must belong to the group.
+    type: list
+    elements: str
+    required: true
+  should_decrement_desired_capacity:
+    description:
+      - Lower the desired capacity by one per instance (no replacement), or keep it (the group replaces them).
+    type: bool
+    required: true
+  wait:
+    description:
+      - Wait until the instances are terminated.
+    type: bool
+    default: true
+  wait_timeout:
+    description:
+      - Seconds to wait for the termination and, with O(wait_for_replacements), for the replacements.
+    type: int
+    default: 600
+  wait_for_replacements:
+    description:
+      - Also wait until the group is back at its desired capacity and the replacement instances' nodes are
+        Ready. Only without O(should_decrement_desired_capacity).
+    type: bool
+    default: false
+extends_documentation_fragment:
+  - eksops.nodegroup.aws
+  - eksops.nodegroup.k8s
+notes:
+  - Supports check mode and diff mode.
+"""
+
+EXAMPLES = r"""
+- name: Replace two drained nodes (the group launches new ones)
+  eksops.nodegroup.asg_instance_terminate:
+    cluster_name: prod
+    nodegroup_name: workers
+    instance_ids: [i-0123456789abcdef0, i-0fedcba9876543210]
+    should_decrement_desired_capacity: false
+    wait_for_replacements: true
+
+- name: Remove a drained surplus node
+  eksops.nodegroup.asg_instance_terminate:
+    cluster_name: prod
+    nodegroup_name: workers
+    instance_ids: [i-0123456789abcdef0]
+    should_decrement_desired_capacity: true
+"""
+
+RETURN = r"""
+asg_instance_terminate:
+  description: What was terminated.
+  returned: success
+  type: dict
+  contains:
+    asg_name:
+      description: The Auto Scaling group.
+      type: str
+      sample: eks-workers-1a2b3c
+    terminated:
+      description: Instances this run asked the group to terminate.
+      type: list
+      elements: str
+      sample: [i-0123456789abcdef0]
+    already_terminated:
+      description: Requested instances that were already terminated or terminating.
+      type: list
+      elements: str
+      sample: []
+    before:
+      description: MinSize, MaxSize and DesiredCapacity before.
+      type: dict
+      sample: {min_size: 3, max_size: 12, desired_capacity: 12}
+    after:
+      description: MinSize, MaxSize and DesiredCapacity after.
+      type: dict
+      sample: {min_size: 3, max_size: 12, desired_capacity: 11}
+    replacements:
+      description: Instances launched to replace the terminated ones (with O(wait_for_replacements)).
+      type: list
+      elements: dict
+      sample: [{instance_id: i-0abc, availability_zone: us-west-2a, node_name: ip-10-0-1-5.internal, ready: true}]
+    elapsed_seconds:
+      description: Seconds the module ran.
+      type: float
+      sample: 12.5
+"""
+
+import re
+import time
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
+    WAIT_TIMEOUT,
+    GroupWatch,
+    asg_sizes,
+    terminate_in_asg,
+    update_sizes,
+    utc_now,
+    wait_terminated,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import translate_aws_errors
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
+    NODE_CREATION_FAILURE,
+    NOT_FOUND,
+    UpgradeError,
+    invalid_parameter,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import describe_instances, find_asg
+from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import LEAVING_STATES
+
+ARGUMENT_SPEC = dict(
+    cluster_name=dict(type="str", required=True),
+    nodegroup_name=dict(type="str", required=True),
+    asg_name=dict(type="str"),
+    instance_ids=dict(type="list", elements="str", required=True),
+    should_decrement_desired_capacity=dict(type="bool", required=True),
+    wait=dict(type="bool", default=True),
+    wait_timeout=dict(type="int", default=600),
+    wait_for_replacements=dict(type="bool", default=False),
+)
+
+INSTANCE_ID = re.compile(r"^i-[0-9a-f]{8,17}$")
+
+
+def validate_params(params):
+    ids = params["instance_ids"]
+    if not ids:
+        raise invalid_parameter("instance_ids", "instance_ids must name at least one instance")
+    bad = [i for i in ids if not INSTANCE_ID.match(i)]
+    if bad:
+        raise invalid_parameter("instance_ids", "instance_ids: %s is not an EC2 instance id" % ", ".join(bad))
+    if params["wait_timeout"] <= 0:
+        raise invalid_parameter("wait_timeout", "wait_timeout must be > 0, got %d" % params["wait_timeout"])
+    if params["wait_for_replacements"] and params["should_decrement_desired_capacity"]:
+        raise invalid_parameter("wait_for_replacements", "wait_for_replacements needs "
+                                "should_decrement_desired_capacity false: with a decrement nothing replaces them")
+
+
+def classify_instances(ec2, asg, instance_ids):
+    """(to terminate, already leaving or terminated); refuses ids outside the group, naming them."""
+    members = dict((i["InstanceId"], i) for i in asg.get("Instances", []))
+    outside = sorted(set(i for i in instance_ids if i not in members))
+    gone = []
+    if outside:
+        try:
+            described = describe_instances(ec2, outside)
+        except UpgradeError as err:
+            if err.code != NOT_FOUND:
+                raise
+            described = {}
+        gone = [i for i in outside if (described.get(i) or {}).get("State", {}).get("Name") == "terminated"]
+        strangers = [i for i in outside if i not in gone]
+        if strangers:
+            raise invalid_parameter(
+                "instance_ids", "instance_ids: %s %s not in Auto Scaling group %s"
+                % (", ".join(strangers), "is" if len(strangers) == 1 else "are", asg["AutoScalingGroupName"]),
+                instance_ids=strangers)
+    to_terminate, leaving = [], list(gone)
+    for instance_id in dict.fromkeys(instance_ids):
+        if instance_id in members:
+            if members[instance_id].get("LifecycleState") in LEAVING_STATES:
+                leaving.append(instance_id)
+            else:
+                to_terminate.append(instance_id)
+    return to_terminate, leaving
+
+
+class ReplacementsReady:
+    """The group is back at its desired capacity and every instance launched since is a Ready node."""
+
+    def __init__(self, initial_ids, terminated_ids):
+        self.initial_ids = set(initial_ids)
+        self.terminated_ids = set(terminated_ids)
+
+    def replacements(self, snapshot):
+        return [i for i in snapshot.instances if i["instance_id"] not in self.initial_ids
+                and i["lifecycle_state"] not in LEAVING_STATES]
+
+    def problems(self, snapshot):
+        serving = [i for i in snapshot.instances if i["instance_id"] not in self.terminated_ids
+                   and i["lifecycle_state"] not in LEAVING_STATES]
+        problems = ["%s (%s): node is not Ready" % (i["instance_id"], i["availability_zone"])
+                    for i in self.replacements(snapshot) if not (i["node_name"] and i["ready"])]
+        missing = snapshot.asg["DesiredCapacity"] - len(serving)
+        if missing > 0:
+            problems.append("%d replacement instance(s) not launched yet" % missing)
+        return problems
+
+    def __call__(self, snapshot):
+        return bool(snapshot.failures) or not self.problems(snapshot)
+
+
+def wait_for_replacements(module, asg, initial_ids, terminated_ids, started, timeout):
+    name = asg["AutoScalingGroupName"]
+    condition = ReplacementsReady(initial_ids, terminated_ids)
+    watch = GroupWatch(module.aws("autoscaling"), module.aws("ec2"), module.core_v1(), name,
+                       module.params["nodegroup_name"], activities_since=started)
+    held, snapshot = watch.wait(condition, timeout)
+    if snapshot.failures:
+        failure = snapshot.failures[0]
+        raise UpgradeError(failure["code"], "Auto Scaling group %s failed to launch a replacement in %s: %s: %s"
+                           % (name, failure["availability_zone"], failure["cause"], failure["message"]),
+                           asg_name=name, availability_zone=failure["availability_zone"],
+                           instance_id=failure["instance_id"], cause=failure["cause"])
+    replacements = [dict(instance_id=i["instance_id"], availability_zone=i["availability_zone"],
+                         node_name=i["node_name"], ready=i["ready"]) for i in condition.replacements(snapshot)]
+    if not held:
+        raise UpgradeError(NODE_CREATION_FAILURE, "Replacements in Auto Scaling group %s were not ready within %d s "
+                           "(wait_timeout): %s" % (name, timeout, "; ".join(condition.problems(snapshot))),
+                           asg_name=name, replacements=replacements)
+    return replacements
+
+
+def run(module):
+    started_clock = time.time()
+    started = utc_now()
+    params = module.params
+    validate_params(params)
+    decrement = params["should_decrement_desired_capacity"]
+    autoscaling = module.aws("autoscaling")
+    ec2 = module.aws("ec2")
+    asg = find_asg(autoscaling, params["cluster_name"], params["nodegroup_name"], params["asg_name"])
+    name = asg["AutoScalingGroupName"]
+    journal = Journal.from_tags(asg.get("Tags"), asg_name=name)
+    to_terminate, leaving = classify_instances(ec2, asg, params["instance_ids"])
+
+    before = asg_sizes(asg)
+    after = dict(before)
+    if decrement and to_terminate:
+        after["desired_capacity"] = before["desired_capacity"] - len(to_terminate)
+        if after["desired_capacity"] < before["min_size"]:
+            if journal is None:
+                raise invalid_parameter(
+                    "should_decrement_desired_capacity",
+                    "should_decrement_desired_capacity: decrementing for %d instance(s) takes DesiredCapacity of %s "
+                    "to %d, below MinSize %d; outside an upgrade (no journal to restore MinSize from) this module "
+                    "does not lower MinSize"
+                    % (len(to_terminate), name, after["desired_capacity"], before["min_size"]))
+            after["min_size"] = after["desired_capacity"]
+    result = dict(asg_name=name, terminated=to_terminate, already_terminated=sorted(leaving), before=before,
+                  after=after, replacements=[])
+    diff = dict(before=dict(before, instance_ids=sorted(i["InstanceId"] for i in asg.get("Instances", []))),
+                after=dict(after, instance_ids=sorted(i["InstanceId"] for i in asg.get("Instances", [])
+                                                      if i["InstanceId"] not in to_terminate)))
+    if not module.check_mode:
+        if after["min_size"] != before["min_size"]:
+            update_sizes(autoscaling, name, min_size=after["min_size"])
+        for instance_id in to_terminate:
+            terminate_in_asg(autoscaling, instance_id, decrement)
+        # Journal after the change: a crash in between leaves the group below desired_capacity_set, which is
+        # never mistaken for the autoscaler scaling up (SPEC C3).
+        if decrement and to_terminate and journal is not None:
+            with translate_aws_errors("record the desired capacity in the upgrade journal on %s" % name):
+                write_journal(autoscaling, name, journal.replace(desired_capacity_set=after["desired_capacity"]))
+        if params["wait"]:
+            pending = wait_terminated(ec2, to_terminate + leaving, params["wait_timeout"])
+            if pending:
+                raise UpgradeError(WAIT_TIMEOUT, "Instances %s of %s were not terminated within %d s (wait_timeout)"
+                                   % (", ".join(pending), name, params["wait_timeout"]), asg_name=name,
+                                   instance_ids=pending)
+        if params["wait_for_replacements"]:
+            remaining = max(1.0, params["wait_timeout"] - (time.time() - started_clock))
+            result["replacements"] = wait_for_replacements(
+                module, asg, [i["InstanceId"] for i in asg.get("Instances", [])], to_terminate + leaving, started,
+                remaining)
+    result["elapsed_seconds"] = round(time.time() - started_clock, 1)
+    return dict(changed=bool(to_terminate), asg_instance_terminate=result, diff=diff)
+
+
+def main():
+    module = EksopsModule(ARGUMENT_SPEC, uses_aws=True, uses_k8s=True, supports_check_mode=True)
+    module.run(lambda: run(module))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,423 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: asg_surge
+short_description: Scale a node group's Auto Scaling group up before replacing its nodes
+version_added: 0.1.0
+description:
+  - Raises the MaxSize (when needed) and DesiredCapacity of the node group's Auto Scaling group so new nodes
+    are launched before old ones are drained, as EKS managed node groups do in their scale-up phase, or to
+    an absolute size for one step of a surge upgrade.
+  - Records the original sizes and the processes it suspends in the upgrade journal (tags on the ASG)
+    B(before) changing anything, so a rerun never surges twice and M(eksops.nodegroup.nodegroup_scale_restore)
+    can undo it.
+  - With O(wait), waits until every new node is Ready with the expected labels and, in C(rolling) mode, at
+    least one new node is Ready in every Availability Zone that has old nodes. Fails fast with the launch
+    error when the ASG reports a failed launch.
+author:
+  - eksops.nodegroup maintainers (@eksops)
+options:
+  cluster_name:
+    description:
+      - Name of the EKS cluster. Used to find the Auto Scaling group (tag C(eks:cluster-name)) and, when no
+        kubeconfig is given, to authenticate to the cluster.
+    type: str
+    required: true
+  nodegroup_name:
+    description:
+      - The node group; the value of the C(eks.amazonaws.com/nodegroup) node label and of the ASG tag
+        C(eks:nodegroup-name).
+    type: str
+    required: true
+  asg_name:
+    description:
+      - The node group's Auto Scaling group. Discovered from its tags when not set.
+    type: str
+  mode:
+    description:
+      - C(rolling) raises the desired capacity by the larger of twice the number of Availability Zones of
+        the ASG and the resolved maximum unavailable (EKS scale-up phase).
+      - C(explicit) raises it by O(surge).
+      - C(desired) sets it to O(desired_capacity) (one step of a surge upgrade).
+      - In every mode the increase is from the desired capacity before the upgrade (from the journal), so a
+        rerun never adds a second surge. The desired capacity is never lowered.
+    type: str
+    choices: [rolling, explicit, desired]
+    default: rolling
+  surge:
+    description:
+      - Number of nodes to add in C(explicit) mode.
+    type: int
+  desired_capacity:
+    description:
+      - The desired capacity to reach in C(desired) mode.
+    type: int
+  max_unavailable:
+    description:
+      - Nodes upgraded in parallel (1 to 100); used in C(rolling) mode. Defaults to 1 when neither this nor
+        O(max_unavailable_percentage) is set.
+    type: int
+  max_unavailable_percentage:
+    description:
+      - Nodes upgraded in parallel as a percentage (1 to 100) of the node count before the upgrade, rounded
+        down, at least 1. Mutually exclusive with O(max_unavailable).
+    type: int
+  suspend_processes:
+    description:
+      - Auto Scaling processes to suspend for the duration of the upgrade. Processes that are already
+        suspended are left alone and not recorded, so restore resumes only the ones this module suspended.
+      - C(Launch) and C(Terminate) cannot be suspended here, as the surge needs them.
+    type: list
+    elements: str
+    default: [AZRebalance, AlarmNotification, ScheduledActions, ReplaceUnhealthy]
+  wait:
+    description:
+      - Wait until the new nodes are Ready and validated.
+    type: bool
+    default: true
+  wait_timeout:
+    description:
+      - Seconds to wait for the new nodes before failing with C(NodeCreationFailure).
+    type: int
+    default: 900
+  image_id:
+    description:
+      - AMI of the new nodes, to tell them from old ones. Defaults to the journal's target, else the AMI of
+        the launch template version the ASG uses.
+    type: str
+  launch_template_version:
+    description:
+      - Launch template version number of the new nodes. Defaults to the journal's target, else the version
+        the ASG uses.
+    type: str
+  require_launch_template_labels:
+    description:
+      - Also require the C(eks.amazonaws.com/sourceLaunchTemplateId) and
+        C(eks.amazonaws.com/sourceLaunchTemplateVersion) labels on new nodes, as EKS sets them for managed
+        node groups with a custom launch template.
+    type: bool
+    default: false
+  label_surge_nodes:
+    description:
+      - Annotate the new nodes C(cluster-autoscaler.kubernetes.io/scale-down-disabled=true) once they are
+        validated, so the cluster autoscaler does not remove the surge;
+        M(eksops.nodegroup.nodegroup_scale_restore) removes the annotation. Needs O(wait).
+    type: bool
+    default: true
+extends_documentation_fragment:
+  - eksops.nodegroup.aws
+  - eksops.nodegroup.k8s
+notes:
+  - Supports check mode (reports the planned sizes and processes without changing anything) and diff mode.
+"""
+
+EXAMPLES = r"""
+- name: Scale up before a rolling upgrade (twice the AZ count, at least max_unavailable)
+  eksops.nodegroup.asg_surge:
+    cluster_name: prod
+    nodegroup_name: workers
+    max_unavailable: 2
+
+- name: One step of a surge upgrade
+  eksops.nodegroup.asg_surge:
+    cluster_name: prod
+    nodegroup_name: workers
+    mode: desired
+    desired_capacity: 7
+    wait_timeout: 600
+"""
+
+RETURN = r"""
+asg_surge:
+  description: What the scale-up did (or would do in check mode).
+  returned: success
+  type: dict
+  contains:
+    asg_name:
+      description: The Auto Scaling group.
+      type: str
+      sample: eks-workers-1a2b3c
+    surge:
+      description: Nodes above the desired capacity before the upgrade.
+      type: int
+      sample: 6
+    before:
+      description: MinSize, MaxSize and DesiredCapacity before this run.
+      type: dict
+      sample: {min_size: 3, max_size: 12, desired_capacity: 6}
+    after:
+      description: MinSize, MaxSize and DesiredCapacity after this run.
+      type: dict
+      sample: {min_size: 3, max_size: 12, desired_capacity: 12}
+    new_nodes:
+      description: The new instances and their nodes (empty without O(wait)).
+      type: list
+      elements: dict
+      sample: [{instance_id: i-0abc, availability_zone: us-west-2a, node_name: ip-10-0-1-5.internal, ready: true}]
+    suspended_processes:
+      description: The processes the upgrade suspended (recorded in the journal; restore resumes these).
+      type: list
+      elements: str
+      sample: [AZRebalance, ReplaceUnhealthy]
+    target:
+      description: How new nodes are recognised.
+      type: dict
+      sample: {launch_template_id: lt-0abc, launch_template_version: 4, image_id: ami-0abc}
+    elapsed_seconds:
+      description: Seconds the module ran.
+      type: float
+      sample: 95.2
+"""
+
+import time
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
+    DEFAULT_SUSPENDED_PROCESSES,
+    GroupWatch,
+    advance_phase,
+    asg_sizes,
+    autoscaler_error,
+    mark_scale_down_disabled,
+    resolve_target,
+    suspend_processes,
+    suspended_process_names,
+    update_sizes,
+    utc_now,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import translate_aws_errors
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
+    NODE_CREATION_FAILURE,
+    UpgradeError,
+    invalid_parameter,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import find_asg
+from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
+    check_new_nodes,
+    resolve_max_unavailable,
+    rolling_surge,
+    scaled_up_sizes,
+    split_old_new,
+)
+
+ARGUMENT_SPEC = dict(
+    cluster_name=dict(type="str", required=True),
+    nodegroup_name=dict(type="str", required=True),
+    asg_name=dict(type="str"),
+    mode=dict(type="str", choices=["rolling", "explicit", "desired"], default="rolling"),
+    surge=dict(type="int"),
+    desired_capacity=dict(type="int"),
+    max_unavailable=dict(type="int"),
+    max_unavailable_percentage=dict(type="int"),
+    suspend_processes=dict(type="list", elements="str", default=list(DEFAULT_SUSPENDED_PROCESSES)),
+    wait=dict(type="bool", default=True),
+    wait_timeout=dict(type="int", default=900),
+    image_id=dict(type="str"),
+    launch_template_version=dict(type="str"),
+    require_launch_template_labels=dict(type="bool", default=False),
+    label_surge_nodes=dict(type="bool", default=True),
+)
+
+SUSPENDABLE_PROCESSES = ("AddToLoadBalancer", "AlarmNotification", "AZRebalance", "HealthCheck", "InstanceRefresh",
+                         "ReplaceUnhealthy", "ScheduledActions")
+
+
+def validate_params(params):
+    """Refuse bad input before any AWS call, naming the parameter."""
+    resolve_max_unavailable(params["max_unavailable"], params["max_unavailable_percentage"], 0)
+    if params["mode"] == "explicit" and params["surge"] < 0:
+        raise invalid_parameter("surge", "surge must be >= 0, got %d" % params["surge"])
+    if params["mode"] == "desired" and params["desired_capacity"] < 0:
+        raise invalid_parameter("desired_capacity", "desired_capacity must be >= 0, got %d"
+                                % params["desired_capacity"])
+    if params["wait_timeout"] <= 0:
+        raise invalid_parameter("wait_timeout", "wait_timeout must be > 0, got %d" % params["wait_timeout"])
+    unknown = [p for p in params["suspend_processes"] if p not in SUSPENDABLE_PROCESSES]
+    if unknown:
+        raise invalid_parameter(
+            "suspend_processes", "suspend_processes: %s cannot be suspended by asg_surge; choose from %s"
+            % (", ".join(unknown), ", ".join(SUSPENDABLE_PROCESSES)))
+
+
+def target_desired(params, asg, original_desired):
+    """(desired capacity to reach, surge) for the mode, from the size before the upgrade (SPEC U2)."""
+    mode = params["mode"]
+    if mode == "desired":
+        return params["desired_capacity"], params["desired_capacity"] - original_desired
+    if mode == "explicit":
+        surge = params["surge"]
+    else:
+        max_unavailable = resolve_max_unavailable(params["max_unavailable"], params["max_unavailable_percentage"],
+                                                  original_desired)
+        surge = rolling_surge(len(asg.get("AvailabilityZones", [])), max_unavailable)
+    return original_desired + surge, surge
+
+
+def plan_journal(journal, asg, target, wanted_desired, surge, requested_processes):
+    """The journal after this run, and the processes to suspend now (SPEC A1: only ones not already suspended)."""
+    before = asg_sizes(asg)
+    current = suspended_process_names(asg)
+    base = journal or Journal.start(phase="scale_up")
+    ours = list(base.suspended_processes)
+    ours.extend(p for p in requested_processes if p not in current and p not in ours)
+    updated = base.replace(
+        phase=advance_phase(base.phase, "scale_up"),
+        original_min_size=base.original_min_size if base.original_min_size is not None else before["min_size"],
+        original_max_size=base.original_max_size if base.original_max_size is not None else before["max_size"],
+        original_desired_capacity=(base.original_desired_capacity if base.original_desired_capacity is not None
+                                   else before["desired_capacity"]),
+        suspended_processes=ours,
+        desired_capacity_set=wanted_desired,
+        surge=surge,
+        launch_template_id=target["launch_template_id"],
+        target_launch_template_version=str(target["launch_template_version"]),
+        target_image_id=target["image_id"],
+    )
+    return updated, [p for p in ours if p not in current]
+
+
+def node_summary(instance):
+    return dict(instance_id=instance["instance_id"], availability_zone=instance["availability_zone"],
+                node_name=instance["node_name"], ready=instance["ready"])
+
+
+def describe_problems(problems):
+    return "; ".join("%s%s: %s" % (p["instance_id"] or "availability zone " + str(p["availability_zone"]),
+                                   " (%s)" % p["availability_zone"] if p["instance_id"] else "", p["reason"])
+                     for p in problems)
+
+
+class NewNodeValidation:
+    """The U3 condition over a GroupWatch snapshot: enough instances, every new node Ready and labelled."""
+
+    def __init__(self, params, target, wanted_desired):
+        self.params = params
+        self.target = target
+        self.wanted_desired = wanted_desired
+        # A surge step of one or two nodes cannot cover every AZ; only the EKS scale-up phase must.
+        self.require_every_az = params["mode"] == "rolling"
+
+    def new_instances(self, snapshot):
+        return split_old_new(snapshot.instances, self.target["launch_template_version"], self.target["image_id"])[1]
+
+    def problems(self, snapshot):
+        old, new = split_old_new(snapshot.instances, self.target["launch_template_version"], self.target["image_id"])
+        lt_labels = self.params["require_launch_template_labels"]
+        azs_with_old_nodes = set(i["availability_zone"] for i in old) if self.require_every_az else set()
+        problems = check_new_nodes(
+            new, azs_with_old_nodes, self.params["nodegroup_name"], self.target["image_id"],
+            self.target["launch_template_id"] if lt_labels else None,
+            self.target["launch_template_version"] if lt_labels else None)
+        missing = self.wanted_desired - len(old) - len(new)
+        if missing > 0:
+            problems.append(dict(availability_zone=None, instance_id=None, node_name=None,
+                                 reason="%d of the %d instances were not launched" % (missing, self.wanted_desired)))
+        return problems
+
+    def __call__(self, snapshot):
+        return bool(snapshot.failures) or not self.problems(snapshot)
+
+
+def launch_failure_error(failure, asg_name):
+    where = failure["availability_zone"] or "an unknown Availability Zone"
+    instance = " (instance %s)" % failure["instance_id"] if failure["instance_id"] else ""
+    return UpgradeError(
+        failure["code"], "Auto Scaling group %s failed to launch a node in %s%s: %s: %s"
+        % (asg_name, where, instance, failure["cause"], failure["message"]),
+        asg_name=asg_name, availability_zone=failure["availability_zone"], instance_id=failure["instance_id"],
+        cause=failure["cause"], activity_id=failure["activity_id"])
+
+
+def wait_for_new_nodes(module, asg, target, wanted_desired, started):
+    """Wait for U3 (SPEC U3); raise the launch failure or NodeCreationFailure. Returns (new instances, nodes)."""
+    params = module.params
+    validation = NewNodeValidation(params, target, wanted_desired)
+    watch = GroupWatch(module.aws("autoscaling"), module.aws("ec2"), module.core_v1(), asg["AutoScalingGroupName"],
+                       params["nodegroup_name"], activities_since=started)
+    held, snapshot = watch.wait(validation, params["wait_timeout"])
+    name = asg["AutoScalingGroupName"]
+    if snapshot.failures:
+        raise launch_failure_error(snapshot.failures[0], name)
+    new = validation.new_instances(snapshot)
+    if not held:
+        problems = validation.problems(snapshot)
+        raise UpgradeError(
+            NODE_CREATION_FAILURE, "New nodes of Auto Scaling group %s were not ready within %d s (wait_timeout): %s"
+            % (name, params["wait_timeout"], describe_problems(problems)),
+            asg_name=name, problems=problems, new_nodes=[node_summary(i) for i in new])
+    return new, snapshot.nodes
+
+
+def run(module):
+    started_clock = time.time()
+    started = utc_now()
+    params = module.params
+    validate_params(params)
+    autoscaling = module.aws("autoscaling")
+    ec2 = module.aws("ec2")
+    asg = find_asg(autoscaling, params["cluster_name"], params["nodegroup_name"], params["asg_name"])
+    name = asg["AutoScalingGroupName"]
+    journal = Journal.from_tags(asg.get("Tags"), asg_name=name)
+    before = asg_sizes(asg)
+
+    if journal is not None and journal.desired_capacity_set is not None \
+            and before["desired_capacity"] > journal.desired_capacity_set:
+        raise autoscaler_error(autoscaling, asg, journal)
+
+    target = resolve_target(ec2, asg, journal, params["image_id"], params["launch_template_version"])
+    original_desired = (journal.original_desired_capacity if journal is not None
+                        and journal.original_desired_capacity is not None else before["desired_capacity"])
+    wanted, _surge = target_desired(params, asg, original_desired)
+    if wanted < before["desired_capacity"]:
+        parameter = {"desired": "desired_capacity", "explicit": "surge"}.get(params["mode"], "max_unavailable")
+        raise invalid_parameter(
+            parameter, "asg_surge only scales up: the target desired capacity %d (from %s) is below the current %d "
+            "of Auto Scaling group %s" % (wanted, parameter, before["desired_capacity"], name))
+    after = scaled_up_sizes(before["min_size"], before["max_size"], before["desired_capacity"], wanted)
+    new_journal, to_suspend = plan_journal(journal, asg, target, wanted, wanted - original_desired,
+                                           params["suspend_processes"])
+
+    result = dict(asg_name=name, surge=wanted - original_desired, before=before, after=after, new_nodes=[],
+                  suspended_processes=list(new_journal.suspended_processes), target=target)
+    changed = bool(new_journal != journal or to_suspend or after != before)
+    diff = dict(before=dict(before, suspended_processes=sorted(suspended_process_names(asg))),
+                after=dict(after, suspended_processes=sorted(set(suspended_process_names(asg)) | set(to_suspend))))
+
+    if not module.check_mode:
+        if new_journal != journal:
+            with translate_aws_errors("write the upgrade journal on %s" % name):
+                write_journal(autoscaling, name, new_journal)
+        suspend_processes(autoscaling, name, to_suspend)
+        if after != before:
+            update_sizes(autoscaling, name, max_size=after["max_size"], desired_capacity=after["desired_capacity"])
+        if params["wait"]:
+            new, nodes = wait_for_new_nodes(module, asg, target, wanted, started)
+            result["new_nodes"] = [node_summary(i) for i in new]
+            if params["label_surge_nodes"]:
+                new_names = set(i["node_name"] for i in new)
+                if mark_scale_down_disabled(module.core_v1(), [n for n in nodes if n.metadata.name in new_names],
+                                            new_journal.run_id):
+                    changed = True
+    result["elapsed_seconds"] = round(time.time() - started_clock, 1)
+    return dict(changed=changed, asg_surge=result, diff=diff)
+
+
+def main():
+    module = EksopsModule(
+        ARGUMENT_SPEC, uses_aws=True, uses_k8s=True, supports_check_mode=True,
+        mutually_exclusive=[("max_unavailable", "max_unavailable_percentage")],
+        required_if=[("mode", "explicit", ["surge"]), ("mode", "desired", ["desired_capacity"])],
+    )
+    module.run(lambda: run(module))
+
+
+if __name__ == "__main__":
+    main()

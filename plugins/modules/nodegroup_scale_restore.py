@@ -1,0 +1,314 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: nodegroup_scale_restore
+short_description: Undo an upgrade's scale-up and clear its journal
+version_added: 0.1.0
+description:
+  - The scale-down phase of an upgrade (EKS managed node group behaviour). Reads the upgrade journal on the
+    node group's Auto Scaling group; without one there is nothing to do.
+  - If the desired capacity is no longer the value the upgrade last set, something else (the cluster
+    autoscaler) is scaling the group, so it stops without restoring and reports the scaling activities since the
+    upgrade started.
+  - Otherwise chooses the surplus instances AZ-balanced, drains their nodes like any other node, terminates
+    them with a decrement, restores MinSize, MaxSize and DesiredCapacity exactly, resumes only the processes
+    the upgrade suspended, removes the C(cluster-autoscaler.kubernetes.io/scale-down-disabled) annotation
+    the upgrade put on nodes, and clears the journal last. Safe to rerun after a crash at any point.
+author:
+  - eksops.nodegroup maintainers (@eksops)
+options:
+  cluster_name:
+    description:
+      - Name of the EKS cluster (ASG discovery by tag, and authentication when no kubeconfig is given).
+    type: str
+    required: true
+  nodegroup_name:
+    description:
+      - The node group (C(eks.amazonaws.com/nodegroup) node label, C(eks:nodegroup-name) ASG tag).
+    type: str
+    required: true
+  asg_name:
+    description:
+      - The node group's Auto Scaling group. Discovered from its tags when not set.
+    type: str
+  on_autoscaler:
+    description:
+      - What to do when the cluster autoscaler changed the desired capacity during the upgrade.
+      - C(fail) fails with code C(ClusterAutoscalerActive); C(stop) returns without failing, with
+        RV(autoscaler_detected=true). Neither restores anything.
+    type: str
+    choices: [fail, stop]
+    default: fail
+  drain_timeout:
+    description:
+      - Seconds per surplus node for its pods to leave before failing with C(PodEvictionFailure).
+    type: int
+    default: 900
+  post_drain_wait:
+    description:
+      - Seconds between a node being empty and its termination, for load balancers to deregister it.
+    type: int
+    default: 60
+  force:
+    description:
+      - Delete the pods that PodDisruptionBudgets still protect after O(drain_timeout).
+    type: bool
+    default: false
+  grace_period:
+    description:
+      - Termination grace period for evicted pods; negative uses each pod's own.
+    type: int
+    default: -1
+  wait_timeout:
+    description:
+      - Seconds to wait for the surplus instances to terminate.
+    type: int
+    default: 600
+extends_documentation_fragment:
+  - eksops.nodegroup.aws
+  - eksops.nodegroup.k8s
+notes:
+  - Supports check mode (the plan, nothing changed) and diff mode.
+"""
+
+EXAMPLES = r"""
+- name: Scale the node group back down after its upgrade
+  eksops.nodegroup.nodegroup_scale_restore:
+    cluster_name: prod
+    nodegroup_name: workers
+
+- name: Restore, but only report when the cluster autoscaler is active
+  eksops.nodegroup.nodegroup_scale_restore:
+    cluster_name: prod
+    nodegroup_name: workers
+    on_autoscaler: stop
+  register: restore
+"""
+
+RETURN = r"""
+autoscaler_detected:
+  description: Whether the desired capacity was changed by someone else (nothing was restored then).
+  returned: always
+  type: bool
+  sample: false
+scaling_activities:
+  description: The group's scaling activities since the upgrade started, when the autoscaler was detected.
+  returned: when autoscaler_detected
+  type: list
+  elements: dict
+  sample: [{activity_id: 1a2b, status_code: Successful, description: Launching a new EC2 instance, cause: ...}]
+nodegroup_scale_restore:
+  description: What the restore did (or would do in check mode).
+  returned: success
+  type: dict
+  contains:
+    asg_name:
+      description: The Auto Scaling group.
+      type: str
+      sample: eks-workers-1a2b3c
+    journal_found:
+      description: Whether there was an upgrade journal to restore from.
+      type: bool
+      sample: true
+    before:
+      description: MinSize, MaxSize and DesiredCapacity before.
+      type: dict
+      sample: {min_size: 3, max_size: 12, desired_capacity: 12}
+    after:
+      description: MinSize, MaxSize and DesiredCapacity after (the values before the upgrade).
+      type: dict
+      sample: {min_size: 3, max_size: 12, desired_capacity: 6}
+    removed_instances:
+      description: The surplus instances drained and terminated.
+      type: list
+      elements: dict
+      sample: [{instance_id: i-0abc, availability_zone: us-west-2a, node_name: ip-10-0-1-5.internal}]
+    drain:
+      description: Per-node drain results of the surplus nodes.
+      type: dict
+      sample: {}
+    resumed_processes:
+      description: The processes resumed (only those the upgrade suspended).
+      type: list
+      elements: str
+      sample: [AZRebalance]
+    unannotated_nodes:
+      description: Nodes whose scale-down-disabled annotation was removed.
+      type: list
+      elements: str
+      sample: [ip-10-0-1-5.internal]
+    elapsed_seconds:
+      description: Seconds the module ran.
+      type: float
+      sample: 140.2
+"""
+
+import time
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
+    WAIT_TIMEOUT,
+    advance_phase,
+    asg_sizes,
+    autoscaler_error,
+    list_nodegroup_nodes,
+    resume_processes,
+    suspended_process_names,
+    terminate_in_asg,
+    unmark_scale_down_disabled,
+    update_sizes,
+    wait_terminated,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import translate_aws_errors
+from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import drain_nodes
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError, invalid_parameter
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, clear_journal, write_journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
+    describe_asg,
+    find_asg,
+    join_instances_nodes,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
+    LEAVING_STATES,
+    autoscaler_changed,
+    scale_in_choice,
+)
+
+ARGUMENT_SPEC = dict(
+    cluster_name=dict(type="str", required=True),
+    nodegroup_name=dict(type="str", required=True),
+    asg_name=dict(type="str"),
+    on_autoscaler=dict(type="str", choices=["fail", "stop"], default="fail"),
+    drain_timeout=dict(type="int", default=900),
+    post_drain_wait=dict(type="int", default=60),
+    force=dict(type="bool", default=False),
+    grace_period=dict(type="int", default=-1),
+    wait_timeout=dict(type="int", default=600),
+)
+
+
+def validate_params(params):
+    for name in ("drain_timeout", "wait_timeout"):
+        if params[name] <= 0:
+            raise invalid_parameter(name, "%s must be > 0, got %d" % (name, params[name]))
+    if params["post_drain_wait"] < 0:
+        raise invalid_parameter("post_drain_wait", "post_drain_wait must be >= 0, got %d" % params["post_drain_wait"])
+
+
+def autoscaler_active(journal, desired_now):
+    """SPEC C3, allowing for our own scale-in: a resumed scale-down may find the group below the journal's value
+    (terminated, journal not yet updated), never above it."""
+    if journal.phase == "scale_down" and journal.desired_capacity_set is not None \
+            and desired_now < journal.desired_capacity_set:
+        return False
+    return autoscaler_changed(desired_now, journal.desired_capacity_set)
+
+
+def restored_sizes(journal, before):
+    """The sizes before the upgrade; fields the journal lacks (no scale-up happened) keep their value."""
+    def pick(original, current):
+        return current if original is None else original
+
+    return dict(min_size=pick(journal.original_min_size, before["min_size"]),
+                max_size=pick(journal.original_max_size, before["max_size"]),
+                desired_capacity=pick(journal.original_desired_capacity, before["desired_capacity"]))
+
+
+def surplus_instances(asg, nodes, count):
+    """The ``count`` instances to remove (SPEC U6: AZ-balanced), as join records."""
+    if count <= 0:
+        return []
+    members = [i for i in asg.get("Instances", []) if i.get("LifecycleState") not in LEAVING_STATES]
+    joined = join_instances_nodes(members, {}, nodes)
+    return scale_in_choice(joined, count)
+
+
+def run(module):
+    started_clock = time.time()
+    params = module.params
+    validate_params(params)
+    autoscaling = module.aws("autoscaling")
+    asg = find_asg(autoscaling, params["cluster_name"], params["nodegroup_name"], params["asg_name"])
+    name = asg["AutoScalingGroupName"]
+    journal = Journal.from_tags(asg.get("Tags"), asg_name=name)
+    before = asg_sizes(asg)
+    result = dict(asg_name=name, journal_found=journal is not None, before=before, after=before,
+                  removed_instances=[], drain={}, resumed_processes=[], unannotated_nodes=[])
+    if journal is None:
+        result["elapsed_seconds"] = round(time.time() - started_clock, 1)
+        return dict(changed=False, autoscaler_detected=False, nodegroup_scale_restore=result)
+
+    if autoscaler_active(journal, before["desired_capacity"]):
+        err = autoscaler_error(autoscaling, asg, journal)
+        if params["on_autoscaler"] == "fail":
+            raise err
+        return dict(changed=False, autoscaler_detected=True, msg=err.msg,
+                    scaling_activities=err.details["scaling_activities"], nodegroup_scale_restore=result)
+
+    after = restored_sizes(journal, before)
+    nodes = list_nodegroup_nodes(module.core_v1(), params["nodegroup_name"])
+    surplus = surplus_instances(asg, nodes, before["desired_capacity"] - after["desired_capacity"])
+    to_resume = [p for p in journal.suspended_processes if p in suspended_process_names(asg)]
+    result.update(after=after, resumed_processes=to_resume,
+                  removed_instances=[dict(instance_id=i["instance_id"], availability_zone=i["availability_zone"],
+                                          node_name=i["node_name"]) for i in surplus])
+    diff = dict(before=dict(before, suspended_processes=sorted(suspended_process_names(asg))),
+                after=dict(after, suspended_processes=sorted(set(suspended_process_names(asg)) - set(to_resume))))
+    if module.check_mode:
+        result["elapsed_seconds"] = round(time.time() - started_clock, 1)
+        return dict(changed=True, autoscaler_detected=False, nodegroup_scale_restore=result, diff=diff)
+
+    scaling_down = journal.replace(phase=advance_phase(journal.phase, "scale_down"))
+    if scaling_down != journal:
+        with translate_aws_errors("record phase scale_down in the upgrade journal on %s" % name):
+            write_journal(autoscaling, name, scaling_down)
+        journal = scaling_down
+
+    node_names = [i["node_name"] for i in surplus if i["node_name"]]
+    if node_names:
+        drained = drain_nodes(module.core_v1(), node_names, dict(
+            drain_timeout=params["drain_timeout"], post_drain_wait=params["post_drain_wait"], force=params["force"],
+            grace_period=params["grace_period"], run_id=journal.run_id))
+        result["drain"] = drained.to_dict()
+        error = drained.error()
+        if error is not None:
+            module.fail_upgrade(error, changed=True, nodegroup_scale_restore=result)
+
+    if surplus:
+        for instance in surplus:
+            terminate_in_asg(autoscaling, instance["instance_id"], True)
+        desired_now = before["desired_capacity"] - len(surplus)
+        with translate_aws_errors("record the desired capacity in the upgrade journal on %s" % name):
+            write_journal(autoscaling, name, journal.replace(desired_capacity_set=desired_now))
+        pending = wait_terminated(module.aws("ec2"), [i["instance_id"] for i in surplus], params["wait_timeout"])
+        if pending:
+            raise UpgradeError(WAIT_TIMEOUT, "Surplus instances %s of %s were not terminated within %d s "
+                               "(wait_timeout); rerun to resume" % (", ".join(pending), name, params["wait_timeout"]),
+                               asg_name=name, instance_ids=pending)
+
+    current = asg_sizes(describe_asg(autoscaling, name))
+    if current != after:
+        update_sizes(autoscaling, name, **after)
+    resume_processes(autoscaling, name, to_resume)
+    result["unannotated_nodes"] = unmark_scale_down_disabled(
+        module.core_v1(), list_nodegroup_nodes(module.core_v1(), params["nodegroup_name"]))
+    with translate_aws_errors("clear the upgrade journal on %s" % name):
+        clear_journal(autoscaling, name)
+    result["elapsed_seconds"] = round(time.time() - started_clock, 1)
+    return dict(changed=True, autoscaler_detected=False, nodegroup_scale_restore=result, diff=diff)
+
+
+def main():
+    module = EksopsModule(ARGUMENT_SPEC, uses_aws=True, uses_k8s=True, supports_check_mode=True)
+    module.run(lambda: run(module))
+
+
+if __name__ == "__main__":
+    main()

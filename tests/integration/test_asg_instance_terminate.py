@@ -1,0 +1,121 @@
+"""asg_instance_terminate against the sandbox (SPEC U5 termination step, U6 decrement, C3 journal)."""
+
+from __future__ import annotations
+
+import pytest
+
+from asg_helpers import asg_state, base_args, workers_asg
+from sandbox_helpers import run_module
+
+SCENARIO = "demo"
+
+
+def in_service(sandbox):
+    return sorted(i["InstanceId"] for i in workers_asg(sandbox)["Instances"] if i["LifecycleState"] == "InService")
+
+
+def ec2_state(sandbox, instance_id):
+    reservations = sandbox.client("ec2").describe_instances(InstanceIds=[instance_id])["Reservations"]
+    return reservations[0]["Instances"][0]["State"]["Name"]
+
+
+@pytest.mark.parametrize("extra,parameter", [
+    ({"instance_ids": ["i-0123456789abcdef0"], "should_decrement_desired_capacity": False}, "instance_ids"),
+    ({"instance_ids": ["not-an-id"], "should_decrement_desired_capacity": False}, "instance_ids"),
+    ({"instance_ids": [], "should_decrement_desired_capacity": False}, "instance_ids"),
+    ({"instance_ids": ["i-0123456789abcdef0"], "should_decrement_desired_capacity": True,
+      "wait_for_replacements": True}, "wait_for_replacements"),
+])
+def test_bad_input_names_the_parameter_and_changes_nothing(sandbox, extra, parameter):
+    before = asg_state(sandbox)
+    result = run_module(sandbox, "asg_instance_terminate", dict(base_args(sandbox), **extra))
+    assert result["failed"] is True
+    assert parameter in result["msg"]
+    if parameter == "instance_ids" and extra["instance_ids"]:
+        assert extra["instance_ids"][0] in result["msg"]
+    assert asg_state(sandbox) == before
+
+
+def test_an_instance_of_another_group_is_refused_by_id(sandbox):
+    ec2 = sandbox.client("ec2")
+    image = workers_asg(sandbox)["Instances"][0]
+    stranger = ec2.run_instances(ImageId=ec2.describe_instances(InstanceIds=[image["InstanceId"]])[
+        "Reservations"][0]["Instances"][0]["ImageId"], MinCount=1, MaxCount=1)["Instances"][0]["InstanceId"]
+    before = asg_state(sandbox)
+    result = run_module(sandbox, "asg_instance_terminate", dict(
+        base_args(sandbox), instance_ids=[stranger], should_decrement_desired_capacity=False))
+    assert result["failed"] is True and result["code"] == "InvalidParameter"
+    assert stranger in result["msg"] and "not in Auto Scaling group" in result["msg"]
+    assert asg_state(sandbox) == before
+
+
+def test_decrement_below_min_size_outside_an_upgrade_is_refused(sandbox):
+    before = asg_state(sandbox)
+    result = run_module(sandbox, "asg_instance_terminate", dict(
+        base_args(sandbox), instance_ids=in_service(sandbox)[:4], should_decrement_desired_capacity=True))
+    assert result["failed"] is True
+    assert "should_decrement_desired_capacity" in result["msg"] and "MinSize" in result["msg"]
+    assert asg_state(sandbox) == before
+
+
+def test_check_mode_plans_and_changes_nothing(sandbox):
+    before = asg_state(sandbox)
+    victim = in_service(sandbox)[0]
+    result = run_module(sandbox, "asg_instance_terminate", dict(
+        base_args(sandbox), instance_ids=[victim], should_decrement_desired_capacity=True), check=True, diff=True)
+    assert result["failed"] is False, result
+    assert result["changed"] is True
+    assert result["asg_instance_terminate"]["terminated"] == [victim]
+    assert result["asg_instance_terminate"]["after"]["desired_capacity"] == before["desired"] - 1
+    assert victim not in result["diff"]["after"]["instance_ids"]
+    assert asg_state(sandbox) == before
+    assert ec2_state(sandbox, victim) == "running"
+
+
+def test_u5_terminate_without_decrement_waits_for_a_ready_replacement(sandbox):
+    victim = in_service(sandbox)[0]
+    result = run_module(sandbox, "asg_instance_terminate", dict(
+        base_args(sandbox), instance_ids=[victim], should_decrement_desired_capacity=False,
+        wait_for_replacements=True, wait_timeout=90))
+    assert result["failed"] is False, result
+    assert result["changed"] is True
+    out = result["asg_instance_terminate"]
+    assert out["terminated"] == [victim]
+    assert out["after"]["desired_capacity"] == 6
+    assert len(out["replacements"]) == 1 and out["replacements"][0]["ready"] is True
+    assert ec2_state(sandbox, victim) == "terminated"
+    state = asg_state(sandbox)
+    assert state["desired"] == 6 and victim not in state["instances"]
+    assert out["replacements"][0]["instance_id"] in state["instances"]
+
+
+def test_rerun_on_a_terminated_instance_is_idempotent(sandbox):
+    victim = sandbox.client("ec2").describe_instances(Filters=[
+        {"Name": "instance-state-name", "Values": ["terminated"]}])["Reservations"][0]["Instances"][0]["InstanceId"]
+    before = asg_state(sandbox)
+    result = run_module(sandbox, "asg_instance_terminate", dict(
+        base_args(sandbox), instance_ids=[victim], should_decrement_desired_capacity=False, wait_timeout=30))
+    assert result["failed"] is False, result
+    assert result["changed"] is False
+    assert result["asg_instance_terminate"]["already_terminated"] == [victim]
+    assert asg_state(sandbox) == before
+
+
+def test_u6_decrement_lowers_desired_and_records_it_in_the_journal(sandbox):
+    autoscaling = sandbox.client("autoscaling")
+    name = workers_asg(sandbox)["AutoScalingGroupName"]
+    # an upgrade in progress: the journal says we set the desired capacity to 6
+    autoscaling.create_or_update_tags(Tags=[
+        {"ResourceId": name, "ResourceType": "auto-scaling-group", "Key": "eksops.nodegroup/" + key, "Value": value,
+         "PropagateAtLaunch": False}
+        for key, value in (("run_id", "test"), ("phase", "upgrade"), ("desired_capacity_set", "6"),
+                           ("original_min_size", "3"))])
+    victims = in_service(sandbox)[:4]
+    result = run_module(sandbox, "asg_instance_terminate", dict(
+        base_args(sandbox), instance_ids=victims, should_decrement_desired_capacity=True, wait_timeout=60))
+    assert result["failed"] is False, result
+    state = asg_state(sandbox)
+    # 6 - 4 = 2 is below MinSize 3: lowered during the upgrade; restore puts original_min_size back
+    assert state["desired"] == 2 and state["min"] == 2
+    assert state["journal"]["desired_capacity_set"] == "2"
+    assert all(ec2_state(sandbox, v) == "terminated" for v in victims)

@@ -1,0 +1,151 @@
+"""nodegroup_scale_restore against the sandbox (SPEC U6, C2, C3, A1)."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+import pytest
+
+from asg_helpers import asg_state, base_args, node_annotations, point_asg_at_new_ami, workers_asg
+from sandbox_helpers import run_module, start_sandbox, stop_sandbox
+
+SCENARIO = "surge5"
+ORIGINAL = {"min": 3, "max": 10, "desired": 5}
+C2 = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+FAST_DRAIN = {"post_drain_wait": 0, "drain_timeout": 60, "wait_timeout": 60}
+
+
+def surge(sandbox):
+    result = run_module(sandbox, "asg_surge", dict(base_args(sandbox), wait_timeout=120))
+    assert result["failed"] is False, result
+    return result["asg_surge"]
+
+
+def test_without_a_journal_there_is_nothing_to_do(sandbox):
+    before = asg_state(sandbox)
+    result = run_module(sandbox, "nodegroup_scale_restore", base_args(sandbox))
+    assert result["failed"] is False, result
+    assert result["changed"] is False
+    assert result["nodegroup_scale_restore"]["journal_found"] is False
+    assert asg_state(sandbox) == before
+
+
+@pytest.mark.parametrize("extra,parameter", [
+    ({"drain_timeout": 0}, "drain_timeout"),
+    ({"post_drain_wait": -1}, "post_drain_wait"),
+    ({"asg_name": "no-such-asg"}, "asg_name"),
+])
+def test_bad_input_names_the_parameter_and_changes_nothing(sandbox, extra, parameter):
+    before = asg_state(sandbox)
+    result = run_module(sandbox, "nodegroup_scale_restore", dict(base_args(sandbox), **extra))
+    assert result["failed"] is True
+    assert parameter in result["msg"]
+    assert asg_state(sandbox) == before
+
+
+def test_u6_check_mode_plans_an_az_balanced_scale_in_and_changes_nothing(sandbox):
+    point_asg_at_new_ami(sandbox)
+    surge(sandbox)
+    before = asg_state(sandbox)
+    assert before["desired"] == 11 and before["journal"]
+    result = run_module(sandbox, "nodegroup_scale_restore", dict(base_args(sandbox), **FAST_DRAIN),
+                        check=True, diff=True)
+    assert result["failed"] is False, result
+    assert result["changed"] is True
+    plan = result["nodegroup_scale_restore"]
+    assert plan["after"] == {"min_size": 3, "max_size": 10, "desired_capacity": 5}
+    assert len(plan["removed_instances"]) == 6
+    assert result["diff"]["after"]["suspended_processes"] == []
+    assert asg_state(sandbox) == before
+
+
+def test_u6_restore_drains_surplus_restores_sizes_resumes_processes_and_clears_the_journal(sandbox):
+    result = run_module(sandbox, "nodegroup_scale_restore", dict(base_args(sandbox), **FAST_DRAIN))
+    assert result["failed"] is False, result
+    assert result["changed"] is True
+    out = result["nodegroup_scale_restore"]
+    assert len(out["removed_instances"]) == 6
+    assert sorted(out["resumed_processes"]) == ["AZRebalance", "AlarmNotification", "ReplaceUnhealthy",
+                                               "ScheduledActions"]
+    state = asg_state(sandbox)
+    assert {k: state[k] for k in ORIGINAL} == ORIGINAL
+    assert state["suspended"] == [] and state["journal"] == {}
+    assert not any(C2 in a for a in node_annotations(sandbox).values())  # C2 annotation removed
+    azs = Counter(i["AvailabilityZone"] for i in workers_asg(sandbox)["Instances"]
+                  if i["LifecycleState"] == "InService")
+    assert max(azs.values()) - min(azs.values()) <= 1, azs  # AZ-balanced
+    report = sandbox.report()
+    assert report["pods_lost"] == []  # drained, never killed with pods on them
+    assert report["pdb_violations"] == []
+
+
+def test_rerun_after_restore_is_idempotent(sandbox):
+    before = asg_state(sandbox)
+    result = run_module(sandbox, "nodegroup_scale_restore", dict(base_args(sandbox), **FAST_DRAIN))
+    assert result["failed"] is False, result
+    assert result["changed"] is False
+    assert asg_state(sandbox) == before
+
+
+def test_resumes_after_a_crash_between_terminate_and_journal_update(sandbox):
+    surge(sandbox)
+    state = asg_state(sandbox)
+    autoscaling = sandbox.client("autoscaling")
+    name = workers_asg(sandbox)["AutoScalingGroupName"]
+    # a previous restore run got as far as terminating one instance with decrement, then died
+    autoscaling.create_or_update_tags(Tags=[{"ResourceId": name, "ResourceType": "auto-scaling-group",
+                                             "Key": "eksops.nodegroup/phase", "Value": "scale_down",
+                                             "PropagateAtLaunch": False}])
+    autoscaling.terminate_instance_in_auto_scaling_group(InstanceId=state["instances"][0],
+                                                         ShouldDecrementDesiredCapacity=True)
+    result = run_module(sandbox, "nodegroup_scale_restore", dict(base_args(sandbox), **FAST_DRAIN))
+    assert result["failed"] is False, result
+    assert len(result["nodegroup_scale_restore"]["removed_instances"]) == state["desired"] - 1 - ORIGINAL["desired"]
+    after = asg_state(sandbox)
+    assert {k: after[k] for k in ORIGINAL} == ORIGINAL and after["journal"] == {}
+
+
+@pytest.fixture(scope="module")
+def autoscaler_sandbox(tmp_path_factory):
+    state_dir = tmp_path_factory.mktemp("sandbox-fault_autoscaler")
+    handle = None
+    try:
+        handle = start_sandbox("fault_autoscaler", state_dir)
+        yield handle
+    finally:
+        if handle is not None:
+            handle.close()
+        stop_sandbox(state_dir)
+
+
+def test_c3_restore_refuses_when_the_autoscaler_scaled_the_group(autoscaler_sandbox):
+    sandbox = autoscaler_sandbox
+    point_asg_at_new_ami(sandbox)
+    old = asg_state(sandbox)["instances"]
+    surge(sandbox)
+    terminated = run_module(sandbox, "asg_instance_terminate", dict(
+        base_args(sandbox), instance_ids=old, should_decrement_desired_capacity=True, wait_timeout=60))
+    assert terminated["failed"] is False, terminated
+    deadline = time.time() + 30
+    while asg_state(sandbox)["desired"] == 6 and time.time() < deadline:
+        time.sleep(0.5)
+    before = asg_state(sandbox)
+    assert before["desired"] == 8, "the sandbox autoscaler did not act"
+
+    result = run_module(sandbox, "nodegroup_scale_restore", dict(base_args(sandbox), **FAST_DRAIN))
+    assert result["failed"] is True
+    assert result["code"] == "ClusterAutoscalerActive"
+    assert "8" in result["msg"] and "6" in result["msg"]
+    assert isinstance(result["scaling_activities"], list) and result["scaling_activities"]
+    assert asg_state(sandbox) == before  # nothing restored
+
+
+def test_c3_on_autoscaler_stop_reports_without_failing(autoscaler_sandbox):
+    sandbox = autoscaler_sandbox
+    before = asg_state(sandbox)
+    result = run_module(sandbox, "nodegroup_scale_restore", dict(base_args(sandbox), on_autoscaler="stop",
+                                                                 **FAST_DRAIN))
+    assert result["failed"] is False, result
+    assert result["changed"] is False and result["autoscaler_detected"] is True
+    assert asg_state(sandbox) == before

@@ -1,0 +1,156 @@
+"""Unit tests of the ASG helpers shared by asg_surge, asg_instance_terminate and nodegroup_scale_restore."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils import asg_ops
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import join_instances_nodes
+
+
+def raw_node(name, instance_id, ready="True", annotations=None):
+    return {"metadata": {"name": name, "labels": {"eks.amazonaws.com/nodegroup": "workers"},
+                         "annotations": annotations or {}},
+            "spec": {"providerID": "aws:///us-west-2a/" + instance_id, "unschedulable": True},
+            "status": {"conditions": [{"type": "Ready", "status": ready}]}}
+
+
+def test_node_view_feeds_join_instances_nodes():
+    nodes = [asg_ops.node_view(raw_node("n1", "i-0000000000000001")),
+             asg_ops.node_view(raw_node("n2", "i-0000000000000002", ready="False"))]
+    joined = join_instances_nodes([{"InstanceId": "i-0000000000000001", "AvailabilityZone": "us-west-2a"},
+                                   {"InstanceId": "i-0000000000000002", "AvailabilityZone": "us-west-2a"},
+                                   {"InstanceId": "i-0000000000000003", "AvailabilityZone": "us-west-2b"}], {}, nodes)
+    assert [(j["node_name"], j["ready"], j["unschedulable"]) for j in joined] == [
+        ("n1", True, True), ("n2", False, True), (None, False, False)]
+
+
+@pytest.mark.parametrize("current,wanted,expected", [
+    (None, "scale_up", "scale_up"), ("setup", "scale_up", "scale_up"), ("upgrade", "scale_up", "upgrade"),
+    ("scale_up", "scale_down", "scale_down")])
+def test_phase_never_moves_backwards(current, wanted, expected):
+    assert asg_ops.advance_phase(current, wanted) == expected
+
+
+def test_parse_journal_time():
+    assert asg_ops.parse_journal_time("2026-01-02T03:04:05Z") == datetime.datetime(
+        2026, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)
+    assert asg_ops.parse_journal_time("garbage") is None and asg_ops.parse_journal_time(None) is None
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def time(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+class FakeEc2:
+    """Instances that reach 'terminated' after a number of describe calls."""
+
+    def __init__(self, polls_until_terminated):
+        self.left = dict(polls_until_terminated)
+        self.calls = 0
+
+    def get_paginator(self, _operation):
+        return self
+
+    def paginate(self, InstanceIds):
+        self.calls += 1
+        instances = []
+        for instance_id in InstanceIds:
+            self.left[instance_id] -= 1
+            instances.append({"InstanceId": instance_id,
+                              "State": {"Name": "terminated" if self.left[instance_id] <= 0 else "shutting-down"}})
+        return [{"Reservations": [{"Instances": instances}]}]
+
+
+def test_wait_terminated_polls_until_done():
+    clock = FakeClock()
+    ec2 = FakeEc2({"i-1": 1, "i-2": 3})
+    assert asg_ops.wait_terminated(ec2, ["i-1", "i-2"], timeout=60, poll=2, clock=clock) == []
+    assert ec2.calls == 3 and clock.now == 4
+
+
+def test_wait_terminated_returns_the_stragglers_at_timeout():
+    clock = FakeClock()
+    assert asg_ops.wait_terminated(FakeEc2({"i-1": 100}), ["i-1"], timeout=10, poll=2, clock=clock) == ["i-1"]
+    assert clock.now == 10
+
+
+class FakeResponse:
+    def release_conn(self):
+        pass
+
+
+class FakeCoreV1:
+    def __init__(self):
+        self.patches = []
+
+    def patch_node(self, name, body, _content_type=None, _preload_content=True):
+        self.patches.append((name, body, _content_type))
+        return FakeResponse()
+
+
+def test_c2_mark_skips_nodes_already_annotated_and_unmark_removes_only_ours():
+    core_v1 = FakeCoreV1()
+    ours = asg_ops.node_view(raw_node("n1", "i-1"))
+    theirs = asg_ops.node_view(raw_node("n2", "i-2", annotations={asg_ops.SCALE_DOWN_DISABLED_ANNOTATION: "true"}))
+    assert asg_ops.mark_scale_down_disabled(core_v1, [ours, theirs], "run-1") == ["n1"]
+    assert core_v1.patches == [("n1", {"metadata": {"annotations": {
+        asg_ops.SCALE_DOWN_DISABLED_ANNOTATION: "true", asg_ops.SCALE_DOWN_DISABLED_BY_ANNOTATION: "run-1"}}},
+        asg_ops.MERGE_PATCH)]
+    core_v1.patches = []
+    marked = asg_ops.node_view(raw_node("n1", "i-1", annotations={
+        asg_ops.SCALE_DOWN_DISABLED_ANNOTATION: "true", asg_ops.SCALE_DOWN_DISABLED_BY_ANNOTATION: "run-1"}))
+    assert asg_ops.unmark_scale_down_disabled(core_v1, [marked, theirs]) == ["n1"]
+    assert core_v1.patches == [("n1", {"metadata": {"annotations": {
+        asg_ops.SCALE_DOWN_DISABLED_ANNOTATION: None, asg_ops.SCALE_DOWN_DISABLED_BY_ANNOTATION: None}}},
+        asg_ops.MERGE_PATCH)]
+
+
+class FakeAutoscaling:
+    def __init__(self, activities):
+        self.activities = activities
+
+    def describe_scaling_activities(self, AutoScalingGroupName, MaxRecords):
+        return {"Activities": self.activities}
+
+
+def test_c3_autoscaler_error_reports_activities_since_the_upgrade_started():
+    start = datetime.datetime(2026, 1, 1, 12, 0, tzinfo=datetime.timezone.utc)
+    activities = [
+        {"ActivityId": "new", "StartTime": start + datetime.timedelta(minutes=5), "StatusCode": "Successful",
+         "Description": "Launching a new EC2 instance: i-1", "Cause": "set desired capacity from 6 to 8"},
+        {"ActivityId": "old", "StartTime": start - datetime.timedelta(minutes=5), "StatusCode": "Successful"}]
+    journal = Journal(started_at="2026-01-01T12:00:00Z", desired_capacity_set=6)
+    err = asg_ops.autoscaler_error(FakeAutoscaling(activities), {"AutoScalingGroupName": "asg", "DesiredCapacity": 8},
+                                   journal)
+    assert err.code == "ClusterAutoscalerActive"
+    assert "is 8" in err.msg and "set it to 6" in err.msg
+    assert [a["activity_id"] for a in err.details["scaling_activities"]] == ["new"]
+
+
+class PurgingEc2(FakeEc2):
+    """EC2 that no longer knows i-gone: any call naming it fails with InvalidInstanceID.NotFound."""
+
+    def paginate(self, InstanceIds):
+        if "i-gone" in InstanceIds:
+            from botocore.exceptions import ClientError
+
+            raise ClientError({"Error": {"Code": "InvalidInstanceID.NotFound", "Message": "i-gone"}},
+                              "DescribeInstances")
+        return super(PurgingEc2, self).paginate(InstanceIds)
+
+
+def test_wait_terminated_counts_purged_instances_as_terminated():
+    clock = FakeClock()
+    ec2 = PurgingEc2({"i-1": 2})
+    assert asg_ops.wait_terminated(ec2, ["i-gone", "i-1"], timeout=60, poll=2, clock=clock) == []

@@ -1,0 +1,393 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Unit tests of the pure planning logic (SPEC U1-U3, U5, U6, S1-S4, C3)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import random
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils import planning
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
+    ASG_INSTANCE_LAUNCH_FAILURES,
+    INSTANCE_LIMIT_EXCEEDED,
+    INSUFFICIENT_FREE_ADDRESSES,
+    INVALID_PARAMETER,
+    NODE_CREATION_FAILURE,
+    UpgradeError,
+)
+
+AZS = ["us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d", "us-west-2e"]
+
+
+def instance(instance_id, az="us-west-2a", lt_version=1, image="ami-old", node=True, ready=True,
+             unschedulable=False, state="InService", labels=None):
+    return {
+        "instance_id": instance_id,
+        "availability_zone": az,
+        "lifecycle_state": state,
+        "launch_template_version": lt_version,
+        "image_id": image,
+        "node_name": ("ip-%s.internal" % instance_id) if node else None,
+        "ready": ready,
+        "unschedulable": unschedulable,
+        "labels": labels if labels is not None else {},
+    }
+
+
+# ---------------------------------------------------------------- U1 max_unavailable
+
+class TestResolveMaxUnavailable:
+    def test_u1_default_is_one(self):
+        assert planning.resolve_max_unavailable(None, None, 40) == 1
+
+    def test_u1_absolute_value_is_used_as_is(self):
+        assert planning.resolve_max_unavailable(20, None, 6) == 20
+
+    @pytest.mark.parametrize("pct,nodes,expected", [(50, 6, 3), (33, 10, 3), (1, 10, 1), (100, 7, 7), (10, 0, 1)])
+    def test_u1_percentage_is_floor_of_node_count_at_least_one(self, pct, nodes, expected):
+        assert planning.resolve_max_unavailable(None, pct, nodes) == expected
+
+    @pytest.mark.parametrize("value", [0, 101, -1])
+    def test_u1_out_of_range_max_unavailable_names_the_parameter(self, value):
+        with pytest.raises(UpgradeError) as err:
+            planning.resolve_max_unavailable(value, None, 6)
+        assert err.value.code == INVALID_PARAMETER
+        assert err.value.details["parameter"] == "max_unavailable"
+        assert "max_unavailable" in err.value.msg and str(value) in err.value.msg
+
+    @pytest.mark.parametrize("value", [0, 101])
+    def test_u1_out_of_range_percentage_names_the_parameter(self, value):
+        with pytest.raises(UpgradeError) as err:
+            planning.resolve_max_unavailable(None, value, 6)
+        assert err.value.details["parameter"] == "max_unavailable_percentage"
+        assert "max_unavailable_percentage" in err.value.msg
+
+    def test_u1_both_set_is_refused(self):
+        with pytest.raises(UpgradeError) as err:
+            planning.resolve_max_unavailable(2, 50, 6)
+        assert "mutually exclusive" in err.value.msg
+
+    def test_u1_bool_is_not_an_integer(self):
+        with pytest.raises(UpgradeError):
+            planning.resolve_max_unavailable(True, None, 6)
+
+    @given(pct=st.integers(1, 100), nodes=st.integers(0, 1000))
+    def test_u1_percentage_never_exceeds_nodes_or_drops_below_one(self, pct, nodes):
+        value = planning.resolve_max_unavailable(None, pct, nodes)
+        assert 1 <= value <= max(1, nodes)
+        assert value == max(1, (nodes * pct) // 100)
+
+
+# ---------------------------------------------------------------- U2 rolling surge
+
+class TestRollingSurge:
+    def test_u2_seed_five_azs_max_unavailable_one_surges_ten(self):
+        assert planning.rolling_surge(5, 1) == 10
+
+    def test_u2_seed_max_unavailable_twenty_surges_twenty(self):
+        assert planning.rolling_surge(5, 20) == 20
+
+    @given(azs=st.integers(0, 30), unavailable=st.integers(0, 100))
+    def test_u2_surge_is_larger_of_twice_azs_and_max_unavailable(self, azs, unavailable):
+        surge = planning.rolling_surge(azs, unavailable)
+        assert surge >= 2 * azs and surge >= unavailable
+        assert surge in (2 * azs, unavailable)
+
+    def test_u2_scaled_up_sizes_raise_max_only_when_needed(self):
+        assert planning.scaled_up_sizes(3, 12, 6, 12) == {"min_size": 3, "max_size": 12, "desired_capacity": 12}
+        assert planning.scaled_up_sizes(3, 8, 6, 12) == {"min_size": 3, "max_size": 12, "desired_capacity": 12}
+
+
+# ---------------------------------------------------------------- old / new split
+
+class TestSplitOldNew:
+    def test_split_by_launch_template_version_and_image(self):
+        old = instance("i-00000001", lt_version=1, image="ami-old")
+        new = instance("i-00000002", lt_version=2, image="ami-new")
+        mixed = instance("i-00000003", lt_version=2, image="ami-old")
+        assert planning.split_old_new([old, new, mixed], 2, "ami-new") == ([old, mixed], [new])
+
+    def test_unknown_lt_version_falls_back_to_node_label(self):
+        labelled = instance("i-00000001", lt_version=None, image=None,
+                            labels={planning.SOURCE_LT_VERSION_LABEL: "7"})
+        assert planning.split_old_new([labelled], 7, None) == ([], [labelled])
+
+    def test_image_alone_decides_when_lt_version_unknown(self):
+        item = instance("i-00000001", lt_version=None, image="ami-new")
+        assert planning.split_old_new([item], 3, "ami-new") == ([], [item])
+
+    def test_nothing_known_counts_as_old(self):
+        item = instance("i-00000001", lt_version=None, image=None)
+        assert planning.split_old_new([item], 3, "ami-new") == ([item], [])
+
+    def test_leaving_instances_are_in_neither_list(self):
+        gone = instance("i-00000001", state="Terminating")
+        assert planning.split_old_new([gone], 2, None) == ([], [])
+
+    def test_needs_a_target(self):
+        with pytest.raises(ValueError):
+            planning.split_old_new([instance("i-00000001")], None, None)
+
+
+# ---------------------------------------------------------------- U5 batches
+
+class TestPickBatch:
+    @given(n=st.integers(0, 60), size=st.integers(0, 30), seed=st.integers(0, 2 ** 32))
+    def test_u5_batch_size_is_min_of_size_and_old_and_members_are_distinct_old(self, n, size, seed):
+        old = [instance("i-%08x" % i, unschedulable=(i % 7 == 0)) for i in range(n)]
+        batch = planning.pick_batch(old, size, random.Random(seed))
+        assert len(batch) == min(size, n)
+        ids = [b["instance_id"] for b in batch]
+        assert len(set(ids)) == len(ids)
+        assert all(b in old for b in batch)
+
+    def test_u5_pick_is_random(self):
+        old = [instance("i-%08x" % i) for i in range(20)]
+        picks = {tuple(b["instance_id"] for b in planning.pick_batch(old, 3, random.Random(seed)))
+                 for seed in range(20)}
+        assert len(picks) > 10
+
+    def test_u5_cordoned_nodes_are_finished_first(self):
+        old = [instance("i-%08x" % i) for i in range(10)]
+        old[4]["unschedulable"] = True
+        for seed in range(10):
+            batch = planning.pick_batch(old, 2, random.Random(seed))
+            assert batch[0]["instance_id"] == old[4]["instance_id"]
+
+
+# ---------------------------------------------------------------- S1 surge settings
+
+class TestValidateSurgeSettings:
+    @pytest.mark.parametrize("surge,unavailable", [(1, 0), (0, 1), (10, 10), (2, 1)])
+    def test_s1_valid(self, surge, unavailable):
+        planning.validate_surge_settings(surge, unavailable)
+
+    @pytest.mark.parametrize("surge,unavailable,parameter", [
+        (0, 0, "max_surge"), (-1, 1, "max_surge"), (1, -1, "max_unavailable"), (15, 6, "max_surge"),
+        (21, 0, "max_surge"), (0, 21, "max_unavailable"),
+    ])
+    def test_s1_invalid_names_the_parameter(self, surge, unavailable, parameter):
+        with pytest.raises(UpgradeError) as err:
+            planning.validate_surge_settings(surge, unavailable)
+        assert err.value.code == INVALID_PARAMETER
+        assert err.value.details["parameter"] == parameter
+        assert parameter in err.value.msg
+
+    def test_s1_cap_is_a_parameter_with_hard_limit_100(self):
+        planning.validate_surge_settings(60, 40, cap=100)
+        with pytest.raises(UpgradeError) as err:
+            planning.validate_surge_settings(1, 0, cap=101)
+        assert err.value.details["parameter"] == "surge_cap"
+
+
+# ---------------------------------------------------------------- S3/S4 surge schedule
+
+def simulate(node_count, max_surge, max_unavailable):
+    """Walk the schedule instance by instance; return every group size and availability seen."""
+    steps = planning.surge_steps(node_count, max_surge, max_unavailable)
+    sizes, available, in_flight = [node_count], [node_count], []
+    count, old, new = node_count, node_count, 0
+    for step in steps:
+        for _ in range(step["launch"]):     # one instance at a time, as the ASG may launch them
+            count += 1
+            sizes.append(count)
+        new += step["launch"]
+        assert count == step["desired_after_launch"]
+        # the batch is cordoned and drained together: all of it is unavailable until terminated
+        available.append(count - step["replace"])
+        in_flight.append(step["replace"])
+        for _ in range(step["replace"]):
+            count -= 1
+            old -= 1
+            sizes.append(count)
+        assert count == step["desired_after_terminate"]
+    return steps, sizes, available, in_flight, old, new
+
+
+class TestSurgeSteps:
+    def test_s4_seed_n5_surge2_unavailable1(self):
+        steps, sizes, available, in_flight, old, new = simulate(5, 2, 1)
+        assert min(sizes) == 4 and max(sizes) == 7
+        assert max(in_flight) == 3
+        assert steps == [
+            {"step": 1, "launch": 2, "desired_after_launch": 7, "replace": 3, "desired_after_terminate": 4},
+            {"step": 2, "launch": 3, "desired_after_launch": 7, "replace": 2, "desired_after_terminate": 5},
+        ]
+        assert (old, new) == (0, 5)
+
+    def test_s3_zero_surge_terminates_before_creating(self):
+        steps = planning.surge_steps(4, 0, 1)
+        assert steps[0]["launch"] == 0 and steps[0]["replace"] == 1
+        assert steps[-1]["desired_after_terminate"] == 4
+
+    def test_s2_balanced_default_replaces_one_at_a_time(self):
+        steps = planning.surge_steps(3, 1, 0)
+        assert [(s["launch"], s["replace"]) for s in steps] == [(1, 1)] * 3
+        assert all(s["desired_after_launch"] == 4 and s["desired_after_terminate"] == 3 for s in steps)
+
+    def test_empty_group_has_no_steps(self):
+        assert planning.surge_steps(0, 1, 0) == []
+
+    @pytest.mark.parametrize("surge,unavailable", [(0, 0), (-1, 2)])
+    def test_refuses_invalid_settings(self, surge, unavailable):
+        with pytest.raises(ValueError):
+            planning.surge_steps(3, surge, unavailable)
+
+    @settings(max_examples=400, deadline=None)
+    @given(n=st.integers(1, 200), surge=st.integers(0, 20), unavailable=st.integers(0, 20))
+    def test_s4_bounds_hold_for_every_instance_launched_or_terminated(self, n, surge, unavailable):
+        if surge + unavailable == 0:
+            return
+        steps, sizes, available, in_flight, old, new = simulate(n, surge, unavailable)
+        lower = max(0, n - unavailable)
+        assert all(lower <= size <= n + surge for size in sizes)
+        assert all(avail >= lower for avail in available), "more than max_unavailable nodes unavailable"
+        assert all(0 < batch <= surge + unavailable for batch in in_flight if batch)
+        assert (old, new) == (0, n)
+        assert steps[-1]["desired_after_terminate"] == n
+        assert all(s["launch"] + s["replace"] > 0 for s in steps)
+        if surge == 0:
+            assert steps[0]["launch"] == 0
+        # no step could have replaced more without breaking a bound: the schedule is not needlessly slow
+        assert len(steps) <= -(-n // (surge + unavailable)) + 2
+
+
+# ---------------------------------------------------------------- U6 AZ-balanced scale-in
+
+class TestScaleInChoice:
+    def test_u6_removes_from_the_fullest_az_first(self):
+        items = ([instance("i-a%07d" % i, az="us-west-2a") for i in range(4)]
+                 + [instance("i-b%07d" % i, az="us-west-2b") for i in range(3)]
+                 + [instance("i-c%07d" % i, az="us-west-2c") for i in range(1)])
+        chosen = planning.scale_in_choice(items, 3)
+        assert Counter(c["availability_zone"] for c in chosen) == {"us-west-2a": 2, "us-west-2b": 1}
+
+    def test_u6_prefers_cordoned_within_an_az_so_a_resumed_scale_in_finishes_them(self):
+        cordoned = instance("i-00000009", lt_version=3, unschedulable=True)
+        others = [instance("i-0000000%d" % i, lt_version=2, ready=False) for i in range(3)]
+        assert planning.scale_in_choice(others + [cordoned], 1) == [cordoned]
+
+    def test_u6_prefers_not_ready_then_oldest_version_within_an_az(self):
+        ready_new = instance("i-00000001", lt_version=3)
+        ready_old = instance("i-00000002", lt_version=2)
+        not_ready = instance("i-00000003", lt_version=3, ready=False)
+        assert [c["instance_id"] for c in planning.scale_in_choice([ready_new, ready_old, not_ready], 2)] == [
+            "i-00000003", "i-00000002"]
+
+    @given(per_az=st.lists(st.integers(0, 12), min_size=1, max_size=5), count=st.integers(0, 70))
+    def test_u6_scale_in_leaves_azs_balanced(self, per_az, count):
+        items = [instance("i-%d%07d" % (a, i), az=AZS[a]) for a, n in enumerate(per_az) for i in range(n)]
+        chosen = planning.scale_in_choice(items, count)
+        assert len(chosen) == min(count, len(items))
+        assert len({c["instance_id"] for c in chosen}) == len(chosen)
+        removed = Counter(c["availability_zone"] for c in chosen)
+        left = {AZS[a]: n - removed[AZS[a]] for a, n in enumerate(per_az)}
+        highest = max(left.values())
+        for az in removed:
+            assert left[az] >= highest - 1, (left, removed)
+
+
+# ---------------------------------------------------------------- U3 new node validation
+
+def good_node(instance_id, az, image="ami-new"):
+    return instance(instance_id, az=az, image=image, lt_version=2, labels={
+        planning.NODEGROUP_LABEL: "workers", planning.NODEGROUP_IMAGE_LABEL: image,
+        planning.SOURCE_LT_ID_LABEL: "lt-1", planning.SOURCE_LT_VERSION_LABEL: "2"})
+
+
+class TestCheckNewNodes:
+    def test_u3_all_azs_covered_and_ready_is_success(self):
+        nodes = [good_node("i-00000001", "us-west-2a"), good_node("i-00000002", "us-west-2b")]
+        assert planning.check_new_nodes(nodes, {"us-west-2a", "us-west-2b"}, "workers", "ami-new",
+                                        "lt-1", 2) == []
+
+    def test_u3_az_without_a_new_ready_node_is_named(self):
+        nodes = [good_node("i-00000001", "us-west-2a")]
+        problems = planning.check_new_nodes(nodes, ["us-west-2a", "us-west-2c"], "workers", "ami-new")
+        assert problems == [{"availability_zone": "us-west-2c", "instance_id": None, "node_name": None,
+                             "reason": "no new Ready node in this availability zone, which has old nodes"}]
+
+    def test_u3_every_new_node_must_be_ready_and_registered(self):
+        nodes = [good_node("i-00000001", "us-west-2a"), good_node("i-00000002", "us-west-2a"),
+                 instance("i-00000003", az="us-west-2a", node=False)]
+        nodes[1]["ready"] = False
+        problems = planning.check_new_nodes(nodes, ["us-west-2a"], "workers", "ami-new")
+        assert [(p["instance_id"], p["reason"]) for p in problems] == [
+            ("i-00000002", "node is not Ready"),
+            ("i-00000003", "instance has not registered as a Kubernetes node")]
+
+    def test_u3_wrong_labels_are_reported(self):
+        node = good_node("i-00000001", "us-west-2a")
+        node["labels"][planning.NODEGROUP_IMAGE_LABEL] = "ami-other"
+        problems = planning.check_new_nodes([node], ["us-west-2a"], "workers", "ami-new", "lt-1", 2)
+        assert len(problems) == 2  # the label, and so no good node in us-west-2a
+        assert "eks.amazonaws.com/nodegroup-image=ami-other (expected ami-new)" in problems[0]["reason"]
+
+    def test_u3_lt_labels_checked_only_when_given(self):
+        node = good_node("i-00000001", "us-west-2a")
+        del node["labels"][planning.SOURCE_LT_ID_LABEL]
+        assert planning.check_new_nodes([node], ["us-west-2a"], "workers", "ami-new") == []
+        assert planning.check_new_nodes([node], ["us-west-2a"], "workers", "ami-new", lt_id="lt-1")
+
+
+# ---------------------------------------------------------------- C3
+
+@pytest.mark.parametrize("now,set_,changed", [(6, 6, False), (8, 6, True), (5, 6, True), (6, None, False)])
+def test_c3_autoscaler_changed(now, set_, changed):
+    assert planning.autoscaler_changed(now, set_) is changed
+
+
+# ---------------------------------------------------------------- U3/U8 launch failures
+
+def activity(message, status="Failed", description="Launching a new EC2 instance.  Status Reason: x",
+             details=None):
+    return {"ActivityId": "a-1", "StatusCode": status, "StatusMessage": message, "Description": description,
+            "Details": json.dumps(details if details is not None else {"Availability Zone": "us-west-2b"})}
+
+
+class TestLaunchFailure:
+    @pytest.mark.parametrize("message,code", [
+        ("We currently do not have sufficient m5.large capacity in the Availability Zone you requested "
+         "(us-west-2b). InsufficientInstanceCapacity", NODE_CREATION_FAILURE),
+        ("You have requested more instances than your current instance limit. InstanceLimitExceeded",
+         INSTANCE_LIMIT_EXCEEDED),
+        ("You have requested more vCPU capacity than your current vCPU limit allows for the instance bucket",
+         INSTANCE_LIMIT_EXCEEDED),
+        ("There are not enough free addresses in subnet 'subnet-1'. InsufficientFreeAddressesInSubnet",
+         INSUFFICIENT_FREE_ADDRESSES),
+        ("The image id '[ami-1]' does not exist. InvalidAMIID.NotFound", ASG_INSTANCE_LAUNCH_FAILURES),
+        ("Something unexpected", NODE_CREATION_FAILURE),
+    ])
+    def test_u8_status_message_decides_the_code(self, message, code):
+        failure = planning.launch_failure(activity(message))
+        assert failure["code"] == code
+        assert failure["availability_zone"] == "us-west-2b"
+        assert failure["message"] == message
+
+    def test_successful_or_non_launch_activities_are_not_failures(self):
+        assert planning.launch_failure(activity("ok", status="Successful")) is None
+        assert planning.launch_failure(activity("x", description="Terminating EC2 instance: i-0123456789abcdef0"
+                                                )) is None
+
+    def test_az_from_text_is_the_requested_one_not_the_suggested_alternatives(self):
+        failure = planning.launch_failure(activity(
+            "We currently do not have sufficient m5.large capacity in the Availability Zone you requested "
+            "(us-west-2b). You can currently get m5.large capacity by choosing us-west-2a, us-west-2c.",
+            details={}))
+        assert failure["availability_zone"] == "us-west-2b"
+        assert failure["cause"] == "insufficient EC2 capacity"
+
+    def test_az_and_instance_from_text_when_details_missing(self):
+        failure = planning.launch_failure(activity(
+            "Instance i-0123456789abcdef0 failed in us-west-2c", details={},
+            description="Launching a new EC2 instance: i-0123456789abcdef0"))
+        assert failure["availability_zone"] == "us-west-2c"
+        assert failure["instance_id"] == "i-0123456789abcdef0"

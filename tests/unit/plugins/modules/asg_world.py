@@ -1,0 +1,25 @@
+"""A moto node group whose ASG already points at a new launch template version (the setup phase done)."""
+
+from __future__ import annotations
+
+from ..moto_nodegroup import ASG_NAME, MotoNodegroup
+
+
+def upgraded_world(desired=4):
+    world = MotoNodegroup(desired=desired)
+    # no UserData: in-process moto keeps it as a plain str for new versions and then refuses to launch
+    world.target_version = world.ec2.create_launch_template_version(
+        LaunchTemplateId=world.lt_id, LaunchTemplateData=dict(ImageId=world.new_ami, InstanceType="m5.large"),
+    )["LaunchTemplateVersion"]["VersionNumber"]
+    world.autoscaling.update_auto_scaling_group(AutoScalingGroupName=ASG_NAME, LaunchTemplate=dict(
+        LaunchTemplateId=world.lt_id, Version=str(world.target_version)))
+    return world
+
+
+def sizes(world):
+    asg = world.asg()
+    return asg["MinSize"], asg["MaxSize"], asg["DesiredCapacity"]
+
+
+def suspended(world):
+    return sorted(p["ProcessName"] for p in world.asg().get("SuspendedProcesses", []))

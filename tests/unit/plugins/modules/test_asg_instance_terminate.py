@@ -1,0 +1,126 @@
+"""asg_instance_terminate run in-process against moto (SPEC U5, U6, C3) and its replacement condition."""
+
+from __future__ import annotations
+
+import pytest
+from moto import mock_aws
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import GroupSnapshot
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
+from ansible_collections.eksops.nodegroup.plugins.modules import asg_instance_terminate
+
+from ..moto_nodegroup import ASG_NAME, CLUSTER, NODEGROUP, run_module_in_process
+from .asg_world import sizes, upgraded_world
+
+BASE = dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP, kubeconfig="/unused", wait_timeout=30)
+
+
+@pytest.fixture
+def world():
+    with mock_aws():
+        yield upgraded_world(desired=4)
+
+
+@pytest.fixture
+def run(capsys):
+    def run_it(check=False, diff=False, **args):
+        return run_module_in_process(asg_instance_terminate.main, dict(BASE, **args), capsys, check=check, diff=diff)
+    return run_it
+
+
+def members(world):
+    return sorted(i["InstanceId"] for i in world.asg()["Instances"])
+
+
+def ec2_state(world, instance_id):
+    return world.ec2.describe_instances(InstanceIds=[instance_id])["Reservations"][0]["Instances"][0]["State"]["Name"]
+
+
+@pytest.mark.parametrize("ids,extra,parameter", [
+    (["i-0123456789abcdef0"], {}, "instance_ids"),
+    (["bogus"], {}, "instance_ids"),
+    ([], {}, "instance_ids"),
+    (["i-0123456789abcdef0"], dict(should_decrement_desired_capacity=True, wait_for_replacements=True),
+     "wait_for_replacements"),
+])
+def test_bad_input_names_the_parameter_and_changes_nothing(world, run, ids, extra, parameter):
+    before = (sizes(world), members(world))
+    args = dict(dict(should_decrement_desired_capacity=False), **extra)
+    result = run(instance_ids=ids, **args)
+    assert result["failed"] is True and parameter in result["msg"]
+    if parameter == "instance_ids" and ids:
+        assert ids[0] in result["msg"]
+    assert (sizes(world), members(world)) == before
+
+
+def test_instance_outside_the_group_is_named(world, run):
+    stranger = world.ec2.run_instances(ImageId=world.old_ami, MinCount=1, MaxCount=1)["Instances"][0]["InstanceId"]
+    victim = members(world)[0]
+    result = run(instance_ids=[victim, stranger], should_decrement_desired_capacity=False)
+    assert result["failed"] is True and result["code"] == "InvalidParameter"
+    assert stranger in result["msg"] and victim not in result["msg"]
+    assert ec2_state(world, victim) == "running"
+
+
+def test_check_mode_reports_the_plan(world, run):
+    victim = members(world)[0]
+    result = run(check=True, diff=True, instance_ids=[victim], should_decrement_desired_capacity=True)
+    assert not result.get("failed"), result
+    assert result["changed"] is True
+    assert result["asg_instance_terminate"]["after"]["desired_capacity"] == 3
+    assert victim in result["diff"]["before"]["instance_ids"] and victim not in result["diff"]["after"]["instance_ids"]
+    assert sizes(world) == (0, 12, 4) and ec2_state(world, victim) == "running"
+
+
+def test_decrement_terminates_and_is_idempotent(world, run):
+    victim = members(world)[0]
+    result = run(instance_ids=[victim], should_decrement_desired_capacity=True)
+    assert not result.get("failed"), result
+    assert result["changed"] is True and result["asg_instance_terminate"]["terminated"] == [victim]
+    assert sizes(world) == (0, 12, 3) and victim not in members(world)
+    assert ec2_state(world, victim) == "terminated"
+    again = run(instance_ids=[victim], should_decrement_desired_capacity=True)
+    assert not again.get("failed"), again
+    assert again["changed"] is False and again["asg_instance_terminate"]["already_terminated"] == [victim]
+    assert sizes(world) == (0, 12, 3)
+
+
+def test_decrement_below_min_size_needs_a_journal(world, run):
+    world.autoscaling.update_auto_scaling_group(AutoScalingGroupName=ASG_NAME, MinSize=4)
+    victims = members(world)[:2]
+    refused = run(instance_ids=victims, should_decrement_desired_capacity=True)
+    assert refused["failed"] is True and "should_decrement_desired_capacity" in refused["msg"]
+    assert sizes(world) == (4, 12, 4)
+
+    write_journal(world.autoscaling, ASG_NAME, Journal.start(phase="upgrade", original_min_size=4,
+                                                             desired_capacity_set=4))
+    result = run(instance_ids=victims, should_decrement_desired_capacity=True)
+    assert not result.get("failed"), result
+    assert sizes(world) == (2, 12, 2)
+    journal = Journal.from_tags(world.asg()["Tags"])
+    assert journal.desired_capacity_set == 2 and journal.original_min_size == 4  # C3 bookkeeping
+
+
+def test_without_decrement_the_journal_is_untouched(world, run):
+    write_journal(world.autoscaling, ASG_NAME, Journal.start(phase="upgrade", desired_capacity_set=4))
+    result = run(instance_ids=members(world)[:1], should_decrement_desired_capacity=False)
+    assert not result.get("failed"), result
+    assert Journal.from_tags(world.asg()["Tags"]).desired_capacity_set == 4
+
+
+# ---------------------------------------------------------------------------- replacement condition
+
+def record(instance_id, state="InService", ready=True, node=True):
+    return dict(instance_id=instance_id, availability_zone="us-west-2a", lifecycle_state=state, node_name=(
+        "n-" + instance_id) if node else None, ready=ready)
+
+
+def test_replacements_ready_needs_the_group_back_at_desired_with_ready_nodes():
+    condition = asg_instance_terminate.ReplacementsReady(["i-1", "i-2"], ["i-2"])
+    asg = {"DesiredCapacity": 2}
+    waiting = GroupSnapshot(asg, [record("i-1"), record("i-2", state="Terminating")], [], [])
+    assert condition(waiting) is False
+    assert condition.problems(waiting) == ["1 replacement instance(s) not launched yet"]
+    booting = GroupSnapshot(asg, [record("i-1"), record("i-3", ready=False)], [], [])
+    assert condition.problems(booting) == ["i-3 (us-west-2a): node is not Ready"]
+    assert condition(GroupSnapshot(asg, [record("i-1"), record("i-3")], [], [])) is True

@@ -1,0 +1,181 @@
+"""asg_surge run in-process against moto, without waiting (SPEC U2, A1, C3), and its U3 condition."""
+
+from __future__ import annotations
+
+import pytest
+from moto import mock_aws
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import GroupSnapshot
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
+from ansible_collections.eksops.nodegroup.plugins.modules import asg_surge
+
+from ..moto_nodegroup import ASG_NAME, CLUSTER, NODEGROUP, run_module_in_process
+from .asg_world import sizes, suspended, upgraded_world
+
+BASE = dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP, kubeconfig="/unused", wait=False)
+A1 = ["AZRebalance", "AlarmNotification", "ScheduledActions", "ReplaceUnhealthy"]
+
+
+@pytest.fixture
+def world():
+    with mock_aws():
+        yield upgraded_world()
+
+
+@pytest.fixture
+def run(capsys):
+    def run_it(check=False, diff=False, **args):
+        return run_module_in_process(asg_surge.main, dict(BASE, **args), capsys, check=check, diff=diff)
+    return run_it
+
+
+@pytest.mark.parametrize("args,parameter", [
+    (dict(max_unavailable=0), "max_unavailable"),
+    (dict(max_unavailable=101), "max_unavailable"),
+    (dict(max_unavailable_percentage=0), "max_unavailable_percentage"),
+    (dict(max_unavailable_percentage=101), "max_unavailable_percentage"),
+    (dict(asg_name="missing"), "asg_name"),
+    (dict(mode="explicit", surge=-2), "surge"),
+    (dict(mode="desired", desired_capacity=-1), "desired_capacity"),
+    (dict(suspend_processes=["Launch"]), "suspend_processes"),
+    (dict(wait_timeout=0), "wait_timeout"),
+])
+def test_bad_input_fails_naming_the_parameter_and_changes_nothing(world, run, args, parameter):
+    before = (sizes(world), world.tags())
+    result = run(**args)
+    assert result["failed"] is True
+    assert parameter in result["msg"]
+    assert (sizes(world), world.tags()) == before
+
+
+def test_mutually_exclusive_parallelism_options(world, run):
+    result = run(max_unavailable=2, max_unavailable_percentage=50)
+    assert result["failed"] is True and "max_unavailable" in result["msg"]
+
+
+def test_u2_check_mode_plans_without_touching_the_group(world, run):
+    result = run(check=True, diff=True)
+    assert not result.get("failed"), result
+    assert result["changed"] is True
+    plan = result["asg_surge"]
+    assert plan["surge"] == 6  # 3 AZs: max(2 x 3, 1)
+    assert plan["after"] == dict(min_size=0, max_size=12, desired_capacity=10)
+    assert plan["target"] == dict(launch_template_id=world.lt_id, launch_template_version=world.target_version,
+                                  image_id=world.new_ami)
+    assert result["diff"]["before"]["desired_capacity"] == 4 and result["diff"]["after"]["desired_capacity"] == 10
+    assert sizes(world) == (0, 12, 4) and suspended(world) == []
+    assert not any(k.startswith("eksops.nodegroup/") for k in world.tags())
+
+
+def test_u2_a1_journal_first_then_suspend_then_scale_and_rerun_is_idempotent(world, run):
+    world.autoscaling.suspend_processes(AutoScalingGroupName=ASG_NAME, ScalingProcesses=["AZRebalance"])
+    result = run(max_unavailable=8)
+    assert not result.get("failed"), result
+    assert result["changed"] is True
+    assert sizes(world) == (0, 12, 12)  # surge max(6, 8) = 8
+    journal = Journal.from_tags(world.asg()["Tags"])
+    assert (journal.original_min_size, journal.original_max_size, journal.original_desired_capacity) == (0, 12, 4)
+    assert journal.desired_capacity_set == 12 and journal.surge == 8 and journal.phase == "scale_up"
+    # AZRebalance was suspended by someone else: not ours to record or resume (A1)
+    assert journal.suspended_processes == ["AlarmNotification", "ScheduledActions", "ReplaceUnhealthy"]
+    assert suspended(world) == sorted(A1)
+    assert journal.target_image_id == world.new_ami
+    assert journal.target_launch_template_version == str(world.target_version)
+
+    again = run(max_unavailable=8)
+    assert not again.get("failed") and again["changed"] is False
+    assert sizes(world) == (0, 12, 12)
+    assert Journal.from_tags(world.asg()["Tags"]) == journal
+
+
+def test_max_size_is_raised_only_when_the_surge_needs_it(world, run):
+    result = run(mode="explicit", surge=10)
+    assert not result.get("failed"), result
+    assert sizes(world) == (0, 14, 14)
+    assert result["asg_surge"]["before"]["max_size"] == 12
+
+
+def test_crash_after_the_journal_resumes_without_double_surge(world, run):
+    journal = Journal.start(phase="scale_up", original_min_size=0, original_max_size=12, original_desired_capacity=4,
+                            desired_capacity_set=10, surge=6, suspended_processes=A1)
+    write_journal(world.autoscaling, ASG_NAME, journal)
+    result = run()
+    assert not result.get("failed"), result
+    assert sizes(world) == (0, 12, 10)
+    assert suspended(world) == sorted(A1)
+    assert Journal.from_tags(world.asg()["Tags"]).run_id == journal.run_id
+
+
+def test_surge_is_from_the_original_size_not_the_current_one(world, run):
+    assert not run().get("failed")
+    # a later rerun in a desired-mode step reads original_desired_capacity from the journal
+    result = run(mode="desired", desired_capacity=11)
+    assert not result.get("failed"), result
+    assert sizes(world)[2] == 11 and result["asg_surge"]["surge"] == 7
+
+
+def test_c3_refuses_when_the_desired_capacity_was_raised_by_someone_else(world, run):
+    assert not run().get("failed")
+    world.autoscaling.set_desired_capacity(AutoScalingGroupName=ASG_NAME, DesiredCapacity=11)
+    before = (sizes(world), world.tags())
+    result = run()
+    assert result["failed"] is True and result["code"] == "ClusterAutoscalerActive"
+    assert (sizes(world), world.tags()) == before
+
+
+def test_never_scales_down(world, run):
+    result = run(mode="desired", desired_capacity=2)
+    assert result["failed"] is True and result["code"] == "InvalidParameter"
+    assert "desired_capacity" in result["msg"]
+    assert sizes(world) == (0, 12, 4)
+
+
+# --------------------------------------------------------------------------- U3 condition over snapshots
+
+def record(instance_id, az, version, ready=True, node=True, image="ami-new"):
+    return dict(instance_id=instance_id, availability_zone=az, lifecycle_state="InService",
+                launch_template_version=version, image_id=image if version == 2 else "ami-old",
+                node_name="n-" + instance_id if node else None, ready=ready, unschedulable=False,
+                labels={"eks.amazonaws.com/nodegroup": NODEGROUP,
+                        "eks.amazonaws.com/nodegroup-image": image if version == 2 else "ami-old"})
+
+
+def validation(mode="rolling", wanted=4):
+    params = dict(nodegroup_name=NODEGROUP, require_launch_template_labels=False, mode=mode)
+    target = dict(launch_template_id="lt-1", launch_template_version=2, image_id="ami-new")
+    return asg_surge.NewNodeValidation(params, target, wanted)
+
+
+def snapshot(instances, failures=()):
+    return GroupSnapshot(asg={}, instances=instances, failures=list(failures), nodes=[])
+
+
+def test_u3_holds_when_every_az_with_old_nodes_has_a_ready_new_node():
+    instances = [record("i-1", "a", 1), record("i-2", "b", 1), record("i-3", "a", 2), record("i-4", "b", 2)]
+    assert validation()(snapshot(instances)) is True
+
+
+def test_u3_waits_for_missing_launches_and_unready_nodes():
+    check = validation()
+    assert check(snapshot([record("i-1", "a", 1), record("i-3", "a", 2)])) is False
+    problems = check.problems(snapshot([record("i-1", "a", 1), record("i-2", "b", 1), record("i-3", "a", 2),
+                                        record("i-4", "b", 2, ready=False)]))
+    assert [p["reason"] for p in problems] == [
+        "node is not Ready", "no new Ready node in this availability zone, which has old nodes"]
+
+
+def test_u3_surge_steps_do_not_require_every_az():
+    instances = [record("i-1", "a", 1), record("i-2", "b", 1), record("i-3", "a", 2)]
+    assert validation(mode="desired", wanted=3)(snapshot(instances)) is True
+
+
+def test_u3_a_launch_failure_ends_the_wait_at_once():
+    assert validation()(snapshot([], failures=[{"code": "NodeCreationFailure"}])) is True
+
+
+def test_launch_failure_error_names_the_az_instance_and_cause():
+    err = asg_surge.launch_failure_error(dict(code="InstanceLimitExceeded", cause="instance quota exceeded",
+                                              availability_zone="us-west-2b", instance_id=None,
+                                              message="vCPU limit", activity_id="x"), ASG_NAME)
+    assert err.code == "InstanceLimitExceeded"
+    assert "us-west-2b" in err.msg and "instance quota exceeded" in err.msg and ASG_NAME in err.msg

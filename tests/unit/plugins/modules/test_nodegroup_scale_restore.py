@@ -1,0 +1,181 @@
+"""nodegroup_scale_restore run in-process against moto, with the Kubernetes side faked (SPEC U6, C2, C3, A1)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from unittest import mock
+
+import pytest
+from moto import mock_aws
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
+    SCALE_DOWN_DISABLED_ANNOTATION,
+    SCALE_DOWN_DISABLED_BY_ANNOTATION,
+    node_view,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import DrainResult
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
+from ansible_collections.eksops.nodegroup.plugins.modules import asg_surge, nodegroup_scale_restore
+
+from ..moto_nodegroup import ASG_NAME, CLUSTER, NODEGROUP, run_module_in_process
+from .asg_world import sizes, suspended, upgraded_world
+
+BASE = dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP, kubeconfig="/unused", post_drain_wait=0,
+            wait_timeout=30)
+A1 = ["AZRebalance", "AlarmNotification", "ScheduledActions", "ReplaceUnhealthy"]
+
+
+class FakeCluster:
+    """Nodes for the ASG's live instances; records drains and annotation removals."""
+
+    def __init__(self, world, failing=()):
+        self.world = world
+        self.failing = set(failing)
+        self.drained = []
+        self.unmarked = []
+
+    def nodes(self, _core_v1, _nodegroup):
+        views = []
+        for instance in self.world.asg()["Instances"]:
+            views.append(node_view({
+                "metadata": {"name": "n-" + instance["InstanceId"], "labels": {},
+                             "annotations": {SCALE_DOWN_DISABLED_ANNOTATION: "true",
+                                             SCALE_DOWN_DISABLED_BY_ANNOTATION: "run"}},
+                "spec": {"providerID": "aws:///%s/%s" % (instance["AvailabilityZone"], instance["InstanceId"])},
+                "status": {"conditions": [{"type": "Ready", "status": "True"}]}}))
+        return views
+
+    def drain(self, _core_v1, names, options):
+        self.drained.append((list(names), dict(options)))
+        result = DrainResult(names)
+        for name in names:
+            if name in self.failing:
+                result.nodes[name].error = "%s: pod default/web-1 blocked by PodDisruptionBudget web" % name
+        return result
+
+    def unmark(self, _core_v1, nodes):
+        self.unmarked.extend(n.metadata.name for n in nodes)
+        return [n.metadata.name for n in nodes]
+
+
+@pytest.fixture
+def world():
+    with mock_aws():
+        yield upgraded_world(desired=4)
+
+
+@pytest.fixture
+def run(capsys):
+    def run_it(cluster, check=False, diff=False, **args):
+        with mock.patch.object(EksopsModule, "core_v1", lambda self: None), \
+                mock.patch.object(nodegroup_scale_restore, "list_nodegroup_nodes", cluster.nodes), \
+                mock.patch.object(nodegroup_scale_restore, "drain_nodes", cluster.drain), \
+                mock.patch.object(nodegroup_scale_restore, "unmark_scale_down_disabled", cluster.unmark):
+            return run_module_in_process(nodegroup_scale_restore.main, dict(BASE, **args), capsys, check=check,
+                                         diff=diff)
+    return run_it
+
+
+@pytest.fixture
+def surged(world, capsys):
+    world.autoscaling.suspend_processes(AutoScalingGroupName=ASG_NAME, ScalingProcesses=["AZRebalance"])
+    result = run_module_in_process(asg_surge.main, dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP,
+                                                        kubeconfig="/unused", wait=False), capsys)
+    assert not result.get("failed"), result
+    assert sizes(world) == (0, 12, 10)
+    return world
+
+
+def test_without_a_journal_nothing_changes(world, run):
+    cluster = FakeCluster(world)
+    result = run(cluster)
+    assert not result.get("failed"), result
+    assert result["changed"] is False and result["nodegroup_scale_restore"]["journal_found"] is False
+    assert cluster.drained == [] and sizes(world) == (0, 12, 4)
+
+
+def test_u6_check_mode_plans_and_changes_nothing(surged, run):
+    cluster = FakeCluster(surged)
+    tags = surged.tags()
+    result = run(cluster, check=True, diff=True)
+    assert not result.get("failed"), result
+    assert result["changed"] is True
+    plan = result["nodegroup_scale_restore"]
+    assert plan["after"] == dict(min_size=0, max_size=12, desired_capacity=4)
+    assert len(plan["removed_instances"]) == 6
+    assert sorted(plan["resumed_processes"]) == sorted(p for p in A1 if p != "AZRebalance")
+    assert result["diff"]["after"]["suspended_processes"] == ["AZRebalance"]
+    assert cluster.drained == [] and cluster.unmarked == []
+    assert sizes(surged) == (0, 12, 10) and surged.tags() == tags
+
+
+def test_u6_restores_exactly_resumes_only_ours_and_clears_the_journal_last(surged, run):
+    cluster = FakeCluster(surged)
+    result = run(cluster)
+    assert not result.get("failed"), result
+    out = result["nodegroup_scale_restore"]
+    removed = out["removed_instances"]
+    assert len(removed) == 6
+    # drained like any other node, before termination, with our drain options
+    [(names, options)] = cluster.drained
+    assert sorted(names) == sorted(r["node_name"] for r in removed)
+    assert options["post_drain_wait"] == 0 and options["force"] is False
+    assert sizes(surged) == (0, 12, 4)
+    assert suspended(surged) == ["AZRebalance"]  # A1: suspended before the upgrade, so left suspended
+    assert not any(k.startswith("eksops.nodegroup/") for k in surged.tags())
+    assert len(cluster.unmarked) == 4  # C2 annotation removed from the nodes that stay
+    left = Counter(i["AvailabilityZone"] for i in surged.asg()["Instances"])
+    removed_azs = Counter(r["availability_zone"] for r in removed)
+    assert sum(left.values()) == 4
+    for az in removed_azs:
+        assert left[az] >= max(left.values()) - 1  # AZ-balanced scale-in
+
+    again = run(FakeCluster(surged))
+    assert not again.get("failed") and again["changed"] is False
+
+
+@pytest.mark.parametrize("on_autoscaler", ["fail", "stop"])
+def test_c3_autoscaler_change_stops_without_restoring(surged, run, on_autoscaler):
+    surged.autoscaling.set_desired_capacity(AutoScalingGroupName=ASG_NAME, DesiredCapacity=11)
+    cluster = FakeCluster(surged)
+    tags = surged.tags()
+    result = run(cluster, on_autoscaler=on_autoscaler)
+    if on_autoscaler == "fail":
+        assert result["failed"] is True and result["code"] == "ClusterAutoscalerActive"
+    else:
+        assert not result.get("failed") and result["changed"] is False and result["autoscaler_detected"] is True
+    assert "11" in result["msg"] and "10" in result["msg"]
+    assert isinstance(result["scaling_activities"], list)
+    assert cluster.drained == [] and sizes(surged) == (0, 12, 11) and surged.tags() == tags
+
+
+def test_drain_failure_keeps_the_journal_and_sizes(surged, run):
+    first = FakeCluster(surged)
+    plan = run(first, check=True)["nodegroup_scale_restore"]["removed_instances"]
+    cluster = FakeCluster(surged, failing=[plan[0]["node_name"]])
+    result = run(cluster)
+    assert result["failed"] is True and result["code"] == "PodEvictionFailure"
+    assert "PodDisruptionBudget web" in result["msg"]
+    assert sizes(surged) == (0, 12, 10)
+    assert Journal.from_tags(surged.asg()["Tags"]).phase == "scale_down"
+
+
+def test_resumes_when_a_crash_left_the_group_below_the_journal(surged, run):
+    journal = Journal.from_tags(surged.asg()["Tags"])
+    write_journal(surged.autoscaling, ASG_NAME, journal.replace(phase="scale_down"))
+    victim = surged.asg()["Instances"][0]["InstanceId"]
+    surged.autoscaling.terminate_instance_in_auto_scaling_group(InstanceId=victim, ShouldDecrementDesiredCapacity=True)
+    result = run(FakeCluster(surged))
+    assert not result.get("failed"), result
+    assert len(result["nodegroup_scale_restore"]["removed_instances"]) == 5
+    assert sizes(surged) == (0, 12, 4)
+
+
+@pytest.mark.parametrize("phase,desired,active", [
+    ("upgrade", 10, False), ("upgrade", 11, True), ("upgrade", 9, True),
+    ("scale_down", 9, False), ("scale_down", 11, True),
+])
+def test_c3_autoscaler_rule(phase, desired, active):
+    journal = Journal(phase=phase, desired_capacity_set=10)
+    assert nodegroup_scale_restore.autoscaler_active(journal, desired) is active
