@@ -1,0 +1,386 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: launch_template_version
+short_description: Point a node group's Auto Scaling group at a launch template version with the target AMI
+version_added: 0.1.0
+description:
+  - Setup phase of a node group upgrade (EKS managed node group behaviour, SPEC U1).
+  - Creates a new version of the Auto Scaling group's launch template from the version the group uses now
+    (C(SourceVersion)), with only the AMI replaced, or uses an existing version named by O(version).
+  - Then points the group at that exact version B(number), never C($Latest), so later changes to the
+    template cannot change what the upgrade launches.
+  - Idempotent. When the group already uses a version with the target AMI and otherwise unchanged data, or the
+    template's latest version already is the current one with the new AMI (a rerun after a crash), no version
+    is created.
+  - Everything is validated (AMI, launch template version, SSM parameter) before anything changes.
+  - "Upgrade journal: before it changes the group's launch template version, the module records the upgrade on
+    the group as C(eksops.nodegroup/*) tags (phase C(setup), O(run_id), previous and target launch template
+    version, launch template id, target AMI), unless a journal exists already. The later phases and a rerun
+    after a crash read it. If a journal exists for another target, the module fails with
+    C(Ec2LaunchTemplateVersionMismatch) and changes nothing, unless O(force_new_target=true), which retargets
+    the journal and keeps its other fields (original sizes, suspended processes, run id)."
+author:
+  - eksops.nodegroup maintainers (@eksops)
+options:
+  cluster_name:
+    description:
+      - Name of the EKS cluster.
+      - With O(nodegroup_name), finds the Auto Scaling group by its C(eks:cluster-name) and
+        C(eks:nodegroup-name) tags (or the EKS managed node group's group).
+    type: str
+    required: true
+  nodegroup_name:
+    description:
+      - Name of the node group (the C(eks.amazonaws.com/nodegroup) node label).
+    type: str
+    required: true
+  asg_name:
+    description:
+      - Name of the node group's Auto Scaling group. Discovered from tags when not given.
+      - A group tagged for another cluster or node group is refused.
+    type: str
+  image_id:
+    description:
+      - The AMI the new launch template version launches.
+      - Exactly one of O(image_id), O(kubernetes_version) and O(version) is required.
+    type: str
+  kubernetes_version:
+    description:
+      - Use the recommended EKS-optimized AMI for this Kubernetes version (for example C(1.30)), read from the
+        public SSM parameter of the same AMI family as the image the group uses now (Amazon Linux 2023
+        architecture and variant, Amazon Linux 2 standard/arm64/GPU, or Bottlerocket).
+    type: str
+  version:
+    description:
+      - Use this existing launch template version number instead of creating one.
+    type: int
+    aliases: [launch_template_version]
+  description:
+    description:
+      - Description of the new launch template version.
+      - Defaults to a text naming the AMI and the source version.
+    type: str
+  set_default:
+    description:
+      - Also make the target version the launch template's default version.
+    type: bool
+    default: false
+  pin_asg:
+    description:
+      - Point the Auto Scaling group at the target version number.
+      - With V(false) the version is created (or found) but the group and the journal are left alone.
+    type: bool
+    default: true
+  run_id:
+    description:
+      - Identifier of this upgrade, recorded in the journal and on the nodes the upgrade cordons.
+      - Generated when not given. Ignored when a journal exists already (its run id is kept).
+    type: str
+  force_new_target:
+    description:
+      - Retarget an upgrade whose journal names another launch template version, instead of failing with
+        C(Ec2LaunchTemplateVersionMismatch).
+    type: bool
+    default: false
+extends_documentation_fragment:
+  - eksops.nodegroup.aws
+notes:
+  - Supports check mode (reports the version it would create, with its predicted number, and the group change)
+    and diff mode (the group's launch template version and AMI before and after).
+  - Needs C(ec2:DescribeLaunchTemplates), C(ec2:DescribeLaunchTemplateVersions),
+    C(ec2:CreateLaunchTemplateVersion), C(ec2:DescribeImages), C(autoscaling:DescribeAutoScalingGroups),
+    C(autoscaling:UpdateAutoScalingGroup), C(autoscaling:CreateOrUpdateTags), C(autoscaling:DeleteTags),
+    C(ssm:GetParameter) (with O(kubernetes_version)), C(ec2:ModifyLaunchTemplate) (with O(set_default)),
+    C(eks:DescribeNodegroup) (discovery of managed node groups). See C(docs/iam-policy.json).
+seealso:
+  - module: eksops.nodegroup.nodegroup_info
+"""
+
+EXAMPLES = r"""
+- name: Upgrade the workers to the recommended EKS AMI for Kubernetes 1.30
+  eksops.nodegroup.launch_template_version:
+    cluster_name: prod
+    nodegroup_name: workers
+    kubernetes_version: "1.30"
+    region: us-west-2
+  register: setup
+
+- name: Use a specific AMI and make the new version the template's default
+  eksops.nodegroup.launch_template_version:
+    cluster_name: prod
+    nodegroup_name: workers
+    image_id: ami-0123456789abcdef0
+    set_default: true
+
+- name: Roll back to an existing launch template version, replacing an unfinished upgrade's target
+  eksops.nodegroup.launch_template_version:
+    cluster_name: prod
+    nodegroup_name: workers
+    asg_name: eks-workers-asg
+    version: 7
+    force_new_target: true
+"""
+
+RETURN = r"""
+asg_name:
+  description: Name of the node group's Auto Scaling group.
+  returned: always
+  type: str
+  sample: eks-workers-asg
+launch_template:
+  description: The launch template, the version the group used before and the target version.
+  returned: always
+  type: dict
+  contains:
+    id:
+      description: Launch template id.
+      type: str
+      sample: lt-0123456789abcdef0
+    name:
+      description: Launch template name.
+      type: str
+      sample: eks-workers
+    previous_version:
+      description: The version number the group used before (its C($Latest)/C($Default) resolved).
+      type: int
+      sample: 3
+    version:
+      description: The target version number (in check mode, the number the new version would get).
+      type: int
+      sample: 4
+    previous_image_id:
+      description: The AMI of the previous version.
+      type: str
+      sample: ami-0a1b2c3d4e5f60001
+    image_id:
+      description: The AMI of the target version.
+      type: str
+      sample: ami-0a1b2c3d4e5f60002
+    created:
+      description: Whether a new launch template version was (or in check mode would be) created.
+      type: bool
+    pinned:
+      description: Whether the group was (or in check mode would be) pointed at the target version.
+      type: bool
+    default_version:
+      description: The launch template's default version number after the run.
+      type: int
+      sample: 1
+    ssm_parameter:
+      description: The SSM parameter the AMI was read from (with O(kubernetes_version) only).
+      type: str
+      returned: when O(kubernetes_version) is given
+      sample: /aws/service/eks/optimized-ami/1.30/amazon-linux-2023/x86_64/standard/recommended/image_id
+journal:
+  description: The upgrade journal on the group after the run (C(null) when there is none).
+  returned: always
+  type: dict
+  sample:
+    run_id: 4f1c2b7a9d0e8f12
+    phase: setup
+    started_at: "2026-01-01T10:00:00Z"
+    previous_launch_template_version: "3"
+    target_launch_template_version: "4"
+    launch_template_id: lt-0123456789abcdef0
+    target_image_id: ami-0a1b2c3d4e5f60002
+    suspended_processes: []
+"""
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
+    LT_VERSION_MISMATCH,
+    UpgradeError,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import translate_aws_errors
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
+    asg_launch_template_spec,
+    describe_image,
+    describe_launch_template,
+    describe_lt_version,
+    find_asg,
+    journal_conflict,
+    pin_asg_launch_template,
+    plan_launch_template_version,
+    resolve_eks_ami,
+    resolve_launch_template_id,
+)
+
+ARGUMENT_SPEC = dict(
+    cluster_name=dict(type="str", required=True),
+    nodegroup_name=dict(type="str", required=True),
+    asg_name=dict(type="str"),
+    image_id=dict(type="str"),
+    kubernetes_version=dict(type="str"),
+    version=dict(type="int", aliases=["launch_template_version"]),
+    description=dict(type="str"),
+    set_default=dict(type="bool", default=False),
+    pin_asg=dict(type="bool", default=True),
+    run_id=dict(type="str"),
+    force_new_target=dict(type="bool", default=False),
+)
+TARGET_OPTIONS = ["image_id", "kubernetes_version", "version"]
+
+
+def resolve_target(module, ec2, lt_id, current):
+    """(target image id or None, named version description or None, SSM parameter or None); validated."""
+    params = module.params
+    if params["version"] is not None:
+        named = describe_lt_version(ec2, lt_id, params["version"], parameter="version")
+        image_id = (named.get("LaunchTemplateData") or {}).get("ImageId")
+        if image_id:
+            describe_image(ec2, image_id, parameter="version")
+        return image_id, named, None
+    if params["image_id"]:
+        describe_image(ec2, params["image_id"], parameter="image_id")
+        return params["image_id"], None, None
+    current_image_id = (current.get("LaunchTemplateData") or {}).get("ImageId")
+    current_image = describe_image(ec2, current_image_id, parameter="kubernetes_version") if current_image_id else {}
+    image_id, ssm_parameter = resolve_eks_ami(module.aws("ssm"), current_image.get("Name"),
+                                              params["kubernetes_version"])
+    describe_image(ec2, image_id, parameter="kubernetes_version")
+    return image_id, None, ssm_parameter
+
+
+def journal_for(module, journal, asg_name, lt_id, plan):
+    """The journal to write before pinning, or None when the existing one stays as it is."""
+    target_fields = dict(
+        previous_launch_template_version=str(plan["source_version"]),
+        target_launch_template_version=str(plan["target_version"]),
+        launch_template_id=lt_id,
+        target_image_id=plan["image_id"],
+    )
+    if journal is None:
+        return Journal.start(phase="setup", run_id=module.params["run_id"], **target_fields)
+    if not journal_conflict(journal, lt_id, plan["target_version"]):
+        return None
+    if not module.params["force_new_target"]:
+        this_target = ("a new version with %s" % plan["image_id"] if plan["create"]
+                       else "version %s (%s)" % (plan["target_version"], plan["image_id"]))
+        raise UpgradeError(
+            LT_VERSION_MISMATCH,
+            "Auto Scaling group %s has an unfinished upgrade (run %s, phase %s) to launch template %s version %s "
+            "(%s), but this run targets %s. Finish or restore that upgrade first, or set force_new_target=true "
+            "to retarget it" % (asg_name, journal.run_id, journal.phase, journal.launch_template_id,
+                                journal.target_launch_template_version, journal.target_image_id, this_target),
+            parameter="force_new_target", journal=journal.to_dict())
+    # Keep the original sizes, suspended processes and run id: they still describe the group's real state.
+    return journal.replace(phase="setup", launch_template_id=lt_id,
+                           target_launch_template_version=str(plan["target_version"]),
+                           target_image_id=plan["image_id"],
+                           previous_launch_template_version=journal.previous_launch_template_version
+                           or str(plan["source_version"]))
+
+
+def create_version(module, ec2, lt_id, plan):
+    """Create the new version from SourceVersion with only the AMI replaced; returns its number."""
+    description = module.params["description"] or "eksops.nodegroup: %s from version %s" % (
+        plan["image_id"], plan["source_version"])
+    with translate_aws_errors("create a version of launch template %s" % lt_id):
+        created = ec2.create_launch_template_version(
+            LaunchTemplateId=lt_id, SourceVersion=str(plan["source_version"]), VersionDescription=description,
+            LaunchTemplateData=dict(ImageId=plan["image_id"]))["LaunchTemplateVersion"]
+    return int(created["VersionNumber"])
+
+
+def apply_changes(module, asg, lt_id, plan, pin, set_default, journal, new_journal):
+    """Create the version, record the journal, pin the group, set the default: in that order, so a crash
+    leaves a state a rerun picks up. Returns the journal written (or None)."""
+    autoscaling, ec2 = module.aws("autoscaling"), module.aws("ec2")
+    asg_name = asg["AutoScalingGroupName"]
+    created_version = None
+    try:
+        if plan["create"]:
+            created_version = plan["target_version"] = create_version(module, ec2, lt_id, plan)
+            if new_journal is not None:
+                new_journal = new_journal.replace(target_launch_template_version=str(plan["target_version"]))
+        if new_journal is not None:
+            write_journal(autoscaling, asg_name, new_journal, previous=journal or Journal())
+        if pin:
+            pin_asg_launch_template(autoscaling, asg, lt_id, plan["target_version"])
+        if set_default:
+            with translate_aws_errors("set the default version of launch template %s" % lt_id):
+                ec2.modify_launch_template(LaunchTemplateId=lt_id, DefaultVersion=str(plan["target_version"]))
+    except UpgradeError as err:
+        if created_version is None:
+            raise
+        # The new version exists: say so, a rerun reuses it.
+        module.fail_upgrade(err, changed=True, asg_name=asg_name,
+                            launch_template=dict(id=lt_id, version=created_version, image_id=plan["image_id"],
+                                                 created=True))
+    return new_journal
+
+
+def run(module):
+    params = module.params
+    autoscaling, ec2 = module.aws("autoscaling"), module.aws("ec2")
+    asg = find_asg(autoscaling, params["cluster_name"], params["nodegroup_name"], params["asg_name"],
+                   eks=module.aws("eks"))
+    asg_name = asg["AutoScalingGroupName"]
+    spec = asg_launch_template_spec(asg)
+    lt_id = resolve_launch_template_id(ec2, spec)
+    template = describe_launch_template(ec2, lt_id)
+    current = describe_lt_version(ec2, lt_id, spec["version"], parameter="asg_name")
+    latest = describe_lt_version(ec2, lt_id, template["LatestVersionNumber"], parameter="asg_name")
+    image_id, named, ssm_parameter = resolve_target(module, ec2, lt_id, current)
+    plan = plan_launch_template_version(spec["version"], current, latest, image_id, named)
+    pin = plan["pin"] and params["pin_asg"]
+
+    journal = Journal.from_tags(asg.get("Tags"), asg_name=asg_name)
+    new_journal = journal_for(module, journal, asg_name, lt_id, plan) if pin or journal is not None else None
+    default_version = int(template["DefaultVersionNumber"])
+    set_default = params["set_default"] and default_version != plan["target_version"]
+
+    if not module.check_mode:
+        new_journal = apply_changes(module, asg, lt_id, plan, pin, set_default, journal, new_journal)
+    if set_default:
+        default_version = plan["target_version"]
+    final_journal = new_journal if new_journal is not None else journal
+
+    launch_template = dict(
+        id=lt_id, name=template.get("LaunchTemplateName") or spec["name"],
+        previous_version=plan["source_version"], version=plan["target_version"],
+        previous_image_id=plan["previous_image_id"], image_id=plan["image_id"],
+        created=plan["create"], pinned=pin, default_version=default_version)
+    if ssm_parameter:
+        launch_template["ssm_parameter"] = ssm_parameter
+    result = dict(
+        changed=bool(plan["create"] or pin or set_default or new_journal is not None),
+        asg_name=asg_name,
+        launch_template=launch_template,
+        journal=final_journal.to_dict() if final_journal is not None else None,
+    )
+    if module._diff:
+        after_version = str(plan["target_version"]) if pin else spec["version"]
+        result["diff"] = dict(
+            before=dict(asg_name=asg_name, launch_template_version=spec["version"],
+                        image_id=plan["previous_image_id"], default_version=int(template["DefaultVersionNumber"])),
+            after=dict(asg_name=asg_name, launch_template_version=after_version,
+                       image_id=plan["image_id"] if pin else plan["previous_image_id"],
+                       default_version=default_version),
+        )
+    return result
+
+
+def main():
+    module = EksopsModule(
+        ARGUMENT_SPEC,
+        uses_aws=True,
+        mutually_exclusive=[TARGET_OPTIONS],
+        required_one_of=[TARGET_OPTIONS],
+        supports_check_mode=True,
+    )
+    module.run(lambda: run(module))
+
+
+if __name__ == "__main__":
+    main()

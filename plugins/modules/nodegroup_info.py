@@ -1,0 +1,303 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: nodegroup_info
+short_description: Describe an EKS node group for an upgrade, and plan it
+version_added: 0.1.0
+description:
+  - Read-only. Describes a node group's Auto Scaling group, its launch template, its instances joined with
+    their Kubernetes nodes, which instances are old and which new for a target, the Availability Zones, the
+    upgrade journal, and the upgrade plan for the given parallelism settings.
+  - The plan's batches are drawn at random (SPEC U5); O(seed) makes them reproducible.
+  - Scales to large groups with a fixed number of calls (one Auto Scaling group describe, EC2 instance describes
+    in chunks of 200, paged node LISTs with a label selector), never one call per instance.
+author:
+  - eksops.nodegroup maintainers (@eksops)
+options:
+  cluster_name:
+    description:
+      - Name of the EKS cluster. Finds the Auto Scaling group by tags, and authenticates to Kubernetes when no
+        kubeconfig is given.
+    type: str
+    required: true
+  nodegroup_name:
+    description:
+      - Name of the node group (the C(eks.amazonaws.com/nodegroup) node label).
+    type: str
+    required: true
+  asg_name:
+    description:
+      - Name of the node group's Auto Scaling group. Discovered from its C(eks:cluster-name) and
+        C(eks:nodegroup-name) tags when not given.
+    type: str
+  target:
+    description:
+      - What instances must run to count as new, to split old from new.
+      - An AMI id (C(ami-...)), or a launch template version (a number, C($Latest) or C($Default)), whose AMI
+        and number both must match.
+      - Defaults to the launch template version the group uses now.
+    type: str
+  update_strategy:
+    description:
+      - C(default) pre-scales the group by the larger of twice its Availability Zones and the parallelism
+        (EKS rolling update); C(minimal) does not pre-scale (old nodes go first).
+      - Ignored when O(max_surge) is given (surge strategy).
+    type: str
+    choices: [default, minimal]
+    default: default
+  max_unavailable:
+    description:
+      - Nodes upgraded in parallel (1 to 100; default 1). With O(max_surge), may be 0.
+      - Mutually exclusive with O(max_unavailable_percentage).
+    type: int
+  max_unavailable_percentage:
+    description:
+      - Nodes upgraded in parallel as a percentage of the group's nodes (1 to 100), rounded down, at least one.
+    type: int
+  max_surge:
+    description:
+      - Plan a surge upgrade (GKE style) with this many extra nodes (0 or more); O(max_surge) plus
+        O(max_unavailable) is at most O(surge_cap) and at least 1.
+    type: int
+  surge_cap:
+    description:
+      - Upper bound of O(max_surge) + O(max_unavailable) for a surge upgrade (at most 100).
+    type: int
+    default: 20
+  seed:
+    description:
+      - Seed for the random batch order; the seed used is returned either way.
+    type: int
+extends_documentation_fragment:
+  - eksops.nodegroup.aws
+  - eksops.nodegroup.k8s
+notes:
+  - Needs C(autoscaling:DescribeAutoScalingGroups), C(ec2:DescribeInstances), C(ec2:DescribeLaunchTemplates),
+    C(ec2:DescribeImages) (with an AMI O(target)),
+    C(ec2:DescribeLaunchTemplateVersions), C(eks:DescribeNodegroup) (discovery of managed node groups),
+    C(eks:DescribeCluster) (with cluster_name authentication), and on Kubernetes C(list) on nodes.
+  - Supports check mode (it changes nothing anyway).
+seealso:
+  - module: eksops.nodegroup.launch_template_version
+"""
+
+EXAMPLES = r"""
+- name: Describe the workers node group and plan a rolling upgrade, three nodes at a time
+  eksops.nodegroup.nodegroup_info:
+    cluster_name: prod
+    nodegroup_name: workers
+    max_unavailable: 3
+  register: info
+
+- name: Show the old instances and the batches
+  ansible.builtin.debug:
+    msg: "{{ info.nodegroup.old_instances | length }} old instances in {{ info.nodegroup.plan.batches | length }} batches"
+
+- name: Plan a surge upgrade to a given AMI
+  eksops.nodegroup.nodegroup_info:
+    cluster_name: prod
+    nodegroup_name: workers
+    target: ami-0123456789abcdef0
+    max_surge: 2
+    max_unavailable: 1
+    seed: 42
+"""
+
+RETURN = r"""
+nodegroup:
+  description: The node group, its instances and the upgrade plan.
+  returned: always
+  type: dict
+  contains:
+    asg_name:
+      description: Name of the Auto Scaling group.
+      type: str
+      sample: eks-workers-asg
+    asg:
+      description: The Auto Scaling group's sizes, suspended processes, Availability Zones, launch template and tags.
+      type: dict
+      sample:
+        name: eks-workers-asg
+        min_size: 3
+        max_size: 12
+        desired_capacity: 6
+        suspended_processes: []
+        availability_zones: [us-west-2a, us-west-2b, us-west-2c]
+        launch_template: {id: lt-0123456789abcdef0, name: workers, version: "1"}
+        tags: {"eks:cluster-name": demo, "eks:nodegroup-name": workers}
+    launch_template:
+      description: The group's launch template, its default and latest versions, and the target.
+      type: dict
+      sample:
+        id: lt-0123456789abcdef0
+        name: workers
+        version: "1"
+        default_version: 1
+        latest_version: 2
+        target_version: 2
+        target_image_id: ami-0a1b2c3d4e5f60002
+    instances:
+      description:
+        - Every instance of the group, joined with its node (by the node's providerID).
+        - Each has instance_id, availability_zone, lifecycle_state, health_status, launch_template_version,
+          image_id, node_name (null until the node registers), ready, unschedulable, labels.
+      type: list
+      elements: dict
+    old_instances:
+      description: Ids of the instances that do not run the target (the ones an upgrade replaces).
+      type: list
+      elements: str
+    new_instances:
+      description: Ids of the instances that run the target.
+      type: list
+      elements: str
+    orphan_nodes:
+      description: Names of nodes labelled with the node group whose instance is not in the group.
+      type: list
+      elements: str
+    azs:
+      description: The group's Availability Zones, each with its number of instances, old and new.
+      type: list
+      elements: dict
+      sample: [{name: us-west-2a, instances: 2, old: 2, new: 0}]
+    journal:
+      description: The upgrade journal recorded on the group, or null when no upgrade is under way.
+      type: dict
+    plan:
+      description:
+        - The upgrade plan for the given parameters. C(strategy) is C(rolling), C(minimal) or C(surge);
+          C(surge) is the number of nodes added before (rolling) or during (surge) the upgrade; C(batches) lists
+          the old instance ids replaced together, in order; C(steps) is the surge schedule (surge only).
+      type: dict
+      sample:
+        strategy: rolling
+        node_count: 6
+        old_count: 6
+        max_unavailable: 1
+        max_surge: null
+        surge: 6
+        batch_size: 1
+        seed: 42
+        batches: [[i-0abc], [i-0def]]
+        steps: null
+"""
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
+    asg_launch_template_spec,
+    asg_summary,
+    describe_image,
+    describe_instances,
+    describe_launch_template,
+    describe_lt_version,
+    find_asg,
+    instance_id_of,
+    join_instances_nodes,
+    nodegroup_nodes,
+    resolve_launch_template_id,
+    upgrade_plan,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
+    SURGE_CAP_DEFAULT,
+    split_old_new,
+)
+
+ARGUMENT_SPEC = dict(
+    cluster_name=dict(type="str", required=True),
+    nodegroup_name=dict(type="str", required=True),
+    asg_name=dict(type="str"),
+    target=dict(type="str"),
+    update_strategy=dict(type="str", choices=["default", "minimal"], default="default"),
+    max_unavailable=dict(type="int"),
+    max_unavailable_percentage=dict(type="int"),
+    max_surge=dict(type="int"),
+    surge_cap=dict(type="int", default=SURGE_CAP_DEFAULT),
+    seed=dict(type="int"),
+)
+
+
+def resolve_target(ec2, lt_id, asg_version, target):
+    """(target LT version number or None, target image id) for the old/new split."""
+    if target and target.startswith("ami-"):
+        describe_image(ec2, target, parameter="target")
+        return None, target
+    version = describe_lt_version(ec2, lt_id, target or asg_version, parameter="target" if target else "asg_name")
+    return int(version["VersionNumber"]), (version.get("LaunchTemplateData") or {}).get("ImageId")
+
+
+def az_breakdown(availability_zones, instances, old_ids, new_ids):
+    azs = []
+    for name in sorted(set(availability_zones) | set(i["availability_zone"] for i in instances if
+                                                      i["availability_zone"])):
+        in_az = [i["instance_id"] for i in instances if i["availability_zone"] == name]
+        azs.append(dict(name=name, instances=len(in_az), old=len([i for i in in_az if i in old_ids]),
+                        new=len([i for i in in_az if i in new_ids])))
+    return azs
+
+
+def run(module):
+    params = module.params
+    autoscaling, ec2 = module.aws("autoscaling"), module.aws("ec2")
+    asg = find_asg(autoscaling, params["cluster_name"], params["nodegroup_name"], params["asg_name"],
+                   eks=module.aws("eks"))
+    summary = asg_summary(asg)
+    spec = asg_launch_template_spec(asg)
+    lt_id = resolve_launch_template_id(ec2, spec)
+    template = describe_launch_template(ec2, lt_id)
+    target_version, target_image_id = resolve_target(ec2, lt_id, spec["version"], params["target"])
+
+    asg_instances = asg.get("Instances", [])
+    ec2_instances = describe_instances(ec2, [i["InstanceId"] for i in asg_instances])
+    nodes = nodegroup_nodes(module.core_v1(), params["nodegroup_name"])
+    instances = join_instances_nodes(asg_instances, ec2_instances, nodes)
+    old, new = split_old_new(instances, target_version, target_image_id)
+    instance_ids = set(i["instance_id"] for i in instances)
+
+    plan = upgrade_plan(
+        old, node_count=len(old) + len(new), az_count=len(summary["availability_zones"]),
+        update_strategy=params["update_strategy"], max_unavailable=params["max_unavailable"],
+        max_unavailable_percentage=params["max_unavailable_percentage"], max_surge=params["max_surge"],
+        surge_cap=params["surge_cap"], seed=params["seed"])
+    journal = Journal.from_tags(asg.get("Tags"), asg_name=summary["name"])
+    old_ids = [i["instance_id"] for i in old]
+    new_ids = [i["instance_id"] for i in new]
+    return dict(changed=False, nodegroup=dict(
+        asg_name=summary["name"],
+        asg=summary,
+        launch_template=dict(
+            id=lt_id, name=template.get("LaunchTemplateName"), version=spec["version"],
+            default_version=int(template["DefaultVersionNumber"]),
+            latest_version=int(template["LatestVersionNumber"]),
+            target_version=target_version, target_image_id=target_image_id),
+        instances=instances,
+        old_instances=old_ids,
+        new_instances=new_ids,
+        orphan_nodes=sorted(node.metadata.name for node in nodes if instance_id_of(node) not in instance_ids),
+        azs=az_breakdown(summary["availability_zones"], instances, set(old_ids), set(new_ids)),
+        journal=journal.to_dict() if journal is not None else None,
+        plan=plan,
+    ))
+
+
+def main():
+    module = EksopsModule(
+        ARGUMENT_SPEC,
+        uses_aws=True,
+        uses_k8s=True,
+        mutually_exclusive=[["max_unavailable", "max_unavailable_percentage"]],
+        supports_check_mode=True,
+    )
+    module.run(lambda: run(module))
+
+
+if __name__ == "__main__":
+    main()

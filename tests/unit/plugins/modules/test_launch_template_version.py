@@ -1,0 +1,209 @@
+"""launch_template_version run in-process against moto (SPEC U1, U8 Ec2LaunchTemplateVersionMismatch)."""
+
+from __future__ import annotations
+
+import pytest
+from moto import mock_aws
+
+from ansible_collections.eksops.nodegroup.plugins.modules import launch_template_version
+
+from ..moto_nodegroup import ASG_NAME, CLUSTER, NODEGROUP, MotoNodegroup, publish_eks_ami, run_module_in_process
+
+BASE = dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP)
+
+
+@pytest.fixture
+def world():
+    with mock_aws():
+        yield MotoNodegroup()
+
+
+@pytest.fixture
+def run(capsys):
+    def run_it(check=False, diff=False, **args):
+        return run_module_in_process(launch_template_version.main, dict(BASE, **args), capsys, check=check,
+                                     diff=diff)
+    return run_it
+
+
+def state(world):
+    """Everything the module may change."""
+    asg = world.asg()
+    template = world.ec2.describe_launch_templates(LaunchTemplateIds=[world.lt_id])["LaunchTemplates"][0]
+    return dict(asg_version=asg["LaunchTemplate"]["Version"], tags=world.tags(),
+                versions=[v["VersionNumber"] for v in world.lt_versions()],
+                default=template["DefaultVersionNumber"])
+
+
+def journal_tags(world):
+    return dict((k[len("eksops.nodegroup/"):], v) for k, v in world.tags().items()
+                if k.startswith("eksops.nodegroup/"))
+
+
+def test_new_image_creates_a_version_pins_the_asg_and_writes_the_journal(world, run):
+    """U1."""
+    result = run(image_id=world.new_ami, run_id="run-1")
+    assert result["changed"] is True, result
+    assert result["asg_name"] == ASG_NAME
+    assert result["launch_template"] == dict(
+        id=world.lt_id, name="workers", previous_version=1, version=2, previous_image_id=world.old_ami,
+        image_id=world.new_ami, created=True, pinned=True, default_version=1)
+    assert world.asg()["LaunchTemplate"] == {"LaunchTemplateId": world.lt_id, "LaunchTemplateName": "workers",
+                                             "Version": "2"}
+    [new_version] = [v for v in world.lt_versions() if v["VersionNumber"] == 2]
+    assert new_version["LaunchTemplateData"]["ImageId"] == world.new_ami
+    assert "from version 1" in new_version["VersionDescription"]
+    journal = journal_tags(world)
+    assert journal["run_id"] == "run-1" and journal["phase"] == "setup"
+    assert (journal["previous_launch_template_version"], journal["target_launch_template_version"]) == ("1", "2")
+    assert (journal["launch_template_id"], journal["target_image_id"]) == (world.lt_id, world.new_ami)
+    assert result["journal"]["run_id"] == "run-1"
+
+
+def test_second_run_changes_nothing(world, run):
+    run(image_id=world.new_ami)
+    before = state(world)
+    again = run(image_id=world.new_ami)
+    assert again["changed"] is False, again
+    assert (again["launch_template"]["created"], again["launch_template"]["pinned"]) == (False, False)
+    assert again["launch_template"]["version"] == 2
+    assert state(world) == before
+
+
+def test_check_mode_reports_the_plan_and_changes_nothing(world, run):
+    before = state(world)
+    result = run(image_id=world.new_ami, check=True, diff=True)
+    assert result["changed"] is True
+    assert (result["launch_template"]["created"], result["launch_template"]["version"]) == (True, 2)
+    assert result["diff"]["before"]["launch_template_version"] == "1"
+    assert result["diff"]["after"]["launch_template_version"] == "2"
+    assert (result["diff"]["before"]["image_id"], result["diff"]["after"]["image_id"]) == (world.old_ami,
+                                                                                          world.new_ami)
+    assert state(world) == before
+
+
+def test_kubernetes_version_resolves_the_same_family(world, run):
+    name = publish_eks_ami("1.30", "amazon-linux-2023/x86_64/standard", world.new_ami)
+    result = run(kubernetes_version="1.30")
+    assert result["launch_template"]["image_id"] == world.new_ami
+    assert result["launch_template"]["ssm_parameter"] == name
+    assert world.asg()["LaunchTemplate"]["Version"] == "2"
+
+
+@pytest.mark.parametrize("args, parameter, text", [
+    (dict(kubernetes_version="1.99"), "kubernetes_version", "1.99"),
+    (dict(kubernetes_version="latest"), "kubernetes_version", "latest"),
+    (dict(image_id="ami-00000000000000000"), "image_id", "ami-00000000000000000"),
+    (dict(version=9), "version", "9"),
+    (dict(image_id="ami-00000000000000000", asg_name="no-such-asg"), "asg_name", "no-such-asg"),
+    (dict(image_id="ami-00000000000000000", nodegroup_name="nope"), "nodegroup_name", "nope"),
+    (dict(image_id="ami-00000000000000000", cluster_name="nope"), "cluster_name", "nope"),
+])
+def test_bad_input_fails_naming_the_problem_and_changes_nothing(world, run, args, parameter, text):
+    before = state(world)
+    result = run(**args)
+    assert result["failed"] is True
+    assert result["parameter"] == parameter, result
+    assert text in result["msg"]
+    assert result["code"] in ("InvalidParameter", "ResourceNotFound")
+    assert state(world) == before
+
+
+def test_kubernetes_version_with_an_unknown_current_family(world, run):
+    custom = world.ec2.register_image(Name="my-golden-image")["ImageId"]
+    world.ec2.modify_launch_template(LaunchTemplateId=world.lt_id, DefaultVersion="1")
+    version = world.add_version(ImageId=custom)
+    run(version=version)
+    result = run(kubernetes_version="1.30")
+    assert result["failed"] and result["parameter"] == "kubernetes_version"
+    assert "my-golden-image" in result["msg"] and "image_id" in result["msg"]
+
+
+def test_target_options_are_exclusive(world, run):
+    result = run(image_id=world.new_ami, version=1)
+    assert result["failed"] and "mutually exclusive" in result["msg"]
+    result = run()
+    assert result["failed"] and "one of the following is required" in result["msg"]
+
+
+def test_existing_journal_for_another_target_fails_without_force(world, run):
+    """U8 Ec2LaunchTemplateVersionMismatch; force_new_target retargets and keeps the run."""
+    run(image_id=world.new_ami, run_id="first")
+    world.autoscaling.create_or_update_tags(Tags=[dict(
+        ResourceId=ASG_NAME, ResourceType="auto-scaling-group", Key="eksops.nodegroup/original_desired_capacity",
+        Value="3", PropagateAtLaunch=False)])
+    before = state(world)
+    result = run(version=1)
+    assert result["failed"] and result["code"] == "Ec2LaunchTemplateVersionMismatch"
+    assert result["parameter"] == "force_new_target"
+    assert "first" in result["msg"] and "version 2" in result["msg"]
+    assert state(world) == before
+    forced = run(version=1, force_new_target=True)
+    assert forced["changed"] is True
+    journal = journal_tags(world)
+    assert (journal["target_launch_template_version"], journal["run_id"]) == ("1", "first")
+    assert journal["original_desired_capacity"] == "3"
+    assert journal["previous_launch_template_version"] == "1"
+    assert world.asg()["LaunchTemplate"]["Version"] == "1"
+
+
+def test_a_later_phase_journal_for_the_same_target_is_kept(world, run):
+    run(image_id=world.new_ami, run_id="r")
+    world.autoscaling.create_or_update_tags(Tags=[dict(
+        ResourceId=ASG_NAME, ResourceType="auto-scaling-group", Key="eksops.nodegroup/phase", Value="upgrade",
+        PropagateAtLaunch=False)])
+    result = run(image_id=world.new_ami)
+    assert result["changed"] is False
+    assert result["journal"]["phase"] == "upgrade"
+
+
+def test_asg_on_latest_alias_gets_pinned_to_the_number(capsys):
+    with mock_aws():
+        world = MotoNodegroup(lt_version="$Latest")
+        result = run_module_in_process(launch_template_version.main, dict(BASE, version=1), capsys)
+        assert (result["changed"], result["launch_template"]["pinned"]) == (True, True)
+        assert world.asg()["LaunchTemplate"]["Version"] == "1"
+        assert result["journal"]["previous_launch_template_version"] == "1"
+
+
+def test_pin_asg_false_leaves_the_asg_and_journal_alone(world, run):
+    result = run(image_id=world.new_ami, pin_asg=False)
+    assert result["changed"] is True and result["launch_template"]["created"] is True
+    assert result["launch_template"]["pinned"] is False
+    assert world.asg()["LaunchTemplate"]["Version"] == "1"
+    assert journal_tags(world) == {}
+
+
+def test_set_default(world, run):
+    result = run(image_id=world.new_ami, set_default=True)
+    assert result["launch_template"]["default_version"] == 2
+    assert state(world)["default"] == 2
+    assert run(image_id=world.new_ami, set_default=True)["changed"] is False
+
+
+def test_documentation_matches_the_argument_spec():
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.module import merged_argument_spec
+
+    from ..module_docs import assert_docs_match_spec
+
+    assert_docs_match_spec(launch_template_version,
+                           merged_argument_spec(launch_template_version.ARGUMENT_SPEC, uses_aws=True))
+
+
+def test_failure_after_creating_the_version_reports_it(world, run):
+    """A rerun reuses the version; the failed run says it changed something."""
+    from unittest import mock
+
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
+
+    denied = UpgradeError("AccessDenied", "update Auto Scaling group failed: AccessDenied: no",
+                          aws_error_code="AccessDenied")
+    with mock.patch.object(launch_template_version, "pin_asg_launch_template", side_effect=denied):
+        failed = run(image_id=world.new_ami)
+    assert failed["failed"] is True and failed["changed"] is True
+    assert (failed["code"], failed["launch_template"]["version"]) == ("AccessDenied", 2)
+    assert world.asg()["LaunchTemplate"]["Version"] == "1"
+    rerun = run(image_id=world.new_ami)
+    assert (rerun["launch_template"]["created"], rerun["launch_template"]["version"]) == (False, 2)
+    assert world.asg()["LaunchTemplate"]["Version"] == "2"
+    assert [v["VersionNumber"] for v in world.lt_versions()] == [1, 2]

@@ -1,0 +1,171 @@
+"""nodegroup_info run in-process against moto, with the node LIST faked (SPEC U1, U2, U5, U7, S4)."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import pytest
+from kubernetes.client import V1ListMeta, V1Node, V1NodeCondition, V1NodeList, V1NodeSpec, V1NodeStatus, V1ObjectMeta
+from moto import mock_aws
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
+from ansible_collections.eksops.nodegroup.plugins.modules import nodegroup_info
+
+from ..moto_nodegroup import ASG_NAME, CLUSTER, NODEGROUP, MotoNodegroup, run_module_in_process
+
+BASE = dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP, kubeconfig="/unused")
+
+
+class FakeCoreV1:
+    """Nodes for the ASG's instances, as the kubelet would register them."""
+
+    def __init__(self, world, unschedulable=(), extra_nodes=()):
+        self.calls = []
+        self.nodes = []
+        for index, instance in enumerate(world.asg()["Instances"]):
+            self.nodes.append(V1Node(
+                metadata=V1ObjectMeta(name="ip-10-0-0-%d" % index,
+                                      labels={"eks.amazonaws.com/nodegroup": NODEGROUP}),
+                spec=V1NodeSpec(provider_id="aws:///%s/%s" % (instance["AvailabilityZone"], instance["InstanceId"]),
+                                unschedulable=instance["InstanceId"] in unschedulable),
+                status=V1NodeStatus(conditions=[V1NodeCondition(type="Ready", status="True")])))
+        self.nodes.extend(extra_nodes)
+
+    def list_node(self, label_selector=None, limit=None, _continue=None):
+        self.calls.append(label_selector)
+        return V1NodeList(items=self.nodes, metadata=V1ListMeta())
+
+
+@pytest.fixture
+def world():
+    with mock_aws():
+        yield MotoNodegroup(desired=4)
+
+
+@pytest.fixture
+def run(capsys):
+    def run_it(core_v1, **args):
+        with mock.patch.object(EksopsModule, "core_v1", lambda self: core_v1):
+            return run_module_in_process(nodegroup_info.main, dict(BASE, **args), capsys)
+    return run_it
+
+
+def test_describes_the_group_and_plans_a_rolling_upgrade(world, run):
+    """U1/U2: default target is the ASG's version, so every instance is new and nothing is planned."""
+    core_v1 = FakeCoreV1(world)
+    result = run(core_v1, seed=5)
+    assert result["changed"] is False, result
+    group = result["nodegroup"]
+    assert group["asg_name"] == ASG_NAME
+    assert (group["asg"]["min_size"], group["asg"]["max_size"], group["asg"]["desired_capacity"]) == (0, 12, 4)
+    assert group["asg"]["launch_template"]["version"] == "1"
+    assert group["launch_template"]["target_version"] == 1
+    assert group["launch_template"]["target_image_id"] == world.old_ami
+    assert len(group["instances"]) == 4 and all(i["node_name"] and i["ready"] for i in group["instances"])
+    assert group["old_instances"] == [] and len(group["new_instances"]) == 4
+    assert group["plan"]["batches"] == [] and group["journal"] is None
+    assert core_v1.calls == ["eks.amazonaws.com/nodegroup=workers"]
+
+
+def test_target_image_splits_old_from_new_and_batches_the_old(world, run):
+    """U5: every old instance in exactly one batch of at most max_unavailable."""
+    core_v1 = FakeCoreV1(world)
+    result = run(core_v1, target=world.new_ami, max_unavailable=3, seed=11)
+    group = result["nodegroup"]
+    all_ids = sorted(i["instance_id"] for i in group["instances"])
+    assert sorted(group["old_instances"]) == all_ids and group["new_instances"] == []
+    plan = group["plan"]
+    assert (plan["strategy"], plan["max_unavailable"], plan["seed"]) == ("rolling", 3, 11)
+    assert plan["surge"] == max(2 * len(group["asg"]["availability_zones"]), 3)
+    assert sorted(i for batch in plan["batches"] for i in batch) == all_ids
+    assert [len(batch) for batch in plan["batches"]] == [3, 1]
+    assert run(core_v1, target=world.new_ami, max_unavailable=3, seed=11)["nodegroup"]["plan"] == plan
+    assert sum(az["old"] for az in group["azs"]) == 4
+
+
+def test_target_launch_template_version(world, run):
+    version = world.add_version(ImageId=world.new_ami)
+    group = run(FakeCoreV1(world), target=str(version))["nodegroup"]
+    assert (group["launch_template"]["target_version"], group["launch_template"]["target_image_id"]) == (
+        version, world.new_ami)
+    assert len(group["old_instances"]) == 4
+
+
+def test_surge_and_minimal_plans(world, run):
+    core_v1 = FakeCoreV1(world)
+    surge = run(core_v1, target=world.new_ami, max_surge=2, max_unavailable=1, seed=1)["nodegroup"]["plan"]
+    assert (surge["strategy"], surge["batch_size"], surge["steps"][0]["desired_after_launch"]) == ("surge", 3, 6)
+    minimal = run(core_v1, target=world.new_ami, update_strategy="minimal", seed=1)["nodegroup"]["plan"]
+    assert (minimal["strategy"], minimal["surge"]) == ("minimal", 0)
+
+
+def test_journal_cordoned_nodes_and_orphans_are_reported(world, run):
+    first = world.asg()["Instances"][0]["InstanceId"]
+    stray = V1Node(metadata=V1ObjectMeta(name="gone", labels={"eks.amazonaws.com/nodegroup": NODEGROUP}),
+                   spec=V1NodeSpec(provider_id="aws:///us-west-2a/i-0000000000000dead"))
+    write_journal(world.autoscaling, ASG_NAME, Journal(run_id="r9", phase="upgrade", surge=6))
+    group = run(FakeCoreV1(world, unschedulable=[first], extra_nodes=[stray]), target=world.new_ami,
+                max_unavailable=2, seed=3)["nodegroup"]
+    assert group["journal"]["run_id"] == "r9" and group["journal"]["surge"] == 6
+    assert group["orphan_nodes"] == ["gone"]
+    assert first in group["plan"]["batches"][0]
+
+
+@pytest.mark.parametrize("args, parameter", [
+    (dict(target="99"), "target"),
+    (dict(target="ami-00000000000000000"), "target"),
+    (dict(asg_name="no-such-asg"), "asg_name"),
+    (dict(nodegroup_name="nope"), "nodegroup_name"),
+    (dict(cluster_name="nope"), "cluster_name"),
+    (dict(max_unavailable=0), "max_unavailable"),
+    (dict(max_surge=30), "max_surge"),
+])
+def test_bad_input_names_the_parameter(world, run, args, parameter):
+    result = run(FakeCoreV1(world), **args)
+    assert result["failed"] is True
+    assert result["parameter"] == parameter, result
+
+
+def test_exclusive_parallelism_options(world, run):
+    result = run(FakeCoreV1(world), max_unavailable=1, max_unavailable_percentage=10)
+    assert result["failed"] and "mutually exclusive" in result["msg"]
+
+
+def test_documentation_matches_the_argument_spec():
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.module import merged_argument_spec
+
+    from ..module_docs import assert_docs_match_spec
+
+    assert_docs_match_spec(nodegroup_info,
+                           merged_argument_spec(nodegroup_info.ARGUMENT_SPEC, uses_aws=True, uses_k8s=True))
+
+
+def test_a_thousand_instances_take_a_fixed_handful_of_calls(capsys):
+    """No per-instance calls: one ASG describe, EC2 describes in chunks of 200, one paged node LIST."""
+    from ansible_collections.eksops.nodegroup.plugins.module_utils import aws as aws_utils
+
+    calls = []
+    real_aws_client = aws_utils.aws_client
+
+    def counting_aws_client(params, service, session=None):
+        client = real_aws_client(params, service, session=session)
+        client.meta.events.register("before-call.*.*", lambda model, **_: calls.append(model.name))
+        return client
+
+    with mock_aws():
+        world = MotoNodegroup(desired=1000)
+        core_v1 = FakeCoreV1(world)
+        with mock.patch.object(EksopsModule, "core_v1", lambda self: core_v1), \
+                mock.patch.object(aws_utils, "aws_client", counting_aws_client):
+            result = run_module_in_process(nodegroup_info.main, dict(BASE, target=world.new_ami,
+                                                                     max_unavailable_percentage=10, seed=1), capsys)
+    group = result["nodegroup"]
+    assert len(group["instances"]) == 1000 and all(i["node_name"] for i in group["instances"])
+    assert len(group["old_instances"]) == 1000
+    assert [len(batch) for batch in group["plan"]["batches"]] == [100] * 10
+    assert sorted(set(calls)) == ["DescribeAutoScalingGroups", "DescribeImages", "DescribeInstances",
+                                  "DescribeLaunchTemplates"]
+    assert calls.count("DescribeInstances") == 5
+    assert calls.count("DescribeAutoScalingGroups") == 1
+    assert len(core_v1.calls) == 1
