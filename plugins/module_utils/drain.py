@@ -188,7 +188,7 @@ def parse_time(value):
     text = value.replace("Z", "+00:00")
     if "." in text:
         # Python 3.8's fromisoformat wants exactly 3 or 6 fractional digits.
-        head, _, rest = text.partition(".")
+        head, dummy, rest = text.partition(".")
         digits = "".join(itertools.takewhile(str.isdigit, rest))
         text = head + "." + (digits + "000000")[:6] + rest[len(digits):]
     return datetime.datetime.fromisoformat(text)

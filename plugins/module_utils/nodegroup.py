@@ -102,8 +102,8 @@ def find_asg(autoscaling, cluster_name, nodegroup_name, asg_name=None, eks=None)
         describe_eks_cluster(eks, cluster_name)
     raise not_found(
         "nodegroup_name", "No Auto Scaling group found for node group %r (nodegroup_name) of cluster %r: none is "
-        "tagged %s=%s and %s=%s; pass asg_name" % (nodegroup_name, cluster_name, CLUSTER_TAG, cluster_name,
-                                                    NODEGROUP_TAG, nodegroup_name),
+        "tagged %s=%s and %s=%s; pass asg_name"
+        % (nodegroup_name, cluster_name, CLUSTER_TAG, cluster_name, NODEGROUP_TAG, nodegroup_name),
         cluster_name=cluster_name, nodegroup_name=nodegroup_name)
 
 

@@ -236,8 +236,8 @@ def resolve_target(ec2, lt_id, asg_version, target):
 
 def az_breakdown(availability_zones, instances, old_ids, new_ids):
     azs = []
-    for name in sorted(set(availability_zones) | set(i["availability_zone"] for i in instances if
-                                                      i["availability_zone"])):
+    instance_azs = set(i["availability_zone"] for i in instances if i["availability_zone"])
+    for name in sorted(set(availability_zones) | instance_azs):
         in_az = [i["instance_id"] for i in instances if i["availability_zone"] == name]
         azs.append(dict(name=name, instances=len(in_az), old=len([i for i in in_az if i in old_ids]),
                         new=len([i for i in in_az if i in new_ids])))

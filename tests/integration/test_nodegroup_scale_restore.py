@@ -66,8 +66,8 @@ def test_u6_restore_drains_surplus_restores_sizes_resumes_processes_and_clears_t
     assert result["changed"] is True
     out = result["nodegroup_scale_restore"]
     assert len(out["removed_instances"]) == 6
-    assert sorted(out["resumed_processes"]) == ["AZRebalance", "AlarmNotification", "ReplaceUnhealthy",
-                                               "ScheduledActions"]
+    assert sorted(out["resumed_processes"]) == [
+        "AZRebalance", "AlarmNotification", "ReplaceUnhealthy", "ScheduledActions"]
     state = asg_state(sandbox)
     assert {k: state[k] for k in ORIGINAL} == ORIGINAL
     assert state["suspended"] == [] and state["journal"] == {}

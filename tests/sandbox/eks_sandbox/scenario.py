@@ -345,7 +345,7 @@ def _amis(top: _Section) -> list[dict[str, Any]]:
         if ami["recommended"] is not None:
             ami["recommended"] = section.boolean("recommended", True)
         section.finish()
-        for _, other in amis:
+        for dummy, other in amis:
             if other["name"] == name:
                 raise ScenarioError(f"{section.path_of('name')}: duplicate AMI name {name}")
             if other["id"] == ami["id"]:
@@ -357,7 +357,7 @@ def _amis(top: _Section) -> list[dict[str, Any]]:
 def _resolve_recommended(amis: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
     """`recommended` defaults to true for the only AMI of its version and family; one SSM parameter holds one id."""
     by_parameter: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for _, ami in amis:
+    for dummy, ami in amis:
         by_parameter.setdefault((ami["kubernetes_version"], ami["family"]), []).append(ami)
     taken: set[tuple[str, str]] = set()
     for path, ami in amis:
@@ -371,7 +371,7 @@ def _resolve_recommended(amis: list[tuple[str, dict[str, Any]]]) -> list[dict[st
                 f"{path}.recommended: only one AMI per kubernetes_version and family can be recommended "
                 f"({ami['kubernetes_version']} {ami['family']})")
         taken.add(parameter)
-    return [ami for _, ami in amis]
+    return [ami for dummy, ami in amis]
 
 
 def _taints(section: _Section) -> list[dict[str, str]]:

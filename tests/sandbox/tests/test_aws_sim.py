@@ -339,7 +339,7 @@ def test_a_100_instance_scenario_seeds_in_seconds_and_ticks_cheaply():
         assert len(sim.instances()) == 100
         assert seeding < 5
         durations = []
-        for _ in range(20):
+        for dummy in range(20):
             began = time.perf_counter()
             sim.tick()
             durations.append(time.perf_counter() - began)

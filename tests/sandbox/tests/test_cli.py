@@ -117,13 +117,13 @@ def test_up_writes_state_files_and_is_ready(demo):
 
 
 def test_second_up_on_a_running_state_dir_is_refused(demo):
-    state_dir, _, _ = demo
+    state_dir, dummy, dummy = demo
     result = cli("up", "--scenario", "demo", "--state-dir", str(state_dir))
     assert result.returncode == 1 and "already running" in result.stderr
 
 
 def test_report_prints_the_observations(demo):
-    state_dir, _, _ = demo
+    state_dir, dummy, dummy = demo
     result = cli("report", "--state-dir", str(state_dir))
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
@@ -143,7 +143,7 @@ def test_report_prints_the_observations(demo):
 
 
 def test_down_stops_the_process_and_is_idempotent(demo):
-    state_dir, _, _ = demo
+    state_dir, dummy, dummy = demo
     pid = int((state_dir / "pid").read_text())
     result = cli("down", "--state-dir", str(state_dir))
     assert result.returncode == 0 and f"pid {pid}) stopped" in result.stdout
@@ -165,7 +165,7 @@ def test_foreground_runs_until_down(tmp_path):
         while time.monotonic() < deadline and process.poll() is None:
             if (tmp_path / "env").exists():
                 try:
-                    status, _ = get(read_env_file(tmp_path / "env")["SANDBOX_URL"] + "/healthz")
+                    status, dummy = get(read_env_file(tmp_path / "env")["SANDBOX_URL"] + "/healthz")
                 except OSError:
                     status = None
                 if status == 200:

@@ -42,7 +42,7 @@ def test_wildcards_and_no_rate_fire_every_time():
 def _draws(seed: int, n: int = 400) -> list[bool]:
     faults = Faults([{"type": "aws_error", "action": "DescribeAutoScalingGroups", "code": "Throttling",
                       "probability": 0.25}], seed=seed)
-    return [faults.aws_error("DescribeAutoScalingGroups") is not None for _ in range(n)]
+    return [faults.aws_error("DescribeAutoScalingGroups") is not None for dummy in range(n)]
 
 
 def test_probability_is_seeded_and_roughly_right():
@@ -55,8 +55,8 @@ def test_probability_is_seeded_and_roughly_right():
 def test_probability_zero_and_one():
     never = Faults([{"type": "watch_gone", "probability": 0.0}], seed=1)
     always = Faults([{"type": "watch_gone", "probability": 1.0}], seed=1)
-    assert not any(never.watch_gone() for _ in range(50))
-    assert all(always.watch_gone() for _ in range(50))
+    assert not any(never.watch_gone() for dummy in range(50))
+    assert all(always.watch_gone() for dummy in range(50))
 
 
 def test_after_seconds_counts_from_arming_and_nothing_fires_before_arming():
@@ -112,11 +112,11 @@ def test_counts_hold_under_concurrency():
     hits = []
 
     def hammer():
-        for _ in range(100):
+        for dummy in range(100):
             if faults.k8s_error("get", "pods"):
                 hits.append(1)
 
-    threads = [threading.Thread(target=hammer) for _ in range(8)]
+    threads = [threading.Thread(target=hammer) for dummy in range(8)]
     for t in threads:
         t.start()
     for t in threads:

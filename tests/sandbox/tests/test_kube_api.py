@@ -76,17 +76,17 @@ def eks_token(cluster="kube-test", signed_at=None):
 # -- discovery and auth --
 
 def test_discovery_documents_list_resources_and_eviction_subresource(harness):
-    status, core_versions, _ = raw(harness, "GET", "/api")
+    status, core_versions, dummy = raw(harness, "GET", "/api")
     assert status == 200 and core_versions["versions"] == ["v1"]
-    _, v1, _ = raw(harness, "GET", "/api/v1")
+    dummy, v1, dummy = raw(harness, "GET", "/api/v1")
     names = {r["name"]: r for r in v1["resources"]}
     assert {"nodes", "pods", "namespaces", "events", "pods/status"} <= set(names)
     assert names["pods/eviction"]["group"] == "policy" and names["pods/eviction"]["kind"] == "Eviction"
-    _, groups, _ = raw(harness, "GET", "/apis")
+    dummy, groups, dummy = raw(harness, "GET", "/apis")
     assert {g["name"] for g in groups["groups"]} == {"apps", "policy"}
-    _, apps, _ = raw(harness, "GET", "/apis/apps/v1")
+    dummy, apps, dummy = raw(harness, "GET", "/apis/apps/v1")
     assert {r["name"] for r in apps["resources"]} >= {"deployments", "replicasets", "daemonsets"}
-    _, version, _ = raw(harness, "GET", "/version", token=False)
+    dummy, version, dummy = raw(harness, "GET", "/version", token=False)
     assert version["major"] == "1" and version["gitVersion"].startswith("v1.30")
     assert raw(harness, "GET", "/apis/batch/v1")[0] == 404
 
@@ -106,7 +106,7 @@ def test_admin_token_and_fresh_eks_token_are_accepted(harness):
     pytest.param(lambda: "some-other-token", id="unknown-token"),
 ])
 def test_bad_tokens_get_401_with_status_body(harness, token):
-    status, body, _ = raw(harness, "GET", "/api/v1/nodes", token=token())
+    status, body, dummy = raw(harness, "GET", "/api/v1/nodes", token=token())
     assert status == 401
     assert body["kind"] == "Status" and body["reason"] == "Unauthorized" and body["code"] == 401
     with pytest.raises(ApiException) as raised:
@@ -191,12 +191,12 @@ def test_generate_name_and_global_resource_version(harness, core):
 
 def test_update_with_stale_resource_version_is_409(harness, core):
     node_name = core.list_node().items[0].metadata.name
-    status, node, _ = raw(harness, "GET", f"/api/v1/nodes/{node_name}")
+    status, node, dummy = raw(harness, "GET", f"/api/v1/nodes/{node_name}")
     node["metadata"]["labels"]["team"] = "a"
-    status, updated, _ = raw(harness, "PUT", f"/api/v1/nodes/{node_name}", node)
+    status, updated, dummy = raw(harness, "PUT", f"/api/v1/nodes/{node_name}", node)
     assert status == 200 and updated["metadata"]["labels"]["team"] == "a"
     node["metadata"]["labels"]["team"] = "b"  # still carries the old resourceVersion
-    status, body, _ = raw(harness, "PUT", f"/api/v1/nodes/{node_name}", node)
+    status, body, dummy = raw(harness, "PUT", f"/api/v1/nodes/{node_name}", node)
     assert status == 409 and body["reason"] == "Conflict"
 
 
@@ -208,7 +208,7 @@ def test_update_with_stale_resource_version_is_409(harness, core):
 ])
 def test_patch_types_on_node(harness, core, content_type, patch):
     name = core.list_node().items[0].metadata.name
-    status, patched, _ = raw(harness, "PATCH", f"/api/v1/nodes/{name}", patch, content_type=content_type)
+    status, patched, dummy = raw(harness, "PATCH", f"/api/v1/nodes/{name}", patch, content_type=content_type)
     assert status == 200
     assert patched["spec"]["unschedulable"] is True and patched["metadata"]["labels"]["x"] == "1"
     assert patched["metadata"]["labels"]["eks.amazonaws.com/nodegroup"] == "workers"  # the rest is kept
@@ -216,9 +216,9 @@ def test_patch_types_on_node(harness, core, content_type, patch):
 
 def test_strategic_merge_patch_merges_conditions_by_type_and_patch_status(harness, core):
     core.create_namespaced_pod("default", make_pod("s", node="nowhere"))
-    status, pod, _ = raw(harness, "PATCH", "/api/v1/namespaces/default/pods/s/status",
-                         {"status": {"conditions": [{"type": "Custom", "status": "True"}]}},
-                         content_type="application/strategic-merge-patch+json")
+    status, pod, dummy = raw(harness, "PATCH", "/api/v1/namespaces/default/pods/s/status",
+                             {"status": {"conditions": [{"type": "Custom", "status": "True"}]}},
+                             content_type="application/strategic-merge-patch+json")
     assert status == 200
     assert {c["type"] for c in pod["status"]["conditions"]} == {"PodScheduled", "Custom"}
     patch_with_stale_rv = {"metadata": {"resourceVersion": "1"}, "spec": {"activeDeadlineSeconds": 5}}
@@ -263,14 +263,17 @@ def test_field_selectors(harness, core):
     core.create_namespaced_pod("default", make_pod("on-0", node=nodes[0]))
     core.create_namespaced_pod("default", make_pod("on-1", node=nodes[1]))
     core.create_namespaced_pod("other", make_pod("other-0", node=nodes[0], namespace="other"))
-    names = lambda **kw: {p.metadata.name for p in core.list_pod_for_all_namespaces(**kw).items}  # noqa: E731
+
+    def names(**kw):
+        return {p.metadata.name for p in core.list_pod_for_all_namespaces(**kw).items}
+
     assert names(field_selector=f"spec.nodeName={nodes[0]}") == {"on-0", "other-0"}
     assert names(field_selector=f"spec.nodeName=={nodes[0]},metadata.namespace=other") == {"other-0"}
     assert names(field_selector=f"spec.nodeName!={nodes[0]}") == {"on-1"}
     assert names(field_selector="metadata.name=on-1") == {"on-1"}
     harness.wait_for(lambda: names(field_selector="status.phase=Running") == {"on-0", "on-1", "other-0"})
     assert names(field_selector="status.phase!=Running") == set()
-    status, body, _ = raw(harness, "GET", "/api/v1/pods?fieldSelector=spec.hostname%3Dx")
+    status, body, dummy = raw(harness, "GET", "/api/v1/pods?fieldSelector=spec.hostname%3Dx")
     assert status == 400 and "field label not supported" in body["message"]
 
 
@@ -287,8 +290,8 @@ def test_paging_with_limit_and_continue_is_a_stable_snapshot(harness, core):
     assert second.metadata.resource_version == first.metadata.resource_version
     third = core.list_namespaced_pod("default", limit=3, _continue=second.metadata._continue)
     assert [p.metadata.name for p in third.items] == ["p6"] and not third.metadata._continue
-    status, body, _ = raw(harness, "GET", f"/api/v1/namespaces/default/pods?limit=3&continue="
-                                          f"{first.metadata._continue}")
+    status, body, dummy = raw(harness, "GET", f"/api/v1/namespaces/default/pods?limit=3&continue="
+                                              f"{first.metadata._continue}")
     assert status == 410 and body["reason"] == "Expired"  # a continue token is used once
 
 
@@ -361,7 +364,7 @@ def test_watch_from_a_compacted_resource_version_is_410(tmp_path):
         rv = core.list_namespaced_pod("default").metadata.resource_version
         for i in range(12):
             core.create_namespaced_pod("default", make_pod(f"c{i}", node="nowhere"))
-        status, body, _ = raw(small, "GET", f"/api/v1/namespaces/default/pods?watch=true&resourceVersion={rv}")
+        status, body, dummy = raw(small, "GET", f"/api/v1/namespaces/default/pods?watch=true&resourceVersion={rv}")
         assert status == 410 and body["reason"] == "Expired" and body["code"] == 410
         with pytest.raises(ApiException) as gone:
             list(watch.Watch().stream(core.list_namespaced_pod, "default", resource_version=rv, timeout_seconds=1))
@@ -396,8 +399,8 @@ def test_injected_k8s_error_with_retry_after(tmp_path):
         status, body, headers = raw(faulty, "POST", "/api/v1/namespaces/default/pods/x/eviction",
                                     {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "x"}})
         assert status == 429 and headers["Retry-After"] == "3" and body["kind"] == "Status"
-        status, _, _ = raw(faulty, "POST", "/api/v1/namespaces/default/pods/x/eviction",
-                           {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "x"}})
+        status, dummy, dummy = raw(faulty, "POST", "/api/v1/namespaces/default/pods/x/eviction",
+                                   {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "x"}})
         assert status == 404  # count: 1 -> the second request is served
 
 

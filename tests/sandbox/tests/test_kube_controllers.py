@@ -75,7 +75,10 @@ def test_terminated_instance_node_goes_not_ready_then_away_and_pods_are_lost(tmp
         h.wait_for(lambda: len(running(core)) == 3, what="3 pods running")
         instance = h.cloud.instances()[0]
         h.cloud.set_state(instance["instance_id"], "shutting-down")
-        ready_status = lambda n: [c for c in n.status.conditions if c.type == "Ready"][0].status  # noqa: E731
+
+        def ready_status(node):
+            return [c for c in node.status.conditions if c.type == "Ready"][0].status
+
         node = h.wait_for(lambda: [n for n in core.list_node().items if ready_status(n) == "Unknown"],
                           what="node NotReady")[0]
         assert any(t.key == "node.kubernetes.io/unreachable" for t in node.spec.taints)
@@ -190,14 +193,14 @@ def test_tick_is_cheap_at_large_size(tmp_path):
                  for i in range(29)] + [{"kind": "DaemonSet", "name": "agent"}]
     sc = scenario(workloads=workloads)
     with KubeHarness(str(tmp_path), sc, nodes=100, tick=False) as h:
-        for _ in range(10):
+        for dummy in range(10):
             h.sim.tick()
             time.sleep(0.1)
         assert h.sim.store.count(PODS) == 3000
         with h.sim.store.lock:
             assert all(p["status"]["phase"] == "Running" for p in h.sim.store.items(PODS))
         durations = []
-        for _ in range(10):
+        for dummy in range(10):
             started = time.perf_counter()
             h.sim.tick()
             durations.append(time.perf_counter() - started)

@@ -32,7 +32,8 @@ def cluster(tmp_path):
 
 def kubectl(cluster, *args, timeout=60):
     env = {**os.environ, "KUBECONFIG": cluster.kubeconfig}
-    return subprocess.run([KUBECTL, *args], env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run([KUBECTL, *args], env=env, capture_output=True, text=True, timeout=timeout,
+                          check=False)
 
 
 def test_kubectl_get_nodes_and_pods(cluster):

@@ -53,7 +53,7 @@ def _rest_routes(service: str) -> list[tuple[str, re.Pattern[str], str]]:
         pattern = re.sub(r"\\\{[^}]+\\\}", "[^/]+", pattern)
         routes.append((http["method"], re.compile(f"^{pattern}/?$"), name, path.count("{")))
     routes.sort(key=lambda route: route[3])
-    return [(method, regex, name) for method, regex, name, _ in routes]
+    return [(method, regex, name) for method, regex, name, dummy in routes]
 
 
 def _read_body(environ: dict[str, Any]) -> bytes:

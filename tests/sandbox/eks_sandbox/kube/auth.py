@@ -62,7 +62,7 @@ class Authenticator:
         raises Unauthorized for credentials that do not check out."""
         if not authorization:
             return None
-        scheme, _, token = authorization.partition(" ")
+        scheme, dummy, token = authorization.partition(" ")
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             raise Unauthorized("only bearer tokens are accepted")

@@ -19,7 +19,10 @@ class Controllers:
         self.store = api.store
         self.cloud = cloud
         self.nodes = NodeLifecycle(api, scenario, recorder)
-        gone = lambda: self.nodes.gone_nodes  # noqa: E731
+
+        def gone():
+            return self.nodes.gone_nodes
+
         self.workloads = WorkloadControllers(api, gone)
         self.pods = PodLifecycle(api, scenario["timings"], gone)
         self._pdb_inputs: dict[str, tuple] = {}

@@ -10,7 +10,7 @@ from .resources import ResourceType
 
 
 def version_info(kubernetes_version: str) -> dict[str, str]:
-    major, _, minor = kubernetes_version.partition(".")
+    major, dummy, minor = kubernetes_version.partition(".")
     return {"major": major, "minor": f"{minor}+", "gitVersion": f"v{kubernetes_version}.0-eks-sandbox",
             "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
             "buildDate": "2024-01-01T00:00:00Z", "goVersion": "go1.22.0", "compiler": "gc",

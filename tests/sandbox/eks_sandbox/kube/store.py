@@ -101,7 +101,7 @@ class Store:
         objects = self._objects[rt.plural]
         if namespace is None or not rt.namespaced:
             return list(objects.values())
-        return [obj for (ns, _), obj in objects.items() if ns == namespace]
+        return [obj for (ns, dummy), obj in objects.items() if ns == namespace]
 
     def count(self, rt: ResourceType) -> int:
         return len(self._objects[rt.plural])

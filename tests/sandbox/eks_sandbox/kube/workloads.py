@@ -175,7 +175,7 @@ class WorkloadControllers:
         active = [(key, pod) for key, pod in self._pods(meta["uid"]) if _active(pod)]
         wanted = int(rs["spec"].get("replicas", 1))
         if len(active) < wanted:
-            for _ in range(wanted - len(active)):
+            for dummy in range(wanted - len(active)):
                 pod = pod_from_template(rs["spec"].get("template") or {}, rs, f"{meta['name']}-")
                 created = self.api.create(PODS, meta["namespace"], pod)
                 active.append(((meta["namespace"], created["metadata"]["name"]), created))
@@ -186,10 +186,10 @@ class WorkloadControllers:
                                                     kp[1]["metadata"]["creationTimestamp"]), reverse=False)
             for key, _pod in ranked[:len(active) - wanted]:
                 self.api.delete(PODS, key[0], key[1])
-            active = [(key, self.store.get(PODS, *key)) for key, _ in ranked[len(active) - wanted:]]
-        ready = sum(1 for _, pod in active if objects.pod_is_ready(pod))
+            active = [(key, self.store.get(PODS, *key)) for key, dummy in ranked[len(active) - wanted:]]
+        ready = sum(1 for dummy, pod in active if objects.pod_is_ready(pod))
         selector = from_label_selector_object(rs["spec"].get("selector"))
-        labeled = sum(1 for _, pod in active if selector.matches(pod["metadata"].get("labels")))
+        labeled = sum(1 for dummy, pod in active if selector.matches(pod["metadata"].get("labels")))
         status: dict[str, Any] = {"replicas": len(active), "fullyLabeledReplicas": labeled,
                                   "readyReplicas": ready, "availableReplicas": ready,
                                   "observedGeneration": meta.get("generation", 1)}

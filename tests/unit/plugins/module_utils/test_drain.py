@@ -245,7 +245,7 @@ def test_D13_pdb_refusal_retries_every_5s_with_jitter(monkeypatch):
 
 
 def test_D13_retry_after_is_honoured_never_shortened():
-    delays = [classify_eviction(429, {"Retry-After": "3"}, "{}").retry_in for _ in range(30)]
+    delays = [classify_eviction(429, {"Retry-After": "3"}, "{}").retry_in for dummy in range(30)]
     assert all(3.0 <= d <= 3.6 for d in delays)
 
 
@@ -390,7 +390,7 @@ def test_P4_scheduler_bounds_requests_in_flight_and_requeues_retries():
     tracker = {"lock": threading.Lock(), "now": 0, "peak": 0, "runs": 0, "done": 0}
     scheduler = EvictionScheduler(3)
     try:
-        for _ in range(20):
+        for dummy in range(20):
             scheduler.submit(_CountingJob(tracker, retries=2))
         deadline = time.monotonic() + 10
         while tracker["done"] < 20 and time.monotonic() < deadline:

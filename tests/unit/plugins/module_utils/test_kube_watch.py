@@ -90,7 +90,7 @@ class FakeWatchResponse:
 def _field_matcher(field_selector):
     if not field_selector:
         return lambda obj: True
-    field, _, value = field_selector.partition("=")
+    field, dummy, value = field_selector.partition("=")
     assert field == "spec.nodeName", field_selector
     return lambda obj: (obj.get("spec") or {}).get("nodeName") == value
 
@@ -178,7 +178,7 @@ class FakeStore:
             return FakeResponse({"kind": "List", "metadata": metadata, "items": page})
 
     def kinds(self):
-        return [kind for kind, _ in self.calls]
+        return [kind for kind, dummy in self.calls]
 
 
 class FakeClock:
@@ -218,13 +218,13 @@ def test_retry_after_header_parsing_P3(headers, expected):
 def test_backoff_is_exponential_capped_and_jittered_P3():
     for attempt in range(12):
         ceiling = min(kube_watch.BACKOFF_CAP_SECONDS, kube_watch.BACKOFF_BASE_SECONDS * 2 ** attempt)
-        delays = [backoff_delay(attempt) for _ in range(50)]
+        delays = [backoff_delay(attempt) for dummy in range(50)]
         assert all(ceiling / 2 <= d <= ceiling for d in delays)
-    assert len(set(backoff_delay(5) for _ in range(20))) > 1
+    assert len(set(backoff_delay(5) for dummy in range(20))) > 1
 
 
 def test_jitter_never_shortens_retry_after_P3():
-    assert all(5.0 <= jittered(5.0) <= 6.0 for _ in range(100))
+    assert all(5.0 <= jittered(5.0) <= 6.0 for dummy in range(100))
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -300,8 +300,8 @@ def test_list_all_pages_with_limit_and_continue_D2():
     items, version = list_all(store.list_func, page_size=2, field_selector="spec.nodeName=node-a")
     assert [i["metadata"]["name"] for i in items] == ["p0", "p1", "p2", "p3", "p4"]
     assert version == str(store.version)
-    assert [kw.get("_continue") for _, kw in store.calls] == [None, "2", "4"]
-    assert all(kw["limit"] == 2 and kw["field_selector"] == "spec.nodeName=node-a" for _, kw in store.calls)
+    assert [kw.get("_continue") for dummy, kw in store.calls] == [None, "2", "4"]
+    assert all(kw["limit"] == 2 and kw["field_selector"] == "spec.nodeName=node-a" for dummy, kw in store.calls)
 
 
 def test_list_all_retries_a_throttled_page_P3():
@@ -365,7 +365,7 @@ def test_watch_starts_from_the_list_resource_version_P1():
     ok, objects = list_then_watch(store.list_func, timeout=5, condition=_gone("a"),
                                   field_selector="spec.nodeName=node-a")
     assert ok and list(objects) == [("default", "b")]
-    (_, list_kwargs), (_, watch_kwargs) = store.calls
+    (dummy, list_kwargs), (dummy, watch_kwargs) = store.calls
     assert watch_kwargs["resource_version"] == "102"
     assert watch_kwargs["allow_watch_bookmarks"] is True
     assert watch_kwargs["field_selector"] == "spec.nodeName=node-a"

@@ -196,7 +196,7 @@ def simulate(node_count, max_surge, max_unavailable):
     sizes, available, in_flight = [node_count], [node_count], []
     count, old, new = node_count, node_count, 0
     for step in steps:
-        for _ in range(step["launch"]):     # one instance at a time, as the ASG may launch them
+        for dummy in range(step["launch"]):     # one instance at a time, as the ASG may launch them
             count += 1
             sizes.append(count)
         new += step["launch"]
@@ -204,7 +204,7 @@ def simulate(node_count, max_surge, max_unavailable):
         # the batch is cordoned and drained together: all of it is unavailable until terminated
         available.append(count - step["replace"])
         in_flight.append(step["replace"])
-        for _ in range(step["replace"]):
+        for dummy in range(step["replace"]):
             count -= 1
             old -= 1
             sizes.append(count)

@@ -77,8 +77,8 @@ def test_check_mode_reports_the_plan_and_changes_nothing(world, run):
     assert (result["launch_template"]["created"], result["launch_template"]["version"]) == (True, 2)
     assert result["diff"]["before"]["launch_template_version"] == "1"
     assert result["diff"]["after"]["launch_template_version"] == "2"
-    assert (result["diff"]["before"]["image_id"], result["diff"]["after"]["image_id"]) == (world.old_ami,
-                                                                                          world.new_ami)
+    assert result["diff"]["before"]["image_id"] == world.old_ami
+    assert result["diff"]["after"]["image_id"] == world.new_ami
     assert state(world) == before
 
 
