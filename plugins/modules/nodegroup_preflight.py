@@ -1,0 +1,209 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: nodegroup_preflight
+short_description: Find the workloads a node group upgrade will disrupt, before anything changes
+version_added: 0.1.0
+description:
+  - Read-only. Looks at the pods on the node group's nodes and at the Deployments and PodDisruptionBudgets they
+    belong to, and reports what an upgrade will do to them (SPEC Z1, Z2, Z3), so a person reads it before any
+    node is touched.
+  - "Checks: C(single_replica) (a Deployment with one replica is down while its node drains);
+    C(no_pdb) (a Deployment with no PodDisruptionBudget may lose all its pods of a batch at once);
+    C(blocking_pdb) (minAvailable equal to the replicas, or maxUnavailable 0: eviction is never allowed and the
+    drain fails with PodEvictionFailure unless force); C(multiple_pdbs) (several budgets select the same pods:
+    eviction answers 500); C(tolerates_all) (a Deployment tolerating every taint reschedules onto cordoned nodes);
+    C(prestop_exceeds_grace) (a C(sleep) preStop hook at least as long as terminationGracePeriodSeconds is cut
+    short); C(unmanaged_pod) (a pod without a controller is only removed with force and never comes back)."
+  - Pods are listed per node with a C(spec.nodeName) field selector, never all pods of the cluster.
+author:
+  - eksops.nodegroup maintainers (@eksops)
+options:
+  cluster_name:
+    description:
+      - Name of the EKS cluster, used to reach the Kubernetes API with an EKS token when no kubeconfig is given.
+    type: str
+  nodegroup_name:
+    description:
+      - The node group (the C(eks.amazonaws.com/nodegroup) node label) whose nodes are examined.
+    type: str
+    required: true
+extends_documentation_fragment:
+  - eksops.nodegroup.aws
+  - eksops.nodegroup.k8s
+notes:
+  - Supports check mode (it changes nothing anyway).
+"""
+
+EXAMPLES = r"""
+- name: Preflight report for the workers node group
+  eksops.nodegroup.nodegroup_preflight:
+    cluster_name: prod
+    nodegroup_name: workers
+  register: preflight
+"""
+
+RETURN = r"""
+warnings_found:
+  description: Each finding, with the check that raised it, the object and a sentence for a person.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - check: single_replica
+      kind: Deployment
+      namespace: payments
+      name: billing
+      message: "Deployment payments/billing has 1 replica: it is unavailable while its node drains."
+pods_examined:
+  description: Number of pods found on the node group's nodes.
+  returned: always
+  type: int
+  sample: 42
+"""
+
+import re
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import selector_matches
+from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import translate_k8s_errors
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import list_all
+from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
+
+try:
+    from kubernetes.client import AppsV1Api, PolicyV1Api
+except ImportError:  # EksopsModule reports the missing library
+    pass
+
+NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
+_SLEEP = re.compile(r"\bsleep\s+(\d+)")
+
+
+def _meta(obj):
+    return obj.get("metadata") or {}
+
+
+def _ref(obj):
+    return "%s/%s" % (_meta(obj).get("namespace"), _meta(obj).get("name"))
+
+
+def _finding(check, kind, obj, message):
+    return dict(check=check, kind=kind, namespace=_meta(obj).get("namespace"), name=_meta(obj).get("name"),
+                message=message)
+
+
+def _pdb_blocks_every_eviction(pdb, replicas):
+    spec = pdb.get("spec") or {}
+    min_available, max_unavailable = spec.get("minAvailable"), spec.get("maxUnavailable")
+    if max_unavailable is not None:
+        return str(max_unavailable) in ("0", "0%")
+    if min_available is None:
+        return False
+    if isinstance(min_available, str) and min_available.endswith("%"):
+        return min_available == "100%"
+    return int(min_available) >= replicas
+
+
+def _prestop_sleep_seconds(container):
+    exec_action = (((container.get("lifecycle") or {}).get("preStop") or {}).get("exec") or {})
+    match = _SLEEP.search(" ".join(exec_action.get("command") or []))
+    return int(match.group(1)) if match else None
+
+
+def _controlled(pod):
+    return any(ref.get("controller") for ref in _meta(pod).get("ownerReferences") or [])
+
+
+def preflight_findings(pods, deployments, pdbs):
+    """Findings (SPEC Z1-Z3) for the Deployments with pods in ``pods`` and for ``pods`` themselves (raw dicts)."""
+    findings = []
+    labels_by_namespace = {}
+    for pod in pods:
+        labels_by_namespace.setdefault(_meta(pod).get("namespace"), []).append(_meta(pod).get("labels") or {})
+        if not _controlled(pod) and "kubernetes.io/config.mirror" not in (_meta(pod).get("annotations") or {}):
+            findings.append(_finding("unmanaged_pod", "Pod", pod,
+                                     "Pod %s has no controller: only force removes it, and nothing recreates it."
+                                     % _ref(pod)))
+        spec = pod.get("spec") or {}
+        grace = spec.get("terminationGracePeriodSeconds", 30)
+        for container in spec.get("containers") or []:
+            sleep = _prestop_sleep_seconds(container)
+            if sleep is not None and sleep >= grace:
+                findings.append(_finding(
+                    "prestop_exceeds_grace", "Pod", pod,
+                    "Pod %s: the preStop hook of container %s sleeps %d s, not less than its grace period of %d s; "
+                    "it is killed before the hook ends." % (_ref(pod), container.get("name"), sleep, grace)))
+
+    for deployment in sorted(deployments, key=_ref):
+        namespace = _meta(deployment).get("namespace")
+        spec = deployment.get("spec") or {}
+        selector = spec.get("selector")
+        if not any(selector_matches(selector, labels) for labels in labels_by_namespace.get(namespace, [])):
+            continue
+        replicas = spec.get("replicas", 1)
+        template = spec.get("template") or {}
+        template_labels = _meta(template).get("labels") or {}
+        budgets = sorted((pdb for pdb in pdbs if _meta(pdb).get("namespace") == namespace
+                          and selector_matches((pdb.get("spec") or {}).get("selector"), template_labels)),
+                         key=_ref)
+        name = _ref(deployment)
+        if replicas == 1:
+            findings.append(_finding("single_replica", "Deployment", deployment,
+                                     "Deployment %s has 1 replica: it is unavailable while its node drains." % name))
+        elif not budgets:
+            findings.append(_finding("no_pdb", "Deployment", deployment,
+                                     "Deployment %s (%d replicas) has no PodDisruptionBudget: all its pods on a "
+                                     "batch of nodes may be evicted at once." % (name, replicas)))
+        if len(budgets) > 1:
+            findings.append(_finding("multiple_pdbs", "Deployment", deployment,
+                                     "Deployment %s is selected by %d PodDisruptionBudgets (%s): every eviction "
+                                     "fails, the drain fails with PodEvictionFailure unless force."
+                                     % (name, len(budgets), ", ".join(_meta(b).get("name") for b in budgets))))
+        for budget in budgets:
+            if _pdb_blocks_every_eviction(budget, replicas):
+                findings.append(_finding("blocking_pdb", "PodDisruptionBudget", budget,
+                                         "PodDisruptionBudget %s never allows an eviction of Deployment %s (%d "
+                                         "replicas): the drain fails with PodEvictionFailure unless force."
+                                         % (_ref(budget), name, replicas)))
+        tolerations = (template.get("spec") or {}).get("tolerations") or []
+        if any(t.get("operator") == "Exists" and not t.get("key") for t in tolerations):
+            findings.append(_finding("tolerates_all", "Deployment", deployment,
+                                     "Deployment %s tolerates every taint: its pods can be scheduled back onto "
+                                     "cordoned nodes, and their drain may not finish." % name))
+    return findings
+
+
+def run(module):
+    core = module.core_v1()
+    with translate_k8s_errors("list the nodes of node group %s" % module.params["nodegroup_name"]):
+        nodes, _version = list_all(core.list_node,
+                                   label_selector="%s=%s" % (NODEGROUP_LABEL, module.params["nodegroup_name"]))
+        pods = []
+        for node in nodes:
+            node_pods, _version = list_all(core.list_pod_for_all_namespaces,
+                                           field_selector="spec.nodeName=%s" % _meta(node).get("name"))
+            pods.extend(node_pods)
+        deployments, _version = list_all(AppsV1Api(module.k8s()).list_deployment_for_all_namespaces)
+        pdbs, _version = list_all(PolicyV1Api(module.k8s()).list_pod_disruption_budget_for_all_namespaces)
+    return dict(changed=False, warnings_found=preflight_findings(pods, deployments, pdbs), pods_examined=len(pods))
+
+
+def main():
+    module = EksopsModule(
+        dict(cluster_name=dict(type="str"), nodegroup_name=dict(type="str", required=True)),
+        uses_aws=True,
+        uses_k8s=True,
+        supports_check_mode=True,
+    )
+    module.run(lambda: run(module))
+
+
+if __name__ == "__main__":
+    main()
