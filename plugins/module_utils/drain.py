@@ -502,6 +502,44 @@ class Deadline:
         return min(now + max(0.0, delay), self.expires_at)
 
 
+class PdbWaitTracker:
+    """Time during which at least one pod was held back by a PodDisruptionBudget (the union of the pods'
+    blocked intervals: two pods blocked at once count once), measured on ``clock``.
+
+    A pod is blocked from a PDB refusal (or the budget gate holding it) until ``release``: its removal was
+    accepted, or it failed. Blocking an already blocked pod does not restart its interval.
+    """
+
+    def __init__(self, clock=SYSTEM_CLOCK):
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._blocked = set()
+        self._since = None
+        self._closed_seconds = 0.0
+
+    def block(self, key):
+        with self._lock:
+            if not self._blocked:
+                self._since = self._clock.now()
+            self._blocked.add(key)
+
+    def release(self, key):
+        with self._lock:
+            if key not in self._blocked:
+                return
+            self._blocked.discard(key)
+            if not self._blocked:
+                self._closed_seconds += max(0.0, self._clock.now() - self._since)
+                self._since = None
+
+    def seconds(self):
+        """The blocked time so far, including a still open interval."""
+        with self._lock:
+            if self._blocked:
+                return self._closed_seconds + max(0.0, self._clock.now() - self._since)
+            return self._closed_seconds
+
+
 def force_wait_seconds(pods, grace_period):
     """How long to wait for force-deleted pods: their longest grace period plus slack."""
     if grace_period >= 0:
@@ -569,6 +607,7 @@ class NodeResult:
         self.failed = []
         self.warnings = []
         self.error = None
+        self.pdb_wait_seconds = 0.0
         self.before = None
         self.after = None
 
@@ -580,7 +619,7 @@ class NodeResult:
         return dict(cordoned=self.cordoned, changed=self.changed, evicted=sorted(self.evicted),
                     deleted=sorted(self.deleted), skipped=sorted(self.skipped, key=lambda e: e["pod"]),
                     failed=sorted(self.failed, key=lambda e: e["pod"]), warnings=list(self.warnings),
-                    error=self.error)
+                    pdb_wait_seconds=round(self.pdb_wait_seconds, 1), error=self.error)
 
 
 class DrainResult:
@@ -1069,6 +1108,7 @@ class _NodeDrain:
         self.stopped = False
         self.waker = Waker()
         self.pods = {}
+        self.pdb_wait = PdbWaitTracker(engine.api.clock)
 
     def log(self, message):
         self.engine.log("node %s: %s" % (self.name, message))
@@ -1140,6 +1180,7 @@ class _NodeDrain:
                                          condition=settled, listed=listed, waker=self.waker, clock=clock,
                                          **list_kwargs)
         self._stop_jobs()
+        self.result.pdb_wait_seconds = self.pdb_wait.seconds()
         left = []
         for state in tracked:
             if is_gone(state.pod, objects):
@@ -1176,10 +1217,17 @@ class _NodeDrain:
             if pdb is not None:
                 pod_state.pdb = pdb
             pod_state.pdb_related = pod_state.pdb_related or pdb_related
+            self.pdb_wait.release(pod_key(pod))
             self.in_flight -= 1
             self.lock.notify_all()
         if state == SETTLED_FAILED:
             self.waker.wake()
+
+    def _held_by_pdb(self, job):
+        """Count PDB wait for ``job``'s pod (caller holds self.lock); a settled job may still be finishing an
+        attempt: it stays released."""
+        if not job.done:
+            self.pdb_wait.block(pod_key(job.pod))
 
     def attempt_removal(self, job):
         clock = self.api.clock
@@ -1199,6 +1247,7 @@ class _NodeDrain:
                         pod_state.reason = "PodDisruptionBudget %s allows no disruption" % job.budget[1]
                     pod_state.pdb = job.budget[1]
                     pod_state.pdb_related = True
+                    self._held_by_pdb(job)
                 return job.deadline.next_attempt(now, PDB_RETRY_SECONDS * random.uniform(0.8, 1.2))
         try:
             self.api.remove_pod(job.pod, job.method, self.options.grace_period)
@@ -1224,6 +1273,8 @@ class _NodeDrain:
                 pod_state.reason = outcome.message
                 pod_state.pdb = outcome.pdb or pod_state.pdb
                 pod_state.pdb_related = pod_state.pdb_related or pdb_related
+                if outcome.kind == PDB_BLOCKED:
+                    self._held_by_pdb(job)
             if outcome.kind != PDB_BLOCKED:
                 self.log("%s: %s %s; retrying in %.1f s" % (ref, job.method, outcome.message, outcome.retry_in))
             return job.deadline.next_attempt(now, outcome.retry_in)

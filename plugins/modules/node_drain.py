@@ -251,6 +251,13 @@ nodes:
       description: Pods removed with a warning (emptyDir data, no controller).
       type: list
       elements: str
+    pdb_wait_seconds:
+      description:
+        - Wall time, in seconds (one decimal), during which at least one pod of the node was held back by a
+          PodDisruptionBudget, either refused by the API server (HTTP 429) or held because its budget allowed
+          no disruption. Pods blocked at the same time count once; a pod's wait ends when its eviction is
+          accepted or fails. C(0.0) when no budget got in the way, and for O(state=cordon) and O(state=uncordon).
+      type: float
     error:
       description: Why the node failed, or null.
       type: str
@@ -263,6 +270,7 @@ nodes:
       skipped: [{pod: kube-system/aws-node-x2k9l, reason: DaemonSet-managed pod (ignore_daemonsets)}]
       failed: []
       warnings: []
+      pdb_wait_seconds: 12.4
       error: null
 requests_made:
   description: Number of Kubernetes API requests the module made (each LIST page and WATCH counts as one).

@@ -299,15 +299,19 @@ def test_110_pods_one_disruption_at_a_time_fewer_requests_than_kubectl_P1_P4(sce
 
     sandbox = scenario_sandbox(scenario)
     node = _big_node_ready(sandbox)
+    started = time.monotonic()
     result = drain(sandbox, {"name": node, "post_drain_wait": 0, "delete_options": {"wait_timeout": 400}},
                    timeout=500)
+    elapsed = time.monotonic() - started
     assert not result["failed"], result.get("msg")
     assert len(result["nodes"][node]["evicted"]) == 110
+    # the budget allows one disruption at a time, so the gate held pods back (and the server refused a few)
+    assert 0 < result["nodes"][node]["pdb_wait_seconds"] <= elapsed
     report = sandbox.report()
     assert report["pdb_violations"] == []
     ours = requests_of(report, "node_drain")
-    print("\neksops node_drain: %d requests for 110 pods (module counted %d): %s"
-          % (_total(ours), result["requests_made"], dict(ours)))
+    print("\neksops node_drain: %d requests for 110 pods (module counted %d), %.1f s waiting on the PDB of %.1f s: %s"
+          % (_total(ours), result["requests_made"], result["nodes"][node]["pdb_wait_seconds"], elapsed, dict(ours)))
     # urllib3 may resend a request whose pooled keep-alive connection turned out closed: the server can see
     # a request or two more than the calls the module made.
     assert result["requests_made"] <= _total(ours) <= result["requests_made"] + 2

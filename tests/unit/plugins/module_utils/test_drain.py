@@ -37,6 +37,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import (
     Deadline,
     DrainOptions,
     EvictionScheduler,
+    PdbWaitTracker,
     Verdict,
     apply_merge_patch,
     check_not_autoscaler_target,
@@ -58,7 +59,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import (
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_kube_watch import FakeResponse, FakeStore, api_error  # noqa: E402  (shared fake API server)
+from test_kube_watch import FakeClock, FakeResponse, FakeStore, api_error  # noqa: E402  (shared fake API server)
 
 NOW = datetime.datetime(2024, 6, 1, 12, 0, 0, tzinfo=datetime.timezone.utc)
 
@@ -259,6 +260,44 @@ def test_D14_deadline_arithmetic():
     assert not deadline.expired(999.9) and deadline.expired(1000.0)
     assert deadline.next_attempt(500.0, 5.0) == 505.0
     assert deadline.next_attempt(998.0, 5.0) == 1000.0   # the last retry lands on the deadline, not after
+
+
+def test_pdb_wait_is_zero_when_nothing_was_blocked():
+    clock = FakeClock()
+    tracker = PdbWaitTracker(clock)
+    clock.sleep(30)
+    tracker.release(("default", "web-0"))   # releasing a pod that was never blocked counts nothing
+    assert tracker.seconds() == 0.0
+
+
+def test_pdb_wait_counts_overlapping_blocked_pods_once():
+    clock = FakeClock()
+    tracker = PdbWaitTracker(clock)
+    tracker.block("web-0")
+    clock.sleep(2)
+    tracker.block("web-1")     # both blocked from here ...
+    clock.sleep(3)
+    tracker.block("web-0")     # ... a repeated refusal does not restart web-0's interval
+    tracker.release("web-0")
+    clock.sleep(5)
+    tracker.release("web-1")   # blocked 0-10 in all, not 5 + 8
+    assert tracker.seconds() == 10.0
+    clock.sleep(20)            # nothing blocked: the clock stands still
+    tracker.block("web-2")
+    clock.sleep(4)
+    tracker.release("web-2")
+    assert tracker.seconds() == 14.0
+
+
+def test_pdb_wait_stops_when_the_blocked_pod_is_evicted_and_runs_while_it_is_not():
+    clock = FakeClock()
+    tracker = PdbWaitTracker(clock)
+    tracker.block("web-0")
+    clock.sleep(4)
+    assert tracker.seconds() == 4.0   # still blocked: the open interval counts up to now
+    tracker.release("web-0")          # eviction accepted
+    clock.sleep(60)
+    assert tracker.seconds() == 4.0
 
 
 def test_force_wait_covers_the_longest_grace_period():
@@ -564,6 +603,7 @@ def test_drain_evicts_waits_and_reports_D1_D11_D16():
     assert node_result["skipped"] == [{"pod": "default/agent", "reason": "DaemonSet-managed pod (ignore_daemonsets)"},
                                       {"pod": "default/static", "reason": "mirror pod"}]
     assert node_result["failed"] == [] and node_result["cordoned"] and result.changed
+    assert node_result["pdb_wait_seconds"] == 0.0
     assert result.failed_nodes == [] and result.error() is None
     # D1/U4: cordoned, labelled and annotated before anything was listed or evicted
     assert cluster.requests[0] == ("get", "node", "node-a") and cluster.requests[1][:2] == ("patch", "node")
@@ -626,11 +666,16 @@ def test_D8_force_evicts_bare_pods_with_a_warning():
 
 
 def test_D13_pdb_refusals_are_retried_until_the_budget_allows():
-    cluster = FakeCluster([make_pod("web-0"), make_pod("web-1")])
-    cluster.scripts[("default", "web-0")] = [pdb_refusal(), pdb_refusal(), 201]
+    cluster = FakeCluster([make_pod("web-0"), make_pod("web-1")], termination_delay=1.0)
+    cluster.scripts[("default", "web-0")] = [pdb_refusal(), pdb_refusal(), pdb_refusal(), 201]
+    started = time.monotonic()
     result = run_drain(cluster)
-    assert result.to_dict()["node-a"]["evicted"] == ["default/web-0", "default/web-1"]
-    assert len([r for r in cluster.verbs("evict") if r[2] == "default/web-0"]) == 3
+    elapsed = time.monotonic() - started
+    node_result = result.to_dict()["node-a"]
+    assert node_result["evicted"] == ["default/web-0", "default/web-1"]
+    assert len([r for r in cluster.verbs("evict") if r[2] == "default/web-0"]) == 4
+    # three refusals about 0.05 s apart; the clock stops at the accepted eviction, not when the pods are gone
+    assert elapsed >= 1.0 and 0.1 <= node_result["pdb_wait_seconds"] <= elapsed - 0.9
 
 
 def test_D13_D14_pdb_blocked_until_timeout_fails_naming_pod_and_pdb():
@@ -646,6 +691,7 @@ def test_D13_D14_pdb_blocked_until_timeout_fails_naming_pod_and_pdb():
     [failure] = node_result["failed"]
     assert failure["pod"] == "default/web-0" and failure["pdb"] == "web-pdb"
     assert "drain_timeout=1" in failure["reason"]
+    assert 0.7 <= node_result["pdb_wait_seconds"] <= 1.3   # refused from the start until the deadline
     err = result.error()
     assert err.code == "PodEvictionFailure" and "default/web-0" in err.msg and "web-pdb" in err.msg
     assert cluster.nodes["node-a"]["spec"]["unschedulable"] is True
@@ -868,6 +914,8 @@ def test_S5_a_blocked_budget_is_probed_once_per_interval_not_once_per_pod(monkey
     result = run_drain(cluster, drain_timeout=1)
     failed = result.to_dict()["node-a"]["failed"]
     assert len(failed) == 6 and all(f["pdb"] == "web-pdb" for f in failed)
+    # six pods held by the gate at once for the whole second: counted once, not six times
+    assert 0.7 <= result.to_dict()["node-a"]["pdb_wait_seconds"] <= 1.3
     # kubectl would send 6 pods x 5 retries here; we send one per budget per interval
     assert len(cluster.verbs("evict")) <= 1 / 0.2 + 2
     assert "web-pdb" in result.error().msg
