@@ -36,6 +36,8 @@ $(COLLECTION_LINK):
 
 collection-link: $(COLLECTION_LINK)
 
+# The demo cluster holds a single replica whose PDB never allows an eviction and a bare pod (the preflight
+# names both): as on EKS, only force moves them, here after a 20 s drain timeout.
 demo: venv collection-link
 	$(BIN)/eks-sandbox down --state-dir $(DEMO_STATE) >/dev/null 2>&1 || true
 	$(BIN)/eks-sandbox up --scenario demo --state-dir $(DEMO_STATE)
@@ -43,7 +45,8 @@ demo: venv collection-link
 	  status=0; \
 	  $(BIN)/ansible-playbook playbooks/upgrade_nodegroup.yml \
 	    -e cluster_name=demo -e nodegroup_name=workers -e kubernetes_version=1.30 \
-	    -e post_drain_wait=2 -e upgrade_report_path=$(CURDIR)/$(DEMO_STATE)/upgrade-report.json || status=$$?; \
+	    -e force=true -e drain_timeout=20 -e post_drain_wait=2 \
+	    -e upgrade_report_path=$(CURDIR)/$(DEMO_STATE)/upgrade-report.json || status=$$?; \
 	  $(BIN)/eks-sandbox report --state-dir $(DEMO_STATE) > $(DEMO_STATE)/report.json; \
 	  $(BIN)/eks-sandbox down --state-dir $(DEMO_STATE); \
 	  echo "Sandbox report: $(DEMO_STATE)/report.json"; \

@@ -66,6 +66,10 @@ def test_check_mode_gives_the_same_answer(sandbox):
     ({"target": "ami-00000000000000000"}, "target", "ami-00000000000000000"),
     ({"target": "99"}, "target", "99"),
     ({"max_unavailable": 0}, "max_unavailable", "max_unavailable"),
+    ({"max_unavailable": 101}, "max_unavailable", "max_unavailable"),
+    ({"max_unavailable_percentage": 101}, "max_unavailable_percentage", "max_unavailable_percentage"),
+    ({"max_surge": 0, "max_unavailable": 0}, "max_surge", "cannot both be 0"),  # SPEC S1
+    ({"max_surge": 15, "max_unavailable": 10}, "max_surge", "must not exceed 20"),  # SPEC S1 cap
 ])
 def test_bad_input_names_the_problem(sandbox, args, parameter, named):
     result = run_module(sandbox, "nodegroup_info", {**BASE, **args})
