@@ -27,11 +27,17 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import (
     k8s_api_client,
     translate_k8s_errors,
 )
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import SYSTEM_CLOCK, retry_api_call
 
 try:
-    from kubernetes.client import CoreV1Api
+    from kubernetes.client import CoreV1Api, VersionApi
 except ImportError:  # pragma: no cover - HAS_KUBERNETES reports it
-    CoreV1Api = None
+    CoreV1Api = VersionApi = None
+
+# The first request to the Kubernetes API retries for this long only: a cluster that cannot be reached (or that
+# refuses the credentials) at the start fails in seconds, before the module changes anything. Later calls retry
+# transient failures for longer (kube_watch.DEFAULT_RETRY_WINDOW_SECONDS): a drain outlives an API server blip.
+FIRST_CONTACT_RETRY_SECONDS = 15
 
 # Keys fail_json/exit_json own; UpgradeError details never overwrite them.
 _RESERVED_RESULT_KEYS = frozenset(["msg", "code", "failed", "changed", "invocation", "warnings", "deprecations"])
@@ -96,10 +102,17 @@ class EksopsModule:
         return self._aws_clients[service]
 
     def k8s(self):
-        """A cached kubernetes ApiClient (see k8s.k8s_api_client for how credentials are chosen)."""
+        """A cached kubernetes ApiClient (see k8s.k8s_api_client for how credentials are chosen).
+
+        Built on first use and checked with one GET /version, so an unreachable API server or rejected
+        credentials fail here, named, rather than after a long retry inside the module's work.
+        """
         if self._k8s_client is None:
             with translate_k8s_errors("connect to the Kubernetes API"):
-                self._k8s_client = k8s_api_client(self.module.params, user_agent=self.user_agent)
+                client = k8s_api_client(self.module.params, user_agent=self.user_agent)
+                retry_api_call(VersionApi(client).get_code,
+                               deadline=SYSTEM_CLOCK.now() + FIRST_CONTACT_RETRY_SECONDS)
+            self._k8s_client = client
         return self._k8s_client
 
     def core_v1(self):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 
 import pytest
 
@@ -82,14 +83,36 @@ def test_clients_are_cached_and_delegation_works(make):
     assert module.params["cluster_name"] == "demo"
 
 
-def test_k8s_client_uses_the_module_user_agent(make, tmp_path):
+def write_kubeconfig(tmp_path, server):
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(json.dumps({
         "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:6443"}}],
+        "clusters": [{"name": "c", "cluster": {"server": server}}],
         "users": [{"name": "u", "user": {"token": "t"}}],
         "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
-    module = make(dict(AWS_ARGS, cluster_name="demo", kubeconfig=str(kubeconfig)), uses_k8s=True)
+    return str(kubeconfig)
+
+
+def test_k8s_client_uses_the_module_user_agent_and_probes_the_api_once(make, tmp_path, monkeypatch):
+    probes = []
+    monkeypatch.setattr(module_utils.VersionApi, "get_code", lambda api: probes.append(api.api_client))
+    kubeconfig = write_kubeconfig(tmp_path, "https://127.0.0.1:6443")
+    module = make(dict(AWS_ARGS, cluster_name="demo", kubeconfig=kubeconfig), uses_k8s=True)
     assert module.k8s() is module.k8s()
     assert module.k8s().user_agent.startswith("eksops.nodegroup/")
     assert module.core_v1().api_client is module.k8s()
+    assert probes == [module.k8s()]
+
+
+def test_unreachable_api_fails_at_first_contact_as_cluster_unreachable(make, tmp_path, monkeypatch):
+    """U8 ClusterUnreachable, within the first-contact window instead of the long retry window."""
+    monkeypatch.setattr(module_utils, "FIRST_CONTACT_RETRY_SECONDS", 0)
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        closed = sock.getsockname()[1]
+    kubeconfig = write_kubeconfig(tmp_path, "http://127.0.0.1:%d" % closed)
+    module = make(dict(AWS_ARGS, cluster_name="demo", kubeconfig=kubeconfig), uses_k8s=True)
+    with pytest.raises(UpgradeError) as raised:
+        module.k8s()
+    assert raised.value.code == "ClusterUnreachable"
+    assert str(closed) in raised.value.msg
