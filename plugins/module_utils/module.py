@@ -44,14 +44,18 @@ _RESERVED_RESULT_KEYS = frozenset(["msg", "code", "failed", "changed", "invocati
 
 
 def merged_argument_spec(argument_spec, uses_aws=True, uses_k8s=False):
-    """The module's own spec plus the shared AWS and/or Kubernetes options (module options win)."""
+    """The module's own spec plus the shared AWS and/or Kubernetes options (module options win).
+
+    Everything is deep-copied: modules build their specs from shared dicts (NODEGROUP_ARGUMENT_SPEC), and the
+    result must not alias them.
+    """
     spec = {}
     if uses_aws:
-        spec.update(copy.deepcopy(AWS_ARGUMENT_SPEC))
+        spec.update(AWS_ARGUMENT_SPEC)
     if uses_k8s:
-        spec.update(copy.deepcopy(K8S_ARGUMENT_SPEC))
+        spec.update(K8S_ARGUMENT_SPEC)
     spec.update(argument_spec)
-    return spec
+    return copy.deepcopy(spec)
 
 
 def error_result(err):

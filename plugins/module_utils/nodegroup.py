@@ -462,3 +462,14 @@ def upgrade_plan(old, node_count, az_count, update_strategy="default", max_unava
         batches=random_batches(old, batch_size, random.Random(seed)),
         steps=steps,
     )
+
+
+# --- Module options ------------------------------------------------------------------------------------------
+
+# The options naming the node group, shared by the modules that find its ASG with find_asg (documentation:
+# the eksops.nodegroup.nodegroup doc fragment). Modules start from a deep copy so that none shares option dicts.
+NODEGROUP_ARGUMENT_SPEC = dict(
+    cluster_name=dict(type="str", required=True),
+    nodegroup_name=dict(type="str", required=True),
+    asg_name=dict(type="str"),
+)

@@ -23,20 +23,6 @@ description:
 author:
   - eksops.nodegroup maintainers (@eksops)
 options:
-  cluster_name:
-    description:
-      - Name of the EKS cluster (ASG discovery by tag, and authentication when no kubeconfig is given).
-    type: str
-    required: true
-  nodegroup_name:
-    description:
-      - The node group (C(eks.amazonaws.com/nodegroup) node label, C(eks:nodegroup-name) ASG tag).
-    type: str
-    required: true
-  asg_name:
-    description:
-      - The node group's Auto Scaling group. Discovered from its tags when not set.
-    type: str
   instance_ids:
     description:
       - EC2 instance ids to terminate; each must belong to the group.
@@ -65,6 +51,7 @@ options:
     type: bool
     default: false
 extends_documentation_fragment:
+  - eksops.nodegroup.nodegroup
   - eksops.nodegroup.aws
   - eksops.nodegroup.k8s
 notes:
@@ -148,13 +135,15 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import describe_instances, find_asg
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
+    NODEGROUP_ARGUMENT_SPEC,
+    describe_instances,
+    find_asg,
+)
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import LEAVING_STATES
 
 ARGUMENT_SPEC = dict(
-    cluster_name=dict(type="str", required=True),
-    nodegroup_name=dict(type="str", required=True),
-    asg_name=dict(type="str"),
+    NODEGROUP_ARGUMENT_SPEC,
     instance_ids=dict(type="list", elements="str", required=True),
     should_decrement_desired_capacity=dict(type="bool", required=True),
     wait=dict(type="bool", default=True),

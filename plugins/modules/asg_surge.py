@@ -24,22 +24,6 @@ description:
 author:
   - eksops.nodegroup maintainers (@eksops)
 options:
-  cluster_name:
-    description:
-      - Name of the EKS cluster. Used to find the Auto Scaling group (tag C(eks:cluster-name)) and, when no
-        kubeconfig is given, to authenticate to the cluster.
-    type: str
-    required: true
-  nodegroup_name:
-    description:
-      - The node group; the value of the C(eks.amazonaws.com/nodegroup) node label and of the ASG tag
-        C(eks:nodegroup-name).
-    type: str
-    required: true
-  asg_name:
-    description:
-      - The node group's Auto Scaling group. Discovered from its tags when not set.
-    type: str
   mode:
     description:
       - C(rolling) raises the desired capacity by the larger of twice the number of Availability Zones of
@@ -112,6 +96,7 @@ options:
     type: bool
     default: true
 extends_documentation_fragment:
+  - eksops.nodegroup.nodegroup
   - eksops.nodegroup.aws
   - eksops.nodegroup.k8s
 notes:
@@ -199,7 +184,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import find_asg
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC, find_asg
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
     check_new_nodes,
     resolve_max_unavailable,
@@ -209,9 +194,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
 )
 
 ARGUMENT_SPEC = dict(
-    cluster_name=dict(type="str", required=True),
-    nodegroup_name=dict(type="str", required=True),
-    asg_name=dict(type="str"),
+    NODEGROUP_ARGUMENT_SPEC,
     mode=dict(type="str", choices=["rolling", "explicit", "desired"], default="rolling"),
     surge=dict(type="int"),
     desired_capacity=dict(type="int"),

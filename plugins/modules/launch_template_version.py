@@ -31,23 +31,6 @@ description:
 author:
   - eksops.nodegroup maintainers (@eksops)
 options:
-  cluster_name:
-    description:
-      - Name of the EKS cluster.
-      - With O(nodegroup_name), finds the Auto Scaling group by its C(eks:cluster-name) and
-        C(eks:nodegroup-name) tags (or the EKS managed node group's group).
-    type: str
-    required: true
-  nodegroup_name:
-    description:
-      - Name of the node group (the C(eks.amazonaws.com/nodegroup) node label).
-    type: str
-    required: true
-  asg_name:
-    description:
-      - Name of the node group's Auto Scaling group. Discovered from tags when not given.
-      - A group tagged for another cluster or node group is refused.
-    type: str
   image_id:
     description:
       - The AMI the new launch template version launches.
@@ -92,8 +75,11 @@ options:
     type: bool
     default: false
 extends_documentation_fragment:
+  - eksops.nodegroup.nodegroup
   - eksops.nodegroup.aws
 notes:
+  - Without O(asg_name), when no Auto Scaling group carries the node group's tags, the Auto Scaling group of
+    the EKS managed node group O(nodegroup_name) is used.
   - Supports check mode (reports the version it would create, with its predicted number, and the group change)
     and diff mode (the group's launch template version and AMI before and after).
   - Needs C(ec2:DescribeLaunchTemplates), C(ec2:DescribeLaunchTemplateVersions),
@@ -195,6 +181,7 @@ journal:
     suspended_processes: []
 """
 
+
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     LT_VERSION_MISMATCH,
     UpgradeError,
@@ -203,6 +190,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import transl
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
+    NODEGROUP_ARGUMENT_SPEC,
     asg_launch_template_spec,
     describe_image,
     describe_launch_template,
@@ -216,9 +204,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import 
 )
 
 ARGUMENT_SPEC = dict(
-    cluster_name=dict(type="str", required=True),
-    nodegroup_name=dict(type="str", required=True),
-    asg_name=dict(type="str"),
+    NODEGROUP_ARGUMENT_SPEC,
     image_id=dict(type="str"),
     kubernetes_version=dict(type="str"),
     version=dict(type="int", aliases=["launch_template_version"]),

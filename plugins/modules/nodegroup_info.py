@@ -22,22 +22,6 @@ description:
 author:
   - eksops.nodegroup maintainers (@eksops)
 options:
-  cluster_name:
-    description:
-      - Name of the EKS cluster. Finds the Auto Scaling group by tags, and authenticates to Kubernetes when no
-        kubeconfig is given.
-    type: str
-    required: true
-  nodegroup_name:
-    description:
-      - Name of the node group (the C(eks.amazonaws.com/nodegroup) node label).
-    type: str
-    required: true
-  asg_name:
-    description:
-      - Name of the node group's Auto Scaling group. Discovered from its C(eks:cluster-name) and
-        C(eks:nodegroup-name) tags when not given.
-    type: str
   target:
     description:
       - What instances must run to count as new, to split old from new.
@@ -77,9 +61,12 @@ options:
       - Seed for the random batch order; the seed used is returned either way.
     type: int
 extends_documentation_fragment:
+  - eksops.nodegroup.nodegroup
   - eksops.nodegroup.aws
   - eksops.nodegroup.k8s
 notes:
+  - Without O(asg_name), when no Auto Scaling group carries the node group's tags, the Auto Scaling group of
+    the EKS managed node group O(nodegroup_name) is used.
   - Needs C(autoscaling:DescribeAutoScalingGroups), C(ec2:DescribeInstances), C(ec2:DescribeLaunchTemplates),
     C(ec2:DescribeImages) (with an AMI O(target)),
     C(ec2:DescribeLaunchTemplateVersions), C(eks:DescribeNodegroup) (discovery of managed node groups),
@@ -190,9 +177,11 @@ nodegroup:
         steps: null
 """
 
+
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
+    NODEGROUP_ARGUMENT_SPEC,
     asg_launch_template_spec,
     asg_summary,
     describe_image,
@@ -212,9 +201,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
 )
 
 ARGUMENT_SPEC = dict(
-    cluster_name=dict(type="str", required=True),
-    nodegroup_name=dict(type="str", required=True),
-    asg_name=dict(type="str"),
+    NODEGROUP_ARGUMENT_SPEC,
     target=dict(type="str"),
     update_strategy=dict(type="str", choices=["default", "minimal"], default="default"),
     max_unavailable=dict(type="int"),

@@ -24,20 +24,6 @@ description:
 author:
   - eksops.nodegroup maintainers (@eksops)
 options:
-  cluster_name:
-    description:
-      - Name of the EKS cluster (ASG discovery by tag, and authentication when no kubeconfig is given).
-    type: str
-    required: true
-  nodegroup_name:
-    description:
-      - The node group (C(eks.amazonaws.com/nodegroup) node label, C(eks:nodegroup-name) ASG tag).
-    type: str
-    required: true
-  asg_name:
-    description:
-      - The node group's Auto Scaling group. Discovered from its tags when not set.
-    type: str
   on_autoscaler:
     description:
       - What to do when the cluster autoscaler changed the desired capacity during the upgrade.
@@ -72,6 +58,7 @@ options:
     type: int
     default: 600
 extends_documentation_fragment:
+  - eksops.nodegroup.nodegroup
   - eksops.nodegroup.aws
   - eksops.nodegroup.k8s
 notes:
@@ -171,6 +158,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import Upg
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, clear_journal, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
+    NODEGROUP_ARGUMENT_SPEC,
     describe_asg,
     find_asg,
     join_instances_nodes,
@@ -182,9 +170,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
 )
 
 ARGUMENT_SPEC = dict(
-    cluster_name=dict(type="str", required=True),
-    nodegroup_name=dict(type="str", required=True),
-    asg_name=dict(type="str"),
+    NODEGROUP_ARGUMENT_SPEC,
     on_autoscaler=dict(type="str", choices=["fail", "stop"], default="fail"),
     drain_timeout=dict(type="int", default=900),
     post_drain_wait=dict(type="int", default=60),
