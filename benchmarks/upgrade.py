@@ -1,0 +1,255 @@
+"""A rolling upgrade on the sandbox through playbooks/upgrade_nodegroup.yml, against the ideal time of the same
+schedule (docs/performance.md, "The ideal schedule").
+
+For each scenario (bench_upgrade6: N = 6, bench_upgrade30: N = 30; about 30 pods per node) a fresh sandbox is
+started, the playbook upgrades the group to the scenario's other AMI, and the script prints: wall time, ideal
+time, their ratio, orchestration overhead per replaced node, Kubernetes requests per evicted pod (requests of the
+collection's user agents in the sandbox report), AWS calls per replaced node, the peak RSS of the controller
+(the largest process of the ansible-playbook run) and of the sandbox, and whether the end state is clean.
+
+    .venv/bin/python benchmarks/upgrade.py [--scenarios bench_upgrade6,bench_upgrade30] [--max-unavailable 1]
+        [--post-drain-wait 1] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+import time
+from collections import Counter
+from typing import Any
+
+from common import (argument_parser, by_verb, counts_since, k8s_requests_by_agent, print_table, running_sandbox,
+                    sandbox_peak_rss_mib, scenario_path, write_json)
+from eks_sandbox.kube.pods import QUICK_STOP_SECONDS
+from eks_sandbox.scenario import load_scenario
+from upgrade_run import GroupState, ami_pair, end_state_problems, run_upgrade, workers_asg
+
+COLLECTION_AGENT = "eksops.nodegroup/"
+SCALE_DOWN_MARKER = "Remove the surplus nodes, restore the group and clear the journal"
+RUN_TIMEOUT = 1800
+GOAL_RATIO = 1.25
+GOAL_OVERHEAD_SECONDS = 2.0
+GOAL_REQUESTS_PER_POD = 4.0
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The ideal schedule
+# ------------------------------------------------------------------------------------------------------------
+
+def _scaled(value, total, round_up=True):
+    """A PDB field (int or "NN%") as a pod count, rounded up as the disruption controller does."""
+    if isinstance(value, str) and value.endswith("%"):
+        exact = int(value[:-1]) * total / 100
+        return math.ceil(exact) if round_up else math.floor(exact)
+    return int(value)
+
+
+def disruptions_allowed(workload) -> float:
+    """How many of the workload's pods may be down at once when all are healthy (inf: no PDB)."""
+    pdb = workload["pdb"]
+    if not pdb or workload["kind"] != "Deployment":
+        return math.inf
+    replicas = workload["replicas"]
+    if pdb["max_unavailable"] is not None:
+        return max(0, _scaled(pdb["max_unavailable"], replicas))
+    return max(0, replicas - _scaled(pdb["min_available"], replicas))
+
+
+def stop_seconds(workload, timings) -> float:
+    """How long the sandbox's kubelet takes to stop one of the workload's pods once it is evicted."""
+    scaled = workload["termination_grace_period_seconds"] * timings["grace_period_scale"]
+    return scaled if workload["ignore_sigterm"] else min(scaled, QUICK_STOP_SECONDS)
+
+
+def ideal_drain_seconds(pods_per_workload: Counter, scenario) -> float:
+    """Draining a set of nodes holding these pods: budgets release d pods per round, a round lasts until the
+    replacements are Ready (pod_start_seconds), and the drain ends when the last round's pods have stopped."""
+    workloads = {(w["namespace"], w["name"]): w for w in scenario["workloads"]}
+    timings = scenario["timings"]
+    rounds = 0
+    stop = 0.0
+    for key, count in pods_per_workload.items():
+        workload = workloads[key]
+        allowed = disruptions_allowed(workload)
+        rounds = max(rounds, 1 if allowed == math.inf else math.ceil(count / max(allowed, 1)))
+        stop = max(stop, stop_seconds(workload, timings))
+    if not pods_per_workload:
+        return 0.0
+    return (rounds - 1) * timings["pod_start_seconds"] + stop
+
+
+def ideal_schedule(scenario, batches, surplus_batch, post_drain_wait) -> dict[str, float]:
+    """Scale-up (launch + boot), every batch (drain + post-drain wait + shutdown), the scale-down batch."""
+    timings = scenario["timings"]
+    replace = timings["instance_shutdown_seconds"] + post_drain_wait
+    phases = {
+        "scale_up": timings["instance_pending_seconds"] + timings["node_boot_seconds"],
+        "upgrade": sum(ideal_drain_seconds(batch, scenario) + replace for batch in batches),
+        "scale_down": ideal_drain_seconds(surplus_batch, scenario) + replace if surplus_batch is not None else 0.0,
+    }
+    phases["total"] = sum(phases.values())
+    return phases
+
+
+# ------------------------------------------------------------------------------------------------------------
+# What the sandbox holds
+# ------------------------------------------------------------------------------------------------------------
+
+def node_contents(sandbox) -> dict[str, Counter]:
+    """{instance id: Counter of (namespace, workload) for the evictable pods of its node}."""
+    core = sandbox.core_v1()
+    instance_of = {node.metadata.name: node.spec.provider_id.rsplit("/", 1)[-1]
+                   for node in core.list_node().items if node.spec.provider_id}
+    contents: dict[str, Counter] = {}
+    for pod in core.list_pod_for_all_namespaces().items:
+        owners = pod.metadata.owner_references or []
+        if pod.spec.node_name not in instance_of or any(o.kind == "DaemonSet" for o in owners) \
+                or pod.metadata.deletion_timestamp:
+            continue
+        app = (pod.metadata.labels or {}).get("app")
+        contents.setdefault(instance_of[pod.spec.node_name], Counter())[(pod.metadata.namespace, app)] += 1
+    return contents
+
+
+class TaskClock:
+    """Time per playbook task, from the moment each `TASK [...]` header is printed to the next one; tasks that
+    differ only by their batch or node label are added up."""
+
+    HEADER = re.compile(r"^TASK \[(?:[^:\]]+ : )?(?P<name>[^\]]+)\]")
+
+    def __init__(self):
+        self.seconds: Counter = Counter()
+        self.count: Counter = Counter()
+        self._current = None
+
+    def line(self, text):
+        match = self.HEADER.match(text)
+        if match or text.startswith("PLAY RECAP"):
+            self._close()
+        if match:
+            name = re.sub(r"\s*\d+/\d+$", "", match.group("name").split(":", 1)[0].strip())
+            self._current = (name, time.monotonic())
+            self.count[name] += 1
+
+    def _close(self):
+        if self._current is not None:
+            name, started = self._current
+            self.seconds[name] += time.monotonic() - started
+            self._current = None
+
+
+def batch_pods(contents, instance_ids) -> Counter:
+    total: Counter = Counter()
+    for instance_id in instance_ids:
+        total.update(contents.get(instance_id, Counter()))
+    return total
+
+
+# ------------------------------------------------------------------------------------------------------------
+
+def benchmark(scenario_name: str, max_unavailable: int, post_drain_wait: float) -> dict[str, Any]:
+    path = scenario_path(scenario_name)
+    scenario = load_scenario(str(path))
+    with running_sandbox(path) as sandbox:
+        _current, target = ami_pair(sandbox)
+        sizes_before = GroupState(workers_asg(sandbox)).sizes
+        contents_before = node_contents(sandbox)
+        at_scale_down: dict[str, Any] = {}
+
+        tasks = TaskClock()
+
+        def on_line(line):
+            tasks.line(line)
+            if SCALE_DOWN_MARKER in line and not at_scale_down:
+                at_scale_down.update(node_contents(sandbox))
+
+        before = sandbox.report()
+        print(f"{scenario['name']}: upgrading {sizes_before[2]} nodes...", file=sys.stderr)
+        run = run_upgrade(sandbox, {"cluster_name": scenario["cluster"]["name"], "nodegroup_name": "workers",
+                                    "image_id": target, "max_unavailable": max_unavailable,
+                                    "post_drain_wait": post_drain_wait}, RUN_TIMEOUT, on_line=on_line)
+        after = sandbox.report()
+        sandbox_rss = sandbox_peak_rss_mib(sandbox)
+        problems = end_state_problems(sandbox, target, sizes_before) if run.returncode == 0 else ["run failed"]
+    if run.returncode != 0 or run.report is None:
+        raise RuntimeError(f"the upgrade failed (exit {run.returncode}):\n{run.output[-4000:]}")
+
+    report = run.report
+    replaced = report["replaced_instances"]
+    batches = [batch_pods(contents_before, replaced[i:i + max_unavailable])
+               for i in range(0, len(replaced), max_unavailable)]
+    surplus = batch_pods(at_scale_down, report["surplus_removed"]) if report["surplus_removed"] else None
+    ideal = ideal_schedule(scenario, batches, surplus, post_drain_wait)
+
+    k8s = k8s_requests_by_agent({"k8s_requests": counts_since(before["k8s_requests"], after["k8s_requests"])},
+                                COLLECTION_AGENT)
+    aws = counts_since(before["aws_calls"], after["aws_calls"])
+    # The pods that had to leave: those of the replaced nodes before the run and of the surplus nodes at the
+    # scale-down (the upgrade report's own count is shown too: it can differ, see docs/performance.md).
+    moved = sum(sum(batch.values()) for batch in batches) + (sum(surplus.values()) if surplus else 0)
+    replaced_count = len(replaced)
+    return {
+        "scenario": scenario["name"], "nodes": sizes_before[2], "max_unavailable": max_unavailable,
+        "post_drain_wait": post_drain_wait, "wall_seconds": run.seconds, "phase_seconds": report["phase_seconds"],
+        "ideal_seconds": ideal, "ratio": run.seconds / ideal["total"],
+        "overhead_per_replaced_node_seconds": (run.seconds - ideal["total"]) / replaced_count,
+        "replaced_nodes": replaced_count, "surplus_removed": len(report["surplus_removed"]),
+        "pods_moved": moved, "pods_evicted_in_upgrade_report": report["pods_evicted"],
+        "pdb_wait_seconds": report.get("pdb_wait_seconds"),
+        "k8s_requests": sum(k8s.values()), "k8s_requests_by_verb": by_verb(k8s),
+        "k8s_requests_detail": {" ".join(key): count for key, count in sorted(k8s.items())},
+        "k8s_requests_per_evicted_pod": sum(k8s.values()) / moved if moved else None,
+        "aws_calls": sum(aws.values()), "aws_calls_detail": aws,
+        "aws_calls_per_replaced_node": sum(aws.values()) / replaced_count,
+        "controller_peak_rss_mib": run.peak_rss_mib, "sandbox_peak_rss_mib": sandbox_rss,
+        "evictions_accepted_by_server": k8s[("create", "pods/eviction", "201")],
+        "end_state_problems": problems,
+        "task_seconds": dict(tasks.seconds.most_common()), "task_count": dict(tasks.count),
+    }
+
+
+def main():
+    parser = argument_parser(__doc__.split("\n", 1)[0], "upgrade")
+    parser.add_argument("--scenarios", default="bench_upgrade6",
+                        help="comma-separated scenario names or files (default: %(default)s; bench_upgrade30 is N=30)")
+    parser.add_argument("--max-unavailable", type=int, default=1)
+    parser.add_argument("--post-drain-wait", type=float, default=1)
+    args = parser.parse_args()
+    if args.post_drain_wait != int(args.post_drain_wait):
+        parser.error("--post-drain-wait must be whole seconds (the playbook takes an integer)")
+
+    runs = [benchmark(name.strip(), args.max_unavailable, int(args.post_drain_wait))
+            for name in args.scenarios.split(",") if name.strip()]
+    print(f"\nRolling upgrade, max_unavailable {args.max_unavailable}, post_drain_wait {int(args.post_drain_wait)} s\n")
+    print_table(["N", "wall s", "ideal s", "ratio", "overhead s/node", "k8s req/pod", "AWS calls/node",
+                 "ctl RSS MiB", "sandbox RSS MiB", "pods moved", "clean"], [
+        [r["nodes"], r["wall_seconds"], r["ideal_seconds"]["total"], r["ratio"],
+         r["overhead_per_replaced_node_seconds"], r["k8s_requests_per_evicted_pod"], r["aws_calls_per_replaced_node"],
+         r["controller_peak_rss_mib"], r["sandbox_peak_rss_mib"], r["pods_moved"],
+         "yes" if not r["end_state_problems"] else "; ".join(r["end_state_problems"])[:80]]
+        for r in runs])
+    print(f"\ngoals: ratio <= {GOAL_RATIO} and overhead <= {GOAL_OVERHEAD_SECONDS} s/node at N=30; "
+          f"<= {GOAL_REQUESTS_PER_POD:g} requests per evicted pod at N=100")
+    print("\nby phase (measured / ideal, s):")
+    print_table(["N", "setup", "scale_up", "upgrade", "scale_down", "k8s requests by verb"], [
+        [r["nodes"], r["phase_seconds"].get("setup"),
+         "%.1f / %.1f" % (r["phase_seconds"].get("scale_up", 0), r["ideal_seconds"]["scale_up"]),
+         "%.1f / %.1f" % (r["phase_seconds"].get("upgrade", 0), r["ideal_seconds"]["upgrade"]),
+         "%.1f / %.1f" % (r["phase_seconds"].get("scale_down", 0), r["ideal_seconds"]["scale_down"]),
+         ", ".join(f"{verb} {count}" for verb, count in r["k8s_requests_by_verb"].items())]
+        for r in runs])
+    for r in runs:
+        print(f"\nN={r['nodes']}: the slowest tasks (all runs of a task added up; the drains include the budgets' "
+              f"pacing and post_drain_wait)")
+        print_table(["task", "runs", "seconds"], [[name, r["task_count"][name], seconds]
+                                                  for name, seconds in list(r["task_seconds"].items())[:8]])
+        print(f"pods that had to move: {r['pods_moved']}; evictions the server accepted: "
+              f"{r['evictions_accepted_by_server']}; pods the upgrade report counts as evicted: "
+              f"{r['pods_evicted_in_upgrade_report']}")
+    write_json(args.json, {"runs": runs})
+
+
+if __name__ == "__main__":
+    main()
