@@ -24,6 +24,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import
     Waker,
     list_all,
     list_then_watch,
+    read_body,
     retry_api_call,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
@@ -168,9 +169,8 @@ def patch_node_annotations(core_v1, node_name, annotations):
     """Merge-patch node annotations (a None value removes one); retried on 429/5xx (SPEC P3)."""
     body = {"metadata": {"annotations": annotations}}
     with translate_k8s_errors("annotate node %s" % node_name):
-        response = retry_api_call(core_v1.patch_node, node_name, body, _content_type=MERGE_PATCH,
-                                  _preload_content=False)
-    response.release_conn()
+        read_body(retry_api_call(core_v1.patch_node, node_name, body, _content_type=MERGE_PATCH,
+                                 _preload_content=False))
 
 
 def mark_scale_down_disabled(core_v1, nodes, run_id):

@@ -47,6 +47,8 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import
     backoff_delay,
     list_all,
     list_then_watch,
+    read_body,
+    read_json,
     retry_after_seconds,
     retry_api_call,
 )
@@ -414,7 +416,9 @@ GONE = "gone"                    # 404, or 409 on the UID precondition: the orig
 PDB_BLOCKED = "pdb_blocked"      # 429 from a PodDisruptionBudget: retry every 5 s
 THROTTLED = "throttled"          # 429 with Retry-After (API priority and fairness): retry after it
 MULTIPLE_PDBS = "multiple_pdbs"  # 500: the pod has several PDBs; eviction can never succeed
-TRANSIENT = "transient"          # 502/503/504 or a dropped connection: the server did not act; retry
+# 502/503/504 or a connection error: retry (the UID precondition makes a repeat after an eviction the server
+# did accept a 404/409).
+TRANSIENT = "transient"
 TERMINATING_NAMESPACE = "terminating_namespace"  # 403: namespace is being deleted; the pod goes with it
 FAILED = "failed"                # anything else: this pod fails, the others go on
 
@@ -660,14 +664,6 @@ class DrainResult:
 # I/O
 # --------------------------------------------------------------------------------------------------------
 
-def _read_json(response):
-    try:
-        data = response.data
-        return json.loads(data) if data else {}
-    finally:
-        response.release_conn()
-
-
 class KubeApi:
     """The engine's API calls, counted (requests_made), with retries (P3) and per-run caches.
 
@@ -701,15 +697,15 @@ class KubeApi:
 
     def get_node(self, name):
         try:
-            return _read_json(self._call(self.core.read_node, name, _preload_content=False))
+            return read_json(self._call(self.core.read_node, name, _preload_content=False))
         except ApiException as exc:
             if exc.status == 404:
                 raise not_found("names", "node %s was not found" % name, node=name)
             raise
 
     def patch_node(self, name, patch):
-        return _read_json(self._call(self.core.patch_node, name, patch, _content_type="application/merge-patch+json",
-                                     _preload_content=False))
+        return read_json(self._call(self.core.patch_node, name, patch, _content_type="application/merge-patch+json",
+                                    _preload_content=False))
 
     @property
     def list_pods(self):
@@ -735,7 +731,7 @@ class KubeApi:
                               delete_options=delete_options)
         else:
             body = delete_options
-        call(metadata["name"], metadata["namespace"], body=body, _preload_content=False).release_conn()
+        read_body(call(metadata["name"], metadata["namespace"], body=body, _preload_content=False))
 
     def daemonset_exists(self, namespace, name):
         key = (namespace, name)
@@ -743,7 +739,7 @@ class KubeApi:
             if key in self._daemonsets:
                 return self._daemonsets[key]
         try:
-            self._call(self.apps.read_namespaced_daemon_set, name, namespace, _preload_content=False).release_conn()
+            read_body(self._call(self.apps.read_namespaced_daemon_set, name, namespace, _preload_content=False))
             exists = True
         except ApiException as exc:
             if exc.status != 404:
@@ -775,8 +771,8 @@ class KubeApi:
             last_timestamp=now, source=V1EventSource(component=EVENT_COMPONENT),
             reporting_component=EVENT_COMPONENT, reporting_instance=EVENT_COMPONENT)
         try:
-            self._call(self.core.create_namespaced_event, EVENT_NAMESPACE, event, _preload_content=False,
-                       idempotent=False).release_conn()
+            read_body(self._call(self.core.create_namespaced_event, EVENT_NAMESPACE, event, _preload_content=False,
+                                 idempotent=False))
         except Exception as exc:  # pylint: disable=broad-except
             if log is not None:
                 log("could not record event %s on node %s: %s" % (reason, metadata.get("name"), exc))

@@ -156,11 +156,23 @@ def object_key(obj):
     return (metadata.get("namespace") or "", metadata.get("name"))
 
 
-def _read_json(response):
+def read_body(response):
+    """The whole body of a ``_preload_content=False`` response; its connection then goes back to the pool.
+
+    Never release such a connection unread: the pool would reuse it with the body still on the wire, and the
+    next request sent on it would take those bytes for its status line. That request fails on the client
+    although the server acted on it (an accepted eviction looks like a dropped connection and is sent again).
+    """
     try:
-        return json.loads(response.data)
+        return response.data
     finally:
         response.release_conn()
+
+
+def read_json(response):
+    """The JSON body of a ``_preload_content=False`` response ({} when empty), read as ``read_body`` does."""
+    data = read_body(response)
+    return json.loads(data) if data else {}
 
 
 def list_all(list_func, deadline=None, clock=None, page_size=LIST_PAGE_SIZE, **list_kwargs):
@@ -171,7 +183,7 @@ def list_all(list_func, deadline=None, clock=None, page_size=LIST_PAGE_SIZE, **l
         page_kwargs = dict(list_kwargs, limit=page_size, _preload_content=False)
         if continue_token:
             page_kwargs["_continue"] = continue_token
-        body = _read_json(retry_api_call(list_func, deadline=deadline, clock=clock, **page_kwargs))
+        body = read_json(retry_api_call(list_func, deadline=deadline, clock=clock, **page_kwargs))
         items.extend(body.get("items") or [])
         metadata = body.get("metadata") or {}
         continue_token = metadata.get("continue")

@@ -315,6 +315,8 @@ def test_110_pods_one_disruption_at_a_time_fewer_requests_than_kubectl_P1_P4(sce
     # urllib3 may resend a request whose pooled keep-alive connection turned out closed: the server can see
     # a request or two more than the calls the module made.
     assert result["requests_made"] <= _total(ours) <= result["requests_made"] + 2
+    # one eviction request per pod: an accepted eviction is never sent again (it would come back 404)
+    assert ours[("create", "pods/eviction", "201")] + ours[("create", "pods/eviction", "404")] == 110
 
     kubectl = shutil.which("kubectl")
     if kubectl is None:

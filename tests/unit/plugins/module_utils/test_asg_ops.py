@@ -86,8 +86,18 @@ def test_wait_terminated_returns_the_stragglers_at_timeout():
 
 
 class FakeResponse:
+    """A _preload_content=False response that must be read before its connection goes back to the pool."""
+
+    def __init__(self):
+        self.read = False
+
+    @property
+    def data(self):
+        self.read = True
+        return b"{}"
+
     def release_conn(self):
-        pass
+        assert self.read, "connection released with the response body unread"
 
 
 class FakeCoreV1:

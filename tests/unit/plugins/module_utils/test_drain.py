@@ -9,6 +9,7 @@ import datetime
 import json
 import os
 import random
+import socketserver
 import sys
 import threading
 import time
@@ -992,3 +993,57 @@ def test_P5_every_request_asks_the_client_configuration_for_its_token(monkeypatc
     result = cordon_nodes(CoreV1Api(client), ["node-a"], run_id="run-1")
     assert result.changed and result.requests_made == 3
     assert [auth for _method, auth in seen] == ["Bearer token-0", "Bearer token-1", "Bearer token-2"]
+
+
+class _BodyAfterHeadersHandler(socketserver.StreamRequestHandler):
+    """Keep-alive HTTP/1.1 that answers every request 201 and sends the body a moment after the headers (as
+    the sandbox's API server can): a client that hands the connection back unread reuses it too early."""
+
+    def handle(self):
+        while True:
+            request_line = self.rfile.readline()
+            if not request_line:
+                return
+            length = 0
+            for line in iter(self.rfile.readline, b"\r\n"):
+                name, _sep, value = line.decode("latin-1").partition(":")
+                if name.strip().lower() == "content-length":
+                    length = int(value)
+            self.rfile.read(length)
+            self.server.requests.append(request_line.split()[1].decode())
+            body = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201}).encode()
+            self.wfile.write(b"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\n"
+                             b"Content-Length: %d\r\n\r\n" % len(body))
+            self.wfile.flush()
+            time.sleep(0.1)
+            self.wfile.write(body)
+            self.wfile.flush()
+
+
+@pytest.fixture()
+def slow_body_server():
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _BodyAfterHeadersHandler)
+    server.daemon_threads = True
+    server.requests = []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def test_D11_eviction_responses_are_read_before_their_connection_is_reused(monkeypatch, slow_body_server):
+    """An accepted eviction's response is read to the end before its connection is reused: otherwise the next
+    eviction on it reads the leftover body as its status line, fails on our side although the server evicted
+    the pod, and is sent again (a 404 that files an evicted pod as merely gone)."""
+    from kubernetes.client import ApiClient, Configuration, CoreV1Api
+
+    monkeypatch.undo()  # the real PolicyV1Api/AppsV1Api classes
+    configuration = Configuration(host="http://127.0.0.1:%d" % slow_body_server.server_address[1])
+    configuration.connection_pool_maxsize = 1
+    api = drain.KubeApi(CoreV1Api(ApiClient(configuration)))
+    pods = [make_pod("web-%d" % i) for i in range(3)]
+    for pod in pods:
+        api.remove_pod(pod, "evict", -1)
+    assert slow_body_server.requests == ["/api/v1/namespaces/default/pods/web-%d/eviction" % i for i in range(3)]
+    assert api.requests_made == 3
