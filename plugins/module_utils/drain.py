@@ -1140,7 +1140,9 @@ class _NodeDrain:
             self._record_failures(remaining, deadline)
             self._finish_failed()
             return
-        if result.changed and options.post_drain_wait:
+        # U5: wait even when nothing was evicted (a node cordoned and labelled earlier, holding only DaemonSet
+        # pods): the load balancers still need the time to drop it before it is terminated.
+        if options.post_drain_wait:
             self.log("empty; waiting post_drain_wait=%d s" % options.post_drain_wait)
             clock.sleep(options.post_drain_wait)
         summary = "drained: %d pod(s) evicted, %d deleted" % (len(result.evicted), len(result.deleted))

@@ -122,8 +122,8 @@ options:
     default: true
   post_drain_wait:
     description:
-      - Seconds to wait after a node is empty (only when this run changed the node), so load balancers finish
-        deregistering it.
+      - Seconds to wait after a node is empty, so load balancers finish deregistering it before it is
+        terminated. Owed even when this run evicted nothing (the node may have been labelled just before).
     type: int
     default: 60
   eviction_concurrency:
