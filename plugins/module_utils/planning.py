@@ -62,7 +62,8 @@ def resolve_max_unavailable(max_unavailable, max_unavailable_percentage, node_co
         _check_int_range("max_unavailable_percentage", max_unavailable_percentage, 1, 100)
         if node_count < 0:
             raise ValueError("node_count must be >= 0, got %r" % (node_count,))
-        return max(1, node_count * max_unavailable_percentage // 100)
+        # U1: the result is a node count in 1..100 like max_unavailable, whatever the group's size.
+        return min(MAX_UNAVAILABLE_LIMIT, max(1, node_count * max_unavailable_percentage // 100))
     if max_unavailable is None:
         return 1
     _check_int_range("max_unavailable", max_unavailable, 1, MAX_UNAVAILABLE_LIMIT)

@@ -82,8 +82,11 @@ class TestResolveMaxUnavailable:
     @given(pct=st.integers(1, 100), nodes=st.integers(0, 1000))
     def test_u1_percentage_never_exceeds_nodes_or_drops_below_one(self, pct, nodes):
         value = planning.resolve_max_unavailable(None, pct, nodes)
-        assert 1 <= value <= max(1, nodes)
-        assert value == max(1, (nodes * pct) // 100)
+        assert 1 <= value <= min(100, max(1, nodes))
+        assert value == min(100, max(1, (nodes * pct) // 100))
+
+    def test_u1_percentage_is_capped_at_100_nodes(self):
+        assert planning.resolve_max_unavailable(None, 50, 400) == 100
 
 
 # ---------------------------------------------------------------- U2 rolling surge
