@@ -231,12 +231,16 @@ def run(module):
         result["elapsed_seconds"] = round(time.time() - started_clock, 1)
         return dict(changed=False, autoscaler_detected=False, nodegroup_scale_restore=result)
 
-    if autoscaler_active(journal, before["desired_capacity"]):
-        err = autoscaler_error(autoscaling, asg, journal)
+    def autoscaler_stop(current_asg, changed):
+        """U6/C3: the cluster autoscaler moved the group; stop without restoring (fail or report, as asked)."""
+        err = autoscaler_error(autoscaling, current_asg, journal)
         if params["on_autoscaler"] == "fail":
-            raise err
-        return dict(changed=False, autoscaler_detected=True, msg=err.msg,
+            module.fail_upgrade(err, changed=changed, nodegroup_scale_restore=result)
+        return dict(changed=changed, autoscaler_detected=True, msg=err.msg,
                     scaling_activities=err.details["scaling_activities"], nodegroup_scale_restore=result)
+
+    if autoscaler_active(journal, before["desired_capacity"]):
+        return autoscaler_stop(asg, changed=False)
 
     after = restored_sizes(journal, before)
     nodes = list_nodegroup_nodes(module.core_v1(), params["nodegroup_name"])
@@ -266,20 +270,29 @@ def run(module):
         error = drained.error()
         if error is not None:
             module.fail_upgrade(error, changed=True, nodegroup_scale_restore=result)
+        # The drain took a while, and the pods it evicted are what makes the autoscaler scale up: look again
+        # before removing anything.
+        asg = describe_asg(autoscaling, name)
+        if autoscaler_active(journal, asg_sizes(asg)["desired_capacity"]):
+            return autoscaler_stop(asg, changed=True)
 
     if surplus:
         for instance in surplus:
             terminate_in_asg(autoscaling, instance["instance_id"], True)
         desired_now = before["desired_capacity"] - len(surplus)
+        journal = journal.replace(desired_capacity_set=desired_now)
         with translate_aws_errors("record the desired capacity in the upgrade journal on %s" % name):
-            write_journal(autoscaling, name, journal.replace(desired_capacity_set=desired_now))
+            write_journal(autoscaling, name, journal)
         pending = wait_terminated(module.aws("ec2"), [i["instance_id"] for i in surplus], params["wait_timeout"])
         if pending:
             raise UpgradeError(WAIT_TIMEOUT, "Surplus instances %s of %s were not terminated within %d s "
                                "(wait_timeout); rerun to resume" % (", ".join(pending), name, params["wait_timeout"]),
                                asg_name=name, instance_ids=pending)
 
-    current = asg_sizes(describe_asg(autoscaling, name))
+    asg = describe_asg(autoscaling, name)
+    current = asg_sizes(asg)
+    if autoscaler_active(journal, current["desired_capacity"]):
+        return autoscaler_stop(asg, changed=bool(surplus))
     if current != after:
         update_sizes(autoscaling, name, **after)
     resume_processes(autoscaling, name, to_resume)

@@ -150,6 +150,32 @@ def test_c3_autoscaler_change_stops_without_restoring(surged, run, on_autoscaler
     assert cluster.drained == [] and sizes(surged) == (0, 12, 11) and surged.tags() == tags
 
 
+class AutoscalerDuringDrain(FakeCluster):
+    """The cluster autoscaler scales the group up while the surplus nodes drain (their pods go Pending)."""
+
+    def drain(self, core_v1, names, options):
+        self.world.autoscaling.set_desired_capacity(AutoScalingGroupName=ASG_NAME, DesiredCapacity=11)
+        return super().drain(core_v1, names, options)
+
+
+@pytest.mark.parametrize("on_autoscaler", ["fail", "stop"])
+def test_c3_autoscaler_change_during_the_drain_stops_before_any_removal(surged, run, on_autoscaler):
+    """U6/C3: the desired capacity is read again after the drain; nothing is terminated or restored."""
+    cluster = AutoscalerDuringDrain(surged)
+    instances_before = sorted(i["InstanceId"] for i in surged.asg()["Instances"])
+    result = run(cluster, on_autoscaler=on_autoscaler)
+    if on_autoscaler == "fail":
+        assert result["failed"] is True and result["code"] == "ClusterAutoscalerActive"
+    else:
+        assert not result.get("failed") and result["autoscaler_detected"] is True
+    assert result["changed"] is True  # the surplus nodes were drained
+    assert len(cluster.drained) == 1
+    assert sizes(surged) == (0, 12, 11)
+    # none removed (in-process moto has already launched the autoscaler's extra instance)
+    assert set(instances_before) <= set(i["InstanceId"] for i in surged.asg()["Instances"])
+    assert any(tag.startswith("eksops.nodegroup/") for tag in surged.tags())
+
+
 def test_drain_failure_keeps_the_journal_and_sizes(surged, run):
     first = FakeCluster(surged)
     plan = run(first, check=True)["nodegroup_scale_restore"]["removed_instances"]
