@@ -1,14 +1,16 @@
-"""A rolling upgrade on the sandbox through playbooks/upgrade_nodegroup.yml, against the ideal time of the same
-schedule (docs/performance.md, "The ideal schedule").
+"""An upgrade on the sandbox through the collection's playbooks, against the ideal time of the same schedule
+(docs/performance.md, "The ideal schedule").
 
-For each scenario (bench_upgrade6: N = 6, bench_upgrade30: N = 30; about 30 pods per node) a fresh sandbox is
-started, the playbook upgrades the group to the scenario's other AMI, and the script prints: wall time, ideal
-time, their ratio, orchestration overhead per replaced node, Kubernetes requests per evicted pod (requests of the
-collection's user agents in the sandbox report), AWS calls per replaced node, the peak RSS of the controller
-(the largest process of the ansible-playbook run) and of the sandbox, and whether the end state is clean.
+For each scenario (bench_upgrade6, bench_upgrade30, bench_upgrade100: N = 6, 30, 100; about 30 pods per node) and
+each configuration (rolling with max_unavailable M: `rolling:M`; surge with max_surge S and max_unavailable U:
+`surge:S,U`) a fresh sandbox is started, the playbook upgrades the group to the scenario's other AMI, and the
+script prints: wall time, ideal time, their ratio, orchestration overhead per replaced node, Kubernetes requests
+per evicted pod (requests of the collection's user agents in the sandbox report), AWS calls per replaced node, the
+peak RSS of the controller (the largest process of the ansible-playbook run) and of the sandbox, and whether the
+end state is clean.
 
-    .venv/bin/python benchmarks/upgrade.py [--scenarios bench_upgrade6,bench_upgrade30] [--max-unavailable 1]
-        [--post-drain-wait 1] [--json PATH]
+    .venv/bin/python benchmarks/upgrade.py [--scenarios bench_upgrade6,bench_upgrade30]
+        [--configs rolling:1 rolling:10 surge:5,0] [--post-drain-wait 1] [--json PATH]
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ from common import (argument_parser, by_verb, counts_since, k8s_requests_by_agen
                     sandbox_peak_rss_mib, scenario_path, write_json)
 from eks_sandbox.kube.pods import QUICK_STOP_SECONDS
 from eks_sandbox.scenario import load_scenario
-from upgrade_run import GroupState, ami_pair, end_state_problems, run_upgrade, workers_asg
+from upgrade_run import SURGE_PLAYBOOK, GroupState, ami_pair, end_state_problems, run_upgrade, workers_asg
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import surge_steps
 
 COLLECTION_AGENT = "eksops.nodegroup/"
 SCALE_DOWN_MARKER = "Remove the surplus nodes, restore the group and clear the journal"
@@ -81,7 +85,7 @@ def ideal_drain_seconds(pods_per_workload: Counter, scenario) -> float:
 
 
 def ideal_schedule(scenario, batches, surplus_batch, post_drain_wait) -> dict[str, float]:
-    """Scale-up (launch + boot), every batch (drain + post-drain wait + shutdown), the scale-down batch."""
+    """Rolling: scale-up (launch + boot), every batch (drain + post-drain wait + shutdown), the scale-down batch."""
     timings = scenario["timings"]
     replace = timings["instance_shutdown_seconds"] + post_drain_wait
     phases = {
@@ -91,6 +95,17 @@ def ideal_schedule(scenario, batches, surplus_batch, post_drain_wait) -> dict[st
     }
     phases["total"] = sum(phases.values())
     return phases
+
+
+def ideal_surge_schedule(scenario, steps, post_drain_wait) -> dict[str, float]:
+    """Surge: each step (launched count, pods of its old nodes) launches and boots its new nodes (when it launches
+    any), then drains, waits and shuts down its old nodes; there is no scale-up or surplus phase."""
+    timings = scenario["timings"]
+    boot = timings["instance_pending_seconds"] + timings["node_boot_seconds"]
+    replace = timings["instance_shutdown_seconds"] + post_drain_wait
+    upgrade = sum((boot if launched else 0.0) + ideal_drain_seconds(pods, scenario) + replace
+                  for launched, pods in steps)
+    return {"scale_up": 0.0, "upgrade": upgrade, "scale_down": 0.0, "total": upgrade}
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -149,7 +164,45 @@ def batch_pods(contents, instance_ids) -> Counter:
 
 # ------------------------------------------------------------------------------------------------------------
 
-def benchmark(scenario_name: str, max_unavailable: int, post_drain_wait: float) -> dict[str, Any]:
+class Config:
+    """One upgrade configuration: `rolling:M` (max_unavailable M) or `surge:S,U` (max_surge S, max_unavailable U)."""
+
+    def __init__(self, text: str):
+        strategy, _, numbers = text.partition(":")
+        values = [int(v) for v in numbers.split(",") if v.strip()]
+        if strategy == "rolling" and len(values) == 1 and values[0] >= 1:
+            self.max_surge, self.max_unavailable = None, values[0]
+        elif strategy == "surge" and len(values) == 2 and min(values) >= 0 and sum(values) > 0:
+            self.max_surge, self.max_unavailable = values
+        else:
+            raise ValueError(f"not a configuration: {text!r} (rolling:M or surge:S,U)")
+        self.strategy = strategy
+        self.label = text
+
+    def extra_vars(self) -> dict[str, int]:
+        if self.strategy == "rolling":
+            return {"max_unavailable": self.max_unavailable}
+        return {"max_surge": self.max_surge, "max_unavailable": self.max_unavailable}
+
+
+def ideal_for(config: Config, scenario, report, contents_before, at_scale_down, post_drain_wait):
+    """The ideal schedule of what the run did, and the pods that had to move (see ideal_schedule)."""
+    replaced = report["replaced_instances"]
+    if config.strategy == "surge":
+        steps, offset = [], 0
+        for step in surge_steps(len(replaced), config.max_surge, config.max_unavailable):
+            steps.append((step["launch"], batch_pods(contents_before, replaced[offset:offset + step["replace"]])))
+            offset += step["replace"]
+        moved = sum(sum(pods.values()) for _launched, pods in steps)
+        return ideal_surge_schedule(scenario, steps, post_drain_wait), moved
+    size = config.max_unavailable
+    batches = [batch_pods(contents_before, replaced[i:i + size]) for i in range(0, len(replaced), size)]
+    surplus = batch_pods(at_scale_down, report["surplus_removed"]) if report["surplus_removed"] else None
+    moved = sum(sum(batch.values()) for batch in batches) + (sum(surplus.values()) if surplus else 0)
+    return ideal_schedule(scenario, batches, surplus, post_drain_wait), moved
+
+
+def benchmark(scenario_name: str, config: Config, post_drain_wait: float) -> dict[str, Any]:
     path = scenario_path(scenario_name)
     scenario = load_scenario(str(path))
     with running_sandbox(path) as sandbox:
@@ -166,10 +219,11 @@ def benchmark(scenario_name: str, max_unavailable: int, post_drain_wait: float) 
                 at_scale_down.update(node_contents(sandbox))
 
         before = sandbox.report()
-        print(f"{scenario['name']}: upgrading {sizes_before[2]} nodes...", file=sys.stderr)
+        print(f"{scenario['name']}: upgrading {sizes_before[2]} nodes, {config.label}...", file=sys.stderr)
         run = run_upgrade(sandbox, {"cluster_name": scenario["cluster"]["name"], "nodegroup_name": "workers",
-                                    "image_id": target, "max_unavailable": max_unavailable,
-                                    "post_drain_wait": post_drain_wait}, RUN_TIMEOUT, on_line=on_line)
+                                    "image_id": target, "post_drain_wait": post_drain_wait, **config.extra_vars()},
+                          RUN_TIMEOUT, on_line=on_line,
+                          **({"playbook": SURGE_PLAYBOOK} if config.strategy == "surge" else {}))
         after = sandbox.report()
         sandbox_rss = sandbox_peak_rss_mib(sandbox)
         problems = end_state_problems(sandbox, target, sizes_before) if run.returncode == 0 else ["run failed"]
@@ -177,21 +231,17 @@ def benchmark(scenario_name: str, max_unavailable: int, post_drain_wait: float) 
         raise RuntimeError(f"the upgrade failed (exit {run.returncode}):\n{run.output[-4000:]}")
 
     report = run.report
-    replaced = report["replaced_instances"]
-    batches = [batch_pods(contents_before, replaced[i:i + max_unavailable])
-               for i in range(0, len(replaced), max_unavailable)]
-    surplus = batch_pods(at_scale_down, report["surplus_removed"]) if report["surplus_removed"] else None
-    ideal = ideal_schedule(scenario, batches, surplus, post_drain_wait)
+    ideal, moved = ideal_for(config, scenario, report, contents_before, at_scale_down, post_drain_wait)
 
     k8s = k8s_requests_by_agent({"k8s_requests": counts_since(before["k8s_requests"], after["k8s_requests"])},
                                 COLLECTION_AGENT)
     aws = counts_since(before["aws_calls"], after["aws_calls"])
-    # The pods that had to leave: those of the replaced nodes before the run and of the surplus nodes at the
-    # scale-down (the upgrade report's own count is shown too: it can differ, see docs/performance.md).
-    moved = sum(sum(batch.values()) for batch in batches) + (sum(surplus.values()) if surplus else 0)
-    replaced_count = len(replaced)
+    # `moved`: the pods that had to leave, those of the replaced nodes before the run and of the surplus nodes at
+    # the scale-down (the upgrade report's own count is shown too).
+    replaced_count = len(report["replaced_instances"])
     return {
-        "scenario": scenario["name"], "nodes": sizes_before[2], "max_unavailable": max_unavailable,
+        "scenario": scenario["name"], "nodes": sizes_before[2], "config": config.label,
+        "strategy": config.strategy, "max_surge": config.max_surge, "max_unavailable": config.max_unavailable,
         "post_drain_wait": post_drain_wait, "wall_seconds": run.seconds, "phase_seconds": report["phase_seconds"],
         "ideal_seconds": ideal, "ratio": run.seconds / ideal["total"],
         "overhead_per_replaced_node_seconds": (run.seconds - ideal["total"]) / replaced_count,
@@ -213,36 +263,44 @@ def benchmark(scenario_name: str, max_unavailable: int, post_drain_wait: float) 
 def main():
     parser = argument_parser(__doc__.split("\n", 1)[0], "upgrade")
     parser.add_argument("--scenarios", default="bench_upgrade6",
-                        help="comma-separated scenario names or files (default: %(default)s; bench_upgrade30 is N=30)")
-    parser.add_argument("--max-unavailable", type=int, default=1)
+                        help="comma-separated scenario names or files (default: %(default)s; bench_upgrade30 is N=30, "
+                             "bench_upgrade100 N=100)")
+    parser.add_argument("--configs", nargs="+", default=["rolling:1"], metavar="CONFIG",
+                        help="rolling:M and/or surge:S,U (default: %(default)s)")
     parser.add_argument("--post-drain-wait", type=float, default=1)
     args = parser.parse_args()
     if args.post_drain_wait != int(args.post_drain_wait):
         parser.error("--post-drain-wait must be whole seconds (the playbook takes an integer)")
+    try:
+        configs = [Config(text) for text in args.configs]
+    except ValueError as exc:
+        parser.error(str(exc))
 
-    runs = [benchmark(name.strip(), args.max_unavailable, int(args.post_drain_wait))
-            for name in args.scenarios.split(",") if name.strip()]
-    print(f"\nRolling upgrade, max_unavailable {args.max_unavailable}, post_drain_wait {int(args.post_drain_wait)} s\n")
-    print_table(["N", "wall s", "ideal s", "ratio", "overhead s/node", "k8s req/pod", "AWS calls/node",
+    runs = [benchmark(name.strip(), config, int(args.post_drain_wait))
+            for name in args.scenarios.split(",") if name.strip() for config in configs]
+    print(f"\nUpgrades, post_drain_wait {int(args.post_drain_wait)} s\n")
+    print_table(["N", "config", "wall s", "ideal s", "ratio", "overhead s/node", "k8s req/pod", "AWS calls/node",
                  "ctl RSS MiB", "sandbox RSS MiB", "pods moved", "clean"], [
-        [r["nodes"], r["wall_seconds"], r["ideal_seconds"]["total"], r["ratio"],
+        [r["nodes"], r["config"], r["wall_seconds"], r["ideal_seconds"]["total"], r["ratio"],
          r["overhead_per_replaced_node_seconds"], r["k8s_requests_per_evicted_pod"], r["aws_calls_per_replaced_node"],
          r["controller_peak_rss_mib"], r["sandbox_peak_rss_mib"], r["pods_moved"],
          "yes" if not r["end_state_problems"] else "; ".join(r["end_state_problems"])[:80]]
         for r in runs])
-    print(f"\ngoals: ratio <= {GOAL_RATIO} and overhead <= {GOAL_OVERHEAD_SECONDS} s/node at N=30; "
+    print(f"\ngoals: ratio <= {GOAL_RATIO} and overhead <= {GOAL_OVERHEAD_SECONDS} s/node at N=30 rolling:1; "
           f"<= {GOAL_REQUESTS_PER_POD:g} requests per evicted pod at N=100")
     print("\nby phase (measured / ideal, s):")
-    print_table(["N", "setup", "scale_up", "upgrade", "scale_down", "k8s requests by verb"], [
-        [r["nodes"], r["phase_seconds"].get("setup"),
+    print_table(["N", "config", "setup", "scale_up", "upgrade", "scale_down", "k8s requests by verb"], [
+        [r["nodes"], r["config"], r["phase_seconds"].get("setup"),
          "%.1f / %.1f" % (r["phase_seconds"].get("scale_up", 0), r["ideal_seconds"]["scale_up"]),
-         "%.1f / %.1f" % (r["phase_seconds"].get("upgrade", 0), r["ideal_seconds"]["upgrade"]),
+         # The surge strategy's phase is called surge_upgrade.
+         "%.1f / %.1f" % (r["phase_seconds"].get("upgrade", r["phase_seconds"].get("surge_upgrade", 0)),
+                          r["ideal_seconds"]["upgrade"]),
          "%.1f / %.1f" % (r["phase_seconds"].get("scale_down", 0), r["ideal_seconds"]["scale_down"]),
          ", ".join(f"{verb} {count}" for verb, count in r["k8s_requests_by_verb"].items())]
         for r in runs])
     for r in runs:
-        print(f"\nN={r['nodes']}: the slowest tasks (all runs of a task added up; the drains include the budgets' "
-              f"pacing and post_drain_wait)")
+        print(f"\nN={r['nodes']} {r['config']}: the slowest tasks (all runs of a task added up; the drains include "
+              f"the budgets' pacing and post_drain_wait)")
         print_table(["task", "runs", "seconds"], [[name, r["task_count"][name], seconds]
                                                   for name, seconds in list(r["task_seconds"].items())[:8]])
         print(f"pods that had to move: {r['pods_moved']}; evictions the server accepted: "

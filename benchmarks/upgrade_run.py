@@ -20,6 +20,7 @@ from common import REPO_ROOT
 from sandbox_helpers import BIN_DIR, SandboxHandle, ansible_env
 
 PLAYBOOK = REPO_ROOT / "playbooks" / "upgrade_nodegroup.yml"
+SURGE_PLAYBOOK = REPO_ROOT / "playbooks" / "surge_upgrade.yml"
 JOURNAL_PREFIX = "eksops.nodegroup/"
 NODEGROUP = "workers"
 
@@ -64,12 +65,13 @@ def ami_pair(sandbox: SandboxHandle) -> tuple[str, str]:
 
 
 def run_upgrade(sandbox: SandboxHandle, extra_vars: dict[str, Any], timeout: float,
-                on_line: Callable[[str], None] | None = None, kill_after: float | None = None) -> PlaybookRun:
-    """Run the playbook to the end (or SIGKILL its process group after kill_after seconds), calling on_line
-    with every output line as it comes."""
+                on_line: Callable[[str], None] | None = None, kill_after: float | None = None,
+                playbook: Path = PLAYBOOK) -> PlaybookRun:
+    """Run the playbook (the rolling one unless told) to the end (or SIGKILL its process group after kill_after
+    seconds), calling on_line with every output line as it comes."""
     with tempfile.TemporaryDirectory(prefix="upgrade-report-", dir=sandbox.state_dir) as scratch:
         report_path = Path(scratch) / "report.json"
-        command = [str(BIN_DIR / "ansible-playbook"), str(PLAYBOOK),
+        command = [str(BIN_DIR / "ansible-playbook"), str(playbook),
                    "-e", json.dumps({**extra_vars, "upgrade_report_path": str(report_path)})]
         lines = []
         killed = False
