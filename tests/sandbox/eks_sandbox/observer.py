@@ -66,7 +66,7 @@ class Observer:
             for name in node_counts:
                 self._nodegroups.setdefault(name, _NodegroupStats())
             for name, stats in self._nodegroups.items():
-                counts = node_counts.get(name, {"total": 0, "ready": 0, "unschedulable": 0})
+                counts = node_counts.get(name, {"total": 0, "ready": 0, "unschedulable": 0, "ready_by_az": {}})
                 stats.nodes.add(counts["total"])
                 stats.ready.add(counts["ready"])
                 if instance_counts is not None:
@@ -83,10 +83,13 @@ class Observer:
     def _node_counts(nodes: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
         counts: dict[str, dict[str, int]] = {}
         for node in nodes:
-            entry = counts.setdefault(node["nodegroup"] or "", {"total": 0, "ready": 0, "unschedulable": 0})
+            entry = counts.setdefault(node["nodegroup"] or "",
+                                      {"total": 0, "ready": 0, "unschedulable": 0, "ready_by_az": {}})
             entry["total"] += 1
             entry["ready"] += bool(node["ready"])
             entry["unschedulable"] += bool(node["unschedulable"])
+            if node["ready"]:
+                entry["ready_by_az"][node["az"]] = entry["ready_by_az"].get(node["az"], 0) + 1
         return dict(sorted(counts.items()))
 
     @staticmethod

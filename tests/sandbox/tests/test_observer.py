@@ -18,8 +18,9 @@ from eks_sandbox.runtime import read_env_file
 SCENARIO = {"name": "unit", "nodegroups": [{"name": "workers"}, {"name": "spare"}]}
 
 
-def node(name: str, ready: bool = True, unschedulable: bool = False, nodegroup: str = "workers") -> dict:
-    return {"name": name, "nodegroup": nodegroup, "az": "us-west-2a", "instance_id": "i-" + name, "ami": "ami-1",
+def node(name: str, ready: bool = True, unschedulable: bool = False, nodegroup: str = "workers",
+         az: str = "us-west-2a") -> dict:
+    return {"name": name, "nodegroup": nodegroup, "az": az, "instance_id": "i-" + name, "ami": "ami-1",
             "lt_version": 1, "ready": ready, "unschedulable": unschedulable, "labels": {"k": "v"}}
 
 
@@ -83,6 +84,16 @@ def test_node_counts_per_nodegroup_over_the_run():
     assert (spare["node_count_min"], spare["node_count_max"], spare["asg"]) == (0, 1, None)
 
 
+def test_timeline_counts_ready_nodes_per_availability_zone():
+    # What lets a scenario check SPEC U3 from the report: a new Ready node in every AZ before the first cordon.
+    observer = Observer(SCENARIO, Recorder())
+    observer.sample(snapshot([node("a"), node("b", az="us-west-2b"), node("c", az="us-west-2b", ready=False),
+                              node("x", nodegroup="spare", az="us-west-2c")], 4), now=1)
+    [entry] = observer.report(snapshot([], 4), {})["timeline"][:1]
+    assert entry["nodes"]["workers"]["ready_by_az"] == {"us-west-2a": 1, "us-west-2b": 1}
+    assert entry["nodes"]["spare"]["ready_by_az"] == {"us-west-2c": 1}
+
+
 def test_instance_counts_count_pending_and_running_only():
     observer = Observer(SCENARIO, Recorder())
     observer.sample(snapshot([], 4), [instance("workers", "running")] * 3, now=1)
@@ -105,7 +116,8 @@ def test_timeline_records_changes_only_and_stays_bounded():
     assert len(timeline) <= 10
     assert report["timeline_decimations"] > 0
     assert timeline[-1]["t"] == 109 and timeline[-1]["ready_replicas"] == {"default/web": 4}
-    assert timeline[-1]["nodes"] == {"workers": {"total": 1, "ready": 1, "unschedulable": 0}}
+    assert timeline[-1]["nodes"] == {"workers": {"total": 1, "ready": 1, "unschedulable": 0,
+                                                 "ready_by_az": {"us-west-2a": 1}}}
     assert [e["t"] for e in timeline] == sorted(e["t"] for e in timeline)
 
 
