@@ -5,7 +5,8 @@ Default scenario: tests/sandbox/scenarios/soak_faults.yaml (10 % Kubernetes 429/
 20 s, 10 % AWS throttling). Each upgrade targets the AMI the nodes do not run yet, so the runs alternate between
 the scenario's two AMIs. Clean end state (issue 4): every node on the target AMI and launch template version,
 sizes as before, no cordoned or NotReady node, no suspended process, no journal tag, no pod lost, no PDB
-violated during the run.
+violated during the run. A run that fails is rerun with the same command (up to 3 times, as the person on call
+would) before the next run starts, so one failure does not fail every run after it; it still counts as not clean.
 
     .venv/bin/python benchmarks/soak.py [--runs 10] [--kills 20] [--scenario soak_faults] [--seed 0] [--json PATH]
 """
@@ -25,6 +26,9 @@ RUN_TIMEOUT = 900
 # vary, and a kill after the end tests nothing.
 KILL_MIN_SECONDS = 2.0
 KILL_WINDOW_SHARE = 0.9
+# After a run that failed, the soak reruns the same job (as the person on call would) up to this many times so
+# the next run starts from a finished upgrade; a failed run still counts as not clean.
+RECOVERY_RERUNS = 3
 
 
 def upgrade_vars(scenario, target, post_drain_wait):
@@ -58,6 +62,39 @@ def one_run(sandbox, scenario, sizes, post_drain_wait, kill_after=None):
     return row
 
 
+def recover(sandbox, scenario, row, post_drain_wait):
+    """Rerun a failed row's job until it succeeds; records how many reruns it took (None: it did not recover)."""
+    row["recovery_reruns"] = None
+    for attempt in range(1, RECOVERY_RERUNS + 1):
+        print(f"  failed; rerunning the same job ({attempt}/{RECOVERY_RERUNS})...", file=sys.stderr)
+        if run_upgrade(sandbox, upgrade_vars(scenario, row["target"], post_drain_wait), RUN_TIMEOUT).returncode == 0:
+            row["recovery_reruns"] = attempt
+            return True
+    return False
+
+
+def soak_rows(sandbox, scenario, sizes, args, rng):
+    """The upgrades in a row, then the killed-and-rerun ones; stops early if a failed run cannot be recovered."""
+    rows = []
+
+    def add(kind, kill_after=None):
+        row = {"kind": kind, **one_run(sandbox, scenario, sizes, args.post_drain_wait, kill_after)}
+        rows.append(row)
+        return row["returncode"] == 0 or recover(sandbox, scenario, row, args.post_drain_wait)
+
+    for index in range(args.runs):
+        print(f"upgrade {index + 1}/{args.runs}...", file=sys.stderr)
+        if not add("upgrade"):
+            return rows
+    window = max(KILL_MIN_SECONDS + 1, KILL_WINDOW_SHARE * rows[0]["last_run_seconds"])
+    for index in range(args.kills):
+        kill_after = rng.uniform(KILL_MIN_SECONDS, window)
+        print(f"kill-and-rerun {index + 1}/{args.kills} (kill after {kill_after:.1f} s)...", file=sys.stderr)
+        if not add("kill+rerun", kill_after):
+            return rows
+    return rows
+
+
 def main():
     parser = argument_parser(__doc__.split("\n", 1)[0], "soak")
     parser.add_argument("--scenario", default="soak_faults")
@@ -72,31 +109,26 @@ def main():
     path = scenario_path(args.scenario)
     scenario = load_scenario(str(path))
 
-    rows = []
     with running_sandbox(path) as sandbox:
         sizes = GroupState(workers_asg(sandbox)).sizes
-        for index in range(args.runs):
-            print(f"upgrade {index + 1}/{args.runs}...", file=sys.stderr)
-            rows.append({"kind": "upgrade", **one_run(sandbox, scenario, sizes, args.post_drain_wait)})
-        window = max(KILL_MIN_SECONDS + 1, KILL_WINDOW_SHARE * rows[0]["last_run_seconds"])
-        for index in range(args.kills):
-            kill_after = rng.uniform(KILL_MIN_SECONDS, window)
-            print(f"kill-and-rerun {index + 1}/{args.kills} (kill after {kill_after:.1f} s)...", file=sys.stderr)
-            rows.append({"kind": "kill+rerun", **one_run(sandbox, scenario, sizes, args.post_drain_wait, kill_after)})
+        rows = soak_rows(sandbox, scenario, sizes, args, rng)
         faults = sandbox.report()["faults"]
 
     print(f"\nSoak on {scenario['name']}: {args.runs} upgrades in a row, {args.kills} killed and rerun\n")
-    print_table(["#", "kind", "killed at s", "total s", "status", "clean", "problems"], [
+    print_table(["#", "kind", "killed at s", "total s", "status", "clean", "reruns to recover", "problems"], [
         [index + 1, row["kind"], row["killed_at"] if row.get("first_run") is None else
          "ended first (exit %d)" % row["first_run"]["returncode"], row["seconds"], row["status"],
-         "yes" if row["clean"] else "NO", "; ".join(row["problems"])[:100] or None] for index, row in enumerate(rows)])
+         "yes" if row["clean"] else "NO", row.get("recovery_reruns", "-") if not row["clean"] else "-",
+         "; ".join(row["problems"])[:100] or None] for index, row in enumerate(rows)])
     for index, row in enumerate(rows):
         if (row.get("first_run") or {}).get("returncode"):
             print(f"run {index + 1}: the run meant to be killed failed on its own: {row['first_run']['error']}")
     upgrades = [row for row in rows if row["kind"] == "upgrade"]
     kills = [row for row in rows if row["kind"] == "kill+rerun"]
-    tally = {"upgrades_clean": sum(row["clean"] for row in upgrades), "upgrades": len(upgrades),
-             "kills_converged": sum(row["clean"] for row in kills), "kills": len(kills),
+    if len(upgrades) < args.runs or len(kills) < args.kills:
+        print(f"\nstopped early: run {len(rows)} failed and {RECOVERY_RERUNS} reruns of the same job did not recover")
+    tally = {"upgrades_clean": sum(row["clean"] for row in upgrades), "upgrades": args.runs,
+             "kills_converged": sum(row["clean"] for row in kills), "kills": args.kills,
              "kills_landed": sum(row["killed_at"] is not None for row in kills)}
     print(f"\nclean: {tally['upgrades_clean']} of {tally['upgrades']} upgrades; converged: {tally['kills_converged']} of "
           f"{tally['kills']} killed-and-rerun ({tally['kills_landed']} kills landed before the run ended)")
