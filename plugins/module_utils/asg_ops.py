@@ -46,6 +46,9 @@ SCALE_DOWN_DISABLED_ANNOTATION = "cluster-autoscaler.kubernetes.io/scale-down-di
 SCALE_DOWN_DISABLED_BY_ANNOTATION = "eksops.nodegroup/scale-down-disabled-by"
 # Describe calls while waiting: no more often than this (scaling activities are throttled per account).
 ASG_POLL_SECONDS = 5.0
+# Waiting for a termination: first look after EC2_FIRST_POLL_SECONDS (a quick shutdown is seen quickly), then
+# back off (x2) to one DescribeInstances every EC2_POLL_SECONDS.
+EC2_FIRST_POLL_SECONDS = 0.5
 EC2_POLL_SECONDS = 2.0
 MERGE_PATCH = "application/merge-patch+json"
 # Not an EKS code: an AWS-side wait (termination) ran out of time.
@@ -131,16 +134,21 @@ def _instance_states(ec2, instance_ids):
     return dict((instance_id, description["State"]["Name"]) for instance_id, description in found.items())
 
 
-def wait_terminated(ec2, instance_ids, timeout, poll=EC2_POLL_SECONDS, clock=time):
-    """Wait until every instance is terminated (or gone); returns the ids still not terminated at timeout."""
+def wait_terminated(ec2, instance_ids, timeout, poll=EC2_POLL_SECONDS, clock=time, first_poll=EC2_FIRST_POLL_SECONDS):
+    """Wait until every instance is terminated (or gone); returns the ids still not terminated at timeout.
+
+    Polls after ``first_poll`` seconds, then twice as long each time up to ``poll``.
+    """
     deadline = clock.time() + timeout
     pending = sorted(set(instance_ids))
+    delay = min(first_poll, poll)
     while pending:
         states = _instance_states(ec2, pending)
         pending = [i for i in pending if states.get(i, "terminated") != "terminated"]
         if not pending or clock.time() >= deadline:
             break
-        clock.sleep(min(poll, max(0.0, deadline - clock.time())))
+        clock.sleep(min(delay, max(0.0, deadline - clock.time())))
+        delay = min(poll, delay * 2)
     return pending
 
 

@@ -8,6 +8,8 @@ Public API (stable, used by asg_surge / nodegroup_scale_restore):
 - ``drain_nodes(core_v1, node_names, options, *, log=None) -> DrainResult``
 - ``cordon_nodes(core_v1, node_names, *, run_id, exclude_from_load_balancers=True, check_mode=False, log=None)``
 - ``uncordon_nodes(core_v1, node_names, *, run_id=None, check_mode=False, log=None)``
+- ``resolve_instance_nodes(core_v1, instance_ids, nodegroup_name=None)`` (nodes by spec.providerID)
+- ``undrained_instances(core_v1, instance_ids, nodegroup_name=None)`` (the check before a termination, U5)
 
 ``options`` is a dict (or DrainOptions) with the SPEC names: drain_timeout, grace_period, force,
 ignore_daemonsets, delete_emptydir_data, disable_eviction, skip_wait_for_delete_timeout, pod_selectors,
@@ -52,6 +54,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import
     retry_after_seconds,
     retry_api_call,
 )
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_LABEL, instance_id_of
 
 try:
     from kubernetes.client import (
@@ -171,6 +174,11 @@ def pod_uid(pod):
     return (pod.get("metadata") or {}).get("uid")
 
 
+def pod_instance_key(pod):
+    """(namespace, name, uid): a pod recreated under the same name (StatefulSet) is another pod."""
+    return pod_key(pod) + (pod_uid(pod),)
+
+
 def controller_of(obj):
     """The ownerReference with controller: true, or None."""
     for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
@@ -226,37 +234,73 @@ def check_not_autoscaler_target(node, parameter="names"):
             % (name, AUTOSCALER_TAINT), node=name, parameter=parameter)
 
 
+# What a run changed on a node, in CORDONED_BY_ANNOTATION: "<run_id>" when it set both spec.unschedulable and
+# the exclusion label (also what the first format of the annotation meant), "<run_id>; set=<what>" when it set
+# only one of them, so an uncordon by that run undoes only its own change (an operator's cordon or label stays).
+SET_UNSCHEDULABLE = "unschedulable"
+SET_LABEL = "label"
+_CORDON_MARK_FIELDS = frozenset((SET_UNSCHEDULABLE, SET_LABEL))
+_CORDON_MARK_SEPARATOR = "; set="
+
+
+def cordon_mark(run_id, fields):
+    """The CORDONED_BY_ANNOTATION value saying that ``run_id`` set ``fields`` (SET_UNSCHEDULABLE, SET_LABEL)."""
+    fields = frozenset(fields)
+    if fields == _CORDON_MARK_FIELDS:
+        return run_id
+    return "%s%s%s" % (run_id, _CORDON_MARK_SEPARATOR, ",".join(sorted(fields)))
+
+
+def parse_cordon_mark(value):
+    """(run_id, frozenset of what it set) from a CORDONED_BY_ANNOTATION value; a bare run id means both."""
+    head, separator, tail = value.rpartition(_CORDON_MARK_SEPARATOR)
+    fields = frozenset(tail.split(","))
+    if separator and fields <= _CORDON_MARK_FIELDS:
+        return head, fields
+    return value, _CORDON_MARK_FIELDS
+
+
 def cordon_patch(node, run_id, exclude_from_load_balancers):
     """The merge patch that cordons (D1) and marks (U4) ``node``, or None when nothing would change."""
     state = node_state(node)
     patch = {}
+    changing = set()
     if not state["unschedulable"]:
         patch["spec"] = {"unschedulable": True}
+        changing.add(SET_UNSCHEDULABLE)
     if exclude_from_load_balancers and state["labels"].get(EXCLUDE_LB_LABEL) != "true":
         patch.setdefault("metadata", {})["labels"] = {EXCLUDE_LB_LABEL: "true"}
-    if patch and CORDONED_BY_ANNOTATION not in state["annotations"]:
-        # The journal on the node: which run cordoned/labelled it, so a restore undoes only its own work.
-        patch.setdefault("metadata", {})["annotations"] = {CORDONED_BY_ANNOTATION: run_id}
+        changing.add(SET_LABEL)
+    if changing:
+        # The journal on the node: which run changed what, so a restore undoes only its own work. Another
+        # run's mark stays; our own grows when this run sets more (an operator uncordoned in between).
+        mark = state["annotations"].get(CORDONED_BY_ANNOTATION)
+        owner, fields = parse_cordon_mark(mark) if mark is not None else (run_id, frozenset())
+        if owner == run_id and not changing <= fields:
+            patch.setdefault("metadata", {})["annotations"] = {
+                CORDONED_BY_ANNOTATION: cordon_mark(run_id, fields | changing)}
     return patch or None
 
 
 def uncordon_patch(node, run_id=None):
     """The merge patch that undoes a cordon, or None (nothing to do, or cordoned by another run).
 
-    The exclude-from-load-balancers label is removed only from nodes carrying our annotation, so a label an
-    operator set stays.
+    With ``run_id``, only what that run recorded setting is undone. Without it (an explicit uncordon, as
+    kubectl's) the node is made schedulable; the exclusion label is removed only when our annotation says we
+    set it, so a label an operator set stays.
     """
     state = node_state(node)
-    ours = state["annotations"].get(CORDONED_BY_ANNOTATION)
-    if run_id is not None and ours != run_id:
+    mark = state["annotations"].get(CORDONED_BY_ANNOTATION)
+    owner, fields = parse_cordon_mark(mark) if mark is not None else (None, frozenset())
+    if run_id is not None and owner != run_id:
         return None
     patch = {}
-    if state["unschedulable"]:
+    if state["unschedulable"] and (run_id is None or SET_UNSCHEDULABLE in fields):
         patch["spec"] = {"unschedulable": None}
-    if ours is not None:
+    if mark is not None:
         metadata = patch.setdefault("metadata", {})
         metadata["annotations"] = {CORDONED_BY_ANNOTATION: None}
-        if EXCLUDE_LB_LABEL in state["labels"]:
+        if SET_LABEL in fields and EXCLUDE_LB_LABEL in state["labels"]:
             metadata["labels"] = {EXCLUDE_LB_LABEL: None}
     return patch or None
 
@@ -771,8 +815,9 @@ class KubeApi:
             last_timestamp=now, source=V1EventSource(component=EVENT_COMPONENT),
             reporting_component=EVENT_COMPONENT, reporting_instance=EVENT_COMPONENT)
         try:
-            read_body(self._call(self.core.create_namespaced_event, EVENT_NAMESPACE, event, _preload_content=False,
-                                 idempotent=False))
+            # Retried like an idempotent call (a pooled connection the server closed after a watch fails the
+            # first attempt): a repeat of a create the server did serve is a 409 on the event's unique name.
+            read_body(self._call(self.core.create_namespaced_event, EVENT_NAMESPACE, event, _preload_content=False))
         except Exception as exc:  # pylint: disable=broad-except
             if log is not None:
                 log("could not record event %s on node %s: %s" % (reason, metadata.get("name"), exc))
@@ -854,6 +899,101 @@ def uncordon_nodes(core_v1, node_names, *, run_id=None, check_mode=False, log=No
             node_result.cordoned = node_result.after["unschedulable"]
     result.requests_made = api.requests_made
     return result
+
+
+def nodes_of_instances(api, instance_ids, nodegroup_name=None):
+    """{instance_id: raw node} for the nodes whose spec.providerID (aws:///<az>/<instance-id>) names one of
+    ``instance_ids``; instances without a node (never joined, or gone) are left out.
+
+    Nodes cannot be selected by providerID on the server: one LIST, of the node group's nodes when
+    ``nodegroup_name`` is given (P2), and a second of every node only if some instance was not among them (a
+    node that lost its label must not pass for no node).
+    """
+    wanted = set(instance_ids)
+    found = {}
+    selectors = [None]
+    if nodegroup_name:
+        selectors.insert(0, "%s=%s" % (NODEGROUP_LABEL, nodegroup_name))
+    for selector in selectors:
+        kwargs = dict(label_selector=selector) if selector else {}
+        items, _version = list_all(api.counted(api.core.list_node), clock=api.clock, **kwargs)
+        for node in items:
+            instance_id = instance_id_of(node)
+            if instance_id in wanted:
+                found[instance_id] = node
+        if len(found) == len(wanted):
+            break
+    return found
+
+
+def resolve_instance_nodes(core_v1, instance_ids, nodegroup_name=None):
+    """{instance_id: node name or None} and the number of requests made (see nodes_of_instances)."""
+    if not instance_ids:
+        return {}, 0
+    api = KubeApi(core_v1)
+    with translate_k8s_errors("find the nodes of instances %s" % ", ".join(instance_ids)):
+        nodes = nodes_of_instances(api, instance_ids, nodegroup_name)
+    names = dict((instance_id, nodes[instance_id]["metadata"]["name"] if instance_id in nodes else None)
+                 for instance_id in instance_ids)
+    return names, api.requests_made
+
+
+def pod_outlives_node(pod):
+    """Whether a pod still on a node is lost when the node's instance goes (U5: terminate only empty nodes).
+
+    DaemonSet and mirror pods belong to the node, finished pods hold nothing; every other pod counts, also one
+    already terminating (it may still be serving or stopping).
+    """
+    if is_finished(pod) or MIRROR_POD_ANNOTATION in ((pod.get("metadata") or {}).get("annotations") or {}):
+        return False
+    controller = controller_of(pod)
+    return controller is None or controller.get("kind") != "DaemonSet"
+
+
+def termination_problem(instance_id, node, pods):
+    """Why the instance of ``node`` must not be terminated yet (a dict naming the node and pods), or None."""
+    cordoned = bool((node.get("spec") or {}).get("unschedulable"))
+    blocking = sorted(pod_ref(pod) for pod in pods if pod_outlives_node(pod))
+    if cordoned and not blocking:
+        return None
+    return dict(instance_id=instance_id, node=node["metadata"]["name"], cordoned=cordoned, pods=blocking)
+
+
+def termination_problems_message(problems):
+    parts = []
+    for problem in problems:
+        why = []
+        if not problem["cordoned"]:
+            why.append("is not cordoned")
+        if problem["pods"]:
+            why.append("still runs %d pod(s) that are not DaemonSet, mirror or finished pods: %s"
+                       % (len(problem["pods"]), ", ".join(problem["pods"])))
+        parts.append("instance %s: node %s %s" % (problem["instance_id"], problem["node"], " and ".join(why)))
+    return "refusing to terminate undrained instances (drain them first with node_drain): %s" % "; ".join(parts)
+
+
+def undrained_instances(core_v1, instance_ids, nodegroup_name=None):
+    """The termination problems of ``instance_ids`` (see termination_problem), and the requests made.
+
+    One node LIST (see nodes_of_instances), then one pod LIST per node found (``spec.nodeName`` field
+    selector, P2); an instance without a node has no problem.
+    """
+    if not instance_ids:
+        return [], 0
+    api = KubeApi(core_v1)
+    problems = []
+    with translate_k8s_errors("check that the nodes of instances %s are drained" % ", ".join(instance_ids)):
+        nodes = nodes_of_instances(api, instance_ids, nodegroup_name)
+        for instance_id in instance_ids:
+            node = nodes.get(instance_id)
+            if node is None:
+                continue
+            pods, _version = list_all(api.list_pods, clock=api.clock,
+                                      **api.node_pod_selectors(node["metadata"]["name"], None))
+            problem = termination_problem(instance_id, node, pods)
+            if problem is not None:
+                problems.append(problem)
+    return problems, api.requests_made
 
 
 class BudgetGate:
@@ -1103,7 +1243,9 @@ class _NodeDrain:
         self.in_flight = 0
         self.stopped = False
         self.waker = Waker()
-        self.pods = {}
+        self.pods = {}          # pod_instance_key -> _PodState
+        self.seen = set()       # pod_instance_key of every pod planned so far
+        self.late_refused = []  # failure entries of pods refused by a filter after the first LIST
         self.pdb_wait = PdbWaitTracker(engine.api.clock)
 
     def log(self, message):
@@ -1116,6 +1258,7 @@ class _NodeDrain:
         list_kwargs = self.api.node_pod_selectors(self.name, options.pod_selectors)
         items, resource_version = list_all(self.api.list_pods, deadline=deadline.expires_at, clock=clock,
                                            **list_kwargs)
+        self.seen.update(pod_instance_key(pod) for pod in items)
         plan = plan_node(items, options, self.api.daemonset_exists, datetime.datetime.now(UTC))
         result = self.result
         result.skipped.extend(plan.skipped)
@@ -1131,24 +1274,81 @@ class _NodeDrain:
         if options.check_mode:
             (result.deleted if method == "delete" else result.evicted).extend(pod_ref(p) for p in plan.remove)
             return
-        remaining = self._remove_and_wait(plan.remove, plan.wait, method, deadline, (items, resource_version))
-        if remaining and options.force:
-            self.log("force: deleting %d pod(s) that eviction did not remove" % len(remaining))
-            force_deadline = Deadline(clock.now(), force_wait_seconds([s.pod for s in remaining], options.grace_period))
-            remaining = self._remove_and_wait([s.pod for s in remaining], [], "delete", force_deadline, None)
-        if remaining:
-            self._record_failures(remaining, deadline)
-            self._finish_failed()
-            return
-        # U5: wait even when nothing was evicted (a node cordoned and labelled earlier, holding only DaemonSet
-        # pods): the load balancers still need the time to drop it before it is terminated.
-        if options.post_drain_wait:
+        to_remove, to_wait, listed = plan.remove, plan.wait, (items, resource_version)
+        forced = False
+        # Pods keep landing on a cordoned node (Z3: a Deployment tolerating every taint, pods bound by
+        # spec.nodeName): each round removes what the node holds, then post_drain_wait watches for newcomers.
+        # Every round but the first needs a newcomer, and newcomers after the deadline (after the one forced
+        # round, with force) fail the node, so this ends.
+        while True:
+            remaining = []
+            if not self.late_refused:
+                remaining, objects = self._remove_and_wait(to_remove, to_wait, method, deadline, listed)
+            if remaining and options.force and not forced and not self.late_refused:
+                forced = True
+                self.log("force: deleting %d pod(s) that eviction did not remove" % len(remaining))
+                force_deadline = Deadline(clock.now(),
+                                          force_wait_seconds([s.pod for s in remaining], options.grace_period))
+                remaining, objects = self._remove_and_wait([s.pod for s in remaining], [], "delete", force_deadline,
+                                                           None)
+            if remaining or self.late_refused:
+                self._record_failures(remaining, deadline)
+                self._finish_failed()
+                return
+            # U5: wait even when nothing was evicted (a node cordoned and labelled earlier, holding only
+            # DaemonSet pods): the load balancers still need the time to drop it before it is terminated.
+            if not options.post_drain_wait:
+                break
             self.log("empty; waiting post_drain_wait=%d s" % options.post_drain_wait)
-            clock.sleep(options.post_drain_wait)
+            # Watched from the last LIST's resourceVersion over what the node held since: the replay also shows
+            # pods that came between the end of the last watch and now, and costs no LIST.
+            arrived = self._watch_for_arrivals(options.post_drain_wait, (list(objects.values()), resource_version))
+            if arrived is None:
+                break
+            items, resource_version = list_all(self.api.list_pods, deadline=deadline.expires_at, clock=clock,
+                                               **list_kwargs)
+            to_remove, to_wait, listed = arrived.remove, arrived.wait, (items, resource_version)
         summary = "drained: %d pod(s) evicted, %d deleted" % (len(result.evicted), len(result.deleted))
         if result.changed:
             self.api.record_event(self.node, REASON_DRAIN, summary, log=self.engine.log)
         self.log(summary)
+
+    def _adopt(self, objects):
+        """Plan the pods that appeared on the node since it was listed; returns their NodePlan, or None.
+
+        Skips and warnings are recorded; a refused newcomer fails the node (``late_refused``).
+        """
+        new = [pod for pod in objects.values() if pod_instance_key(pod) not in self.seen]
+        if not new:
+            return None
+        self.seen.update(pod_instance_key(pod) for pod in new)
+        plan = plan_node(new, self.options, self.api.daemonset_exists, datetime.datetime.now(UTC))
+        self.result.skipped.extend(plan.skipped)
+        self.result.warnings.extend(plan.warnings)
+        self.late_refused.extend(dict(entry, reason="%s; it arrived during the drain" % entry["reason"])
+                                 for entry in plan.refused)
+        arrivals = [pod_ref(pod) for pod in plan.remove + plan.wait] + [entry["pod"] for entry in plan.refused]
+        if arrivals:
+            self.log("%d pod(s) arrived on the cordoned node: %s" % (len(arrivals), ", ".join(sorted(arrivals))))
+        if plan.remove:
+            self.result.changed = True
+        return plan
+
+    def _watch_for_arrivals(self, seconds, listed):
+        """Watch the node's pods for ``seconds`` from ``listed`` ((pods, resourceVersion) as list_then_watch
+        takes it); the NodePlan of the pods that arrived (to remove, to wait for, or refused), or None."""
+        arrived = []
+
+        def newcomer(objects):
+            plan = self._adopt(objects)
+            if plan is not None and (plan.remove or plan.wait or plan.refused):
+                arrived.append(plan)
+            return bool(arrived)
+
+        list_kwargs = self.api.node_pod_selectors(self.name, self.options.pod_selectors)
+        list_then_watch(self.api.list_pods, timeout=seconds, condition=newcomer, listed=listed, clock=self.api.clock,
+                        **list_kwargs)
+        return arrived[0] if arrived else None
 
     def _finish_failed(self):
         self.log(self.result.error)
@@ -1156,20 +1356,35 @@ class _NodeDrain:
             self.api.record_event(self.node, REASON_DRAIN_FAILED, self.result.error, "Warning", log=self.engine.log)
 
     def _remove_and_wait(self, to_remove, to_wait, method, deadline, listed):
-        """Remove pods and wait until every one is gone or failed, or the deadline. Returns the _PodStates left."""
-        for pod in to_remove:
-            self.pods[pod_key(pod)] = _PodState(pod)
-        for pod in to_wait:
-            self.pods[pod_key(pod)] = _PodState(pod, REQUESTED)
-        tracked = [self.pods[pod_key(pod)] for pod in list(to_remove) + list(to_wait)]
-        for pod in to_remove:
-            job = _Job(self, pod, method, deadline)
-            with self.lock:
-                self.in_flight += 1
-                self.pods[pod_key(pod)].job = job
-            self.engine.scheduler.submit(job)
+        """Remove pods and wait until every one is gone or failed, or the deadline. Returns the _PodStates left
+        and the node's pods as last seen.
+
+        Pods that land on the node meanwhile are removed the same way (with ``method``, within ``deadline``);
+        a newcomer that a filter refuses ends the wait at once.
+        """
+        tracked = []
+
+        def track(removals, waits):
+            for pod in waits:
+                state = self.pods[pod_instance_key(pod)] = _PodState(pod, REQUESTED)
+                tracked.append(state)
+            for pod in removals:
+                state = self.pods[pod_instance_key(pod)] = _PodState(pod)
+                tracked.append(state)
+                job = _Job(self, pod, method, deadline)
+                with self.lock:
+                    self.in_flight += 1
+                    state.job = job
+                self.engine.scheduler.submit(job)
+
+        track(to_remove, to_wait)
 
         def settled(objects):
+            plan = self._adopt(objects)
+            if plan is not None and not plan.refused:
+                track(plan.remove, plan.wait)
+            if self.late_refused:
+                return True
             return all(is_gone(s.pod, objects) or s.state == SETTLED_FAILED for s in tracked)
 
         clock = self.api.clock
@@ -1185,7 +1400,7 @@ class _NodeDrain:
                 state.state = SETTLED_GONE
             else:
                 left.append(state)
-        return left
+        return left, objects
 
     def _stop_jobs(self):
         """Cancel this node's queued removals and wait for the ones in flight (they see ``stopped``)."""
@@ -1193,7 +1408,7 @@ class _NodeDrain:
             self.stopped = True
         while True:
             for job in self.engine.scheduler.cancel(lambda job: job.drain is self):
-                self._settle(job.pod, SETTLED_FAILED, reason=self.pods[pod_key(job.pod)].reason
+                self._settle(job.pod, SETTLED_FAILED, reason=self.pods[pod_instance_key(job.pod)].reason
                              or "not removed within the deadline")
             with self.lock:
                 if not self.in_flight:
@@ -1205,7 +1420,7 @@ class _NodeDrain:
     def _settle(self, pod, state, reason=None, pdb=None, pdb_related=False):
         """Record the final outcome of a pod's removal job (once: a job may sit in the queue twice)."""
         with self.lock:
-            pod_state = self.pods[pod_key(pod)]
+            pod_state = self.pods[pod_instance_key(pod)]
             if pod_state.job.done:
                 return
             pod_state.job.done = True
@@ -1215,7 +1430,7 @@ class _NodeDrain:
             if pdb is not None:
                 pod_state.pdb = pdb
             pod_state.pdb_related = pod_state.pdb_related or pdb_related
-            self.pdb_wait.release(pod_key(pod))
+            self.pdb_wait.release(pod_instance_key(pod))
             self.in_flight -= 1
             self.lock.notify_all()
         if state == SETTLED_FAILED:
@@ -1225,12 +1440,12 @@ class _NodeDrain:
         """Count PDB wait for ``job``'s pod (caller holds self.lock); a settled job may still be finishing an
         attempt: it stays released."""
         if not job.done:
-            self.pdb_wait.block(pod_key(job.pod))
+            self.pdb_wait.block(pod_instance_key(job.pod))
 
     def attempt_removal(self, job):
         clock = self.api.clock
         now = clock.now()
-        pod_state = self.pods[pod_key(job.pod)]
+        pod_state = self.pods[pod_instance_key(job.pod)]
         if self.stopped or job.deadline.expired(now):
             self._settle(job.pod, SETTLED_FAILED, reason=pod_state.reason or "not removed within the deadline")
             return None
@@ -1281,11 +1496,13 @@ class _NodeDrain:
         return None
 
     def _record_failures(self, remaining, deadline):
-        entries = []
+        entries = list(self.late_refused)
         for state in remaining:
             reason = state.reason or ("still terminating" if state.state == REQUESTED else "not removed")
-            if state.state != SETTLED_FAILED or deadline.expired(self.api.clock.now()):
+            if deadline.expired(self.api.clock.now()):
                 reason = "%s (drain_timeout=%d s)" % (reason, self.options.drain_timeout)
+            elif state.state != SETTLED_FAILED:
+                reason = "%s when a pod that arrived was refused" % reason
             pdb = state.pdb
             if pdb is None and state.pdb_related:
                 namespace = state.pod["metadata"].get("namespace")
@@ -1352,5 +1569,6 @@ def drain_nodes(core_v1, node_names, options, *, log=None):
 
 __all__ = [
     "DrainOptions", "DrainResult", "NodeResult", "drain_nodes", "cordon_nodes", "uncordon_nodes",
+    "resolve_instance_nodes", "undrained_instances", "termination_problems_message",
     "EXCLUDE_LB_LABEL", "CORDONED_BY_ANNOTATION", "AUTOSCALER_TAINT",
 ]

@@ -17,9 +17,13 @@ description:
   - Without decrement the group launches replacements; O(wait_for_replacements) waits until the group is
     back at its desired capacity and every replacement's node is Ready.
   - Refuses instances that are not in the group. Instances already terminated are not an error.
+  - "Refuses, before changing anything, an instance whose Kubernetes node (found by C(spec.providerID)) is not
+    cordoned or still runs pods other than DaemonSet pods, mirror pods and finished (Succeeded/Failed) pods:
+    the message names the instance, the node and the pods (C(code=PodEvictionFailure)). Drain the nodes first
+    with M(eksops.nodegroup.node_drain). An instance without a node (it never joined, or its node is gone)
+    may be terminated. In check mode the same problems are reported as warnings."
   - When decrementing during an upgrade (an upgrade journal exists on the group), records the new desired
     capacity in the journal, and lowers MinSize if the decrement needs it (restore puts it back).
-  - Drain the nodes first (M(eksops.nodegroup.node_drain)); this module does not look at pods.
 author:
   - eksops.nodegroup maintainers (@eksops)
 options:
@@ -50,12 +54,13 @@ options:
         Ready. Only without O(should_decrement_desired_capacity).
     type: bool
     default: false
+notes:
+  - Supports check mode and diff mode.
+  - Needs, in the cluster, C(list) on nodes and pods.
 extends_documentation_fragment:
   - eksops.nodegroup.nodegroup
   - eksops.nodegroup.aws
   - eksops.nodegroup.k8s
-notes:
-  - Supports check mode and diff mode.
 """
 
 EXAMPLES = r"""
@@ -112,6 +117,26 @@ asg_instance_terminate:
       description: Seconds the module ran.
       type: float
       sample: 12.5
+undrained:
+  description: When the module refuses undrained instances, each of them with its node.
+  returned: failure
+  type: list
+  elements: dict
+  contains:
+    instance_id:
+      description: The instance.
+      type: str
+    node:
+      description: Its node.
+      type: str
+    cordoned:
+      description: Whether the node is cordoned.
+      type: bool
+    pods:
+      description: Pods (C(namespace/name)) still on the node that are not DaemonSet, mirror or finished pods.
+      type: list
+      elements: str
+  sample: [{instance_id: i-0123456789abcdef0, node: ip-10-0-1-5.internal, cordoned: true, pods: [default/web-1]}]
 """
 
 import re
@@ -127,9 +152,14 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
     wait_terminated,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import translate_aws_errors
+from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import (
+    termination_problems_message,
+    undrained_instances,
+)
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     NODE_CREATION_FAILURE,
     NOT_FOUND,
+    POD_EVICTION_FAILURE,
     UpgradeError,
     invalid_parameter,
 )
@@ -222,6 +252,18 @@ class ReplacementsReady:
         return bool(snapshot.failures) or not self.problems(snapshot)
 
 
+def check_drained(module, instance_ids):
+    """U5: refuse to terminate instances whose node is not cordoned or still runs pods (warn in check mode)."""
+    problems, _requests = undrained_instances(module.core_v1(), instance_ids, module.params["nodegroup_name"])
+    if not problems:
+        return
+    message = termination_problems_message(problems)
+    if module.check_mode:
+        module.warn(message)
+        return
+    raise UpgradeError(POD_EVICTION_FAILURE, message, undrained=problems)
+
+
 def wait_for_replacements(module, asg, initial_ids, terminated_ids, started, timeout):
     name = asg["AutoScalingGroupName"]
     condition = ReplacementsReady(initial_ids, terminated_ids)
@@ -274,6 +316,7 @@ def run(module):
     diff = dict(before=dict(before, instance_ids=sorted(i["InstanceId"] for i in asg.get("Instances", []))),
                 after=dict(after, instance_ids=sorted(i["InstanceId"] for i in asg.get("Instances", [])
                                                       if i["InstanceId"] not in to_terminate)))
+    check_drained(module, to_terminate)
     if not module.check_mode:
         if after["min_size"] != before["min_size"]:
             update_sizes(autoscaling, name, min_size=after["min_size"])

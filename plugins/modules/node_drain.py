@@ -13,9 +13,12 @@ module: node_drain
 short_description: Cordon, drain or uncordon Kubernetes nodes the way kubectl drain does, politely
 version_added: 0.1.0
 description:
-  - Cordons (C(spec.unschedulable=true)), drains or uncordons one node (O(name)) or several (O(names)).
+  - Cordons (C(spec.unschedulable=true)), drains or uncordons one node (O(name)) or several (O(names)), or the
+    nodes of EC2 instances (O(instance_ids)).
   - "O(state=drain) cordons every node first, labels it C(node.kubernetes.io/exclude-from-external-load-balancers=true)
-    (O(exclude_from_load_balancers)) and annotates it C(eksops.nodegroup/cordoned-by=<run_id>), then drains the
+    (O(exclude_from_load_balancers)) and annotates it C(eksops.nodegroup/cordoned-by) with the run id and what the
+    run changed (C(<run_id>) when it set both, C(<run_id>; set=unschedulable) or C(<run_id>; set=label) when the
+    node already had the other), then drains the
     nodes concurrently with C(kubectl drain) semantics: pods are listed per node with a C(spec.nodeName) field
     selector; already terminating, DaemonSet, mirror, emptyDir and unmanaged pods are filtered in that order; if
     any pod of a node is refused, nothing on that node is evicted and every refused pod is reported."
@@ -32,7 +35,13 @@ description:
     PodDisruptionBudgets that blocked them, and the node stays cordoned; with O(delete_options.force) the
     remaining pods are deleted instead (PodDisruptionBudgets bypassed)."
   - Deletion is awaited with one watch per node, not by polling each pod.
-  - After a node is empty the module waits O(post_drain_wait) seconds so load balancers drop the node.
+  - "Pods that land on a node while it is drained (a Deployment that tolerates every taint, pods bound with
+    C(spec.nodeName)) are seen on that watch and removed the same way, until the node holds only skipped
+    pods; one that a filter refuses fails the node. Such pods still there when O(delete_options.wait_timeout)
+    passes fail the node with C(PodEvictionFailure) (with O(delete_options.force) they are deleted once, and
+    what lands after that fails the node)."
+  - After a node is empty the module waits O(post_drain_wait) seconds so load balancers drop the node, watching
+    its pods meanwhile; a pod that lands then is removed and the wait starts over.
   - Records a Kubernetes Event on each node it changes (reasons C(EksopsCordon), C(EksopsDrain),
     C(EksopsDrainFailed), C(EksopsUncordon); source C(eksops-nodegroup)).
   - Never cordons or drains a node carrying the cluster autoscaler's C(ToBeDeletedByClusterAutoscaler) taint
@@ -42,19 +51,34 @@ author:
 options:
   name:
     description:
-      - The node to act on. Exactly one of O(name) and O(names) is required.
+      - The node to act on. Exactly one of O(name), O(names) and O(instance_ids) is required.
     type: str
   names:
     description:
       - Several nodes to act on; with O(state=drain) they are all cordoned first, then drained concurrently.
     type: list
     elements: str
+  instance_ids:
+    description:
+      - EC2 instance ids whose nodes to act on, found by the nodes' C(spec.providerID)
+        (C(aws:///<az>/<instance-id>)) at the time of the run.
+      - An instance without a node (it never joined the cluster, or its node is gone) is not an error; RV(instances)
+        maps it to null.
+    type: list
+    elements: str
+  nodegroup_name:
+    description:
+      - With O(instance_ids), look for the nodes among those labelled C(eks.amazonaws.com/nodegroup=<nodegroup_name>)
+        first (one smaller LIST); instances not found there are looked for among all nodes.
+    type: str
   state:
     description:
       - V(cordon) marks the nodes unschedulable (and labels them, see O(exclude_from_load_balancers)).
       - V(drain) cordons, then evicts the pods.
-      - V(uncordon) makes the nodes schedulable again; the exclusion label and the C(eksops.nodegroup/cordoned-by)
-        annotation are removed from nodes that carry the annotation.
+      - V(uncordon) makes the nodes schedulable again and removes the C(eksops.nodegroup/cordoned-by) annotation;
+        the exclusion label is removed only where the annotation says this collection set it. With O(run_id),
+        only nodes annotated by that run are touched, and only what that run set is undone (a node an operator
+        had cordoned before stays cordoned).
     type: str
     choices: [cordon, drain, uncordon]
     default: drain
@@ -195,6 +219,12 @@ EXAMPLES = r"""
     state: cordon
     run_id: upgrade-2024-06-01
 
+- name: Drain the nodes of two instances (an instance without a node is skipped)
+  eksops.nodegroup.node_drain:
+    instance_ids: [i-0123456789abcdef0, i-0fedcba9876543210]
+    nodegroup_name: workers
+    cluster_name: prod
+
 - name: Undo the cordons of that run
   eksops.nodegroup.node_drain:
     names: "{{ nodes_to_restore }}"
@@ -272,6 +302,11 @@ nodes:
       warnings: []
       pdb_wait_seconds: 12.4
       error: null
+instances:
+  description: With O(instance_ids), the node of each instance, or null when the instance has no node.
+  returned: when O(instance_ids) is given
+  type: dict
+  sample: {i-0123456789abcdef0: ip-10-0-1-23.us-west-2.compute.internal, i-0fedcba9876543210: null}
 requests_made:
   description: Number of Kubernetes API requests the module made (each LIST page and WATCH counts as one).
   returned: always
@@ -293,6 +328,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import (
     DrainOptions,
     cordon_nodes,
     drain_nodes,
+    resolve_instance_nodes,
     uncordon_nodes,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
@@ -310,6 +346,8 @@ DELETE_OPTIONS_SPEC = dict(
 ARGUMENT_SPEC = dict(
     name=dict(type="str"),
     names=dict(type="list", elements="str"),
+    instance_ids=dict(type="list", elements="str"),
+    nodegroup_name=dict(type="str"),
     state=dict(type="str", choices=["cordon", "drain", "uncordon"], default="drain"),
     delete_options=dict(type="dict", default={}, options=DELETE_OPTIONS_SPEC),
     pod_selectors=dict(type="list", elements="str", aliases=["label_selectors"]),
@@ -343,8 +381,19 @@ def drain_options(params, check_mode):
 
 def run(module):
     params = module.params
-    names = [params["name"]] if params["name"] else params["names"]
     core_v1 = module.core_v1()
+    instances = None
+    requests_before = 0
+    if params["instance_ids"] is not None:
+        instances, requests_before = resolve_instance_nodes(core_v1, params["instance_ids"], params["nodegroup_name"])
+        for instance_id, node_name in sorted(instances.items()):
+            if node_name is None:
+                module.log("instance %s has no node: nothing to %s" % (instance_id, params["state"]))
+        names = sorted(set(name for name in instances.values() if name))
+        if not names:
+            return dict(changed=False, nodes={}, instances=instances, requests_made=requests_before)
+    else:
+        names = [params["name"]] if params["name"] else params["names"]
     state = params["state"]
     if state == "drain":
         result = drain_nodes(core_v1, names, drain_options(params, module.check_mode), log=module.log)
@@ -356,7 +405,9 @@ def run(module):
     else:
         result = uncordon_nodes(core_v1, names, run_id=params["run_id"], check_mode=module.check_mode,
                                 log=module.log)
-    output = dict(changed=result.changed, nodes=result.to_dict(), requests_made=result.requests_made)
+    output = dict(changed=result.changed, nodes=result.to_dict(), requests_made=requests_before + result.requests_made)
+    if instances is not None:
+        output["instances"] = instances
     if module._diff:
         output["diff"] = result.diff()
     for node in result.nodes.values():
@@ -374,8 +425,9 @@ def main():
         uses_aws=True,
         uses_k8s=True,
         supports_check_mode=True,
-        mutually_exclusive=[("name", "names")],
-        required_one_of=[("name", "names")],
+        mutually_exclusive=[("name", "names", "instance_ids")],
+        required_one_of=[("name", "names", "instance_ids")],
+        required_by=dict(nodegroup_name="instance_ids"),
     )
     module.run(lambda: run(module))
 

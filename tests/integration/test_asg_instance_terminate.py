@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from asg_helpers import asg_state, base_args, workers_asg
@@ -17,6 +19,31 @@ def in_service(sandbox):
 def ec2_state(sandbox, instance_id):
     reservations = sandbox.client("ec2").describe_instances(InstanceIds=[instance_id])["Reservations"]
     return reservations[0]["Instances"][0]["State"]["Name"]
+
+
+def node_of(sandbox, instance_id):
+    [node] = [n for n in sandbox.core_v1().list_node().items if n.spec.provider_id.endswith("/" + instance_id)]
+    return node
+
+
+def pods_on(sandbox, node_name):
+    pods = sandbox.core_v1().list_pod_for_all_namespaces(field_selector="spec.nodeName=%s" % node_name).items
+    return [p for p in pods if not any(o.kind == "DaemonSet" for o in p.metadata.owner_references or [])]
+
+
+def empty_nodes_of(sandbox, instance_ids):
+    """Set-up standing in for a drain: cordon the instances' nodes and delete their pods at once (DaemonSet pods
+    stay), so the termination under test is allowed (U5)."""
+    core = sandbox.core_v1()
+    names = [node_of(sandbox, instance_id).metadata.name for instance_id in instance_ids]
+    for name in names:
+        core.patch_node(name, {"spec": {"unschedulable": True}})
+        for pod in pods_on(sandbox, name):
+            core.delete_namespaced_pod(pod.metadata.name, pod.metadata.namespace, grace_period_seconds=0)
+    deadline = time.time() + 30
+    while any(pods_on(sandbox, name) for name in names):
+        assert time.time() < deadline, "pods did not leave %s" % names
+        time.sleep(0.2)
 
 
 @pytest.mark.parametrize("extra,parameter", [
@@ -58,6 +85,31 @@ def test_decrement_below_min_size_outside_an_upgrade_is_refused(sandbox):
     assert asg_state(sandbox) == before
 
 
+def test_u5_an_undrained_instance_is_refused_naming_its_node_and_pods(sandbox):
+    before = asg_state(sandbox)
+    victim = next(i for i in in_service(sandbox) if pods_on(sandbox, node_of(sandbox, i).metadata.name))
+    node = node_of(sandbox, victim).metadata.name
+    pods = sorted("%s/%s" % (p.metadata.namespace, p.metadata.name) for p in pods_on(sandbox, node))
+    result = run_module(sandbox, "asg_instance_terminate", dict(
+        base_args(sandbox), instance_ids=[victim], should_decrement_desired_capacity=False, wait_timeout=30))
+    assert result["failed"] is True and result["code"] == "PodEvictionFailure"
+    assert victim in result["msg"] and node in result["msg"] and "not cordoned" in result["msg"]
+    assert all(pod in result["msg"] for pod in pods)
+    assert result["undrained"] == [dict(instance_id=victim, node=node, cordoned=False, pods=pods)]
+    assert asg_state(sandbox) == before and ec2_state(sandbox, victim) == "running"
+
+    # cordoned is not enough while pods are still there
+    sandbox.core_v1().patch_node(node, {"spec": {"unschedulable": True}})
+    try:
+        result = run_module(sandbox, "asg_instance_terminate", dict(
+            base_args(sandbox), instance_ids=[victim], should_decrement_desired_capacity=True, wait_timeout=30))
+        assert result["failed"] is True and result["code"] == "PodEvictionFailure"
+        assert "not cordoned" not in result["msg"] and pods[0] in result["msg"]
+        assert asg_state(sandbox) == before and ec2_state(sandbox, victim) == "running"
+    finally:
+        sandbox.core_v1().patch_node(node, {"spec": {"unschedulable": None}})
+
+
 def test_check_mode_plans_and_changes_nothing(sandbox):
     before = asg_state(sandbox)
     victim = in_service(sandbox)[0]
@@ -74,6 +126,7 @@ def test_check_mode_plans_and_changes_nothing(sandbox):
 
 def test_u5_terminate_without_decrement_waits_for_a_ready_replacement(sandbox):
     victim = in_service(sandbox)[0]
+    empty_nodes_of(sandbox, [victim])
     result = run_module(sandbox, "asg_instance_terminate", dict(
         base_args(sandbox), instance_ids=[victim], should_decrement_desired_capacity=False,
         wait_for_replacements=True, wait_timeout=90))
@@ -111,6 +164,7 @@ def test_u6_decrement_lowers_desired_and_records_it_in_the_journal(sandbox):
         for key, value in (("run_id", "test"), ("phase", "upgrade"), ("desired_capacity_set", "6"),
                            ("original_min_size", "3"))])
     victims = in_service(sandbox)[:4]
+    empty_nodes_of(sandbox, victims)
     result = run_module(sandbox, "asg_instance_terminate", dict(
         base_args(sandbox), instance_ids=victims, should_decrement_desired_capacity=True, wait_timeout=60))
     assert result["failed"] is False, result
@@ -119,3 +173,4 @@ def test_u6_decrement_lowers_desired_and_records_it_in_the_journal(sandbox):
     assert state["desired"] == 2 and state["min"] == 2
     assert state["journal"]["desired_capacity_set"] == "2"
     assert all(ec2_state(sandbox, v) == "terminated" for v in victims)
+    assert sandbox.report()["pods_lost"] == []

@@ -10,11 +10,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import threading
 import time
 from collections import Counter
 
 import pytest
 import yaml
+from kubernetes.client import V1Container, V1ObjectMeta, V1Pod, V1PodSpec
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import retry_api_call
 from sandbox_helpers import ansible_env, run_module, start_sandbox, stop_sandbox
@@ -136,6 +138,16 @@ def test_cordon_and_uncordon_states(sandbox):
     assert not live.spec.unschedulable and EXCLUDE_LB_LABEL not in (live.metadata.labels or {})
 
 
+def test_instance_ids_are_resolved_to_their_nodes_when_the_drain_starts_U5(sandbox):
+    node = node_with(sandbox, ["default/web-"], must_not_have=["default/debug-shell", "payments/billing"])
+    instance_id = sandbox.core_v1().read_node(node).spec.provider_id.rsplit("/", 1)[-1]
+    result = drain(sandbox, {"instance_ids": [instance_id, "i-0000000000000dead"], "nodegroup_name": "workers"})
+    assert not result["failed"], result.get("msg")
+    assert result["instances"] == {instance_id: node, "i-0000000000000dead": None}
+    assert list(result["nodes"]) == [node] and result["nodes"][node]["evicted"]
+    assert [p for p in pods_by_node(sandbox).get(node, []) if not p.startswith("kube-system/")] == []
+
+
 def test_unknown_node_fails_naming_it(sandbox):
     result = run_module(sandbox, "node_drain", {"name": "no-such-node"})
     assert result["failed"] and result["code"] == "ResourceNotFound" and "no-such-node" in result["msg"]
@@ -240,6 +252,97 @@ def test_throttling_and_server_errors_are_retried_P3(scenario_sandbox):
     assert sum(count for (verb, resource, status), count in ours.items()
                if status in ("429", "500", "503")) >= 1
     assert sandbox.report()["pdb_violations"] == []
+
+
+# --------------------------------------------------------------------------------------------------------
+# Pods that land on the node while it is drained (U5, D14, Z3)
+# --------------------------------------------------------------------------------------------------------
+
+AMI_129 = "amazon-eks-node-al2023-x86_64-standard-1.29-v20240101"
+LATE_PODS_SCENARIO = {
+    "name": "late_pods",
+    "availability_zones": ["us-west-2a"],
+    "amis": [{"name": AMI_129, "kubernetes_version": "1.29"}],
+    "nodegroups": [
+        {"name": "solo", "ami": AMI_129, "min_size": 1, "max_size": 1, "desired_capacity": 1},
+        {"name": "workers", "ami": AMI_129, "min_size": 1, "max_size": 1, "desired_capacity": 1},
+    ],
+    "workloads": [
+        # Z3: tolerates the cordon, and its only node is the one drained: every evicted pod comes back there
+        {"kind": "Deployment", "name": "everywhere", "replicas": 2, "tolerate_all": True, "nodegroup": "solo"},
+        # takes 250 s x 0.02 = 5 s to stop: the drain is still waiting when a pod is bound to the node
+        {"kind": "Deployment", "name": "stubborn", "replicas": 1, "nodegroup": "workers",
+         "termination_grace_period_seconds": 250, "ignore_sigterm": True},
+        {"kind": "DaemonSet", "name": "node-agent", "namespace": "kube-system"},
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def late_pods_sandbox(scenario_sandbox, tmp_path_factory):
+    scenario = tmp_path_factory.mktemp("late-pods") / "late_pods.yaml"
+    scenario.write_text(yaml.safe_dump(LATE_PODS_SCENARIO))
+    return scenario_sandbox(scenario)
+
+
+def nodegroup_node(sandbox, nodegroup):
+    [node] = sandbox.core_v1().list_node(label_selector="eks.amazonaws.com/nodegroup=%s" % nodegroup).items
+    return node.metadata.name
+
+
+def test_tolerate_all_pods_that_keep_coming_back_end_in_pod_eviction_failure_Z3_D14(late_pods_sandbox):
+    sandbox = late_pods_sandbox
+    node = nodegroup_node(sandbox, "solo")
+    originals = sorted(p for p in pods_by_node(sandbox)[node] if p.startswith("default/everywhere-"))
+    assert len(originals) == 2
+    started = time.monotonic()
+    result = drain(sandbox, {"name": node, "post_drain_wait": 1, "delete_options": {"wait_timeout": 6}})
+    assert time.monotonic() - started < 60
+    assert result["failed"] and result["code"] == "PodEvictionFailure", result
+    node_result = result["nodes"][node]
+    # the originals and the replacements that landed on the cordoned node were evicted in turn ...
+    assert set(originals) < set(node_result["evicted"])
+    # ... and what was there at the deadline fails the node, named
+    assert node_result["failed"] and all(f["pod"].startswith("default/everywhere-") for f in node_result["failed"])
+    assert node_result["failed"][0]["pod"] in result["msg"]
+    assert sandbox.core_v1().read_node(node).spec.unschedulable
+    report = sandbox.report()
+    assert report["pods_lost"] == []
+    ours = requests_of(report, "node_drain")
+    # P1: the newcomers come from the watch; no per-pod GETs, and LISTs only at the start and per post-drain wait
+    assert ours[("get", "pods", "200")] == 0
+    assert ours[("list", "pods", "200")] <= 3
+
+
+def test_a_pod_bound_to_the_node_mid_drain_fails_the_drain_naming_it_U5_D8(late_pods_sandbox):
+    sandbox = late_pods_sandbox
+    core = sandbox.core_v1()
+    node = nodegroup_node(sandbox, "workers")
+    outcome = {}
+    drainer = threading.Thread(target=lambda: outcome.update(drain(sandbox, {"name": node})))
+    drainer.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not any(p.metadata.deletion_timestamp for p in core.list_namespaced_pod(
+                "default", label_selector="app=stubborn", field_selector="spec.nodeName=%s" % node).items):
+            assert time.monotonic() < deadline and drainer.is_alive(), "the stubborn pod was never evicted"
+            time.sleep(0.2)
+        # bound by spec.nodeName: no scheduler, the cordon does not keep it off
+        core.create_namespaced_pod("default", V1Pod(
+            metadata=V1ObjectMeta(name="late-bound"),
+            spec=V1PodSpec(node_name=node, containers=[V1Container(name="shell", image="busybox")])))
+    finally:
+        drainer.join(120)
+    assert outcome["failed"] and outcome["code"] == "PodEvictionFailure", outcome
+    assert "default/late-bound" in outcome["msg"] and "arrived during the drain" in outcome["msg"]
+    failed = dict((f["pod"], f["reason"]) for f in outcome["nodes"][node]["failed"])
+    assert failed.pop("default/late-bound") == \
+        "pod not managed by a controller (use force); it arrived during the drain"
+    # the drain stops there (D10): the evicted pod still stopping is reported as such, nothing else
+    assert all(p.startswith("default/stubborn-") and r == "still terminating when a pod that arrived was refused"
+               for p, r in failed.items())
+    assert "default/late-bound" in pods_by_node(sandbox)[node]
+    assert core.read_node(node).spec.unschedulable
 
 
 # --------------------------------------------------------------------------------------------------------

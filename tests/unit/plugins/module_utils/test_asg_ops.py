@@ -76,7 +76,18 @@ def test_wait_terminated_polls_until_done():
     clock = FakeClock()
     ec2 = FakeEc2({"i-1": 1, "i-2": 3})
     assert asg_ops.wait_terminated(ec2, ["i-1", "i-2"], timeout=60, poll=2, clock=clock) == []
-    assert ec2.calls == 3 and clock.now == 4
+    assert ec2.calls == 3 and clock.now == 0.5 + 1
+
+
+def test_wait_terminated_sees_a_quick_shutdown_quickly_and_backs_off_to_poll():
+    clock = FakeClock()
+    assert asg_ops.wait_terminated(FakeEc2({"i-1": 2}), ["i-1"], timeout=60, clock=clock) == []
+    assert clock.now == asg_ops.EC2_FIRST_POLL_SECONDS == 0.5
+    clock = FakeClock()
+    slow = FakeEc2({"i-1": 1000})
+    assert asg_ops.wait_terminated(slow, ["i-1"], timeout=60, poll=2, clock=clock) == ["i-1"]
+    # looks at 0, 0.5, 1.5, then every 2 s until the timeout: about 30 DescribeInstances a minute, not more
+    assert clock.now == 60 and slow.calls == 33
 
 
 def test_wait_terminated_returns_the_stragglers_at_timeout():

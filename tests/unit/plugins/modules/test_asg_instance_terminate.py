@@ -22,7 +22,23 @@ def world():
 
 
 @pytest.fixture
-def run(capsys):
+def undrained(monkeypatch):
+    """The cluster side of the U5 check (tested with a fake API in test_drain_safety.py): every node drained
+    unless a test lists problems here."""
+    problems = []
+    checked = []
+
+    def fake_undrained_instances(core_v1, instance_ids, nodegroup_name=None):
+        checked.append((list(instance_ids), nodegroup_name))
+        return [p for p in problems if p["instance_id"] in instance_ids], 0
+
+    monkeypatch.setattr(asg_instance_terminate, "undrained_instances", fake_undrained_instances)
+    monkeypatch.setattr(asg_instance_terminate.EksopsModule, "core_v1", lambda self: None)
+    return dict(problems=problems, checked=checked)
+
+
+@pytest.fixture
+def run(capsys, undrained):
     def run_it(check=False, diff=False, **args):
         return run_module_in_process(asg_instance_terminate.main, dict(BASE, **args), capsys, check=check, diff=diff)
     return run_it
@@ -83,6 +99,29 @@ def test_decrement_terminates_and_is_idempotent(world, run):
     assert not again.get("failed"), again
     assert again["changed"] is False and again["asg_instance_terminate"]["already_terminated"] == [victim]
     assert sizes(world) == (0, 12, 3)
+
+
+def test_U5_an_undrained_instance_is_refused_before_anything_changes(world, run, undrained):
+    before = members(world)
+    victims = before[:2]
+    undrained["problems"].append(dict(instance_id=victims[1], node="node-b", cordoned=False, pods=["default/web-1"]))
+    result = run(instance_ids=victims, should_decrement_desired_capacity=True)
+    assert result["failed"] is True and result["code"] == "PodEvictionFailure"
+    assert victims[1] in result["msg"] and "node-b" in result["msg"] and "default/web-1" in result["msg"]
+    assert "not cordoned" in result["msg"] and victims[0] not in result["msg"]
+    assert result["undrained"] == undrained["problems"]
+    assert undrained["checked"] == [(victims, NODEGROUP)]
+    assert sizes(world) == (0, 12, 4) and members(world) == before
+    assert all(ec2_state(world, v) == "running" for v in victims)
+
+
+def test_U5_check_mode_warns_about_an_undrained_instance(world, run, undrained):
+    victim = members(world)[0]
+    undrained["problems"].append(dict(instance_id=victim, node="node-a", cordoned=True, pods=["default/web-1"]))
+    result = run(check=True, instance_ids=[victim], should_decrement_desired_capacity=True)
+    assert not result.get("failed"), result
+    assert any(victim in str(w) and "default/web-1" in str(w) for w in result["warnings"]), result["warnings"]
+    assert ec2_state(world, victim) == "running"
 
 
 def test_decrement_below_min_size_needs_a_journal(world, run):

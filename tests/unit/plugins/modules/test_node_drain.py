@@ -16,6 +16,7 @@ from ansible_collections.eksops.nodegroup.plugins.modules import node_drain
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "module_utils"))
 from test_drain import FakeCluster, make_pod, node  # noqa: E402  (shared fake API server)
+from test_drain_safety import NodeListing, ec2_node  # noqa: E402
 
 
 def _documented_options():
@@ -48,7 +49,8 @@ def test_examples_and_return_are_valid_yaml():
 
 
 def _params(**overrides):
-    params = dict(name=None, names=None, state="drain", pod_selectors=None, exclude_from_load_balancers=True,
+    params = dict(name=None, names=None, instance_ids=None, nodegroup_name=None, state="drain", pod_selectors=None,
+                  exclude_from_load_balancers=True,
                   post_drain_wait=0, eviction_concurrency=10, run_id="run-1", cluster_name=None,
                   delete_options=dict(terminate_grace_period=-1, force=False, ignore_daemonsets=True,
                                       delete_emptydir_data=True, disable_eviction=False, wait_timeout=5,
@@ -133,4 +135,23 @@ def test_check_mode_cordon_changes_nothing():
     cluster = FakeCluster(nodes=[node("node-a")])
     result = node_drain.run(FakeModule(cluster, _params(name="node-a", state="cordon"), check_mode=True, diff=True))
     assert result["changed"] and result["diff"]["after"]["node-a"]["unschedulable"] is True
+    assert not cluster.verbs("patch")
+
+
+def test_instance_ids_drain_the_nodes_found_by_provider_id_and_report_instances_without_one():
+    """U5: an instance that had no node when the batch was planned may have joined since: drained all the same."""
+    nodes = [ec2_node("node-a", "i-0a"), ec2_node("node-b", "i-0b")]
+    cluster = NodeListing([make_pod("web-0"), make_pod("web-1", node="node-b")], nodes=nodes)
+    params = _params(instance_ids=["i-0a", "i-0b", "i-0c"], nodegroup_name="workers")
+    result = node_drain.run(FakeModule(cluster, params))
+    assert result["instances"] == {"i-0a": "node-a", "i-0b": "node-b", "i-0c": None}
+    assert sorted(result["nodes"]) == ["node-a", "node-b"]
+    assert result["nodes"]["node-b"]["evicted"] == ["default/web-1"]
+    assert result["requests_made"] == len(cluster.requests)
+
+
+def test_instance_ids_without_any_node_change_nothing():
+    cluster = NodeListing(nodes=[ec2_node("node-a", "i-0a")])
+    result = node_drain.run(FakeModule(cluster, _params(instance_ids=["i-0c"], nodegroup_name="workers")))
+    assert result == {"changed": False, "nodes": {}, "instances": {"i-0c": None}, "requests_made": 2}
     assert not cluster.verbs("patch")
