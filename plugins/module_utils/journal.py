@@ -44,6 +44,8 @@ FIELDS = (
     ("target_image_id", _STR),
     ("suspended_processes", _LIST),
     ("desired_capacity_set", _INT),
+    # The desired capacity a decrementing termination under way leaves (recorded before it, SPEC C3).
+    ("desired_capacity_pending", _INT),
     ("surge", _INT),
 )
 FIELD_NAMES = tuple(name for name, _kind in FIELDS)

@@ -211,27 +211,33 @@ def _az_key(instance):
     return instance.get("availability_zone") or ""
 
 
-def _scale_in_preference(instance):
-    # Within an AZ: nodes already cordoned (a resumed scale-in finishes those), then nodes that are not
-    # serving, then the oldest launch template version.
+def _scale_in_preference(instance, group_version):
+    # Within an AZ: nodes already cordoned (a resumed scale-in finishes those), then nodes not on the version
+    # the group launches (after a rollback these are the failed new ones), then nodes that are not serving,
+    # then the oldest launch template version.
     version = _instance_lt_version(instance)
     return (
         not instance.get("unschedulable"),
+        group_version is not None and version is not None and int(version) == int(group_version),
         bool(instance.get("ready")) and bool(instance.get("node_name")),
         -1 if version is None else int(version),
         instance["instance_id"],
     )
 
 
-def scale_in_choice(instances, count):
-    """``count`` instances to remove, AZ-balanced (SPEC U6): always from the AZ with the most left."""
+def scale_in_choice(instances, count, group_version=None):
+    """``count`` instances to remove, AZ-balanced (SPEC U6): always from the AZ with the most left.
+
+    ``group_version``: the launch template version the group launches now; within an AZ, instances on another
+    version go first, so a scale-in after a rollback removes the failed new nodes and keeps the old ones.
+    """
     if count < 0:
         raise ValueError("count must be >= 0")
     by_az = {}
     for instance in instances:
         by_az.setdefault(_az_key(instance), []).append(instance)
     for members in by_az.values():
-        members.sort(key=_scale_in_preference)
+        members.sort(key=lambda instance: _scale_in_preference(instance, group_version))
     chosen = []
     while len(chosen) < count and any(by_az.values()):
         az = max(sorted(by_az), key=lambda name: len(by_az[name]))
@@ -283,9 +289,42 @@ def check_new_nodes(nodes, azs_with_old_nodes, nodegroup, image_id, lt_id=None, 
     return problems
 
 
-def autoscaler_changed(desired_now, desired_set):
-    """True when someone else (the cluster autoscaler) changed the desired capacity we set (SPEC C3)."""
-    return desired_set is not None and int(desired_now) != int(desired_set)
+def autoscaler_changed(desired_now, desired_set, desired_pending=None):
+    """True when someone else (the cluster autoscaler) changed the desired capacity we set (SPEC C3).
+
+    ``desired_pending``: the desired capacity our own decrementing termination under way leaves; a crash
+    between that termination and the journal update leaves the group there, which is not the autoscaler.
+    """
+    if desired_set is None:
+        return False
+    return int(desired_now) not in [int(value) for value in (desired_set, desired_pending) if value is not None]
+
+
+def plan_suspension(recorded, requested, suspended_now):
+    """SPEC A1: (processes the upgrade owns, processes to suspend now).
+
+    ``recorded``: the processes the journal says the upgrade suspended; ``requested``: the ones it wants
+    suspended; ``suspended_now``: the ones suspended on the group. A requested process already suspended by
+    someone else is not ours (restore must leave it suspended); a recorded one that is not suspended (a crash
+    between the journal write and the suspension) is suspended again.
+    """
+    ours = list(recorded)
+    ours.extend(process for process in requested if process not in suspended_now and process not in ours)
+    return ours, [process for process in ours if process not in suspended_now]
+
+
+# Auto Scaling processes an upgrade may suspend: Launch and Terminate are needed to replace the nodes.
+SUSPENDABLE_PROCESSES = ("AddToLoadBalancer", "AlarmNotification", "AZRebalance", "HealthCheck", "InstanceRefresh",
+                         "ReplaceUnhealthy", "ScheduledActions")
+
+
+def validate_suspend_processes(processes, parameter="suspend_processes"):
+    """Refuse processes an upgrade cannot suspend, naming the parameter."""
+    unknown = [process for process in processes if process not in SUSPENDABLE_PROCESSES]
+    if unknown:
+        raise invalid_parameter(
+            parameter, "%s: %s cannot be suspended during an upgrade; choose from %s"
+            % (parameter, ", ".join(unknown), ", ".join(SUSPENDABLE_PROCESSES)), value=unknown)
 
 
 # Launch errors of failed ASG scaling activities, matched on the activity's StatusMessage (SPEC U3, U8).

@@ -58,9 +58,20 @@ options:
       - Auto Scaling processes to suspend for the duration of the upgrade. Processes that are already
         suspended are left alone and not recorded, so restore resumes only the ones this module suspended.
       - C(Launch) and C(Terminate) cannot be suspended here, as the surge needs them.
+      - M(eksops.nodegroup.launch_template_version) suspends them already in the setup phase, before the group
+        is pointed at the new version; then this module finds them recorded and changes nothing.
     type: list
     elements: str
     default: [AZRebalance, AlarmNotification, ScheduledActions, ReplaceUnhealthy]
+  pending_decrement:
+    description:
+      - Instances the caller terminates with a decrement of the desired capacity once this step's new nodes
+        are Ready (the old nodes of a surge step).
+      - The journal records the desired capacity they will leave (C(desired_capacity_pending)) before anything
+        changes, so that a crash between their termination and the journal update is not taken for the cluster
+        autoscaler by M(eksops.nodegroup.nodegroup_scale_restore) (SPEC C3).
+    type: int
+    default: 0
   wait:
     description:
       - Wait until the new nodes are Ready and validated.
@@ -101,6 +112,8 @@ extends_documentation_fragment:
   - eksops.nodegroup.k8s
 notes:
   - Supports check mode (reports the planned sizes and processes without changing anything) and diff mode.
+  - "Journal phase: C(scale_up) is recorded before anything changes, C(upgrade) once the new nodes are validated
+    (or, without O(wait), once the sizes are set): a rerun then knows the old nodes were being replaced."
 """
 
 EXAMPLES = r"""
@@ -187,10 +200,12 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.module import Eks
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC, find_asg
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
     check_new_nodes,
+    plan_suspension,
     resolve_max_unavailable,
     rolling_surge,
     scaled_up_sizes,
     split_old_new,
+    validate_suspend_processes,
 )
 
 ARGUMENT_SPEC = dict(
@@ -201,6 +216,7 @@ ARGUMENT_SPEC = dict(
     max_unavailable=dict(type="int"),
     max_unavailable_percentage=dict(type="int"),
     suspend_processes=dict(type="list", elements="str", default=list(DEFAULT_SUSPENDED_PROCESSES)),
+    pending_decrement=dict(type="int", default=0),
     wait=dict(type="bool", default=True),
     wait_timeout=dict(type="int", default=900),
     image_id=dict(type="str"),
@@ -208,10 +224,6 @@ ARGUMENT_SPEC = dict(
     require_launch_template_labels=dict(type="bool", default=False),
     label_surge_nodes=dict(type="bool", default=True),
 )
-
-SUSPENDABLE_PROCESSES = ("AddToLoadBalancer", "AlarmNotification", "AZRebalance", "HealthCheck", "InstanceRefresh",
-                         "ReplaceUnhealthy", "ScheduledActions")
-
 
 def validate_params(params):
     """Refuse bad input before any AWS call, naming the parameter."""
@@ -223,11 +235,10 @@ def validate_params(params):
                                 % params["desired_capacity"])
     if params["wait_timeout"] <= 0:
         raise invalid_parameter("wait_timeout", "wait_timeout must be > 0, got %d" % params["wait_timeout"])
-    unknown = [p for p in params["suspend_processes"] if p not in SUSPENDABLE_PROCESSES]
-    if unknown:
-        raise invalid_parameter(
-            "suspend_processes", "suspend_processes: %s cannot be suspended by asg_surge; choose from %s"
-            % (", ".join(unknown), ", ".join(SUSPENDABLE_PROCESSES)))
+    validate_suspend_processes(params["suspend_processes"])
+    if params["pending_decrement"] < 0:
+        raise invalid_parameter("pending_decrement", "pending_decrement must be >= 0, got %d"
+                                % params["pending_decrement"])
 
 
 def target_desired(params, asg, original_desired):
@@ -244,13 +255,11 @@ def target_desired(params, asg, original_desired):
     return original_desired + surge, surge
 
 
-def plan_journal(journal, asg, target, wanted_desired, surge, requested_processes):
+def plan_journal(journal, asg, target, wanted_desired, surge, requested_processes, pending_decrement=0):
     """The journal after this run, and the processes to suspend now (SPEC A1: only ones not already suspended)."""
     before = asg_sizes(asg)
-    current = suspended_process_names(asg)
     base = journal or Journal.start(phase="scale_up")
-    ours = list(base.suspended_processes)
-    ours.extend(p for p in requested_processes if p not in current and p not in ours)
+    ours, to_suspend = plan_suspension(base.suspended_processes, requested_processes, suspended_process_names(asg))
     updated = base.replace(
         phase=advance_phase(base.phase, "scale_up"),
         original_min_size=base.original_min_size if base.original_min_size is not None else before["min_size"],
@@ -259,12 +268,13 @@ def plan_journal(journal, asg, target, wanted_desired, surge, requested_processe
                                    else before["desired_capacity"]),
         suspended_processes=ours,
         desired_capacity_set=wanted_desired,
+        desired_capacity_pending=wanted_desired - pending_decrement if pending_decrement else None,
         surge=surge,
         launch_template_id=target["launch_template_id"],
         target_launch_template_version=str(target["launch_template_version"]),
         target_image_id=target["image_id"],
     )
-    return updated, [p for p in ours if p not in current]
+    return updated, to_suspend
 
 
 def node_summary(instance):
@@ -364,9 +374,13 @@ def run(module):
         raise invalid_parameter(
             parameter, "asg_surge only scales up: the target desired capacity %d (from %s) is below the current %d "
             "of Auto Scaling group %s" % (wanted, parameter, before["desired_capacity"], name))
+    if params["pending_decrement"] > wanted:
+        raise invalid_parameter(
+            "pending_decrement", "pending_decrement %d is more than the target desired capacity %d of Auto Scaling "
+            "group %s" % (params["pending_decrement"], wanted, name))
     after = scaled_up_sizes(before["min_size"], before["max_size"], before["desired_capacity"], wanted)
     new_journal, to_suspend = plan_journal(journal, asg, target, wanted, wanted - original_desired,
-                                           params["suspend_processes"])
+                                           params["suspend_processes"], params["pending_decrement"])
 
     result = dict(asg_name=name, surge=wanted - original_desired, before=before, after=after, new_nodes=[],
                   suspended_processes=list(new_journal.suspended_processes), target=target)
@@ -389,6 +403,12 @@ def run(module):
                 if mark_scale_down_disabled(module.core_v1(), [n for n in nodes if n.metadata.name in new_names],
                                             new_journal.run_id):
                     changed = True
+        # The new capacity is there: the old nodes are next (a rerun must not take them for a scale-up).
+        upgrading = new_journal.replace(phase=advance_phase(new_journal.phase, "upgrade"))
+        if upgrading != new_journal:
+            with translate_aws_errors("record phase upgrade in the upgrade journal on %s" % name):
+                write_journal(autoscaling, name, upgrading, previous=new_journal)
+            changed = True
     result["elapsed_seconds"] = round(time.time() - started_clock, 1)
     return dict(changed=changed, asg_surge=result, diff=diff)
 

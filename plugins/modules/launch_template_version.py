@@ -28,6 +28,10 @@ description:
     after a crash read it. If a journal exists for another target, the module fails with
     C(Ec2LaunchTemplateVersionMismatch) and changes nothing, unless O(force_new_target=true), which retargets
     the journal and keeps its other fields (original sizes, suspended processes, run id)."
+  - "Before the group is pointed at the target version, the Auto Scaling processes in O(suspend_processes) that are
+    not suspended yet are recorded in the journal and suspended (SPEC A1), so that AZRebalance or
+    ReplaceUnhealthy cannot launch or terminate instances while the upgrade runs;
+    M(eksops.nodegroup.nodegroup_scale_restore) resumes only those."
 author:
   - eksops.nodegroup maintainers (@eksops)
 options:
@@ -74,6 +78,14 @@ options:
         C(Ec2LaunchTemplateVersionMismatch).
     type: bool
     default: false
+  suspend_processes:
+    description:
+      - Auto Scaling processes to suspend for the duration of the upgrade, before the group is pointed at the
+        target version (with O(pin_asg) only). Processes already suspended are left alone and not recorded.
+      - C(Launch) and C(Terminate) cannot be suspended, as the upgrade needs them.
+    type: list
+    elements: str
+    default: [AZRebalance, AlarmNotification, ScheduledActions, ReplaceUnhealthy]
 extends_documentation_fragment:
   - eksops.nodegroup.nodegroup
   - eksops.nodegroup.aws
@@ -81,12 +93,13 @@ notes:
   - Without O(asg_name), when no Auto Scaling group carries the node group's tags, the Auto Scaling group of
     the EKS managed node group O(nodegroup_name) is used.
   - Supports check mode (reports the version it would create, with its predicted number, and the group change)
-    and diff mode (the group's launch template version and AMI before and after).
+    and diff mode (the group's launch template version, AMI and suspended processes before and after).
   - Needs C(ec2:DescribeLaunchTemplates), C(ec2:DescribeLaunchTemplateVersions),
     C(ec2:CreateLaunchTemplateVersion), C(ec2:DescribeImages), C(autoscaling:DescribeAutoScalingGroups),
     C(autoscaling:UpdateAutoScalingGroup), C(autoscaling:CreateOrUpdateTags), C(autoscaling:DeleteTags),
-    C(ssm:GetParameter) (with O(kubernetes_version)), C(ec2:ModifyLaunchTemplate) (with O(set_default)),
-    C(eks:DescribeNodegroup) (discovery of managed node groups). See C(docs/iam-policy.json).
+    C(autoscaling:SuspendProcesses), C(ssm:GetParameter) (with O(kubernetes_version)),
+    C(ec2:ModifyLaunchTemplate) (with O(set_default)), C(eks:DescribeNodegroup) (discovery of managed node
+    groups). See C(docs/iam-policy.json).
 seealso:
   - module: eksops.nodegroup.nodegroup_info
 """
@@ -136,7 +149,10 @@ launch_template:
       type: str
       sample: eks-workers
     previous_version:
-      description: The version number the group used before (its C($Latest)/C($Default) resolved).
+      description:
+        - The version number the group used before the upgrade (its C($Latest)/C($Default) resolved).
+        - When the journal records an upgrade under way (a rerun after a crash, when the group may already use
+          the target), the journal's previous version.
       type: int
       sample: 3
     version:
@@ -144,7 +160,7 @@ launch_template:
       type: int
       sample: 4
     previous_image_id:
-      description: The AMI of the previous version.
+      description: The AMI of RV(launch_template.previous_version).
       type: str
       sample: ami-0a1b2c3d4e5f60001
     image_id:
@@ -178,10 +194,15 @@ journal:
     target_launch_template_version: "4"
     launch_template_id: lt-0123456789abcdef0
     target_image_id: ami-0a1b2c3d4e5f60002
-    suspended_processes: []
+    suspended_processes: [AZRebalance, AlarmNotification, ScheduledActions, ReplaceUnhealthy]
 """
 
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
+    DEFAULT_SUSPENDED_PROCESSES,
+    suspend_processes,
+    suspended_process_names,
+)
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     LT_VERSION_MISMATCH,
     UpgradeError,
@@ -202,6 +223,10 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import 
     resolve_eks_ami,
     resolve_launch_template_id,
 )
+from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
+    plan_suspension,
+    validate_suspend_processes,
+)
 
 ARGUMENT_SPEC = dict(
     NODEGROUP_ARGUMENT_SPEC,
@@ -213,6 +238,7 @@ ARGUMENT_SPEC = dict(
     pin_asg=dict(type="bool", default=True),
     run_id=dict(type="str"),
     force_new_target=dict(type="bool", default=False),
+    suspend_processes=dict(type="list", elements="str", default=list(DEFAULT_SUSPENDED_PROCESSES)),
 )
 TARGET_OPTIONS = ["image_id", "kubernetes_version", "version"]
 
@@ -237,8 +263,22 @@ def resolve_target(module, ec2, lt_id, current):
     return image_id, None, ssm_parameter
 
 
-def journal_for(module, journal, asg_name, lt_id, plan):
-    """The journal to write before pinning, or None when the existing one stays as it is."""
+def journal_for(module, journal, asg, lt_id, plan):
+    """(The journal to write before pinning, or None when the existing one stays as it is; the processes to
+    suspend before pinning, SPEC A1)."""
+    updated = retargeted_journal(module, journal, asg["AutoScalingGroupName"], lt_id, plan)
+    if not module.params["pin_asg"]:
+        return updated, []
+    base = updated or journal
+    ours, to_suspend = plan_suspension(base.suspended_processes, module.params["suspend_processes"],
+                                       suspended_process_names(asg))
+    if ours != base.suspended_processes:
+        updated = base.replace(suspended_processes=ours)
+    return updated, to_suspend
+
+
+def retargeted_journal(module, journal, asg_name, lt_id, plan):
+    """The journal of this target, or None when the existing one already is."""
     target_fields = dict(
         previous_launch_template_version=str(plan["source_version"]),
         target_launch_template_version=str(plan["target_version"]),
@@ -278,9 +318,9 @@ def create_version(module, ec2, lt_id, plan):
     return int(created["VersionNumber"])
 
 
-def apply_changes(module, asg, lt_id, plan, pin, set_default, journal, new_journal):
-    """Create the version, record the journal, pin the group, set the default: in that order, so a crash
-    leaves a state a rerun picks up. Returns the journal written (or None)."""
+def apply_changes(module, asg, lt_id, plan, pin, set_default, journal, new_journal, to_suspend):
+    """Create the version, record the journal, suspend the processes, pin the group, set the default: in that
+    order, so a crash leaves a state a rerun picks up. Returns the journal written (or None)."""
     autoscaling, ec2 = module.aws("autoscaling"), module.aws("ec2")
     asg_name = asg["AutoScalingGroupName"]
     created_version = None
@@ -291,6 +331,7 @@ def apply_changes(module, asg, lt_id, plan, pin, set_default, journal, new_journ
                 new_journal = new_journal.replace(target_launch_template_version=str(plan["target_version"]))
         if new_journal is not None:
             write_journal(autoscaling, asg_name, new_journal, previous=journal or Journal())
+        suspend_processes(autoscaling, asg_name, to_suspend)
         if pin:
             pin_asg_launch_template(autoscaling, asg, lt_id, plan["target_version"])
         if set_default:
@@ -306,8 +347,20 @@ def apply_changes(module, asg, lt_id, plan, pin, set_default, journal, new_journ
     return new_journal
 
 
+def previous_of_upgrade(ec2, lt_id, plan, journal):
+    """(version, AMI) the group used before the upgrade: the journal's, when it records one of this template,
+    since a rerun after a crash finds the group on the target already (a rollback goes back to it)."""
+    recorded = journal.previous_launch_template_version if journal is not None else None
+    if journal is None or journal.launch_template_id != lt_id or not recorded \
+            or str(recorded) == str(plan["source_version"]):
+        return plan["source_version"], plan["previous_image_id"]
+    previous = describe_lt_version(ec2, lt_id, recorded, parameter="asg_name")
+    return int(previous["VersionNumber"]), (previous.get("LaunchTemplateData") or {}).get("ImageId")
+
+
 def run(module):
     params = module.params
+    validate_suspend_processes(params["suspend_processes"])
     autoscaling, ec2 = module.aws("autoscaling"), module.aws("ec2")
     asg = find_asg(autoscaling, params["cluster_name"], params["nodegroup_name"], params["asg_name"],
                    eks=module.aws("eks"))
@@ -322,37 +375,42 @@ def run(module):
     pin = plan["pin"] and params["pin_asg"]
 
     journal = Journal.from_tags(asg.get("Tags"), asg_name=asg_name)
-    new_journal = journal_for(module, journal, asg_name, lt_id, plan) if pin or journal is not None else None
+    new_journal, to_suspend = journal_for(module, journal, asg, lt_id, plan) if pin or journal is not None \
+        else (None, [])
     default_version = int(template["DefaultVersionNumber"])
     set_default = params["set_default"] and default_version != plan["target_version"]
 
     if not module.check_mode:
-        new_journal = apply_changes(module, asg, lt_id, plan, pin, set_default, journal, new_journal)
+        new_journal = apply_changes(module, asg, lt_id, plan, pin, set_default, journal, new_journal, to_suspend)
     if set_default:
         default_version = plan["target_version"]
     final_journal = new_journal if new_journal is not None else journal
+    previous_version, previous_image_id = previous_of_upgrade(ec2, lt_id, plan, final_journal)
 
     launch_template = dict(
         id=lt_id, name=template.get("LaunchTemplateName") or spec["name"],
-        previous_version=plan["source_version"], version=plan["target_version"],
-        previous_image_id=plan["previous_image_id"], image_id=plan["image_id"],
+        previous_version=previous_version, version=plan["target_version"],
+        previous_image_id=previous_image_id, image_id=plan["image_id"],
         created=plan["create"], pinned=pin, default_version=default_version)
     if ssm_parameter:
         launch_template["ssm_parameter"] = ssm_parameter
     result = dict(
-        changed=bool(plan["create"] or pin or set_default or new_journal is not None),
+        changed=bool(plan["create"] or pin or set_default or new_journal is not None or to_suspend),
         asg_name=asg_name,
         launch_template=launch_template,
         journal=final_journal.to_dict() if final_journal is not None else None,
     )
     if module._diff:
         after_version = str(plan["target_version"]) if pin else spec["version"]
+        suspended_before = sorted(suspended_process_names(asg))
         result["diff"] = dict(
             before=dict(asg_name=asg_name, launch_template_version=spec["version"],
-                        image_id=plan["previous_image_id"], default_version=int(template["DefaultVersionNumber"])),
+                        image_id=plan["previous_image_id"], default_version=int(template["DefaultVersionNumber"]),
+                        suspended_processes=suspended_before),
             after=dict(asg_name=asg_name, launch_template_version=after_version,
                        image_id=plan["image_id"] if pin else plan["previous_image_id"],
-                       default_version=default_version),
+                       default_version=default_version,
+                       suspended_processes=sorted(set(suspended_before) | set(to_suspend))),
         )
     return result
 

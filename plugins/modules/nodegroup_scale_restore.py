@@ -16,11 +16,13 @@ description:
     node group's Auto Scaling group; without one there is nothing to do.
   - If the desired capacity is no longer the value the upgrade last set, something else (the cluster
     autoscaler) is scaling the group, so it stops without restoring and reports the scaling activities since the
-    upgrade started.
-  - Otherwise chooses the surplus instances AZ-balanced, drains their nodes like any other node, terminates
-    them with a decrement, restores MinSize, MaxSize and DesiredCapacity exactly, resumes only the processes
-    the upgrade suspended, removes the C(cluster-autoscaler.kubernetes.io/scale-down-disabled) annotation
-    the upgrade put on nodes, and clears the journal last. Safe to rerun after a crash at any point.
+    upgrade started. The value a decrementing termination of the upgrade was about to leave (recorded in the
+    journal before it, for a crash between the termination and the journal update) counts as set by the upgrade.
+  - Otherwise chooses the surplus instances AZ-balanced (within an Availability Zone, instances on another launch
+    template version than the group's first, so after a rollback the new nodes go), drains their nodes like any
+    other node, terminates them with a decrement, restores MinSize, MaxSize and DesiredCapacity exactly, resumes
+    only the processes the upgrade suspended, removes the C(cluster-autoscaler.kubernetes.io/scale-down-disabled)
+    annotation the upgrade put on nodes, and clears the journal last. Safe to rerun after a crash at any point.
 author:
   - eksops.nodegroup maintainers (@eksops)
 options:
@@ -159,6 +161,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Jo
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
     NODEGROUP_ARGUMENT_SPEC,
+    asg_launch_template,
     describe_asg,
     find_asg,
     join_instances_nodes,
@@ -194,7 +197,7 @@ def autoscaler_active(journal, desired_now):
     if journal.phase == "scale_down" and journal.desired_capacity_set is not None \
             and desired_now < journal.desired_capacity_set:
         return False
-    return autoscaler_changed(desired_now, journal.desired_capacity_set)
+    return autoscaler_changed(desired_now, journal.desired_capacity_set, journal.desired_capacity_pending)
 
 
 def restored_sizes(journal, before):
@@ -208,12 +211,14 @@ def restored_sizes(journal, before):
 
 
 def surplus_instances(asg, nodes, count):
-    """The ``count`` instances to remove (SPEC U6: AZ-balanced), as join records."""
+    """The ``count`` instances to remove (SPEC U6: AZ-balanced, off the group's launch template version first),
+    as join records."""
     if count <= 0:
         return []
     members = [i for i in asg.get("Instances", []) if i.get("LifecycleState") not in LEAVING_STATES]
     joined = join_instances_nodes(members, {}, nodes)
-    return scale_in_choice(joined, count)
+    group_version = asg_launch_template(asg)[1]
+    return scale_in_choice(joined, count, int(group_version) if group_version.isdigit() else None)
 
 
 def run(module):
@@ -255,7 +260,10 @@ def run(module):
         result["elapsed_seconds"] = round(time.time() - started_clock, 1)
         return dict(changed=True, autoscaler_detected=False, nodegroup_scale_restore=result, diff=diff)
 
-    scaling_down = journal.replace(phase=advance_phase(journal.phase, "scale_down"))
+    # The desired capacity now is ours (checked above): record it, so a pending value cannot linger.
+    scaling_down = journal.replace(
+        phase=advance_phase(journal.phase, "scale_down"), desired_capacity_pending=None,
+        desired_capacity_set=before["desired_capacity"] if journal.desired_capacity_set is not None else None)
     if scaling_down != journal:
         with translate_aws_errors("record phase scale_down in the upgrade journal on %s" % name):
             write_journal(autoscaling, name, scaling_down)

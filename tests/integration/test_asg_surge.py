@@ -61,7 +61,8 @@ def test_u2_u3_surge_waits_for_new_ready_nodes_in_every_az(sandbox):
     assert state["desired"] == 12 and state["suspended"] == A1_PROCESSES
     journal = state["journal"]
     assert journal["original_desired_capacity"] == "6" and journal["desired_capacity_set"] == "12"
-    assert journal["phase"] == "scale_up" and sorted(journal["suspended_processes"].split(",")) == A1_PROCESSES
+    # the new nodes are validated: the journal moves on to the upgrade phase (a rerun knows where it stopped)
+    assert journal["phase"] == "upgrade" and sorted(journal["suspended_processes"].split(",")) == A1_PROCESSES
     annotations = node_annotations(sandbox)
     new_names = {n["node_name"] for n in surge["new_nodes"]}
     assert all(annotations[name].get(C2) == "true" for name in new_names)  # C2

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_helpers import BIN_DIR, REPO_ROOT, SandboxHandle, ansible_env
+from sandbox_helpers import BIN_DIR, REPO_ROOT, SandboxHandle, ansible_env, start_sandbox, stop_sandbox
 
 SCENARIO = "surge5"
 PLAYBOOK = REPO_ROOT / "playbooks" / "upgrade_nodegroup.yml"
@@ -33,6 +33,8 @@ KILL_POINTS = {
     "upgrade": ("Drain the nodes of batch", None),
     "scale_down": ("Remove the surplus nodes, restore the group and clear the journal", "scale_down"),
 }
+# phase -> the journal phase the killed run must have left, so that a rerun knows where it stopped
+JOURNAL_PHASE_AT_KILL = {"scale_up": "scale_up", "upgrade": "upgrade", "scale_down": "scale_down"}
 
 
 def _asg(sandbox: SandboxHandle) -> dict:
@@ -44,9 +46,9 @@ def _journal_phase(sandbox: SandboxHandle) -> str | None:
     return tags.get(JOURNAL_PREFIX + "phase")
 
 
-def _playbook_command(image_id: str, report_path: Path) -> list[str]:
-    extra_vars = {"cluster_name": SCENARIO, "nodegroup_name": "workers", "image_id": image_id,
-                  "max_unavailable": 3, "post_drain_wait": 1, "upgrade_report_path": str(report_path)}
+def _playbook_command(image_id: str, report_path: Path, cluster_name: str = SCENARIO, **extra) -> list[str]:
+    extra_vars = {"cluster_name": cluster_name, "nodegroup_name": "workers", "image_id": image_id,
+                  "max_unavailable": 3, "post_drain_wait": 1, "upgrade_report_path": str(report_path), **extra}
     return [str(BIN_DIR / "ansible-playbook"), str(PLAYBOOK), "-e", json.dumps(extra_vars)]
 
 
@@ -123,8 +125,8 @@ def test_rerun_after_sigkill_in_phase_finishes_the_upgrade(sandbox, tmp_path, ph
     command = _playbook_command(target_ami, report_path)
 
     _run_and_kill(sandbox, command, marker, journal_phase, tmp_path / "killed-run.log")
-    if journal_phase is not None:
-        assert _journal_phase(sandbox) == journal_phase
+    if phase in JOURNAL_PHASE_AT_KILL:
+        assert _journal_phase(sandbox) == JOURNAL_PHASE_AT_KILL[phase]
 
     rerun = subprocess.run(command, capture_output=True, text=True, env=ansible_env(sandbox), cwd=REPO_ROOT,
                            timeout=RUN_TIMEOUT, check=False)
@@ -133,3 +135,93 @@ def test_rerun_after_sigkill_in_phase_finishes_the_upgrade(sandbox, tmp_path, ph
     assert report["status"] == "succeeded"
     assert report["launch_template"]["image_id"] == target_ami
     _assert_upgraded(sandbox, target_ami, sizes_before)
+
+
+# --------------------------------------------------------------------------- rollback after a resumed run
+
+NEVER_READY = "fault_never_ready"
+
+
+@pytest.fixture(scope="module")
+def never_ready_sandbox(tmp_path_factory):
+    """The target AMI's nodes never become Ready (SPEC U3): every scale-up fails with NodeCreationFailure."""
+    state_dir = tmp_path_factory.mktemp("sandbox-" + NEVER_READY)
+    handle = None
+    try:
+        handle = start_sandbox(NEVER_READY, state_dir)
+        yield handle
+    finally:
+        if handle is not None:
+            handle.close()
+        stop_sandbox(state_dir)
+
+
+def _never_ready_command(sandbox: SandboxHandle, report_path: Path) -> list[str]:
+    _current_ami, target_ami = _other_ami(sandbox)
+    return _playbook_command(target_ami, report_path, cluster_name=NEVER_READY, max_unavailable=1,
+                             node_ready_timeout=15)
+
+
+def _kill_in_scale_up_then_rerun(sandbox: SandboxHandle, tmp_path: Path, between=None) -> dict:
+    """Kill the upgrade inside the scale-up, call `between`, rerun it; the rerun's report (it must fail)."""
+    report_path = tmp_path / "upgrade-report.json"
+    command = _never_ready_command(sandbox, report_path)
+    marker, journal_phase = KILL_POINTS["scale_up"]
+    _run_and_kill(sandbox, command, marker, journal_phase, tmp_path / "killed-run.log")
+    assert _journal_phase(sandbox) == "scale_up"
+    if between is not None:
+        between()
+    rerun = subprocess.run(command, capture_output=True, text=True, env=ansible_env(sandbox), cwd=REPO_ROOT,
+                           timeout=RUN_TIMEOUT, check=False)
+    assert rerun.returncode != 0, rerun.stdout[-5000:]
+    report = json.loads(report_path.read_text())
+    assert report["status"] == "failed" and report["error"]["code"] == "NodeCreationFailure", report["error"]
+    assert report["error"]["phase"] == "scale_up"
+    return report
+
+
+@pytest.mark.timeout(2 * RUN_TIMEOUT + 120)
+def test_u1_u6_rollback_in_a_resumed_run_goes_back_to_the_version_before_the_upgrade(never_ready_sandbox, tmp_path):
+    """U1, U3, U6: the rerun after a crash finds the group already on the target version; its rollback must
+    still point the group back at the version before the upgrade (the journal's), with the old nodes kept."""
+    sandbox = never_ready_sandbox
+    asg = _asg(sandbox)
+    before = (asg["MinSize"], asg["MaxSize"], asg["DesiredCapacity"], asg["LaunchTemplate"]["Version"])
+    old_ami, _target_ami = _other_ami(sandbox)
+
+    report = _kill_in_scale_up_then_rerun(sandbox, tmp_path)
+    assert report["error"]["rolled_back"] is True, report["error"]
+    assert report["launch_template"]["previous_version"] == int(before[3])
+    asg = _asg(sandbox)
+    assert (asg["MinSize"], asg["MaxSize"], asg["DesiredCapacity"], asg["LaunchTemplate"]["Version"]) == before
+    assert asg.get("SuspendedProcesses", []) == []
+    assert [tag["Key"] for tag in asg.get("Tags", []) if tag["Key"].startswith(JOURNAL_PREFIX)] == []
+    nodes = sandbox.report()["nodegroups"]["workers"]["nodes"]
+    assert {node["ami"] for node in nodes} == {old_ami} and len(nodes) == before[2]
+
+
+@pytest.mark.timeout(2 * RUN_TIMEOUT + 120)
+def test_u5_no_rollback_in_a_resumed_run_once_an_earlier_run_replaced_an_old_node(never_ready_sandbox, tmp_path):
+    """U3/U5 rollback guard from the group's state: an earlier (killed) run already replaced an old node, so the
+    resumed run's NodeCreationFailure must not roll back, though this run replaced nothing itself."""
+    sandbox = never_ready_sandbox
+    autoscaling = sandbox.client("autoscaling")
+
+    def replace_an_old_node():
+        asg = _asg(sandbox)
+        old = sorted(i["InstanceId"] for i in asg["Instances"]
+                     if i["LaunchTemplate"]["Version"] != asg["LaunchTemplate"]["Version"])
+        autoscaling.terminate_instance_in_auto_scaling_group(InstanceId=old[0], ShouldDecrementDesiredCapacity=False)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            instances = [i for i in _asg(sandbox)["Instances"] if i["InstanceId"] != old[0]]
+            if len(instances) == asg["DesiredCapacity"]:
+                return
+            time.sleep(0.5)
+        raise AssertionError("the Auto Scaling group did not replace %s" % old[0])
+
+    report = _kill_in_scale_up_then_rerun(sandbox, tmp_path, between=replace_an_old_node)
+    assert report["error"]["rolled_back"] is False, report["error"]
+    asg = _asg(sandbox)
+    assert asg["LaunchTemplate"]["Version"] == str(report["launch_template"]["version"])
+    assert _journal_phase(sandbox) == "scale_up"

@@ -73,7 +73,11 @@ def test_kubernetes_version_creates_a_version_from_the_current_one_and_pins_the_
     assert journal(sandbox) == {
         "run_id": "it-run-1", "phase": "setup", "started_at": result["journal"]["started_at"],
         "previous_launch_template_version": "1", "target_launch_template_version": "2",
-        "launch_template_id": lt["id"], "target_image_id": new_ami, "suspended_processes": ""}
+        "launch_template_id": lt["id"], "target_image_id": new_ami,
+        "suspended_processes": "AZRebalance,AlarmNotification,ScheduledActions,ReplaceUnhealthy"}
+    # A1: suspended before the group was pointed at the new version
+    assert sorted(p["ProcessName"] for p in workers_asg(sandbox)["SuspendedProcesses"]) == [
+        "AZRebalance", "AlarmNotification", "ReplaceUnhealthy", "ScheduledActions"]
 
 
 def test_second_run_changes_nothing(sandbox):
@@ -81,6 +85,9 @@ def test_second_run_changes_nothing(sandbox):
     result = run_module(sandbox, "launch_template_version", {**BASE, "kubernetes_version": "1.30"})
     assert result["changed"] is False, result
     assert (result["launch_template"]["version"], result["journal"]["run_id"]) == (2, "it-run-1")
+    # U1: the group is on version 2 already; the version before the upgrade comes from the journal
+    lt = result["launch_template"]
+    assert (lt["previous_version"], lt["previous_image_id"]) == (1, image_id_by_name(sandbox, OLD_AMI))
     assert aws_state(sandbox) == before
     assert mutating_calls(calls_between(calls_before, call_counts(sandbox))) == {}
 

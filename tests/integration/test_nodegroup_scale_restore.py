@@ -44,6 +44,32 @@ def test_bad_input_names_the_parameter_and_changes_nothing(sandbox, extra, param
     assert asg_state(sandbox) == before
 
 
+def test_u6_after_a_rollback_the_restore_removes_the_new_nodes_first(sandbox):
+    """U6 after a rollback (the group pointed back at its previous version): within each AZ the new nodes go
+    before any old one, so the group keeps its good old nodes, not the failed new ones."""
+    previous = workers_asg(sandbox)["LaunchTemplate"]
+    target = point_asg_at_new_ami(sandbox)
+    new_ids = {node["instance_id"] for node in surge(sandbox)["new_nodes"]}
+    assert len(new_ids) == 6
+    sandbox.client("autoscaling").update_auto_scaling_group(
+        AutoScalingGroupName=target["asg_name"],
+        LaunchTemplate={"LaunchTemplateId": previous["LaunchTemplateId"], "Version": previous["Version"]})
+    instances = workers_asg(sandbox)["Instances"]
+    assert {i["InstanceId"] for i in instances if i["LaunchTemplate"]["Version"] != previous["Version"]} == new_ids
+    azs = {i["InstanceId"]: i["AvailabilityZone"] for i in instances}
+    result = run_module(sandbox, "nodegroup_scale_restore", dict(base_args(sandbox), **FAST_DRAIN))
+    assert result["failed"] is False, result
+    removed = {i["instance_id"] for i in result["nodegroup_scale_restore"]["removed_instances"]}
+    assert len(removed) == 6
+    kept = set(azs) - removed
+    for az in set(azs.values()):
+        removed_old = [i for i in removed if azs[i] == az and i not in new_ids]
+        kept_new = [i for i in kept if azs[i] == az and i in new_ids]
+        assert not (removed_old and kept_new), (az, removed_old, kept_new)
+    after = asg_state(sandbox)
+    assert {k: after[k] for k in ORIGINAL} == ORIGINAL and after["journal"] == {}
+
+
 def test_u6_check_mode_plans_an_az_balanced_scale_in_and_changes_nothing(sandbox):
     point_asg_at_new_ami(sandbox)
     surge(sandbox)
@@ -106,6 +132,26 @@ def test_resumes_after_a_crash_between_terminate_and_journal_update(sandbox):
     assert {k: after[k] for k in ORIGINAL} == ORIGINAL and after["journal"] == {}
 
 
+def test_c3_crash_between_a_surge_step_terminate_and_its_journal_write_is_not_the_autoscaler(sandbox):
+    """C3: the last surge step recorded the capacity its termination leaves (pending_decrement), terminated
+    with decrement and died before its journal write; the restore finishes instead of reporting
+    ClusterAutoscalerActive."""
+    point_asg_at_new_ami(sandbox)
+    state = asg_state(sandbox)
+    step = run_module(sandbox, "asg_surge", dict(base_args(sandbox), mode="desired",
+                                                 desired_capacity=state["desired"] + 1, pending_decrement=1,
+                                                 wait_timeout=120))
+    assert step["failed"] is False, step
+    assert asg_state(sandbox)["journal"]["desired_capacity_pending"] == str(state["desired"])
+    sandbox.client("autoscaling").terminate_instance_in_auto_scaling_group(
+        InstanceId=state["instances"][0], ShouldDecrementDesiredCapacity=True)
+    result = run_module(sandbox, "nodegroup_scale_restore", dict(base_args(sandbox), **FAST_DRAIN))
+    assert result["failed"] is False, result
+    assert result["autoscaler_detected"] is False
+    after = asg_state(sandbox)
+    assert {k: after[k] for k in ORIGINAL} == ORIGINAL and after["journal"] == {} and after["suspended"] == []
+
+
 @pytest.fixture(scope="module")
 def autoscaler_sandbox(tmp_path_factory):
     state_dir = tmp_path_factory.mktemp("sandbox-fault_autoscaler")
@@ -124,6 +170,10 @@ def test_c3_restore_refuses_when_the_autoscaler_scaled_the_group(autoscaler_sand
     point_asg_at_new_ami(sandbox)
     old = asg_state(sandbox)["instances"]
     surge(sandbox)
+    # as the upgrade does: drain, then terminate (asg_instance_terminate refuses undrained instances, SPEC U5)
+    drained = run_module(sandbox, "node_drain", dict(base_args(sandbox), instance_ids=old, post_drain_wait=0,
+                                                     delete_options={"wait_timeout": 60}))
+    assert drained["failed"] is False, drained
     terminated = run_module(sandbox, "asg_instance_terminate", dict(
         base_args(sandbox), instance_ids=old, should_decrement_desired_capacity=True, wait_timeout=60))
     assert terminated["failed"] is False, terminated

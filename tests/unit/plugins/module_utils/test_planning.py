@@ -285,6 +285,17 @@ class TestScaleInChoice:
         assert [c["instance_id"] for c in planning.scale_in_choice([ready_new, ready_old, not_ready], 2)] == [
             "i-00000003", "i-00000002"]
 
+    def test_u6_after_a_rollback_removes_the_nodes_off_the_group_version_first(self):
+        """U6 after a rollback (group pointed back at version 1): the failed new version-2 nodes go, even
+        Ready, and the old version-1 nodes stay."""
+        old = [instance("i-0000000%d" % i, lt_version=1) for i in range(3)]
+        new = [instance("i-0000001%d" % i, lt_version=2) for i in range(3)]
+        chosen = planning.scale_in_choice(old + new, 3, group_version=1)
+        assert sorted(c["instance_id"] for c in chosen) == sorted(i["instance_id"] for i in new)
+        # the group on version 2 (a finished upgrade's scale-down): the old ones go
+        chosen = planning.scale_in_choice(old + new, 3, group_version=2)
+        assert sorted(c["instance_id"] for c in chosen) == sorted(i["instance_id"] for i in old)
+
     @given(per_az=st.lists(st.integers(0, 12), min_size=1, max_size=5), count=st.integers(0, 70))
     def test_u6_scale_in_leaves_azs_balanced(self, per_az, count):
         items = [instance("i-%d%07d" % (a, i), az=AZS[a]) for a, n in enumerate(per_az) for i in range(n)]
@@ -394,3 +405,32 @@ class TestLaunchFailure:
             description="Launching a new EC2 instance: i-0123456789abcdef0"))
         assert failure["availability_zone"] == "us-west-2c"
         assert failure["instance_id"] == "i-0123456789abcdef0"
+
+
+@pytest.mark.parametrize("now,pending,changed", [(5, 5, False), (6, 5, False), (4, 5, True), (7, 5, True)])
+def test_c3_desired_capacity_pending_counts_as_ours(now, pending, changed):
+    """SPEC C3: after a crash between a decrementing termination and the journal update the group is at the
+    pending value (ours); any third value is still the autoscaler."""
+    assert planning.autoscaler_changed(now, 6, pending) is changed
+
+
+# ---------------------------------------------------------------- A1 suspended processes
+
+class TestPlanSuspension:
+    def test_a1_processes_suspended_by_someone_else_are_not_ours(self):
+        ours, now = planning.plan_suspension([], ["AZRebalance", "ReplaceUnhealthy"], ["AZRebalance"])
+        assert (ours, now) == (["ReplaceUnhealthy"], ["ReplaceUnhealthy"])
+
+    def test_a1_recorded_but_not_suspended_is_suspended_again(self):
+        """A crash between the journal write and the suspension: the rerun suspends what the journal records."""
+        ours, now = planning.plan_suspension(["AZRebalance"], ["AZRebalance", "ScheduledActions"], ["ScheduledActions"])
+        assert (ours, now) == (["AZRebalance"], ["AZRebalance"])
+
+    def test_a1_rerun_changes_nothing(self):
+        assert planning.plan_suspension(["AZRebalance"], ["AZRebalance"], ["AZRebalance"]) == (["AZRebalance"], [])
+
+    def test_a1_launch_and_terminate_are_refused(self):
+        with pytest.raises(UpgradeError) as err:
+            planning.validate_suspend_processes(["AZRebalance", "Launch"])
+        assert err.value.code == INVALID_PARAMETER and "Launch" in err.value.msg
+        assert err.value.details["parameter"] == "suspend_processes"

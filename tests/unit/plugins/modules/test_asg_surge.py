@@ -39,6 +39,8 @@ def run(capsys):
     (dict(mode="desired", desired_capacity=-1), "desired_capacity"),
     (dict(suspend_processes=["Launch"]), "suspend_processes"),
     (dict(wait_timeout=0), "wait_timeout"),
+    (dict(pending_decrement=-1), "pending_decrement"),
+    (dict(mode="desired", desired_capacity=5, pending_decrement=6), "pending_decrement"),
 ])
 def test_bad_input_fails_naming_the_parameter_and_changes_nothing(world, run, args, parameter):
     before = (sizes(world), world.tags())
@@ -75,7 +77,8 @@ def test_u2_a1_journal_first_then_suspend_then_scale_and_rerun_is_idempotent(wor
     assert sizes(world) == (0, 12, 12)  # surge max(6, 8) = 8
     journal = Journal.from_tags(world.asg()["Tags"])
     assert (journal.original_min_size, journal.original_max_size, journal.original_desired_capacity) == (0, 12, 4)
-    assert journal.desired_capacity_set == 12 and journal.surge == 8 and journal.phase == "scale_up"
+    # the scale-up is done (no wait asked): the journal says the old nodes are next
+    assert journal.desired_capacity_set == 12 and journal.surge == 8 and journal.phase == "upgrade"
     # AZRebalance was suspended by someone else: not ours to record or resume (A1)
     assert journal.suspended_processes == ["AlarmNotification", "ScheduledActions", "ReplaceUnhealthy"]
     assert suspended(world) == sorted(A1)
@@ -121,6 +124,37 @@ def test_c3_refuses_when_the_desired_capacity_was_raised_by_someone_else(world, 
     result = run()
     assert result["failed"] is True and result["code"] == "ClusterAutoscalerActive"
     assert (sizes(world), world.tags()) == before
+
+
+def test_journal_phase_scale_up_before_the_change_then_upgrade(world, run, monkeypatch):
+    """DEVELOPERS resume rule, SPEC U2: phase scale_up is on the group before the sizes change; once the scale-up
+    is done the journal moves on to upgrade (never back), so a rerun knows where it stopped."""
+    seen = []
+    update_sizes = asg_surge.update_sizes
+
+    def spy(autoscaling, name, **sizes_):
+        seen.append(Journal.from_tags(world.asg()["Tags"]).phase)
+        return update_sizes(autoscaling, name, **sizes_)
+
+    monkeypatch.setattr(asg_surge, "update_sizes", spy)
+    assert not run().get("failed")
+    assert seen == ["scale_up"]
+    assert Journal.from_tags(world.asg()["Tags"]).phase == "upgrade"
+    # a later surge step keeps the phase where it is
+    assert not run(mode="desired", desired_capacity=11).get("failed")
+    assert Journal.from_tags(world.asg()["Tags"]).phase == "upgrade"
+
+
+def test_c3_pending_decrement_records_the_capacity_the_step_terminations_leave(world, run):
+    """SPEC C3, S3: a surge step that will terminate 2 old nodes with decrement records, before anything
+    changes, the desired capacity they leave; a step without terminations records none."""
+    result = run(mode="desired", desired_capacity=6, pending_decrement=2)
+    assert not result.get("failed"), result
+    journal = Journal.from_tags(world.asg()["Tags"])
+    assert (journal.desired_capacity_set, journal.desired_capacity_pending) == (6, 4)
+    assert not run(mode="desired", desired_capacity=7).get("failed")
+    journal = Journal.from_tags(world.asg()["Tags"])
+    assert (journal.desired_capacity_set, journal.desired_capacity_pending) == (7, None)
 
 
 def test_never_scales_down(world, run):

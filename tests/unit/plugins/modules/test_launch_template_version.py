@@ -207,3 +207,74 @@ def test_failure_after_creating_the_version_reports_it(world, run):
     assert (rerun["launch_template"]["created"], rerun["launch_template"]["version"]) == (False, 2)
     assert world.asg()["LaunchTemplate"]["Version"] == "2"
     assert [v["VersionNumber"] for v in world.lt_versions()] == [1, 2]
+
+
+A1 = ["AZRebalance", "AlarmNotification", "ScheduledActions", "ReplaceUnhealthy"]
+
+
+def suspended(world):
+    return sorted(p["ProcessName"] for p in world.asg().get("SuspendedProcesses", []))
+
+
+def test_u1_rerun_after_the_pin_reports_the_previous_version_from_the_journal(world, run):
+    """U1: a rerun after a crash finds the group on the target already; the version before the upgrade (where a
+    rollback goes back to) is the journal's, not the group's current one."""
+    run(image_id=world.new_ami, run_id="run-1")
+    assert world.asg()["LaunchTemplate"]["Version"] == "2"
+    rerun = run(image_id=world.new_ami)
+    lt = rerun["launch_template"]
+    assert (lt["previous_version"], lt["previous_image_id"]) == (1, world.old_ami)
+    assert (lt["version"], lt["image_id"]) == (2, world.new_ami)
+
+
+def test_a1_processes_are_suspended_and_recorded_before_the_group_is_pinned(world, run):
+    """A1: suspended before the group points at the new version (AZRebalance and ReplaceUnhealthy would launch
+    or terminate instances in between); one suspended by someone else is not recorded as ours."""
+    from unittest import mock
+
+    world.autoscaling.suspend_processes(AutoScalingGroupName=ASG_NAME, ScalingProcesses=["AZRebalance"])
+    at_pin = []
+    pin = launch_template_version.pin_asg_launch_template
+
+    def spy(*args, **kwargs):
+        at_pin.append((suspended(world), journal_tags(world).get("suspended_processes")))
+        return pin(*args, **kwargs)
+
+    with mock.patch.object(launch_template_version, "pin_asg_launch_template", side_effect=spy):
+        result = run(image_id=world.new_ami, diff=True)
+    assert not result.get("failed"), result
+    assert at_pin == [(sorted(A1), "AlarmNotification,ScheduledActions,ReplaceUnhealthy")]
+    assert result["journal"]["suspended_processes"] == ["AlarmNotification", "ScheduledActions", "ReplaceUnhealthy"]
+    assert result["diff"]["before"]["suspended_processes"] == ["AZRebalance"]
+    assert result["diff"]["after"]["suspended_processes"] == sorted(A1)
+    assert run(image_id=world.new_ami)["changed"] is False
+
+
+def test_a1_a_crash_between_the_journal_and_the_suspension_is_resumed(world, run):
+    """A1 and the resume rule: the journal records the processes first; a rerun suspends what it records."""
+    from unittest import mock
+
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
+
+    with mock.patch.object(launch_template_version, "suspend_processes",
+                           side_effect=UpgradeError("AccessDenied", "suspend processes: AccessDenied")):
+        failed = run(image_id=world.new_ami)
+    assert failed["failed"] is True
+    assert journal_tags(world)["suspended_processes"] == ",".join(A1)
+    assert suspended(world) == [] and world.asg()["LaunchTemplate"]["Version"] == "1"
+    rerun = run(image_id=world.new_ami)
+    assert rerun["changed"] is True and not rerun.get("failed"), rerun
+    assert suspended(world) == sorted(A1) and world.asg()["LaunchTemplate"]["Version"] == "2"
+    assert rerun["journal"]["suspended_processes"] == A1
+
+
+def test_pin_asg_false_suspends_nothing(world, run):
+    run(image_id=world.new_ami, pin_asg=False)
+    assert suspended(world) == []
+
+
+def test_bad_suspend_processes_changes_nothing(world, run):
+    before = state(world)
+    result = run(image_id=world.new_ami, suspend_processes=["Terminate"])
+    assert result["failed"] is True and result["parameter"] == "suspend_processes"
+    assert state(world) == before

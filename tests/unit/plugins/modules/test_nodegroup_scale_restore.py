@@ -205,3 +205,24 @@ def test_resumes_when_a_crash_left_the_group_below_the_journal(surged, run):
 def test_c3_autoscaler_rule(phase, desired, active):
     journal = Journal(phase=phase, desired_capacity_set=10)
     assert nodegroup_scale_restore.autoscaler_active(journal, desired) is active
+
+
+@pytest.mark.parametrize("desired,active", [(10, False), (8, False), (9, True), (11, True), (7, True)])
+def test_c3_pending_decrement_is_ours_any_other_value_is_the_autoscaler(desired, active):
+    """C3: a surge step recorded that its terminations leave 8; the group at 10 or 8 is ours, anything else not."""
+    journal = Journal(phase="upgrade", desired_capacity_set=10, desired_capacity_pending=8)
+    assert nodegroup_scale_restore.autoscaler_active(journal, desired) is active
+
+
+def test_c3_crash_between_a_surge_step_terminate_and_its_journal_write_restores(surged, run):
+    """C3 with a surge: the last step recorded its pending decrement, terminated with decrement and died before
+    the journal update. The restore takes the lower capacity for ours and finishes."""
+    journal = Journal.from_tags(surged.asg()["Tags"])
+    write_journal(surged.autoscaling, ASG_NAME, journal.replace(desired_capacity_pending=9))
+    victim = surged.asg()["Instances"][0]["InstanceId"]
+    surged.autoscaling.terminate_instance_in_auto_scaling_group(InstanceId=victim, ShouldDecrementDesiredCapacity=True)
+    result = run(FakeCluster(surged))
+    assert not result.get("failed"), result
+    assert result["autoscaler_detected"] is False
+    assert sizes(surged) == (0, 12, 4)
+    assert not any(k.startswith("eksops.nodegroup/") for k in surged.tags())
