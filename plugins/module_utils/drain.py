@@ -95,6 +95,9 @@ UTC = datetime.timezone.utc
 FIRST_LIST_WAIT_SECONDS = 30
 PDB_WATCH_SECONDS = 300
 MULTIPLE_PDB_MESSAGE = "more than one poddisruptionbudget"
+# Any other 500 is usually passing (etcd, a webhook timing out): retried this many times with backoff before it
+# fails the pod, as D13's "other errors" do; one such answer failed a whole upgrade in the fault soak.
+SERVER_ERROR_RETRIES = 4
 _PDB_NAME_IN_CAUSE = re.compile(r"disruption budget (\S+?)[\s.,]")
 
 MAX_EVICTION_CONCURRENCY = 100
@@ -492,10 +495,11 @@ def _status_body(body):
     return parsed if isinstance(parsed, dict) else {}
 
 
-def classify_eviction(status, headers=None, body=None, attempt=0, rng=random):
+def classify_eviction(status, headers=None, body=None, attempt=0, rng=random, server_errors=0):
     """D13: what an eviction (or delete) response means, and when to retry.
 
-    ``status`` is the HTTP status (None for a transport error), ``body`` the Status object (dict or JSON).
+    ``status`` is the HTTP status (None for a transport error), ``body`` the Status object (dict or JSON),
+    ``server_errors`` how many plain 500s this pod's removal got before.
     """
     if status is not None and 200 <= status < 300:
         return EvictionOutcome(ACCEPTED)
@@ -524,6 +528,8 @@ def classify_eviction(status, headers=None, body=None, attempt=0, rng=random):
         return EvictionOutcome(PDB_BLOCKED, text, retry_in=PDB_RETRY_SECONDS * rng.uniform(0.8, 1.2), pdb=pdb)
     if status == 500 and MULTIPLE_PDB_MESSAGE in message.lower():
         return EvictionOutcome(MULTIPLE_PDBS, message)
+    if status == 500 and server_errors < SERVER_ERROR_RETRIES:
+        return EvictionOutcome(TRANSIENT, message or "HTTP 500", retry_in=backoff_delay(server_errors, rng=rng))
     if status == 403 and any(c.get("type") == "NamespaceTerminating" for c in causes):
         return EvictionOutcome(TERMINATING_NAMESPACE, message)
     if status in (502, 503, 504):
@@ -1129,6 +1135,7 @@ class _Job:
         self.method = method
         self.deadline = deadline
         self.attempt = 0
+        self.server_errors = 0
         self.budget = None
         self.budget_known = False
         self.done = False
@@ -1466,7 +1473,9 @@ class _NodeDrain:
             self.api.remove_pod(job.pod, job.method, self.options.grace_period)
             outcome = classify_eviction(200)
         except ApiException as exc:
-            outcome = classify_eviction(exc.status, exc.headers, exc.body, job.attempt)
+            outcome = classify_eviction(exc.status, exc.headers, exc.body, job.attempt,
+                                        server_errors=job.server_errors)
+            job.server_errors += exc.status == 500
         except TRANSPORT_ERRORS as exc:
             outcome = classify_eviction(None, None, str(exc), job.attempt)
         job.attempt += 1

@@ -25,7 +25,8 @@ description:
   - Pods are evicted through the C(policy/v1) Eviction API with the pod's UID as precondition, so
     PodDisruptionBudgets are respected. A refusal by a PodDisruptionBudget (HTTP 429) is retried every 5 seconds
     with jitter, a 429 with C(Retry-After) after that delay; a pod covered by several PodDisruptionBudgets
-    (HTTP 500) fails at once.
+    (HTTP 500) fails at once. Other server errors (500, 502, 503, 504) and dropped connections are retried with
+    backoff; a plain 500 fails the pod after 4 retries.
   - "Evictions are paced by the PodDisruptionBudgets themselves: the module watches the budgets of the pods'
     namespaces and sends an eviction for a pod covered by one budget only while that budget allows a disruption
     (at most one probe per budget every 5 seconds otherwise), instead of retrying every blocked pod as

@@ -226,7 +226,7 @@ PDB_STATUS = {"kind": "Status", "code": 429, "reason": "TooManyRequests",
     (429, {"Retry-After": "10"}, PDB_STATUS, PDB_BLOCKED, "web-pdb"),  # E4: PDB not yet observed
     (500, None, {"message": "This pod has more than one PodDisruptionBudget, which the eviction subresource "
                             "does not support."}, MULTIPLE_PDBS, None),
-    (500, None, {"message": "etcd timeout"}, FAILED, None),
+    (500, None, {"message": "etcd timeout"}, TRANSIENT, None),
     (503, None, {"message": "unavailable"}, TRANSIENT, None),
     (None, None, "connection reset", TRANSIENT, None),
     (403, None, {"message": "forbidden", "details": {"causes": [{"type": "NamespaceTerminating"}]}},
@@ -238,6 +238,15 @@ def test_D13_classification(status, headers, body, kind, pdb):
     outcome = classify_eviction(status, headers, json.dumps(body) if isinstance(body, dict) else body)
     assert outcome.kind == kind
     assert outcome.pdb == pdb
+
+
+def test_D13_a_plain_500_is_retried_a_few_times_then_fails_the_pod():
+    retried = [classify_eviction(500, None, '{"message": "etcd timeout"}', server_errors=n)
+               for n in range(drain.SERVER_ERROR_RETRIES)]
+    assert all(o.kind == TRANSIENT for o in retried)
+    assert [o.retry_in > 0 for o in retried] == [True] * drain.SERVER_ERROR_RETRIES
+    last = classify_eviction(500, None, '{"message": "etcd timeout"}', server_errors=drain.SERVER_ERROR_RETRIES)
+    assert last.kind == FAILED and "etcd timeout" in last.message
 
 
 def test_D13_pdb_refusal_retries_every_5s_with_jitter(monkeypatch):
@@ -708,6 +717,29 @@ def test_D14_force_deletes_what_remains_after_the_timeout():
     assert node_result["evicted"] == ["default/web-1"] and node_result["deleted"] == ["default/web-0"]
     assert node_result["failed"] == [] and result.error() is None
     assert ("default", "web-0") not in cluster.pods.objects
+
+
+def test_D13_a_passing_500_on_an_eviction_does_not_fail_the_drain():
+    # Found by the fault soak: one injected 500 failed the scale-down of a whole upgrade.
+    cluster = FakeCluster([make_pod("web-0"), make_pod("web-1")])
+    cluster.scripts[("default", "web-0")] = [api_error(500, body={"message": "etcd timeout"}), 201]
+    result = run_drain(cluster, drain_timeout=30)
+    assert result.error() is None
+    assert result.to_dict()["node-a"]["evicted"] == ["default/web-0", "default/web-1"]
+    assert len([r for r in cluster.verbs("evict") if r[2] == "default/web-0"]) == 2
+
+
+def test_D13_a_persistent_500_fails_that_pod_before_the_deadline(monkeypatch):
+    monkeypatch.setattr(drain, "SERVER_ERROR_RETRIES", 2)
+    cluster = FakeCluster([make_pod("web-0"), make_pod("web-1")])
+    cluster.scripts[("default", "web-0")] = [api_error(500, body={"message": "admission webhook timed out"})]
+    started = time.monotonic()
+    result = run_drain(cluster, drain_timeout=30)
+    assert time.monotonic() - started < 10
+    node_result = result.to_dict()["node-a"]
+    assert node_result["evicted"] == ["default/web-1"]
+    assert "admission webhook timed out" in node_result["failed"][0]["reason"]
+    assert len([r for r in cluster.verbs("evict") if r[2] == "default/web-0"]) == 3
 
 
 def test_D13_multiple_pdbs_fail_that_pod_at_once_others_go_on():
