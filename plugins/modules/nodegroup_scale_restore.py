@@ -20,7 +20,8 @@ description:
     journal before it, for a crash between the termination and the journal update) counts as set by the upgrade.
   - Otherwise chooses the surplus instances AZ-balanced (within an Availability Zone, instances on another launch
     template version than the group's first, so after a rollback the new nodes go), drains their nodes like any
-    other node, terminates them with a decrement, restores MinSize, MaxSize and DesiredCapacity exactly, resumes
+    other node (found by instance id when the drain starts), checks that none still runs pods other than
+    DaemonSet, mirror or finished ones (C(PodEvictionFailure) otherwise), terminates them with a decrement, restores MinSize, MaxSize and DesiredCapacity exactly, resumes
     only the processes the upgrade suspended, removes the C(cluster-autoscaler.kubernetes.io/scale-down-disabled)
     annotation the upgrade put on nodes, and clears the journal last. Safe to rerun after a crash at any point.
 author:
@@ -155,8 +156,17 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
     wait_terminated,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import translate_aws_errors
-from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import drain_nodes
-from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError, invalid_parameter
+from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import (
+    drain_nodes,
+    resolve_instance_nodes,
+    termination_problems_message,
+    undrained_instances,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
+    POD_EVICTION_FAILURE,
+    UpgradeError,
+    invalid_parameter,
+)
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, clear_journal, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
@@ -269,7 +279,11 @@ def run(module):
             write_journal(autoscaling, name, scaling_down)
         journal = scaling_down
 
-    node_names = [i["node_name"] for i in surplus if i["node_name"]]
+    # The nodes are found again now: an instance that had no node a moment ago may have joined since (U6: the
+    # surplus is drained like any other node, never removed with pods on it).
+    surplus_ids = [i["instance_id"] for i in surplus]
+    node_names = [node for node in resolve_instance_nodes(module.core_v1(), surplus_ids,
+                                                          params["nodegroup_name"])[0].values() if node]
     if node_names:
         drained = drain_nodes(module.core_v1(), node_names, dict(
             drain_timeout=params["drain_timeout"], post_drain_wait=params["post_drain_wait"], force=params["force"],
@@ -285,13 +299,17 @@ def run(module):
             return autoscaler_stop(asg, changed=True)
 
     if surplus:
-        for instance in surplus:
-            terminate_in_asg(autoscaling, instance["instance_id"], True)
+        problems = undrained_instances(module.core_v1(), surplus_ids, params["nodegroup_name"])[0]
+        if problems:
+            module.fail_upgrade(UpgradeError(POD_EVICTION_FAILURE, termination_problems_message(problems),
+                                             undrained=problems), changed=True, nodegroup_scale_restore=result)
+        for instance_id in surplus_ids:
+            terminate_in_asg(autoscaling, instance_id, True)
         desired_now = before["desired_capacity"] - len(surplus)
         journal = journal.replace(desired_capacity_set=desired_now)
         with translate_aws_errors("record the desired capacity in the upgrade journal on %s" % name):
             write_journal(autoscaling, name, journal)
-        pending = wait_terminated(module.aws("ec2"), [i["instance_id"] for i in surplus], params["wait_timeout"])
+        pending = wait_terminated(module.aws("ec2"), surplus_ids, params["wait_timeout"])
         if pending:
             raise UpgradeError(WAIT_TIMEOUT, "Surplus instances %s of %s were not terminated within %d s "
                                "(wait_timeout); rerun to resume" % (", ".join(pending), name, params["wait_timeout"]),

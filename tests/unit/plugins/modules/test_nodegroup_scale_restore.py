@@ -29,15 +29,26 @@ A1 = ["AZRebalance", "AlarmNotification", "ScheduledActions", "ReplaceUnhealthy"
 class FakeCluster:
     """Nodes for the ASG's live instances; records drains and annotation removals."""
 
-    def __init__(self, world, failing=()):
+    def __init__(self, world, failing=(), joined_late=(), still_running=()):
         self.world = world
         self.failing = set(failing)
+        self.joined_late = set(joined_late)        # instances whose node was not there when the plan was made
+        self.still_running = set(still_running)    # instances whose node still runs a pod at the terminate
         self.drained = []
         self.unmarked = []
+
+    def resolve(self, _core_v1, instance_ids, _nodegroup):
+        return dict((instance_id, "n-" + instance_id) for instance_id in instance_ids), 1
+
+    def undrained(self, _core_v1, instance_ids, _nodegroup):
+        return [dict(instance_id=i, node="n-" + i, cordoned=True, pods=["default/late-0"])
+                for i in instance_ids if i in self.still_running], 1
 
     def nodes(self, _core_v1, _nodegroup):
         views = []
         for instance in self.world.asg()["Instances"]:
+            if instance["InstanceId"] in self.joined_late:
+                continue
             views.append(node_view({
                 "metadata": {"name": "n-" + instance["InstanceId"], "labels": {},
                              "annotations": {SCALE_DOWN_DISABLED_ANNOTATION: "true",
@@ -71,6 +82,8 @@ def run(capsys):
         with mock.patch.object(EksopsModule, "core_v1", lambda self: None), \
                 mock.patch.object(nodegroup_scale_restore, "list_nodegroup_nodes", cluster.nodes), \
                 mock.patch.object(nodegroup_scale_restore, "drain_nodes", cluster.drain), \
+                mock.patch.object(nodegroup_scale_restore, "resolve_instance_nodes", cluster.resolve), \
+                mock.patch.object(nodegroup_scale_restore, "undrained_instances", cluster.undrained), \
                 mock.patch.object(nodegroup_scale_restore, "unmark_scale_down_disabled", cluster.unmark):
             return run_module_in_process(nodegroup_scale_restore.main, dict(BASE, **args), capsys, check=check,
                                          diff=diff)
@@ -184,6 +197,26 @@ def test_drain_failure_keeps_the_journal_and_sizes(surged, run):
     assert result["failed"] is True and result["code"] == "PodEvictionFailure"
     assert "PodDisruptionBudget web" in result["msg"]
     assert sizes(surged) == (0, 12, 10)
+    assert Journal.from_tags(surged.asg()["Tags"]).phase == "scale_down"
+
+
+def test_u6_a_surplus_node_that_joined_after_the_plan_is_drained_too(surged, run):
+    plan = run(FakeCluster(surged), check=True)["nodegroup_scale_restore"]["removed_instances"]
+    late = plan[0]["instance_id"]
+    cluster = FakeCluster(surged, joined_late=[late])
+    result = run(cluster)
+    assert not result.get("failed"), result
+    [(names, _options)] = cluster.drained
+    assert "n-" + late in names and len(names) == 6
+
+
+def test_u6_a_surplus_node_still_running_pods_is_not_terminated(surged, run):
+    plan = run(FakeCluster(surged), check=True)["nodegroup_scale_restore"]["removed_instances"]
+    cluster = FakeCluster(surged, still_running=[plan[0]["instance_id"]])
+    result = run(cluster)
+    assert result["failed"] is True and result["code"] == "PodEvictionFailure"
+    assert plan[0]["instance_id"] in result["msg"] and "default/late-0" in result["msg"]
+    assert sizes(surged) == (0, 12, 10) and len(surged.asg()["Instances"]) == 10
     assert Journal.from_tags(surged.asg()["Tags"]).phase == "scale_down"
 
 
