@@ -28,12 +28,12 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import
     retry_api_call,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
-    NODEGROUP_LABEL,
     asg_launch_template,
     describe_asg,
     describe_instances,
-    describe_lt_version,
     join_instances_nodes,
+    nodegroup_selector,
+    target_lt_version,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import launch_failure
 
@@ -206,9 +206,9 @@ def unmark_scale_down_disabled(core_v1, nodes):
 
 
 def list_nodegroup_nodes(core_v1, nodegroup_name):
-    """The node group's nodes as node_view objects (one paged LIST)."""
+    """The node group's nodes as node_view objects (one paged LIST, each page retried as SPEC P3 says)."""
     with translate_k8s_errors("list nodes of node group %s" % nodegroup_name):
-        items, _version = list_all(core_v1.list_node, label_selector="%s=%s" % (NODEGROUP_LABEL, nodegroup_name))
+        items, _version = list_all(core_v1.list_node, label_selector=nodegroup_selector(nodegroup_name))
     return [node_view(item) for item in items]
 
 
@@ -288,7 +288,7 @@ class GroupWatch:
             with translate_k8s_errors("watch nodes of node group %s" % self.nodegroup_name):
                 held, objects = list_then_watch(
                     self.core_v1.list_node, timeout=timeout, waker=waker,
-                    label_selector="%s=%s" % (NODEGROUP_LABEL, self.nodegroup_name),
+                    label_selector=nodegroup_selector(self.nodegroup_name),
                     condition=lambda objects: self._poll_error is not None or condition(
                         self.snapshot(objects.values())))
         finally:
@@ -339,9 +339,9 @@ def resolve_target(ec2, asg, journal, image_id=None, launch_template_version=Non
     """
     lt_id, asg_version = asg_launch_template(asg)
     version = launch_template_version or (journal.target_launch_template_version if journal else None)
-    image = image_id or (journal.target_image_id if journal else None)
-    described = describe_lt_version(ec2, lt_id, version or asg_version,
-                                    parameter="launch_template_version" if launch_template_version else "asg_name")
-    if image is None:
-        image = (described.get("LaunchTemplateData") or {}).get("ImageId")
-    return dict(launch_template_id=lt_id, launch_template_version=int(described["VersionNumber"]), image_id=image)
+    # A version from the journal is the ASG's business: a missing one names asg_name, not the option.
+    number, version_image = target_lt_version(
+        ec2, lt_id, asg_version, version,
+        parameter="launch_template_version" if launch_template_version else "asg_name")
+    image = image_id or (journal.target_image_id if journal else None) or version_image
+    return dict(launch_template_id=lt_id, launch_template_version=number, image_id=image)

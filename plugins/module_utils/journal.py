@@ -5,7 +5,7 @@
 
 One tag per field, ``eksops.nodegroup/<field>``, so a person can read it in the console. A rerun after a
 crash reads it and resumes; scale-down reads it to restore. Nodes we cordoned carry the annotation
-CORDONED_BY_ANNOTATION=<run_id> instead (node state lives on nodes).
+CORDONED_BY_ANNOTATION instead (node state lives on nodes): the run id and what that run set (drain.py).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -21,6 +21,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
 )
 
 TAG_PREFIX = "eksops.nodegroup/"
+# Set and read by the drain engine on the nodes it cordons (drain.py imports it from here).
 CORDONED_BY_ANNOTATION = TAG_PREFIX + "cordoned-by"
 # AWS limits for Auto Scaling group tags.
 MAX_TAG_KEY_LENGTH = 128

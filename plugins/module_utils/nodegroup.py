@@ -22,9 +22,13 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     invalid_parameter,
     not_found,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import describe_eks_cluster, translate_k8s_errors
+from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import describe_eks_cluster
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
+    NODEGROUP_IMAGE_LABEL,
+    NODEGROUP_LABEL,
     SURGE_CAP_DEFAULT,
+    int_or_none,
+    label_lt_version,
     pick_batch,
     resolve_max_unavailable,
     rolling_surge,
@@ -34,15 +38,10 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
 
 CLUSTER_TAG = "eks:cluster-name"
 NODEGROUP_TAG = "eks:nodegroup-name"
-NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
-IMAGE_LABEL = "eks.amazonaws.com/nodegroup-image"
-LT_ID_LABEL = "eks.amazonaws.com/sourceLaunchTemplateId"
-LT_VERSION_LABEL = "eks.amazonaws.com/sourceLaunchTemplateVersion"
 # EC2 tags AWS puts on instances launched from a launch template.
 EC2_LT_ID_TAG = "aws:ec2launchtemplate:id"
 EC2_LT_VERSION_TAG = "aws:ec2launchtemplate:version"
 
-NODE_PAGE_SIZE = 500
 DESCRIBE_INSTANCES_CHUNK = 200
 
 
@@ -175,6 +174,19 @@ def describe_lt_version(ec2, lt_id, version, parameter="version"):
     return versions[0]
 
 
+def lt_version_image(version_description):
+    """The AMI of a launch template version description, or None."""
+    return (version_description.get("LaunchTemplateData") or {}).get("ImageId")
+
+
+def target_lt_version(ec2, lt_id, asg_version, named=None, parameter="launch_template_version"):
+    """(version number, AMI) of the launch template version new nodes run: ``named`` when given
+    (ResourceNotFound naming ``parameter``), else the one the ASG points at (``asg_version``, a number or
+    "$Latest"/"$Default"; ResourceNotFound naming asg_name)."""
+    described = describe_lt_version(ec2, lt_id, named or asg_version, parameter=parameter if named else "asg_name")
+    return int(described["VersionNumber"]), lt_version_image(described)
+
+
 def describe_image(ec2, image_id, parameter="image_id"):
     """The AMI description; ResourceNotFound naming ``parameter`` when it does not exist (or is not visible)."""
     try:
@@ -261,18 +273,9 @@ def describe_instances(ec2, instance_ids):
     return found
 
 
-def nodegroup_nodes(core_v1, nodegroup_name):
-    """Nodes labelled eks.amazonaws.com/nodegroup=<nodegroup_name> (LIST, paged)."""
-    nodes = []
-    continue_token = None
-    selector = "%s=%s" % (NODEGROUP_LABEL, nodegroup_name)
-    while True:
-        with translate_k8s_errors("list nodes of node group %s" % nodegroup_name):
-            page = core_v1.list_node(label_selector=selector, limit=NODE_PAGE_SIZE, _continue=continue_token)
-        nodes.extend(page.items or [])
-        continue_token = page.metadata._continue if page.metadata else None
-        if not continue_token:
-            return nodes
+def nodegroup_selector(nodegroup_name):
+    """The label selector of a node group's nodes (SPEC P2: filter server-side)."""
+    return "%s=%s" % (NODEGROUP_LABEL, nodegroup_name)
 
 
 def instance_id_of(node):
@@ -293,20 +296,17 @@ def node_is_ready(node):
     return any(condition.type == "Ready" and condition.status == "True" for condition in conditions)
 
 
-def _int_or_none(value):
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
+def _launched_lt_version(asg_instance, ec2_instance, node_labels):
+    """The LT version an instance was launched from: ASG record, else EC2 launch tag, else EKS node label.
 
-
-def _instance_lt_version(asg_instance, ec2_instance, node_labels):
-    """The LT version an instance was launched from: ASG record, else EC2 launch tag, else EKS node label."""
-    version = _int_or_none((asg_instance.get("LaunchTemplate") or {}).get("Version"))
+    Builds the launch_template_version of an instance record from the raw AWS and Kubernetes descriptions;
+    planning reads it back from the record (with the same label as its last resort).
+    """
+    version = int_or_none((asg_instance.get("LaunchTemplate") or {}).get("Version"))
     if version is None and ec2_instance:
-        version = _int_or_none(aws_tags_to_dict(ec2_instance.get("Tags")).get(EC2_LT_VERSION_TAG))
+        version = int_or_none(aws_tags_to_dict(ec2_instance.get("Tags")).get(EC2_LT_VERSION_TAG))
     if version is None:
-        version = _int_or_none(node_labels.get(LT_VERSION_LABEL))
+        version = label_lt_version(node_labels)
     return version
 
 
@@ -334,8 +334,8 @@ def join_instances_nodes(asg_instances, ec2_instances, nodes):
             or (ec2_instance.get("Placement") or {}).get("AvailabilityZone"),
             lifecycle_state=asg_instance.get("LifecycleState"),
             health_status=asg_instance.get("HealthStatus"),
-            launch_template_version=_instance_lt_version(asg_instance, ec2_instance, labels),
-            image_id=ec2_instance.get("ImageId") or labels.get(IMAGE_LABEL),
+            launch_template_version=_launched_lt_version(asg_instance, ec2_instance, labels),
+            image_id=ec2_instance.get("ImageId") or labels.get(NODEGROUP_IMAGE_LABEL),
             node_name=node.metadata.name if node is not None else None,
             ready=node_is_ready(node) if node is not None else False,
             unschedulable=bool(node.spec.unschedulable) if node is not None and node.spec is not None else False,
@@ -366,10 +366,6 @@ def describe_launch_template(ec2, lt_id):
 
 # --- Pure decisions -----------------------------------------------------------------------------------------
 
-def _image_of(version_description):
-    return (version_description.get("LaunchTemplateData") or {}).get("ImageId")
-
-
 def plan_launch_template_version(asg_version, current, latest, target_image_id=None, named=None):
     """What launch_template_version must do (SPEC U1), given descriptions of LT versions.
 
@@ -383,7 +379,7 @@ def plan_launch_template_version(asg_version, current, latest, target_image_id=N
     create = False
     if named is not None:
         target_version = int(named["VersionNumber"])
-        target_image_id = _image_of(named)
+        target_image_id = lt_version_image(named)
     else:
         if not target_image_id:
             raise ValueError("plan_launch_template_version needs target_image_id or named")
@@ -401,7 +397,7 @@ def plan_launch_template_version(asg_version, current, latest, target_image_id=N
         create=create,
         pin=str(asg_version) != str(target_version),
         image_id=target_image_id,
-        previous_image_id=_image_of(current),
+        previous_image_id=lt_version_image(current),
     )
 
 

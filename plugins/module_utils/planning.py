@@ -27,6 +27,7 @@ MAX_UNAVAILABLE_LIMIT = 100
 SURGE_CAP_DEFAULT = 20
 SURGE_CAP_LIMIT = 100
 
+# The labels EKS puts on a node group's nodes (SPEC U3); the one definition the other modules import.
 NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
 NODEGROUP_IMAGE_LABEL = "eks.amazonaws.com/nodegroup-image"
 SOURCE_LT_ID_LABEL = "eks.amazonaws.com/sourceLaunchTemplateId"
@@ -77,7 +78,7 @@ def rolling_surge(az_count, max_unavailable):
     return max(2 * az_count, max_unavailable)
 
 
-def scaled_up_sizes(min_size, max_size, desired_capacity, target_desired):
+def scaled_up_sizes(min_size, max_size, target_desired):
     """ASG sizes that run ``target_desired`` instances: MaxSize only grows, MinSize is untouched."""
     return {
         "min_size": min_size,
@@ -90,13 +91,23 @@ def _label(instance, key):
     return (instance.get("labels") or {}).get(key)
 
 
-def _instance_lt_version(instance):
+def int_or_none(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def label_lt_version(labels):
+    """The launch template version in a node's sourceLaunchTemplateVersion label, or None."""
+    return int_or_none((labels or {}).get(SOURCE_LT_VERSION_LABEL))
+
+
+def _record_lt_version(instance):
+    # An instance record's version, else its node's label (records not built by join_instances_nodes may
+    # carry only the labels).
     version = instance.get("launch_template_version")
-    if version is None:
-        label = _label(instance, SOURCE_LT_VERSION_LABEL)
-        if label is not None and str(label).isdigit():
-            version = int(label)
-    return version
+    return label_lt_version(instance.get("labels")) if version is None else version
 
 
 def _instance_image(instance):
@@ -113,7 +124,7 @@ def is_new_instance(instance, target_lt_version, target_image_id):
         raise ValueError("split_old_new needs target_lt_version or target_image_id")
     compared = False
     if target_lt_version is not None:
-        version = _instance_lt_version(instance)
+        version = _record_lt_version(instance)
         if version is not None:
             if int(version) != int(target_lt_version):
                 return False
@@ -138,19 +149,18 @@ def split_old_new(instances, target_lt_version, target_image_id):
 
 
 def pick_batch(old, size, rng):
-    """Up to ``size`` old instances to replace next (SPEC U5: at random).
+    """Up to ``size`` old instances to replace next (SPEC U5: at random, drawn with ``rng``).
 
     Instances already cordoned come first: after a crash mid-batch the rerun finishes those nodes
-    instead of cordoning more and leaving the others unschedulable.
+    instead of cordoning more and leaving the others unschedulable. Within each group the choice is random;
+    sorting by id first makes it depend on ``rng`` only, not on the order of ``old``.
     """
     if size < 0:
         raise ValueError("size must be >= 0")
-    cordoned = sorted((i for i in old if i.get("unschedulable")), key=lambda i: i["instance_id"])
-    schedulable = sorted((i for i in old if not i.get("unschedulable")), key=lambda i: i["instance_id"])
-    batch = cordoned[:size]
-    remaining = size - len(batch)
-    if remaining > 0:
-        batch.extend(rng.sample(schedulable, min(remaining, len(schedulable))))
+    batch = []
+    for cordoned in (True, False):
+        group = sorted((i for i in old if bool(i.get("unschedulable")) == cordoned), key=lambda i: i["instance_id"])
+        batch.extend(rng.sample(group, min(size - len(batch), len(group))))
     return batch
 
 
@@ -215,7 +225,7 @@ def _scale_in_preference(instance, group_version):
     # Within an AZ: nodes already cordoned (a resumed scale-in finishes those), then nodes not on the version
     # the group launches (after a rollback these are the failed new ones), then nodes that are not serving,
     # then the oldest launch template version.
-    version = _instance_lt_version(instance)
+    version = _record_lt_version(instance)
     return (
         not instance.get("unschedulable"),
         group_version is not None and version is not None and int(version) == int(group_version),

@@ -378,7 +378,7 @@ def run(module):
         raise invalid_parameter(
             "pending_decrement", "pending_decrement %d is more than the target desired capacity %d of Auto Scaling "
             "group %s" % (params["pending_decrement"], wanted, name))
-    after = scaled_up_sizes(before["min_size"], before["max_size"], before["desired_capacity"], wanted)
+    after = scaled_up_sizes(before["min_size"], before["max_size"], wanted)
     new_journal, to_suspend = plan_journal(journal, asg, target, wanted, wanted - original_desired,
                                            params["suspend_processes"], params["pending_decrement"])
 

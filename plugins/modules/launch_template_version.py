@@ -218,6 +218,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import 
     describe_lt_version,
     find_asg,
     journal_conflict,
+    lt_version_image,
     pin_asg_launch_template,
     plan_launch_template_version,
     resolve_eks_ami,
@@ -248,14 +249,14 @@ def resolve_target(module, ec2, lt_id, current):
     params = module.params
     if params["version"] is not None:
         named = describe_lt_version(ec2, lt_id, params["version"], parameter="version")
-        image_id = (named.get("LaunchTemplateData") or {}).get("ImageId")
+        image_id = lt_version_image(named)
         if image_id:
             describe_image(ec2, image_id, parameter="version")
         return image_id, named, None
     if params["image_id"]:
         describe_image(ec2, params["image_id"], parameter="image_id")
         return params["image_id"], None, None
-    current_image_id = (current.get("LaunchTemplateData") or {}).get("ImageId")
+    current_image_id = lt_version_image(current)
     current_image = describe_image(ec2, current_image_id, parameter="kubernetes_version") if current_image_id else {}
     image_id, ssm_parameter = resolve_eks_ami(module.aws("ssm"), current_image.get("Name"),
                                               params["kubernetes_version"])
@@ -355,7 +356,7 @@ def previous_of_upgrade(ec2, lt_id, plan, journal):
             or str(recorded) == str(plan["source_version"]):
         return plan["source_version"], plan["previous_image_id"]
     previous = describe_lt_version(ec2, lt_id, recorded, parameter="asg_name")
-    return int(previous["VersionNumber"]), (previous.get("LaunchTemplateData") or {}).get("ImageId")
+    return int(previous["VersionNumber"]), lt_version_image(previous)
 
 
 def run(module):

@@ -178,6 +178,7 @@ nodegroup:
 """
 
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import list_nodegroup_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
@@ -187,12 +188,11 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import 
     describe_image,
     describe_instances,
     describe_launch_template,
-    describe_lt_version,
     find_asg,
     instance_id_of,
     join_instances_nodes,
-    nodegroup_nodes,
     resolve_launch_template_id,
+    target_lt_version,
     upgrade_plan,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
@@ -213,12 +213,12 @@ ARGUMENT_SPEC = dict(
 
 
 def resolve_target(ec2, lt_id, asg_version, target):
-    """(target LT version number or None, target image id) for the old/new split."""
+    """(target LT version number or None, target image id) for the old/new split: an AMI, a named launch
+    template version, or (no target) the version the ASG points at."""
     if target and target.startswith("ami-"):
         describe_image(ec2, target, parameter="target")
         return None, target
-    version = describe_lt_version(ec2, lt_id, target or asg_version, parameter="target" if target else "asg_name")
-    return int(version["VersionNumber"]), (version.get("LaunchTemplateData") or {}).get("ImageId")
+    return target_lt_version(ec2, lt_id, asg_version, target, parameter="target")
 
 
 def az_breakdown(availability_zones, instances, old_ids, new_ids):
@@ -244,7 +244,7 @@ def run(module):
 
     asg_instances = asg.get("Instances", [])
     ec2_instances = describe_instances(ec2, [i["InstanceId"] for i in asg_instances])
-    nodes = nodegroup_nodes(module.core_v1(), params["nodegroup_name"])
+    nodes = list_nodegroup_nodes(module.core_v1(), params["nodegroup_name"])
     instances = join_instances_nodes(asg_instances, ec2_instances, nodes)
     old, new = split_old_new(instances, target_version, target_image_id)
     instance_ids = set(i["instance_id"] for i in instances)

@@ -72,6 +72,7 @@ pods_examined:
 
 import re
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import list_nodegroup_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import selector_matches
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import translate_k8s_errors
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import list_all
@@ -82,7 +83,6 @@ try:
 except ImportError:  # EksopsModule reports the missing library
     pass
 
-NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
 _SLEEP = re.compile(r"\bsleep\s+(\d+)")
 
 
@@ -182,13 +182,13 @@ def preflight_findings(pods, deployments, pdbs):
 
 def run(module):
     core = module.core_v1()
-    with translate_k8s_errors("list the nodes of node group %s" % module.params["nodegroup_name"]):
-        nodes, _version = list_all(core.list_node,
-                                   label_selector="%s=%s" % (NODEGROUP_LABEL, module.params["nodegroup_name"]))
+    nodes = list_nodegroup_nodes(core, module.params["nodegroup_name"])
+    with translate_k8s_errors("list the pods, Deployments and PodDisruptionBudgets of node group %s"
+                              % module.params["nodegroup_name"]):
         pods = []
         for node in nodes:
             node_pods, _version = list_all(core.list_pod_for_all_namespaces,
-                                           field_selector="spec.nodeName=%s" % _meta(node).get("name"))
+                                           field_selector="spec.nodeName=%s" % node.metadata.name)
             pods.extend(node_pods)
         deployments, _version = list_all(AppsV1Api(module.k8s()).list_deployment_for_all_namespaces)
         pdbs, _version = list_all(PolicyV1Api(module.k8s()).list_pod_disruption_budget_for_all_namespaces)

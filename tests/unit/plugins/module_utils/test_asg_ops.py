@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import datetime
+from unittest import mock
 
 import pytest
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import asg_ops
+from ansible_collections.eksops.nodegroup.plugins.module_utils import asg_ops, kube_watch
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import join_instances_nodes
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import instance_id_of, join_instances_nodes
+
+from .test_kube_watch import FakeClock as KubeClock, FakeStore, api_error
 
 
 def raw_node(name, instance_id, ready="True", annotations=None):
@@ -118,6 +122,42 @@ class FakeCoreV1:
     def patch_node(self, name, body, _content_type=None, _preload_content=True):
         self.patches.append((name, body, _content_type))
         return FakeResponse()
+
+
+def node_store(*raw_nodes):
+    """The fake API server of test_kube_watch holding ``raw_nodes``, and a CoreV1Api whose node LIST it answers."""
+    store = FakeStore(raw_nodes)
+    return store, mock.Mock(list_node=store.list_func)
+
+
+def test_nodegroup_nodes_are_listed_by_label_P2():
+    other = raw_node("other", "i-9")
+    other["metadata"]["labels"] = {"eks.amazonaws.com/nodegroup": "batch"}
+    store, core_v1 = node_store(raw_node("n1", "i-1"), raw_node("n2", "i-2"), other)
+    nodes = asg_ops.list_nodegroup_nodes(core_v1, "workers")
+    assert [(n.metadata.name, instance_id_of(n)) for n in nodes] == [("n1", "i-1"), ("n2", "i-2")]
+    assert [kwargs["label_selector"] for dummy, kwargs in store.calls] == ["eks.amazonaws.com/nodegroup=workers"]
+
+
+@pytest.mark.parametrize("status", [500, 503, 429])
+def test_a_failed_node_list_is_retried_P3(monkeypatch, status):
+    """The fault soak's "list nodes of node group workers failed: 500": one transient error is retried."""
+    clock = KubeClock()
+    monkeypatch.setattr(kube_watch, "SYSTEM_CLOCK", clock)
+    store, core_v1 = node_store(raw_node("n1", "i-1"))
+    store.faults["list"].append(api_error(status))
+    assert [n.metadata.name for n in asg_ops.list_nodegroup_nodes(core_v1, "workers")] == ["n1"]
+    assert store.kinds() == ["list", "list"] and len(clock.sleeps) == 1
+
+
+def test_a_node_list_that_keeps_failing_names_the_node_group(monkeypatch):
+    monkeypatch.setattr(kube_watch, "SYSTEM_CLOCK", KubeClock())
+    store, core_v1 = node_store()
+    store.faults["list"].extend(api_error(500) for dummy in range(100))
+    with pytest.raises(UpgradeError) as raised:
+        asg_ops.list_nodegroup_nodes(core_v1, "workers")
+    assert "list nodes of node group workers" in str(raised.value)
+    assert len(store.calls) > 1
 
 
 def test_c2_mark_skips_nodes_already_annotated_and_unmark_removes_only_ours():

@@ -8,8 +8,7 @@ import random
 import pytest
 from botocore.exceptions import ClientError
 from hypothesis import given, strategies as st
-from kubernetes.client import (V1ListMeta, V1Node, V1NodeCondition, V1NodeList, V1NodeSpec, V1NodeStatus,
-                               V1ObjectMeta)
+from kubernetes.client import V1Node, V1NodeCondition, V1NodeSpec, V1NodeStatus, V1ObjectMeta
 from moto import mock_aws
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils import nodegroup as ng
@@ -209,27 +208,6 @@ def test_node_labels_fill_in_what_aws_does_not_say():
     assert (row["launch_template_version"], row["image_id"]) == (3, "ami-lbl")
 
 
-class PagedCoreV1:
-    def __init__(self, nodes, page_size):
-        self.nodes, self.page_size, self.calls = nodes, page_size, []
-
-    def list_node(self, label_selector=None, limit=None, _continue=None):
-        self.calls.append(dict(label_selector=label_selector, limit=limit, _continue=_continue))
-        start = int(_continue or 0)
-        end = start + self.page_size
-        token = str(end) if end < len(self.nodes) else None
-        return V1NodeList(items=self.nodes[start:end], metadata=V1ListMeta(_continue=token))
-
-
-def test_nodegroup_nodes_pages_with_a_label_selector():
-    """P2: server-side label selector, paged LIST."""
-    core_v1 = PagedCoreV1([node("n%d" % i, "i-%d" % i) for i in range(7)], page_size=3)
-    assert [n.metadata.name for n in ng.nodegroup_nodes(core_v1, NODEGROUP)] == ["n%d" % i for i in range(7)]
-    assert [call["_continue"] for call in core_v1.calls] == [None, "3", "6"]
-    assert all(call["label_selector"] == "eks.amazonaws.com/nodegroup=workers" for call in core_v1.calls)
-    assert all(call["limit"] == ng.NODE_PAGE_SIZE for call in core_v1.calls)
-
-
 # --- ASG discovery (moto in-process) --------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -327,6 +305,16 @@ def test_launch_template_and_image_lookups_name_the_parameter(world):
         ng.describe_image(world.ec2, "ami-00000000000000000")
     assert (raised.value.code, raised.value.details["parameter"]) == ("ResourceNotFound", "image_id")
     assert ng.resolve_launch_template_id(world.ec2, {"id": None, "name": "workers"}) == world.lt_id
+
+
+def test_target_lt_version_is_the_named_one_else_the_asgs(world):
+    """U1: the version new nodes run; a missing named version names its option, a missing ASG one asg_name."""
+    assert ng.target_lt_version(world.ec2, world.lt_id, "1") == (1, world.old_ami)
+    assert ng.target_lt_version(world.ec2, world.lt_id, "99", named=1, parameter="target") == (1, world.old_ami)
+    for named, parameter in ((99, "target"), (None, "asg_name")):
+        with pytest.raises(UpgradeError) as raised:
+            ng.target_lt_version(world.ec2, world.lt_id, "99", named=named, parameter="target")
+        assert (raised.value.code, raised.value.details["parameter"]) == ("ResourceNotFound", parameter)
 
 
 def test_pin_asg_launch_template(world):

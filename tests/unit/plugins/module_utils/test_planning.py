@@ -105,8 +105,8 @@ class TestRollingSurge:
         assert surge in (2 * azs, unavailable)
 
     def test_u2_scaled_up_sizes_raise_max_only_when_needed(self):
-        assert planning.scaled_up_sizes(3, 12, 6, 12) == {"min_size": 3, "max_size": 12, "desired_capacity": 12}
-        assert planning.scaled_up_sizes(3, 8, 6, 12) == {"min_size": 3, "max_size": 12, "desired_capacity": 12}
+        assert planning.scaled_up_sizes(3, 12, 12) == {"min_size": 3, "max_size": 12, "desired_capacity": 12}
+        assert planning.scaled_up_sizes(3, 8, 12) == {"min_size": 3, "max_size": 12, "desired_capacity": 12}
 
 
 # ---------------------------------------------------------------- old / new split
@@ -151,12 +151,30 @@ class TestPickBatch:
         ids = [b["instance_id"] for b in batch]
         assert len(set(ids)) == len(ids)
         assert all(b in old for b in batch)
+        first = min(size, len([i for i in old if i["unschedulable"]]))
+        assert all(b["unschedulable"] for b in batch[:first]) and not any(b["unschedulable"] for b in batch[first:])
 
     def test_u5_pick_is_random(self):
         old = [instance("i-%08x" % i) for i in range(20)]
         picks = {tuple(b["instance_id"] for b in planning.pick_batch(old, 3, random.Random(seed)))
                  for seed in range(20)}
         assert len(picks) > 10
+
+    def test_u5_resume_picks_at_random_among_cordoned_nodes_too(self):
+        """A resumed run with more cordoned old nodes than the batch takes cordoned ones, at random (by seed)."""
+        old = [instance("i-%08x" % i, unschedulable=(i % 2 == 0)) for i in range(16)]
+        cordoned = set(i["instance_id"] for i in old if i["unschedulable"])
+        picks = set()
+        for seed in range(20):
+            batch = [b["instance_id"] for b in planning.pick_batch(old, 3, random.Random(seed))]
+            assert set(batch) <= cordoned
+            assert [b["instance_id"] for b in planning.pick_batch(old, 3, random.Random(seed))] == batch
+            picks.add(tuple(sorted(batch)))
+        assert len(picks) > 10
+
+    def test_u5_pick_does_not_depend_on_the_order_of_old(self):
+        old = [instance("i-%08x" % i, unschedulable=(i < 5)) for i in range(12)]
+        assert planning.pick_batch(old, 7, random.Random(4)) == planning.pick_batch(old[::-1], 7, random.Random(4))
 
     def test_u5_cordoned_nodes_are_finished_first(self):
         old = [instance("i-%08x" % i) for i in range(10)]

@@ -5,36 +5,41 @@ from __future__ import annotations
 from unittest import mock
 
 import pytest
-from kubernetes.client import V1ListMeta, V1Node, V1NodeCondition, V1NodeList, V1NodeSpec, V1NodeStatus, V1ObjectMeta
+from kubernetes.client import ApiClient, V1Node, V1NodeCondition, V1NodeSpec, V1NodeStatus, V1ObjectMeta
 from moto import mock_aws
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils import kube_watch
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.modules import nodegroup_info
 
+from ..module_utils.test_kube_watch import FakeClock, FakeStore, api_error
 from ..moto_nodegroup import ASG_NAME, CLUSTER, NODEGROUP, MotoNodegroup, run_module_in_process
 
 BASE = dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP, kubeconfig="/unused")
 
 
 class FakeCoreV1:
-    """Nodes for the ASG's instances, as the kubelet would register them."""
+    """Nodes for the ASG's instances, as the kubelet would register them, served by test_kube_watch's fake
+    API server (``store``: paging, selectors, injected faults)."""
 
     def __init__(self, world, unschedulable=(), extra_nodes=()):
-        self.calls = []
-        self.nodes = []
+        nodes = []
         for index, instance in enumerate(world.asg()["Instances"]):
-            self.nodes.append(V1Node(
+            nodes.append(V1Node(
                 metadata=V1ObjectMeta(name="ip-10-0-0-%d" % index,
                                       labels={"eks.amazonaws.com/nodegroup": NODEGROUP}),
                 spec=V1NodeSpec(provider_id="aws:///%s/%s" % (instance["AvailabilityZone"], instance["InstanceId"]),
                                 unschedulable=instance["InstanceId"] in unschedulable),
                 status=V1NodeStatus(conditions=[V1NodeCondition(type="Ready", status="True")])))
-        self.nodes.extend(extra_nodes)
+        nodes.extend(extra_nodes)
+        self.store = FakeStore(ApiClient().sanitize_for_serialization(nodes))
+        self.list_node = self.store.list_func
 
-    def list_node(self, label_selector=None, limit=None, _continue=None):
-        self.calls.append(label_selector)
-        return V1NodeList(items=self.nodes, metadata=V1ListMeta())
+    @property
+    def calls(self):
+        """The label selector of each node LIST."""
+        return [kwargs["label_selector"] for dummy, kwargs in self.store.calls]
 
 
 @pytest.fixture
@@ -66,6 +71,19 @@ def test_describes_the_group_and_plans_a_rolling_upgrade(world, run):
     assert group["old_instances"] == [] and len(group["new_instances"]) == 4
     assert group["plan"]["batches"] == [] and group["journal"] is None
     assert core_v1.calls == ["eks.amazonaws.com/nodegroup=workers"]
+
+
+def test_a_server_error_on_the_node_list_is_retried(world, run):
+    """P3: a LIST is idempotent, so one 500 (as injected in the fault soak) is retried, not fatal."""
+    core_v1 = FakeCoreV1(world)
+    core_v1.store.faults["list"].append(api_error(500))
+    clock = FakeClock()
+    with mock.patch.object(kube_watch, "SYSTEM_CLOCK", clock):
+        result = run(core_v1, target=world.new_ami, seed=5)
+    assert not result.get("failed"), result
+    assert len(result["nodegroup"]["old_instances"]) == 4
+    assert all(i["node_name"] for i in result["nodegroup"]["instances"])
+    assert core_v1.calls == ["eks.amazonaws.com/nodegroup=workers"] * 2 and len(clock.sleeps) == 1
 
 
 def test_target_image_splits_old_from_new_and_batches_the_old(world, run):
@@ -142,7 +160,7 @@ def test_documentation_matches_the_argument_spec():
 
 
 def test_a_thousand_instances_take_a_fixed_handful_of_calls(capsys):
-    """No per-instance calls: one ASG describe, EC2 describes in chunks of 200, one paged node LIST."""
+    """No per-instance calls: one ASG describe, EC2 describes in chunks of 200, one node LIST in pages of 500."""
     from ansible_collections.eksops.nodegroup.plugins.module_utils import aws as aws_utils
 
     calls = []
@@ -168,4 +186,4 @@ def test_a_thousand_instances_take_a_fixed_handful_of_calls(capsys):
                                   "DescribeLaunchTemplates"]
     assert calls.count("DescribeInstances") == 5
     assert calls.count("DescribeAutoScalingGroups") == 1
-    assert len(core_v1.calls) == 1
+    assert len(core_v1.calls) == 2
