@@ -31,8 +31,6 @@ sys.path.insert(0, str(REPO_ROOT / "tests" / "unit" / "plugins"))
 
 import moto_nodegroup  # noqa: E402  (sets MOTO_EC2_LOAD_DEFAULT_AMIS before moto loads)
 from ansible.module_utils.testing import patch_module_args  # noqa: E402
-from kubernetes.client import (V1ListMeta, V1Node, V1NodeCondition, V1NodeList, V1NodeSpec,  # noqa: E402
-                               V1NodeStatus, V1ObjectMeta)
 from moto import mock_aws  # noqa: E402
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils import module as module_utils  # noqa: E402
@@ -43,21 +41,36 @@ GOAL_SECONDS = 5.0
 GOAL_MIB = 300.0
 
 
+class RawResponse:
+    """What the kubernetes client returns with _preload_content=False: the body, unread."""
+
+    def __init__(self, body):
+        self.data = json.dumps(body).encode()
+
+    def release_conn(self):
+        pass
+
+
 class NodeList:
-    """The node LIST of a cluster whose kubelets registered every instance of the group."""
+    """The node LIST of a cluster whose kubelets registered every instance of the group, paged as the API server
+    pages it (limit/continue)."""
 
     def __init__(self, asg):
         self.requests = 0
-        self.nodes = V1NodeList(metadata=V1ListMeta(), items=[
-            V1Node(metadata=V1ObjectMeta(name="ip-10-0-%d-%d" % divmod(index, 250),
-                                         labels={"eks.amazonaws.com/nodegroup": moto_nodegroup.NODEGROUP}),
-                   spec=V1NodeSpec(provider_id="aws:///%s/%s" % (i["AvailabilityZone"], i["InstanceId"])),
-                   status=V1NodeStatus(conditions=[V1NodeCondition(type="Ready", status="True")]))
-            for index, i in enumerate(asg["Instances"])])
+        self.nodes = [{"metadata": {"name": "ip-10-0-%d-%d" % divmod(index, 250),
+                                    "labels": {"eks.amazonaws.com/nodegroup": moto_nodegroup.NODEGROUP}},
+                       "spec": {"providerID": "aws:///%s/%s" % (i["AvailabilityZone"], i["InstanceId"])},
+                       "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+                      for index, i in enumerate(asg["Instances"])]
 
-    def list_node(self, label_selector=None, limit=None, _continue=None):
+    def list_node(self, label_selector=None, limit=None, _continue=None, **_kwargs):
         self.requests += 1
-        return self.nodes
+        start = int(_continue or 0)
+        end = start + (limit or len(self.nodes))
+        metadata = {"resourceVersion": "1"}
+        if end < len(self.nodes):
+            metadata["continue"] = str(end)
+        return RawResponse({"kind": "NodeList", "metadata": metadata, "items": self.nodes[start:end]})
 
 
 class AwsCallTimer:
