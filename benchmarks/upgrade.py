@@ -168,7 +168,7 @@ class Config:
     """One upgrade configuration: `rolling:M` (max_unavailable M) or `surge:S,U` (max_surge S, max_unavailable U)."""
 
     def __init__(self, text: str):
-        strategy, _, numbers = text.partition(":")
+        strategy, dummy, numbers = text.partition(":")
         values = [int(v) for v in numbers.split(",") if v.strip()]
         if strategy == "rolling" and len(values) == 1 and values[0] >= 1:
             self.max_surge, self.max_unavailable = None, values[0]

@@ -225,6 +225,7 @@ ARGUMENT_SPEC = dict(
     label_surge_nodes=dict(type="bool", default=True),
 )
 
+
 def validate_params(params):
     """Refuse bad input before any AWS call, naming the parameter."""
     resolve_max_unavailable(params["max_unavailable"], params["max_unavailable_percentage"], 0)

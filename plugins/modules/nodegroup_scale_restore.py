@@ -21,9 +21,10 @@ description:
   - Otherwise chooses the surplus instances AZ-balanced (within an Availability Zone, instances on another launch
     template version than the group's first, so after a rollback the new nodes go), drains their nodes like any
     other node (found by instance id when the drain starts), checks that none still runs pods other than
-    DaemonSet, mirror or finished ones (C(PodEvictionFailure) otherwise), terminates them with a decrement, restores MinSize, MaxSize and DesiredCapacity exactly, resumes
-    only the processes the upgrade suspended, removes the C(cluster-autoscaler.kubernetes.io/scale-down-disabled)
-    annotation the upgrade put on nodes, and clears the journal last. Safe to rerun after a crash at any point.
+    DaemonSet, mirror or finished ones (C(PodEvictionFailure) otherwise), terminates them with a decrement,
+    restores MinSize, MaxSize and DesiredCapacity exactly, resumes only the processes the upgrade suspended,
+    removes the C(cluster-autoscaler.kubernetes.io/scale-down-disabled) annotation the upgrade put on nodes, and
+    clears the journal last. Safe to rerun after a crash at any point.
 author:
   - eksops.nodegroup maintainers (@eksops)
 options:

@@ -32,7 +32,9 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import (
 )
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_drain import FakeCluster, fast_engine, make_pod, node, run_drain  # noqa: E402,F401  (fixture used)
+# fast_engine is a fixture: importing it is what makes it apply here.
+# pylint: disable-next=unused-import
+from test_drain import FakeCluster, fast_engine, make_pod, node, run_drain  # noqa: E402,F401
 from test_kube_watch import FakeResponse  # noqa: E402
 
 
