@@ -27,11 +27,13 @@ from unittest import mock
 
 from common import REPO_ROOT, argument_parser, print_table, write_json
 
-sys.path.insert(0, str(REPO_ROOT / "tests" / "unit" / "plugins"))
+UNIT_TESTS = REPO_ROOT / "tests" / "unit" / "plugins"
+sys.path[:0] = [str(UNIT_TESTS), str(UNIT_TESTS / "module_utils")]
 
 import moto_nodegroup  # noqa: E402  (sets MOTO_EC2_LOAD_DEFAULT_AMIS before moto loads)
 from ansible.module_utils.testing import patch_module_args  # noqa: E402
 from moto import mock_aws  # noqa: E402
+from test_kube_watch import FakeStore  # noqa: E402  (the unit tests' fake API server)
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils import module as module_utils  # noqa: E402
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule  # noqa: E402
@@ -41,36 +43,21 @@ GOAL_SECONDS = 5.0
 GOAL_MIB = 300.0
 
 
-class RawResponse:
-    """What the kubernetes client returns with _preload_content=False: the body, unread."""
-
-    def __init__(self, body):
-        self.data = json.dumps(body).encode()
-
-    def release_conn(self):
-        pass
-
-
 class NodeList:
-    """The node LIST of a cluster whose kubelets registered every instance of the group, paged as the API server
-    pages it (limit/continue)."""
+    """The node LIST of a cluster whose kubelets registered every instance of the group, served by the unit
+    tests' fake API server (raw JSON, paged with limit/continue, label selectors)."""
 
     def __init__(self, asg):
-        self.requests = 0
-        self.nodes = [{"metadata": {"name": "ip-10-0-%d-%d" % divmod(index, 250),
-                                    "labels": {"eks.amazonaws.com/nodegroup": moto_nodegroup.NODEGROUP}},
-                       "spec": {"providerID": "aws:///%s/%s" % (i["AvailabilityZone"], i["InstanceId"])},
-                       "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
-                      for index, i in enumerate(asg["Instances"])]
+        self.store = FakeStore([{"metadata": {"name": "ip-10-0-%d-%d" % divmod(index, 250),
+                                              "labels": {"eks.amazonaws.com/nodegroup": moto_nodegroup.NODEGROUP}},
+                                 "spec": {"providerID": "aws:///%s/%s" % (i["AvailabilityZone"], i["InstanceId"])},
+                                 "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+                                for index, i in enumerate(asg["Instances"])])
+        self.list_node = self.store.list_func
 
-    def list_node(self, label_selector=None, limit=None, _continue=None, **_kwargs):
-        self.requests += 1
-        start = int(_continue or 0)
-        end = start + (limit or len(self.nodes))
-        metadata = {"resourceVersion": "1"}
-        if end < len(self.nodes):
-            metadata["continue"] = str(end)
-        return RawResponse({"kind": "NodeList", "metadata": metadata, "items": self.nodes[start:end]})
+    @property
+    def requests(self):
+        return len(self.store.calls)
 
 
 class AwsCallTimer:

@@ -987,19 +987,11 @@ def test_D4_long_terminating_pods_are_skipped_and_not_waited_for():
     assert ("default", "stuck") in cluster.pods.objects
 
 
-class _RawResponse:
-    def __init__(self, payload):
-        self.data = json.dumps(payload).encode()
-
-    def release_conn(self):
-        pass
-
-
 class _RestResponse:
     def __init__(self, payload):
         self.status = 200
         self.reason = "OK"
-        self.response = _RawResponse(payload)
+        self.response = FakeResponse(payload)
         self.data = self.response.data
         self.headers = {}
 
