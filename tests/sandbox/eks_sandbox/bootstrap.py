@@ -260,7 +260,7 @@ def _merge_tables(base: dict[str, Any], override: dict[str, Any]) -> dict[str, A
 
 def _mime(parts: list[tuple[list[str], str]]) -> str:
     boundary = EKS_MIME_BOUNDARY
-    bodies = "\n".join(body for _, body in parts)
+    bodies = "\n".join(body for dummy, body in parts)
     serial = 0
     while re.search(rf"^--{re.escape(boundary)}", bodies, re.MULTILINE):  # a boundary must not occur in a body
         serial += 1
@@ -492,8 +492,8 @@ def _label_pairs(text: str) -> dict[str, str]:
 
 def _split_taint(spec: str) -> tuple[str, str, str]:
     """key=value:Effect or key:Effect."""
-    key_value, _, effect = spec.strip().rpartition(":")
-    key, _, value = key_value.partition("=")
+    key_value, dummy, effect = spec.strip().rpartition(":")
+    key, dummy, value = key_value.partition("=")
     return key, value, effect
 
 
@@ -588,7 +588,7 @@ def _from_bottlerocket(settings: dict[str, Any]) -> BootConfig:
         # sources/settings-migrations/archived/v1.6.0/node-taints-representation). The value may be empty
         # (sources/models/modeled-types/src/kubernetes.rs, KubernetesTaintValue).
         for value in [values] if isinstance(values, str) else values:
-            taint_value, _, effect = str(value).rpartition(":")
+            taint_value, dummy, effect = str(value).rpartition(":")
             taints.append(_taint(key, taint_value, effect))
     return BootConfig(OS_BOTTLEROCKET, cluster_name=kubernetes.get("cluster-name") or None,
                       api_server_endpoint=kubernetes.get("api-server") or None,

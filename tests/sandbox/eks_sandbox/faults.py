@@ -100,6 +100,11 @@ class Faults:
         spec = self._first_firing("launch_failure", lambda s: s["availability_zone"] == az)
         return None if spec is None else spec["code"]
 
+    def never_join(self, az: str) -> bool:
+        """Whether an instance that just booted in `az` never registers its node (asked once per instance)."""
+        return self._first_firing(
+            "never_join", lambda s: s["availability_zone"] in (None, az)) is not None
+
     def autoscaler_increase(self, nodegroup: str, old_nodes_gone: bool) -> int:
         """How much the simulated cluster autoscaler raises the group's desired capacity now (each fault once)."""
         increase = 0

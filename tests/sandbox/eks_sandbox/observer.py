@@ -173,6 +173,7 @@ class Observer:
             "pods_lost": self._recorder.pods_lost(),
             "k8s_requests": self._recorder.k8s_requests(),
             "aws_calls": self._recorder.aws_calls(),
+            "aws_calls_by_agent": self._recorder.aws_calls_by_agent(),
             "events": self._recorder.events(),
         })
         report.update(extra or {})

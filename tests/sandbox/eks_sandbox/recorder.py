@@ -21,6 +21,7 @@ class Recorder:
         self._lock = threading.Lock()
         self._k8s_requests: Counter[str] = Counter()
         self._aws_calls: Counter[str] = Counter()
+        self._aws_calls_by_agent: Counter[str] = Counter()
         self._pods_lost: list[dict[str, Any]] = []
         # Only the newest events are kept: a long run with a chatty fault must not grow without bound.
         self._events: deque[dict[str, Any]] = deque(maxlen=max_events)
@@ -31,10 +32,14 @@ class Recorder:
         with self._lock:
             self._k8s_requests[key] += 1
 
-    def aws_call(self, action: str, error_code: str | None) -> None:
+    def aws_call(self, action: str, error_code: str | None, user_agent: str = "") -> None:
+        """One AWS call; also counted by the caller's application, the last token of its User-Agent (botocore
+        appends a client's user_agent_extra there), so a test can tell the collection's calls from its own."""
         key = f"{action} {error_code or 'OK'}"
+        agent = user_agent.split()[-1] if user_agent.strip() else "-"
         with self._lock:
             self._aws_calls[key] += 1
+            self._aws_calls_by_agent[f"{agent} {key}"] += 1
 
     def pod_lost(self, namespace: str, name: str, node: str) -> None:
         entry = {"pod": f"{namespace}/{name}", "node": node, "time": round(time.time(), 3)}
@@ -56,6 +61,10 @@ class Recorder:
     def aws_calls(self) -> dict[str, int]:
         with self._lock:
             return dict(sorted(self._aws_calls.items()))
+
+    def aws_calls_by_agent(self) -> dict[str, int]:
+        with self._lock:
+            return dict(sorted(self._aws_calls_by_agent.items()))
 
     def pods_lost(self) -> list[dict[str, Any]]:
         with self._lock:

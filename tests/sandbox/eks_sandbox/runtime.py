@@ -120,6 +120,7 @@ class Sandbox:
         self.aws = AwsSim(self.scenario, self.recorder, self.faults)
         self.aws_endpoint = self.aws.start()
         self.kube = KubeSim(self.scenario, self.aws, self.recorder, self.faults, str(self.state_dir))
+        self.aws.eks.attach_kube(self.kube.api)  # EKS drains managed nodes through the cluster's API
         self.kube.start()
         self._start_control_server()
         self.kube.write_kubeconfig(str(self.kubeconfig_path))
@@ -198,10 +199,12 @@ class Sandbox:
                 log.error("%s failed (%d times so far):\n%s", where, count, traceback.format_exc())
 
     def _sample(self) -> None:
-        self.observer.sample(self.kube.snapshot(), self.aws.instances())
+        instances = self.aws.instances()
+        self.observer.sample(self.kube.snapshot(instances), instances)
 
     def _check_ready(self) -> None:
-        detail = self._unsettled(self.aws.instances(), self.kube.snapshot())
+        instances = self.aws.instances()
+        detail = self._unsettled(instances, self.kube.snapshot(instances))
         if detail:
             self._readiness_detail = detail
             self._settled_passes = 0
@@ -243,8 +246,8 @@ class Sandbox:
     # --------------------------------------------------------------------------------------------- report
 
     def report(self) -> dict[str, Any]:
-        snapshot = self.kube.snapshot()
         instances = self.aws.instances()
+        snapshot = self.kube.snapshot(instances)
         asg_views = {}
         for nodegroup in self.scenario["nodegroups"]:
             try:
@@ -258,7 +261,12 @@ class Sandbox:
                  "faults": self.faults.fired_counts(),
                  "controller": {**self._loop_stats, "errors": errors},
                  "events_dropped": self.recorder.events_dropped()}
-        return self.observer.report(snapshot, asg_views, instances, extra)
+        report = self.observer.report(snapshot, asg_views, instances, extra)
+        for name, view in report["nodegroups"].items():
+            eks_view = self.aws.eks.view(name)
+            if eks_view is not None:  # managed node groups: what EKS says about them
+                view["eks"] = eks_view
+        return report
 
     # --------------------------------------------------------------------------------------------- control server
 

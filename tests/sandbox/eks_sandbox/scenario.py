@@ -34,6 +34,10 @@ DEFAULT_TIMINGS = {
     "grace_period_scale": 0.02,
     "controller_interval_seconds": 0.1,
     "sample_interval_seconds": 0.1,
+    # EKS's managed node update (eks_sandbox/eks/update.py); the real values are in the comments.
+    "eks_drain_timeout_seconds": 5.0,        # EKS: 15 min ("If the Pods don't leave the node within 15 minutes")
+    "eks_post_drain_wait_seconds": 0.5,      # EKS: 60 s ("It cordons the node ... and waits for 60 seconds")
+    "eks_node_ready_timeout_seconds": 15.0,  # EKS: 15 min for a new node to join (awsdocs/amazon-eks-user-guide#842)
 }
 # Intervals drive sleep loops: zero would spin a core.
 _POSITIVE_TIMINGS = {"controller_interval_seconds", "sample_interval_seconds"}
@@ -43,6 +47,15 @@ TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 UNHEALTHY_POD_EVICTION_POLICIES = ("IfHealthyBudget", "AlwaysAllow")
 K8S_VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "*")
 AUTOSCALER_TRIGGERS = ("after_seconds", "old_nodes_gone")
+# SPEC K1: who made the node group decides its tags, its launch template's user data and so its node labels.
+NODEGROUP_KINDS = ("managed", "self_managed_eksctl", "self_managed")
+MANAGED_LAUNCH_TEMPLATES = ("eks", "custom")
+SELF_MANAGED_CONVENTIONS = ("terraform", "cloudformation")
+UPDATE_STRATEGIES = ("DEFAULT", "MINIMAL")
+# AMI families, as the SSM public parameters name them (plus bottlerocket/<arch>).
+_AMI_FAMILY = re.compile(r"^(amazon-linux-2(-gpu|-arm64)?|amazon-linux-2023/(x86_64|arm64)/[a-z]+|"
+                         r"bottlerocket/(x86_64|arm64))$")
+_RELEASE_DATE = re.compile(r"-v(\d{8})$")
 
 _AMI_ID = re.compile(r"^ami-[0-9a-f]{8}([0-9a-f]{9})?$")
 _PERCENT = re.compile(r"^(100|[1-9]?[0-9])%$")
@@ -177,6 +190,14 @@ def generated_ami_id(name: str) -> str:
     return "ami-" + hashlib.sha256(name.encode()).hexdigest()[:17]
 
 
+def default_release_version(ami_name: str, kubernetes_version: str) -> str:
+    """EKS's release version of an AMI ("1.30.0-20240615"): the AMI's build date is the -vYYYYMMDD suffix of
+    the EKS optimized AMI names (amazon-eks-node-al2023-x86_64-standard-1.30-v20240615)."""
+    match = _RELEASE_DATE.search(ami_name)
+    build = match.group(1) if match else hashlib.sha256(ami_name.encode()).hexdigest()[:8]
+    return f"{kubernetes_version}.0-{build}"
+
+
 def _int_or_percent(value: Any, path: str) -> int | str:
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise ScenarioError(f"{path}: expected an integer or \"NN%\", got {value!r}")
@@ -238,6 +259,10 @@ def _launch_failure(spec: _Section) -> dict[str, Any]:
             "code": spec.string("code", "InsufficientInstanceCapacity"), **_fault_trigger(spec)}
 
 
+def _never_join(spec: _Section) -> dict[str, Any]:
+    return {"availability_zone": spec.optional_string("availability_zone"), **_fault_trigger(spec)}
+
+
 def _autoscaler(spec: _Section) -> dict[str, Any]:
     return {"nodegroup": spec.string("nodegroup", required=True),
             "increase_by": spec.integer("increase_by", 1, minimum=1),
@@ -251,6 +276,7 @@ _FAULT_FIELDS: dict[str, Callable[[_Section], dict[str, Any]]] = {
     "watch_gone": _watch_gone,
     "aws_error": _aws_error,
     "launch_failure": _launch_failure,
+    "never_join": _never_join,
     "autoscaler": _autoscaler,
 }
 FAULT_TYPES = tuple(_FAULT_FIELDS)
@@ -340,8 +366,14 @@ def _amis(top: _Section) -> list[dict[str, Any]]:
         ami = {"name": name, "id": ami_id or generated_ami_id(name),
                "kubernetes_version": section.string("kubernetes_version", required=True),
                "family": section.string("family", "amazon-linux-2023/x86_64/standard"),
+               "release_version": section.optional_string("release_version"),
                "never_ready": section.boolean("never_ready", False),
                "recommended": section.raw_value("recommended")}
+        if not _AMI_FAMILY.match(ami["family"]):
+            raise ScenarioError(f"{section.path_of('family')}: expected amazon-linux-2[-gpu|-arm64], "
+                                f"amazon-linux-2023/<arch>/<variant> or bottlerocket/<arch>, got {ami['family']!r}")
+        if ami["release_version"] is None:
+            ami["release_version"] = default_release_version(name, ami["kubernetes_version"])
         if ami["recommended"] is not None:
             ami["recommended"] = section.boolean("recommended", True)
         section.finish()
@@ -407,7 +439,8 @@ def _nodegroups(top: _Section, zones: list[str], amis: list[dict[str, Any]]) -> 
                      "max_pods": section.integer("max_pods", 110, minimum=1),
                      "labels": section.string_map("labels"),
                      "taints": _taints(section),
-                     "managed": section.boolean("managed", False)}
+                     "kind": section.string("kind", "self_managed", choices=NODEGROUP_KINDS)}
+        nodegroup.update(_kind_settings(section, nodegroup["kind"]))
         section.finish()
         if not nodegroup["min_size"] <= nodegroup["desired_capacity"] <= nodegroup["max_size"]:
             raise ScenarioError(
@@ -415,6 +448,36 @@ def _nodegroups(top: _Section, zones: list[str], amis: list[dict[str, Any]]) -> 
                 f"{nodegroup['min_size']} / {nodegroup['desired_capacity']} / {nodegroup['max_size']}")
         nodegroups.append(nodegroup)
     return nodegroups
+
+
+def _kind_settings(section: _Section, kind: str) -> dict[str, Any]:
+    """launch_template and update_config (managed), convention (self_managed): null where the kind has none."""
+    for key, owner in (("launch_template", "managed"), ("update_config", "managed"), ("convention", "self_managed")):
+        # The loaded form carries every key, null where the kind has none: loading it again must give the same.
+        if section.raw_value(key) is not None and kind != owner:
+            raise ScenarioError(f"{section.path_of(key)}: only a node group of kind {owner} takes {key}")
+    if kind == "managed":
+        return {"launch_template": section.string("launch_template", "eks", choices=MANAGED_LAUNCH_TEMPLATES),
+                "update_config": _update_config(section.section("update_config")), "convention": None}
+    return {"launch_template": None, "update_config": None,
+            "convention": section.string("convention", "terraform", choices=SELF_MANAGED_CONVENTIONS)
+            if kind == "self_managed" else None}
+
+
+def _update_config(section: _Section) -> dict[str, Any]:
+    """EKS's NodegroupUpdateConfig: maxUnavailable (default 1) or maxUnavailablePercentage, and updateStrategy."""
+    # The loaded form carries both keys, one of them null: loading it again must give the same.
+    count, percentage = section.raw_value("max_unavailable"), section.raw_value("max_unavailable_percentage")
+    if count is not None and percentage is not None:
+        raise ScenarioError(f"{section.path}: give max_unavailable or max_unavailable_percentage, not both")
+    if percentage is not None:
+        percentage = section.integer("max_unavailable_percentage", minimum=1, maximum=100)
+    config = {"max_unavailable": None if percentage is not None
+              else section.integer("max_unavailable", 1, minimum=1, maximum=100) if count is not None else 1,
+              "max_unavailable_percentage": percentage,
+              "update_strategy": section.string("update_strategy", "DEFAULT", choices=UPDATE_STRATEGIES)}
+    section.finish()
+    return config
 
 
 def _nodegroup_zones(section: _Section, zones: list[str]) -> list[str]:
@@ -436,7 +499,9 @@ def _pdb(workload: _Section) -> dict[str, Any] | None:
     if workload.raw_value("pdb") is None:
         return None
     section = workload.section("pdb")
-    has_min, has_max = section.has("min_available"), section.has("max_unavailable")
+    # The loaded form carries both keys, one of them null: loading it again must give the same.
+    has_min = section.raw_value("min_available") is not None
+    has_max = section.raw_value("max_unavailable") is not None
     if has_min == has_max:
         raise ScenarioError(f"{section.path}: give exactly one of min_available and max_unavailable")
     pdb = {"min_available": None, "max_unavailable": None}
@@ -461,7 +526,7 @@ def _workloads(top: _Section, nodegroups: list[dict[str, Any]]) -> list[dict[str
                 raise ScenarioError(f"{section.path_of(key)}: not a valid DNS label: {value!r}")
         if kind == "Deployment":
             replicas = section.integer("replicas", 1)
-        elif section.has("replicas"):
+        elif section.raw_value("replicas") is not None:  # the loaded form has replicas: null
             raise ScenarioError(f"{section.path_of('replicas')}: only a Deployment has replicas")
         else:
             replicas = None
@@ -482,8 +547,13 @@ def _workloads(top: _Section, nodegroups: list[dict[str, Any]]) -> list[dict[str
         workload["labels"].setdefault("app", name)
         if workload["labels"]["app"] != name:
             raise ScenarioError(f"{section.path_of('labels')}.app: the app label is always the workload name")
-        if workload["nodegroup"] is not None and not any(ng["name"] == workload["nodegroup"] for ng in nodegroups):
-            raise ScenarioError(f"{section.path_of('nodegroup')}: no node group named {workload['nodegroup']!r}")
+        if workload["nodegroup"] is not None:
+            pinned = next((ng for ng in nodegroups if ng["name"] == workload["nodegroup"]), None)
+            if pinned is None:
+                raise ScenarioError(f"{section.path_of('nodegroup')}: no node group named {workload['nodegroup']!r}")
+            if pinned["kind"] == "self_managed" and not pinned["labels"]:
+                raise ScenarioError(f"{section.path_of('nodegroup')}: node group {pinned['name']} (kind self_managed) "
+                                    "sets no node label to pin to; give it labels")
         if any((w["namespace"], w["name"]) == (namespace, name) for w in workloads):
             raise ScenarioError(f"{section.path_of('name')}: duplicate workload {namespace}/{name}")
         workloads.append(workload)
@@ -494,7 +564,8 @@ def _faults(top: _Section, zones: list[str], nodegroups: list[dict[str, Any]]) -
     faults = []
     for path, raw in top.items("faults"):
         fault = normalize_fault(raw, path)
-        if fault["type"] == "launch_failure" and fault["availability_zone"] not in zones:
+        if fault["type"] in ("launch_failure", "never_join") and fault["availability_zone"] is not None \
+                and fault["availability_zone"] not in zones:
             raise ScenarioError(f"{path}.availability_zone: {fault['availability_zone']!r} "
                                 "is not one of the cluster's availability_zones")
         if fault["type"] == "autoscaler" and not any(ng["name"] == fault["nodegroup"] for ng in nodegroups):

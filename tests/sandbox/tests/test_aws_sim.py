@@ -39,7 +39,7 @@ def scenario(**overrides):
         ],
         "nodegroups": [
             {"name": "workers", "ami": "amazon-eks-node-al2023-x86_64-standard-1.29-v20240101",
-             "labels": {"team": "web"}, "managed": True},
+             "labels": {"team": "web"}, "kind": "self_managed_eksctl"},
             {"name": "batch", "ami": "amazon-eks-node-1.30-v20240101", "instance_type": "c5.xlarge",
              "availability_zones": ["us-west-2a", "us-west-2c"], "min_size": 0, "max_size": 4,
              "desired_capacity": 2},
@@ -66,17 +66,28 @@ def seeded():
 
 
 def group_of(sim, nodegroup):
+    """The node group's Auto Scaling group (each tool names it its own way: asg_view knows which)."""
     return sim.client("autoscaling").describe_auto_scaling_groups(
-        Filters=[{"Name": "tag:eks:nodegroup-name", "Values": [nodegroup]}])["AutoScalingGroups"][0]
+        AutoScalingGroupNames=[sim.asg_view(nodegroup)["name"]])["AutoScalingGroups"][0]
+
+
+def groups_tagged(sim, **tags):
+    return sim.client("autoscaling").describe_auto_scaling_groups(
+        Filters=[{"Name": f"tag:{key}", "Values": [value]} for key, value in tags.items()])["AutoScalingGroups"]
 
 
 # ------------------------------------------------------------------------------------------------ seeding
 
-def test_each_nodegroup_asg_is_found_by_its_eks_tags(seeded):
-    group = group_of(seeded, "workers")
+def test_each_nodegroup_asg_is_found_by_its_tools_tags(seeded):
+    # eksctl tags the group with the cluster and node group names (SPEC K1); terraform-aws-eks only with Name
+    # and the cluster ownership tag.
+    [group] = groups_tagged(seeded, **{"alpha.eksctl.io/cluster-name": "demo",
+                                       "alpha.eksctl.io/nodegroup-name": "workers"})
+    [batch] = groups_tagged(seeded, **{"kubernetes.io/cluster/demo": "owned", "Name": "batch"})
+    assert batch["AutoScalingGroupName"] == seeded.asg_view("batch")["name"] != group["AutoScalingGroupName"]
     tags = {t["Key"]: t["Value"] for t in group["Tags"]}
-    assert tags["eks:cluster-name"] == "demo" and tags["eks:nodegroup-name"] == "workers"
     assert tags["kubernetes.io/cluster/demo"] == "owned"
+    assert not any(key.startswith("eks:") for key in tags), "only EKS tags its managed groups eks:*"
     assert (group["MinSize"], group["MaxSize"], group["DesiredCapacity"]) == (3, 12, 6)
     assert group["LaunchTemplate"]["Version"] == "1"
     assert seeded.asg_view("workers") == {
@@ -106,9 +117,9 @@ def test_launch_template_carries_ami_type_bootstrap_and_tags(seeded):
     assert data["ImageId"] == OLD_AMI and data["InstanceType"] == "m5.large"
     user_data = base64.b64decode(data["UserData"]).decode()
     assert "kind: NodeConfig" in user_data and "name: demo" in user_data
-    assert "eks.amazonaws.com/nodegroup=workers,team=web" in user_data
-    instance_tags = {t["Key"]: t["Value"] for spec in data["TagSpecifications"] for t in spec["Tags"]}
-    assert instance_tags["eks:nodegroup-name"] == "workers"
+    assert "--node-labels=alpha.eksctl.io/cluster-name=demo,alpha.eksctl.io/nodegroup-name=workers,team=web" \
+        in user_data
+    assert "eks.amazonaws.com/" not in user_data, "no EKS label on a self-managed group"
     batch = group_of(seeded, "batch")
     batch_data = seeded.client("ec2").describe_launch_template_versions(
         LaunchTemplateId=batch["LaunchTemplate"]["LaunchTemplateId"], Versions=["1"])[
@@ -146,9 +157,8 @@ def test_describe_cluster_points_at_the_simulated_api_server(seeded):
     assert cluster["endpoint"] == KUBE_URL
     assert base64.b64decode(cluster["certificateAuthority"]["data"]).decode() == KUBE_CA
     assert (cluster["status"], cluster["version"]) == ("ACTIVE", "1.30")
-    assert eks.list_nodegroups(clusterName="demo")["nodegroups"] == ["workers"], "only managed groups"
-    record = eks.describe_nodegroup(clusterName="demo", nodegroupName="workers")["nodegroup"]
-    assert record["resources"]["autoScalingGroups"] == [{"name": group_of(seeded, "workers")["AutoScalingGroupName"]}]
+    # Only managed node groups have an EKS record (their side is tested in test_eks_nodegroups.py).
+    assert eks.list_nodegroups(clusterName="demo")["nodegroups"] == [], "self-managed groups are not EKS's"
 
 
 def test_without_tls_the_cluster_has_no_certificate_authority():

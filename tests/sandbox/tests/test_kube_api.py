@@ -211,7 +211,7 @@ def test_patch_types_on_node(harness, core, content_type, patch):
     status, patched, dummy = raw(harness, "PATCH", f"/api/v1/nodes/{name}", patch, content_type=content_type)
     assert status == 200
     assert patched["spec"]["unschedulable"] is True and patched["metadata"]["labels"]["x"] == "1"
-    assert patched["metadata"]["labels"]["eks.amazonaws.com/nodegroup"] == "workers"  # the rest is kept
+    assert patched["metadata"]["labels"]["topology.kubernetes.io/region"] == "us-west-2"  # the rest is kept
 
 
 def test_strategic_merge_patch_merges_conditions_by_type_and_patch_status(harness, core):

@@ -27,23 +27,54 @@ def test_instance_becomes_a_labelled_ready_node(tmp_path):
         node = h.wait_for(lambda: core.list_node().items, what="node")[0]
         assert node.metadata.name == instance["private_dns_name"]
         assert node.spec.provider_id == f"aws:///us-west-2b/{instance['instance_id']}"
-        labels = node.metadata.labels
-        assert labels["topology.kubernetes.io/zone"] == "us-west-2b"
-        assert labels["topology.kubernetes.io/region"] == "us-west-2"
-        assert labels["kubernetes.io/hostname"] == instance["private_dns_name"]
-        assert labels["node.kubernetes.io/instance-type"] == "m5.large"
-        assert labels["eks.amazonaws.com/nodegroup"] == "workers"
-        assert labels["eks.amazonaws.com/nodegroup-image"] == "ami-00000000000000001"
-        assert labels["eks.amazonaws.com/sourceLaunchTemplateId"] == "lt-0123456789abcdef0"
-        assert labels["eks.amazonaws.com/sourceLaunchTemplateVersion"] == "7"
-        assert labels["eks.amazonaws.com/capacityType"] == "ON_DEMAND" and labels["team"] == "a"
+        # The well-known labels plus what the user data says: a plain self-managed group (terraform-aws-eks)
+        # writes no node-group label, so the node has none (no eks.amazonaws.com/* on self-managed nodes).
+        assert node.metadata.labels == {
+            "kubernetes.io/hostname": instance["private_dns_name"], "kubernetes.io/os": "linux",
+            "kubernetes.io/arch": "amd64", "topology.kubernetes.io/zone": "us-west-2b",
+            "topology.kubernetes.io/region": "us-west-2", "node.kubernetes.io/instance-type": "m5.large",
+            "team": "a"}
         assert [(t.key, t.value, t.effect) for t in node.spec.taints] == [("dedicated", "a", "NoSchedule")]
         assert node.status.allocatable["pods"] == "17"
         ready = [c for c in node.status.conditions if c.type == "Ready"][0]
         assert ready.status == "True"
-        view = h.sim.snapshot()["nodes"][0]
+        # The node group, AMI and launch template version come from the instance (matched by providerID).
+        view = h.sim.snapshot(h.cloud.instances())["nodes"][0]
         assert (view["nodegroup"], view["az"], view["instance_id"], view["ami"], view["lt_version"], view["ready"]) \
             == ("workers", "us-west-2b", instance["instance_id"], "ami-00000000000000001", 7, True)
+        assert h.sim.snapshot()["nodes"][0]["nodegroup"] is None, "never guessed from labels"
+
+
+def test_the_node_is_what_the_instances_user_data_says_not_the_scenario(tmp_path):
+    with KubeHarness(str(tmp_path)) as h:
+        user_data = ("#!/bin/bash\n/etc/eks/bootstrap.sh kube-test --use-max-pods false --kubelet-extra-args "
+                     "'--node-labels=role=db,alpha.eksctl.io/nodegroup-name=db --register-with-taints=db=true:NoExecute"
+                     " --max-pods=29'\n")
+        h.cloud.add(user_data=user_data)
+        node = h.wait_for(lambda: client.CoreV1Api(h.api_client()).list_node().items, what="node")[0]
+        assert {k: v for k, v in node.metadata.labels.items() if "kubernetes.io/" not in k} == {
+            "role": "db", "alpha.eksctl.io/nodegroup-name": "db"}
+        assert [(t.key, t.value, t.effect) for t in node.spec.taints] == [("db", "true", "NoExecute")]
+        assert node.status.allocatable["pods"] == "29" and node.status.node_info.os_image == "Amazon Linux 2"
+
+
+@pytest.mark.parametrize("user_data, reason", [
+    ("#!/bin/bash\n/etc/eks/bootstrap.sh other-cluster\n", "for cluster other-cluster, not kube-test"),
+    ("", "runs no EKS bootstrap"),
+    ("#!/bin/bash\necho hello\n", "runs no EKS bootstrap"),
+])
+def test_an_instance_not_bootstrapped_for_this_cluster_never_joins(tmp_path, user_data, reason):
+    sc = scenario(timings={"node_boot_seconds": 0.05})
+    with KubeHarness(str(tmp_path), sc) as h:
+        stray = h.cloud.add(user_data=user_data)
+        h.cloud.add()
+        h.wait_for(lambda: h.sim.store.count(NODES) == 1, what="the other instance's node")
+        h.wait_for(lambda: any(e["kind"] == "node_never_joined" for e in h.recorder.events()), what="event")
+        [event] = [e for e in h.recorder.events() if e["kind"] == "node_never_joined"]
+        assert event["instance_id"] == stray["instance_id"] and reason in event["reason"]
+        time.sleep(0.1)
+        assert h.sim.store.count(NODES) == 1
+        assert not any(n["spec"]["providerID"].endswith("/" + stray["instance_id"]) for n in h.sim.store.items(NODES))
 
 
 def test_node_appears_only_after_boot_time(tmp_path):
@@ -63,7 +94,8 @@ def test_never_ready_ami_gives_a_not_ready_node(tmp_path):
         time.sleep(0.2)
         ready = [c for c in core.list_node().items[0].status.conditions if c.type == "Ready"][0]
         assert ready.status == "False" and ready.reason == "KubeletNotReady" and "cni" in ready.message
-        assert node.metadata.labels["eks.amazonaws.com/nodegroup-image"] == "ami-0000000000000dead"
+        assert h.sim.snapshot(h.cloud.instances())["nodes"][0]["ami"] == "ami-0000000000000dead"
+        assert node.metadata.name == h.cloud.instances()[0]["private_dns_name"]
 
 
 def test_terminated_instance_node_goes_not_ready_then_away_and_pods_are_lost(tmp_path):

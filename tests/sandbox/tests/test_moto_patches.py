@@ -36,11 +36,14 @@ def sim():
         yield started
 
 
-ASG = "eks-patches-workers"
+def asg(sim):
+    """The node group's Auto Scaling group name (terraform-aws-eks's "<name>-<timestamp>", the default kind)."""
+    return sim.asg_view("workers")["name"]
 
 
 def describe_group(sim):
-    return sim.client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[ASG])["AutoScalingGroups"][0]
+    return sim.client("autoscaling").describe_auto_scaling_groups(
+        AutoScalingGroupNames=[asg(sim)])["AutoScalingGroups"][0]
 
 
 def live_instances(sim):
@@ -80,7 +83,7 @@ def test_corrections_refuse_another_moto_version(monkeypatch):
 def test_a_launches_spread_evenly_over_the_groups_azs(sim):
     """U2: instances land in every AZ of the group, balanced; moto would put all in the first subnet."""
     assert zone_counts(live_instances(sim)) == {zone: 2 for zone in ZONES}
-    sim.client("autoscaling").set_desired_capacity(AutoScalingGroupName=ASG, DesiredCapacity=11)
+    sim.client("autoscaling").set_desired_capacity(AutoScalingGroupName=asg(sim), DesiredCapacity=11)
     assert len(live_instances(sim)) == 6, "the API call itself launches nothing; the ASG does, on its tick"
     sim.tick()
     counts = zone_counts(live_instances(sim))
@@ -95,7 +98,7 @@ def test_a_scale_in_terminates_from_the_az_with_most_instances(sim):
         autoscaling.terminate_instance_in_auto_scaling_group(InstanceId=instance_id,
                                                              ShouldDecrementDesiredCapacity=True)
     assert zone_counts(live_instances(sim)) == {"us-west-2b": 2, "us-west-2c": 2}
-    autoscaling.set_desired_capacity(AutoScalingGroupName=ASG, DesiredCapacity=3)
+    autoscaling.set_desired_capacity(AutoScalingGroupName=asg(sim), DesiredCapacity=3)
     sim.tick()
     counts = zone_counts(live_instances(sim))
     assert sum(counts.values()) == 3
@@ -107,10 +110,10 @@ def test_a_scale_in_prefers_instances_of_an_older_launch_template_version(sim):
     template_id = describe_group(sim)["LaunchTemplate"]["LaunchTemplateId"]
     ec2.create_launch_template_version(LaunchTemplateId=template_id, SourceVersion="1",
                                        LaunchTemplateData={"ImageId": NEW_AMI})
-    autoscaling.update_auto_scaling_group(AutoScalingGroupName=ASG, DesiredCapacity=9,
+    autoscaling.update_auto_scaling_group(AutoScalingGroupName=asg(sim), DesiredCapacity=9,
                                           LaunchTemplate={"LaunchTemplateId": template_id, "Version": "2"})
     sim.tick()
-    autoscaling.set_desired_capacity(AutoScalingGroupName=ASG, DesiredCapacity=6)
+    autoscaling.set_desired_capacity(AutoScalingGroupName=asg(sim), DesiredCapacity=6)
     sim.tick()
     versions = Counter(i["LaunchTemplate"]["Version"] for i in live_instances(sim))
     assert versions == {"1": 3, "2": 3}, "one old instance per AZ went, not the new ones"
@@ -118,7 +121,7 @@ def test_a_scale_in_prefers_instances_of_an_older_launch_template_version(sim):
 
 def test_a_deleting_a_group_terminates_its_instances(sim):
     ids = [i["InstanceId"] for i in live_instances(sim)]
-    sim.client("autoscaling").delete_auto_scaling_group(AutoScalingGroupName=ASG, ForceDelete=True)
+    sim.client("autoscaling").delete_auto_scaling_group(AutoScalingGroupName=asg(sim), ForceDelete=True)
     states = {i["InstanceId"]: i["State"]["Name"] for r in sim.client("ec2").describe_instances(
         InstanceIds=ids)["Reservations"] for i in r["Instances"]}
     assert set(states.values()) == {"shutting-down"}
@@ -133,7 +136,7 @@ def test_a_deleting_a_group_terminates_its_instances(sim):
 ])
 def test_b_update_auto_scaling_group_validates_sizes(sim, call, message):
     with pytest.raises(ClientError) as excinfo:
-        sim.client("autoscaling").update_auto_scaling_group(AutoScalingGroupName=ASG, **call)
+        sim.client("autoscaling").update_auto_scaling_group(AutoScalingGroupName=asg(sim), **call)
     assert error_of(excinfo) == ("ValidationError", message)
     group = describe_group(sim)
     assert (group["MinSize"], group["MaxSize"], group["DesiredCapacity"]) == (3, 12, 6)
@@ -145,16 +148,16 @@ def test_b_update_auto_scaling_group_validates_sizes(sim, call, message):
 ])
 def test_b_set_desired_capacity_validates_against_min_and_max(sim, desired, message):
     with pytest.raises(ClientError) as excinfo:
-        sim.client("autoscaling").set_desired_capacity(AutoScalingGroupName=ASG, DesiredCapacity=desired)
+        sim.client("autoscaling").set_desired_capacity(AutoScalingGroupName=asg(sim), DesiredCapacity=desired)
     assert error_of(excinfo) == ("ValidationError", message)
     assert describe_group(sim)["DesiredCapacity"] == 6
 
 
 def test_b_moving_a_bound_past_desired_drags_desired_along(sim):
     autoscaling = sim.client("autoscaling")
-    autoscaling.update_auto_scaling_group(AutoScalingGroupName=ASG, MinSize=8)
+    autoscaling.update_auto_scaling_group(AutoScalingGroupName=asg(sim), MinSize=8)
     assert describe_group(sim)["DesiredCapacity"] == 8
-    autoscaling.update_auto_scaling_group(AutoScalingGroupName=ASG, MinSize=1, MaxSize=4)
+    autoscaling.update_auto_scaling_group(AutoScalingGroupName=asg(sim), MinSize=1, MaxSize=4)
     group = describe_group(sim)
     assert (group["MinSize"], group["MaxSize"], group["DesiredCapacity"]) == (1, 4, 4)
 
@@ -173,7 +176,7 @@ def test_c_source_version_inherits_data_overlaid_by_the_given_data(sim):
     assert new["ImageId"] == NEW_AMI
     inherited = {k: v for k, v in new.items() if k != "ImageId"}
     assert inherited == {k: v for k, v in source.items() if k != "ImageId"}
-    assert new["InstanceType"] == "m5.large" and new["UserData"] and new["TagSpecifications"]
+    assert new["InstanceType"] == "m5.large" and new["UserData"] and new["MetadataOptions"]
 
 
 def test_c_without_source_version_only_the_given_data_is_kept(sim):
@@ -195,7 +198,7 @@ def test_d_instances_report_the_version_they_were_launched_from(sim):
     template_id = describe_group(sim)["LaunchTemplate"]["LaunchTemplateId"]
     ec2.create_launch_template_version(LaunchTemplateId=template_id, SourceVersion="1",
                                        LaunchTemplateData={"ImageId": NEW_AMI})
-    autoscaling.update_auto_scaling_group(AutoScalingGroupName=ASG, DesiredCapacity=7,
+    autoscaling.update_auto_scaling_group(AutoScalingGroupName=asg(sim), DesiredCapacity=7,
                                           LaunchTemplate={"LaunchTemplateId": template_id, "Version": "$Latest"})
     sim.tick()
     by_version = {}
@@ -214,43 +217,43 @@ def test_d_instances_report_the_version_they_were_launched_from(sim):
 
 def test_e_suspended_processes_are_recorded_in_order_with_a_reason(sim):
     autoscaling = sim.client("autoscaling")
-    autoscaling.suspend_processes(AutoScalingGroupName=ASG, ScalingProcesses=["AZRebalance", "ReplaceUnhealthy"])
-    autoscaling.suspend_processes(AutoScalingGroupName=ASG, ScalingProcesses=["AlarmNotification", "AZRebalance"])
+    autoscaling.suspend_processes(AutoScalingGroupName=asg(sim), ScalingProcesses=["AZRebalance", "ReplaceUnhealthy"])
+    autoscaling.suspend_processes(AutoScalingGroupName=asg(sim), ScalingProcesses=["AlarmNotification", "AZRebalance"])
     suspended = describe_group(sim)["SuspendedProcesses"]
     assert [p["ProcessName"] for p in suspended] == ["AZRebalance", "ReplaceUnhealthy", "AlarmNotification"]
     assert all(p["SuspensionReason"].startswith("User suspended at ") for p in suspended)
-    autoscaling.resume_processes(AutoScalingGroupName=ASG, ScalingProcesses=["ReplaceUnhealthy"])
+    autoscaling.resume_processes(AutoScalingGroupName=asg(sim), ScalingProcesses=["ReplaceUnhealthy"])
     assert [p["ProcessName"] for p in describe_group(sim)["SuspendedProcesses"]] == ["AZRebalance",
                                                                                      "AlarmNotification"]
     assert sim.asg_view("workers")["suspended_processes"] == ["AZRebalance", "AlarmNotification"]
-    autoscaling.resume_processes(AutoScalingGroupName=ASG)
+    autoscaling.resume_processes(AutoScalingGroupName=asg(sim))
     assert describe_group(sim)["SuspendedProcesses"] == []
 
 
 def test_e_unknown_process_names_are_refused(sim):
     with pytest.raises(ClientError) as excinfo:
-        sim.client("autoscaling").suspend_processes(AutoScalingGroupName=ASG, ScalingProcesses=["Lunch"])
+        sim.client("autoscaling").suspend_processes(AutoScalingGroupName=asg(sim), ScalingProcesses=["Lunch"])
     assert error_of(excinfo)[0] == "ValidationError"
 
 
 def test_e_launch_suspended_launches_nothing_until_resumed(sim):
     autoscaling = sim.client("autoscaling")
-    autoscaling.suspend_processes(AutoScalingGroupName=ASG, ScalingProcesses=["Launch"])
-    autoscaling.set_desired_capacity(AutoScalingGroupName=ASG, DesiredCapacity=8)
+    autoscaling.suspend_processes(AutoScalingGroupName=asg(sim), ScalingProcesses=["Launch"])
+    autoscaling.set_desired_capacity(AutoScalingGroupName=asg(sim), DesiredCapacity=8)
     sim.tick()
     assert len(live_instances(sim)) == 6
-    autoscaling.resume_processes(AutoScalingGroupName=ASG, ScalingProcesses=["Launch"])
+    autoscaling.resume_processes(AutoScalingGroupName=asg(sim), ScalingProcesses=["Launch"])
     sim.tick()
     assert len(live_instances(sim)) == 8
 
 
 def test_e_terminate_suspended_means_no_scale_in(sim):
     autoscaling = sim.client("autoscaling")
-    autoscaling.suspend_processes(AutoScalingGroupName=ASG, ScalingProcesses=["Terminate"])
-    autoscaling.set_desired_capacity(AutoScalingGroupName=ASG, DesiredCapacity=3)
+    autoscaling.suspend_processes(AutoScalingGroupName=asg(sim), ScalingProcesses=["Terminate"])
+    autoscaling.set_desired_capacity(AutoScalingGroupName=asg(sim), DesiredCapacity=3)
     sim.tick()
     assert len(live_instances(sim)) == 6
-    autoscaling.resume_processes(AutoScalingGroupName=ASG, ScalingProcesses=["Terminate"])
+    autoscaling.resume_processes(AutoScalingGroupName=asg(sim), ScalingProcesses=["Terminate"])
     sim.tick()
     assert len(live_instances(sim)) == 3
 
@@ -259,11 +262,11 @@ def test_e_terminate_suspended_means_no_scale_in(sim):
 
 def test_f_scaling_activities_describe_launches_with_aws_cause_and_status(sim):
     autoscaling = sim.client("autoscaling")
-    seeded = autoscaling.describe_scaling_activities(AutoScalingGroupName=ASG)["Activities"]
+    seeded = autoscaling.describe_scaling_activities(AutoScalingGroupName=asg(sim))["Activities"]
     assert len(seeded) == 6 and {a["StatusCode"] for a in seeded} == {"Successful"}
-    autoscaling.set_desired_capacity(AutoScalingGroupName=ASG, DesiredCapacity=7)
+    autoscaling.set_desired_capacity(AutoScalingGroupName=asg(sim), DesiredCapacity=7)
     sim.tick()
-    newest = autoscaling.describe_scaling_activities(AutoScalingGroupName=ASG, MaxRecords=1)
+    newest = autoscaling.describe_scaling_activities(AutoScalingGroupName=asg(sim), MaxRecords=1)
     activity = newest["Activities"][0]
     new_id = next(i["InstanceId"] for i in describe_group(sim)["Instances"] if i["LifecycleState"] == "Pending")
     assert activity["Description"] == f"Launching a new EC2 instance: {new_id}"
@@ -281,9 +284,9 @@ def test_f_scaling_activities_describe_launches_with_aws_cause_and_status(sim):
 
 def test_f_scale_in_activities_name_the_terminated_instance(sim):
     autoscaling = sim.client("autoscaling")
-    autoscaling.set_desired_capacity(AutoScalingGroupName=ASG, DesiredCapacity=5)
+    autoscaling.set_desired_capacity(AutoScalingGroupName=asg(sim), DesiredCapacity=5)
     sim.tick()
-    activity = autoscaling.describe_scaling_activities(AutoScalingGroupName=ASG)["Activities"][0]
+    activity = autoscaling.describe_scaling_activities(AutoScalingGroupName=asg(sim))["Activities"][0]
     gone = next(i["InstanceId"] for i in describe_group(sim)["Instances"] if i["LifecycleState"] == "Terminating")
     assert activity["Description"] == f"Terminating EC2 instance: {gone}"
     assert activity["Cause"].endswith("shrinking the capacity from 6 to 5.")
@@ -291,8 +294,8 @@ def test_f_scale_in_activities_name_the_terminated_instance(sim):
 
 def test_f_activities_page_with_next_token(sim):
     autoscaling = sim.client("autoscaling")
-    first = autoscaling.describe_scaling_activities(AutoScalingGroupName=ASG, MaxRecords=4)
-    second = autoscaling.describe_scaling_activities(AutoScalingGroupName=ASG, MaxRecords=4,
+    first = autoscaling.describe_scaling_activities(AutoScalingGroupName=asg(sim), MaxRecords=4)
+    second = autoscaling.describe_scaling_activities(AutoScalingGroupName=asg(sim), MaxRecords=4,
                                                      NextToken=first["NextToken"])
     ids = [a["ActivityId"] for a in first["Activities"] + second["Activities"]]
     assert len(ids) == len(set(ids)) == 6 and "NextToken" not in second
@@ -306,7 +309,7 @@ def ec2_state(sim, instance_id):
 
 
 def test_g_launched_instances_are_pending_then_running(sim):
-    sim.client("autoscaling").set_desired_capacity(AutoScalingGroupName=ASG, DesiredCapacity=7)
+    sim.client("autoscaling").set_desired_capacity(AutoScalingGroupName=asg(sim), DesiredCapacity=7)
     sim.tick()
     new = next(i for i in describe_group(sim)["Instances"] if i["LifecycleState"] == "Pending")
     assert ec2_state(sim, new["InstanceId"]) == "pending"
@@ -347,7 +350,7 @@ def test_g_terminate_with_decrement_shrinks_the_group(sim):
 
 def test_g_terminate_with_decrement_refuses_to_go_below_min_size(sim):
     autoscaling = sim.client("autoscaling")
-    autoscaling.update_auto_scaling_group(AutoScalingGroupName=ASG, DesiredCapacity=3)
+    autoscaling.update_auto_scaling_group(AutoScalingGroupName=asg(sim), DesiredCapacity=3)
     sim.tick()
     with pytest.raises(ClientError) as excinfo:
         autoscaling.terminate_instance_in_auto_scaling_group(InstanceId=live_instances(sim)[0]["InstanceId"],

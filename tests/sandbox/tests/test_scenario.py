@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from eks_sandbox.conventions import node_group_labels
+from eks_sandbox.kube.seed import workload_object
 from eks_sandbox.scenario import DEFAULT_TIMINGS, ScenarioError, generated_ami_id, load_scenario
 
 SCENARIOS_DIR = Path(__file__).resolve().parents[1] / "scenarios"
@@ -35,11 +37,13 @@ def test_defaults_are_filled_exactly_as_documented():
     assert scenario["faults"] == []
     ami = scenario["amis"][0]
     assert ami == {"name": AMI_129, "id": generated_ami_id(AMI_129), "kubernetes_version": "1.29",
-                   "family": "amazon-linux-2023/x86_64/standard", "never_ready": False, "recommended": True}
+                   "family": "amazon-linux-2023/x86_64/standard", "release_version": "1.29.0-20240101",
+                   "never_ready": False, "recommended": True}
     assert scenario["nodegroups"][0] == {
         "name": "workers", "ami": AMI_129, "instance_type": "m5.large",
         "availability_zones": ["us-west-2a", "us-west-2b", "us-west-2c"], "min_size": 3, "max_size": 12,
-        "desired_capacity": 6, "max_pods": 110, "labels": {}, "taints": [], "managed": False}
+        "desired_capacity": 6, "max_pods": 110, "labels": {}, "taints": [], "kind": "self_managed",
+        "convention": "terraform", "launch_template": None, "update_config": None}
     assert scenario["workloads"][0] == {
         "kind": "Deployment", "name": "web", "namespace": "default", "replicas": 4, "labels": {"app": "web"},
         "pdb": {"min_available": 3, "max_unavailable": None,
@@ -128,6 +132,17 @@ def _with(path: str, value):
     ("faults", [{"type": "autoscaler", "nodegroup": "gpu"}], r"^faults\[0\]\.nodegroup: no node group named 'gpu'"),
     ("faults", [{"type": "autoscaler", "nodegroup": "workers", "count": 1}], r"^faults\[0\]\.count: unknown key"),
     ("faults", [{"type": "watch_gone", "verb": "get"}], r"^faults\[0\]\.verb: unknown key"),
+    ("faults", [{"type": "never_join", "availability_zone": "us-east-1a"}], r"^faults\[0\]\.availability_zone: 'us-east-1a' is not one of"),
+    ("faults", [{"type": "never_join", "code": "Boom"}], r"^faults\[0\]\.code: unknown key"),
+    ("faults", [{"type": "never_join", "count": 0}], r"^faults\[0\]\.count: must be >= 1"),
+    ("nodegroups[0].kind", "fargate", r"^nodegroups\[0\]\.kind: must be one of managed, self_managed_eksctl, self_managed"),
+    ("nodegroups[0].managed", True, r"^nodegroups\[0\]\.managed: unknown key"),
+    ("amis[0].family", "ubuntu", r"^amis\[0\]\.family: expected amazon-linux-2\[-gpu\|-arm64\], "
+                                 r"amazon-linux-2023/<arch>/<variant> or bottlerocket/<arch>, got 'ubuntu'"),
+    ("amis[0].family", "amazon-linux-2023", r"^amis\[0\]\.family: expected"),
+    ("amis[0].family", "bottlerocket", r"^amis\[0\]\.family: expected"),
+    ("amis[0].family", "amazon-linux-2/x86_64", r"^amis\[0\]\.family: expected"),
+    ("amis[0].release_version", 1.29, r"^amis\[0\]\.release_version: expected a non-empty string"),
 ])
 def test_invalid_scenarios_name_the_key_path(path, value, message):
     with pytest.raises(ScenarioError, match=message):
@@ -192,6 +207,149 @@ def test_fault_defaults():
     assert launch["code"] == "InsufficientInstanceCapacity"
 
 
+def test_never_join_fault_schema():
+    raw = minimal()
+    raw["faults"] = [{"type": "never_join"}, {"type": "never_join", "availability_zone": "us-west-2b", "count": 2,
+                                              "after_seconds": 1.5}]
+    anywhere, in_b = load_scenario(raw)["faults"]
+    assert anywhere == {"type": "never_join", "availability_zone": None, "after_seconds": 0, "probability": None,
+                        "count": None}
+    assert in_b == {"type": "never_join", "availability_zone": "us-west-2b", "after_seconds": 1.5,
+                    "probability": None, "count": 2}
+
+
+# ------------------------------------------------------------------------------------------------ AMIs
+
+def test_release_version_defaults_to_the_build_date_of_the_ami_name():
+    raw = minimal()
+    raw["amis"].append({"name": "my-golden-image", "kubernetes_version": "1.30", "family": "amazon-linux-2"})
+    raw["amis"][1]["release_version"] = "1.30.2-20240620"
+    amis = {a["name"]: a["release_version"] for a in load_scenario(raw)["amis"]}
+    assert amis[AMI_129] == "1.29.0-20240101"          # EKS: <version>.<patch>-<build date>
+    assert amis[AMI_130] == "1.30.2-20240620"          # given: kept
+    assert re.fullmatch(r"1\.30\.0-[0-9a-f]{8}", amis["my-golden-image"]), "no -vYYYYMMDD: a stable stand-in"
+    assert load_scenario(raw)["amis"][2]["release_version"] == amis["my-golden-image"]
+
+
+@pytest.mark.parametrize("family", [
+    "amazon-linux-2", "amazon-linux-2-gpu", "amazon-linux-2-arm64", "amazon-linux-2023/x86_64/standard",
+    "amazon-linux-2023/arm64/standard", "amazon-linux-2023/x86_64/nvidia", "bottlerocket/x86_64",
+    "bottlerocket/arm64"])
+def test_every_ami_family_the_ssm_parameters_name_is_accepted(family):
+    raw = minimal()
+    raw["amis"][0]["family"] = family
+    assert load_scenario(raw)["amis"][0]["family"] == family
+
+
+# ------------------------------------------------------------------------------------------------ node group kinds
+
+def _kind(**nodegroup):
+    raw = minimal()
+    raw["nodegroups"][0].update(nodegroup)
+    return raw
+
+
+@pytest.mark.parametrize("nodegroup, expected", [
+    ({}, {"kind": "self_managed", "convention": "terraform", "launch_template": None, "update_config": None}),
+    ({"kind": "self_managed", "convention": "cloudformation"},
+     {"kind": "self_managed", "convention": "cloudformation", "launch_template": None, "update_config": None}),
+    ({"kind": "self_managed_eksctl"},
+     {"kind": "self_managed_eksctl", "convention": None, "launch_template": None, "update_config": None}),
+    ({"kind": "managed"},
+     {"kind": "managed", "convention": None, "launch_template": "eks",
+      "update_config": {"max_unavailable": 1, "max_unavailable_percentage": None, "update_strategy": "DEFAULT"}}),
+    ({"kind": "managed", "launch_template": "custom", "update_config": None},
+     {"kind": "managed", "convention": None, "launch_template": "custom",
+      "update_config": {"max_unavailable": 1, "max_unavailable_percentage": None, "update_strategy": "DEFAULT"}}),
+    ({"kind": "managed", "update_config": {"max_unavailable": 4, "update_strategy": "MINIMAL"}},
+     {"kind": "managed", "convention": None, "launch_template": "eks",
+      "update_config": {"max_unavailable": 4, "max_unavailable_percentage": None, "update_strategy": "MINIMAL"}}),
+    ({"kind": "managed", "update_config": {"max_unavailable_percentage": 33}},
+     {"kind": "managed", "convention": None, "launch_template": "eks",
+      "update_config": {"max_unavailable": None, "max_unavailable_percentage": 33, "update_strategy": "DEFAULT"}}),
+])
+def test_kind_settings_and_their_defaults(nodegroup, expected):
+    loaded = load_scenario(_kind(**nodegroup))["nodegroups"][0]
+    assert {key: loaded[key] for key in expected} == expected
+
+
+@pytest.mark.parametrize("nodegroup, message", [
+    ({"kind": "self_managed", "launch_template": "eks"},
+     r"^nodegroups\[0\]\.launch_template: only a node group of kind managed takes launch_template"),
+    ({"kind": "self_managed_eksctl", "launch_template": "custom"},
+     r"^nodegroups\[0\]\.launch_template: only a node group of kind managed takes launch_template"),
+    ({"update_config": {"max_unavailable": 2}},
+     r"^nodegroups\[0\]\.update_config: only a node group of kind managed takes update_config"),
+    ({"kind": "self_managed_eksctl", "convention": "terraform"},
+     r"^nodegroups\[0\]\.convention: only a node group of kind self_managed takes convention"),
+    ({"kind": "managed", "convention": "cloudformation"},
+     r"^nodegroups\[0\]\.convention: only a node group of kind self_managed takes convention"),
+    ({"convention": "pulumi"}, r"^nodegroups\[0\]\.convention: must be one of terraform, cloudformation"),
+    ({"kind": "managed", "launch_template": "mine"}, r"^nodegroups\[0\]\.launch_template: must be one of eks, custom"),
+    ({"kind": "managed", "update_config": {"max_unavailable": 1, "max_unavailable_percentage": 50}},
+     r"^nodegroups\[0\]\.update_config: give max_unavailable or max_unavailable_percentage, not both"),
+    ({"kind": "managed", "update_config": {"max_unavailable": 0}},
+     r"^nodegroups\[0\]\.update_config\.max_unavailable: must be >= 1"),
+    ({"kind": "managed", "update_config": {"max_unavailable": 101}},
+     r"^nodegroups\[0\]\.update_config\.max_unavailable: must be <= 100"),
+    ({"kind": "managed", "update_config": {"max_unavailable_percentage": 0}},
+     r"^nodegroups\[0\]\.update_config\.max_unavailable_percentage: must be >= 1"),
+    ({"kind": "managed", "update_config": {"max_unavailable_percentage": 101}},
+     r"^nodegroups\[0\]\.update_config\.max_unavailable_percentage: must be <= 100"),
+    ({"kind": "managed", "update_config": {"max_unavailable": "1"}},
+     r"^nodegroups\[0\]\.update_config\.max_unavailable: expected an integer"),
+    ({"kind": "managed", "update_config": {"update_strategy": "FAST"}},
+     r"^nodegroups\[0\]\.update_config\.update_strategy: must be one of DEFAULT, MINIMAL"),
+    ({"kind": "managed", "update_config": {"maxUnavailable": 1}},
+     r"^nodegroups\[0\]\.update_config\.maxUnavailable: unknown key"),
+    ({"kind": "managed", "update_config": "fast"}, r"^nodegroups\[0\]\.update_config: expected a mapping"),
+])
+def test_kind_settings_are_checked_against_the_kind(nodegroup, message):
+    with pytest.raises(ScenarioError, match=message):
+        load_scenario(_kind(**nodegroup))
+
+
+@pytest.mark.parametrize("nodegroup, pinned_by", [
+    ({"kind": "managed"}, {"eks.amazonaws.com/nodegroup": "workers"}),
+    ({"kind": "self_managed_eksctl"}, {"alpha.eksctl.io/nodegroup-name": "workers"}),
+    ({"kind": "self_managed", "labels": {"pool": "web", "tier": "front"}}, {"pool": "web", "tier": "front"}),
+    ({"kind": "self_managed", "convention": "cloudformation", "labels": {"pool": "web"}}, {"pool": "web"}),
+])
+def test_a_pinned_workload_selects_a_label_its_node_groups_user_data_sets(nodegroup, pinned_by):
+    raw = _kind(**nodegroup)
+    raw["workloads"][0].update(nodegroup="workers", node_selector={"disk": "ssd"})
+    loaded = load_scenario(raw)
+    dummy, deployment = workload_object(loaded["workloads"][0], loaded)
+    assert deployment["spec"]["template"]["spec"]["nodeSelector"] == {"disk": "ssd", **pinned_by}
+    # ... and the nodes of the group carry that label: their user data sets it (and only there it comes from).
+    given = node_group_labels(loaded["cluster"]["name"], loaded["nodegroups"][0])
+    assert pinned_by.items() <= given.items()
+
+
+@pytest.mark.parametrize("convention", ["terraform", "cloudformation"])
+def test_pinning_to_a_plain_self_managed_group_without_labels_is_refused(convention):
+    raw = _kind(kind="self_managed", convention=convention)
+    raw["workloads"][0]["nodegroup"] = "workers"
+    with pytest.raises(ScenarioError, match=r"^workloads\[0\]\.nodegroup: node group workers \(kind self_managed\) "
+                                            r"sets no node label to pin to; give it labels"):
+        load_scenario(raw)
+
+
+def test_loading_the_loaded_form_again_gives_the_same():
+    raw = minimal()
+    raw["nodegroups"] = [
+        {"name": "workers", "ami": AMI_129, "labels": {"pool": "web"}},
+        {"name": "cfn", "ami": AMI_129, "kind": "self_managed", "convention": "cloudformation"},
+        {"name": "eksctl", "ami": AMI_129, "kind": "self_managed_eksctl"},
+        {"name": "eks", "ami": AMI_129, "kind": "managed", "update_config": {"max_unavailable_percentage": 20}},
+        {"name": "custom", "ami": AMI_129, "kind": "managed", "launch_template": "custom"}]
+    raw["workloads"] += [{"kind": "DaemonSet", "name": "agent", "nodegroup": "eksctl"},
+                         {"kind": "Pod", "name": "solo", "nodegroup": "eks", "pdb": {"max_unavailable": "50%"}}]
+    raw["faults"] = [{"type": "never_join", "availability_zone": "us-west-2a"}, {"type": "k8s_error", "count": 1}]
+    loaded = load_scenario(raw)
+    assert load_scenario(loaded) == loaded
+
+
 SHIPPED = sorted(SCENARIOS_DIR.glob("*.yaml"))
 
 
@@ -206,6 +364,7 @@ def test_every_required_scenario_is_shipped():
 def test_shipped_scenarios_load_and_can_be_upgraded(path):
     scenario = load_scenario(path)
     assert scenario["name"] == path.stem
+    assert load_scenario(scenario) == scenario, "the loaded form loads to itself"
     # Each one starts on a 1.29 AMI and has a recommended 1.30 AMI to upgrade to.
     recommended = {a["kubernetes_version"] for a in scenario["amis"] if a["recommended"]}
     assert "1.30" in recommended

@@ -140,15 +140,18 @@ class AwsRequestMiddleware:
     """WSGI middleware around moto's dispatcher.
 
     Every AWS request is served while holding `lock`, recorded as `recorder.aws_call(action, error code or
-    None)`, and answered with an AWS-shaped error instead when `faults.aws_error(action)` names one.
-    moto's own endpoints (/moto-api) pass through unrecorded.
+    None)`, and answered with an AWS-shaped error instead when `faults.aws_error(action)` names one. The EKS
+    node-group operations are answered by `eks` (eks_sandbox.eks: `eks.answer(...)` returns None for any other
+    request), everything else by moto. moto's own endpoints (/moto-api) pass through unrecorded.
     """
 
-    def __init__(self, app: Callable[..., Iterable[bytes]], lock: threading.RLock, recorder: Any, faults: Any):
+    def __init__(self, app: Callable[..., Iterable[bytes]], lock: threading.RLock, recorder: Any, faults: Any,
+                 eks: Any = None):
         self.app = app
         self.lock = lock
         self.recorder = recorder
         self.faults = faults
+        self.eks = eks
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if environ.get("PATH_INFO", "").startswith("/moto-api"):
@@ -159,9 +162,18 @@ class AwsRequestMiddleware:
         injected = self.faults.aws_error(action)
         if injected:
             status, headers, body = error_response(service, injected)
-            self.recorder.aws_call(action, injected)
+            self.recorder.aws_call(action, injected, environ.get("HTTP_USER_AGENT", ""))
             start_response(f"{status} Error", headers + [("Content-Length", str(len(body)))])
             return [body]
+        if service == "eks" and self.eks is not None:
+            with self.lock:
+                answered = self.eks.answer(action, environ, _read_body(environ))
+            if answered is not None:
+                status, headers, body = answered
+                self.recorder.aws_call(action, _error_code_of(status, headers, body), environ.get("HTTP_USER_AGENT", ""))
+                start_response(f"{status} {'OK' if status < 400 else 'Error'}",
+                               headers + [("Content-Length", str(len(body)))])
+                return [body]
         captured: dict[str, Any] = {}
 
         def capture_start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
@@ -175,7 +187,8 @@ class AwsRequestMiddleware:
             finally:
                 if hasattr(result, "close"):
                     result.close()
-        self.recorder.aws_call(action, _error_code_of(captured.get("status", 500), captured.get("headers", []), body))
+        self.recorder.aws_call(action, _error_code_of(captured.get("status", 500), captured.get("headers", []), body),
+                               environ.get("HTTP_USER_AGENT", ""))
         return [body]
 
 

@@ -16,9 +16,10 @@ from moto.eks.models import eks_backends
 from moto.moto_api._internal import moto_api_backend
 from moto.ssm.models import ssm_backends
 
+from ..eks import EksNodegroups
 from .capacity import CapacityReconciler, launch_template_version_of
 from .moto_patches import LIVE_LIFECYCLE_STATES, apply_moto_corrections, suspended_process_names
-from .seed import asg_name_for, seed_amis, seed_cluster, seed_network, seed_nodegroup, seed_ssm_parameters
+from .seed import seed_amis, seed_cluster, seed_network, seed_self_managed_nodegroup, seed_ssm_parameters
 from .server import AwsRequestMiddleware, LockedMotoServer
 
 __all__ = ["AwsSim", "DUMMY_CREDENTIALS", "TERMINATED_RETENTION_SECONDS"]
@@ -50,9 +51,10 @@ class AwsSim:
         self._server: LockedMotoServer | None = None
         self._launch_retry_seconds = launch_retry_seconds
         self._reconciler: CapacityReconciler | None = None
-        cluster = scenario["cluster"]["name"]
-        self._asg_by_nodegroup = {ng["name"]: asg_name_for(cluster, ng["name"]) for ng in scenario["nodegroups"]}
-        self._nodegroup_by_asg = {asg: ng for ng, asg in self._asg_by_nodegroup.items()}
+        self.eks: EksNodegroups | None = None  # EKS's managed node groups (made in start, with moto's fresh state)
+        # Filled when the node groups are seeded: each tool names its Auto Scaling group its own way.
+        self._asg_by_nodegroup: dict[str, str] = {}
+        self._nodegroup_by_asg: dict[str, str] = {}
         self._seed_versions: dict[str, int] = {}
         self._clients: dict[tuple[str, str], Any] = {}
 
@@ -74,8 +76,10 @@ class AwsSim:
             self._reconciler = CapacityReconciler(
                 self._ec2, self.region, self.scenario["timings"], self.faults.launch_failure,
                 self.recorder.event, self._launch_retry_seconds)
+            self.eks = EksNodegroups(self.scenario, self.lock, self.recorder, self._ec2, self._autoscaling,
+                                     eks_backends[DEFAULT_ACCOUNT_ID][self.region])
         self._server = LockedMotoServer(
-            lambda app: AwsRequestMiddleware(app, self.lock, self.recorder, self.faults))
+            lambda app: AwsRequestMiddleware(app, self.lock, self.recorder, self.faults, self.eks))
         self._server.start()
         host, port = self._server.get_host_and_port()
         self.endpoint_url = f"http://{host}:{port}"
@@ -128,7 +132,13 @@ class AwsSim:
             seed_cluster(eks, scenario, vpc_id, list(subnets.values()), kube_url, kube_ca_pem)
             now = time.monotonic()
             for nodegroup in scenario["nodegroups"]:
-                group = seed_nodegroup(self._ec2, self._autoscaling, eks, scenario, nodegroup, subnets, kube_url)
+                if nodegroup["kind"] == "managed":
+                    group = self.eks.create_nodegroup(nodegroup, subnets, kube_url, kube_ca_pem)
+                else:
+                    group = seed_self_managed_nodegroup(self._ec2, self._autoscaling, scenario, nodegroup, subnets,
+                                                        kube_url, kube_ca_pem)
+                self._asg_by_nodegroup[nodegroup["name"]] = group.name
+                self._nodegroup_by_asg[group.name] = nodegroup["name"]
                 self._seed_versions[nodegroup["name"]] = launch_template_version_of(group)
                 self._reconciler.reconcile(group, now)
                 for state in group.instance_states:
@@ -137,11 +147,13 @@ class AwsSim:
     # ------------------------------------------------------------------------------------------- ticking
 
     def tick(self) -> None:
-        """Advance instance states, fire due autoscaler faults, reconcile every group's desired capacity."""
+        """Advance instance states, fire due autoscaler faults, let EKS work on its node groups, reconcile every
+        group's desired capacity."""
         with self.lock:
             now = time.monotonic()
             self._reconciler.advance_instances(now)
             self._fire_autoscaler_faults()
+            self.eks.tick()
             for group in list(self._autoscaling.autoscaling_groups.values()):
                 self._reconciler.reconcile(group, now)
 
@@ -188,13 +200,15 @@ class AwsSim:
                     if state == "terminated" and now - instance.sandbox_state_since > TERMINATED_RETENTION_SECONDS:
                         continue
                     template, version = getattr(instance, "sandbox_launch_template", (None, None))
+                    user_data = instance.user_data
                     result.append({
                         "instance_id": instance.id, "availability_zone": instance.placement.zone,
                         "state": state, "image_id": instance.image_id,
                         "launch_template_id": template.id if template is not None else None,
                         "launch_template_version": version, "asg_name": group.name, "nodegroup": nodegroup,
                         "private_dns_name": instance.sandbox_private_dns_name,
-                        "instance_type": instance.instance_type})
+                        "instance_type": instance.instance_type,
+                        "user_data": user_data.decode() if user_data else ""})
         return result
 
     def asg_view(self, nodegroup: str) -> dict[str, Any]:

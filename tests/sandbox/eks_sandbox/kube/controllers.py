@@ -14,11 +14,11 @@ from .workloads import WorkloadControllers
 
 
 class Controllers:
-    def __init__(self, api: Api, scenario: dict[str, Any], cloud, recorder):
+    def __init__(self, api: Api, scenario: dict[str, Any], cloud, recorder, faults=None):
         self.api = api
         self.store = api.store
         self.cloud = cloud
-        self.nodes = NodeLifecycle(api, scenario, recorder)
+        self.nodes = NodeLifecycle(api, scenario, recorder, faults)
 
         def gone():
             return self.nodes.gone_nodes

@@ -1,11 +1,20 @@
 """The kubelet and node lifecycle side: EC2 instances become Nodes after booting, stopped instances' Nodes go
-NotReady, lose their pods and are removed; cordoned nodes carry the unschedulable taint."""
+NotReady, lose their pods and are removed; cordoned nodes carry the unschedulable taint.
+
+A node is what its instance's bootstrap makes it, as on AWS: the kubelet registers with the cluster its user
+data names (an instance bootstrapped for another cluster, or with no bootstrap at all, never joins), with the
+labels, taints and max pods of its user data (eks_sandbox.bootstrap) plus the well-known labels the kubelet
+and the AWS cloud provider set (kubernetes.io/hostname, topology.kubernetes.io/zone and region,
+node.kubernetes.io/instance-type, kubernetes.io/arch and os). Nothing else: the node-group labels exist only
+where the node group's tool writes them into the user data.
+"""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
+from ..bootstrap import OS_AL2, OS_BOTTLEROCKET, parse_user_data
 from . import objects
 from .api import Api
 from .resources import NODES, PODS
@@ -43,14 +52,16 @@ def _with_taints(node: dict[str, Any], add: list[dict[str, Any]], remove_keys: s
 
 
 class NodeLifecycle:
-    def __init__(self, api: Api, scenario: dict[str, Any], recorder):
+    def __init__(self, api: Api, scenario: dict[str, Any], recorder, faults):
         self.api = api
         self.store = api.store
         self.recorder = recorder
+        self.faults = faults
+        self.cluster_name = scenario["cluster"]["name"]
         self.timings = scenario["timings"]
         self.region = scenario["region"]
-        self.nodegroups = {ng["name"]: ng for ng in scenario["nodegroups"]}
         self.amis = {ami["id"]: ami for ami in scenario["amis"]}
+        self._never_joins: dict[str, str] = {}  # instance id -> why its kubelet never registers
         self._running_since: dict[str, float] = {}
         self._stopped_since: dict[str, float] = {}
         self._node_of_instance: dict[str, str] = {}
@@ -64,7 +75,8 @@ class NodeLifecycle:
             listed.add(instance_id)
             if instance["state"] == "running" and instance_id not in self._stopped_since:
                 since = self._running_since.setdefault(instance_id, now)
-                if instance_id not in self._node_of_instance and now - since >= self.timings["node_boot_seconds"]:
+                if instance_id not in self._node_of_instance and instance_id not in self._never_joins \
+                        and now - since >= self.timings["node_boot_seconds"]:
                     self._register(instance)
             elif instance["state"] in _STOPPED_STATES:
                 self._stopped(instance_id, now)
@@ -75,19 +87,38 @@ class NodeLifecycle:
             del self._running_since[instance_id]
         for instance_id in [i for i in self._stopped_since if i not in listed and i not in self._node_of_instance]:
             del self._stopped_since[instance_id]
+        for instance_id in [i for i in self._never_joins if i not in listed]:
+            del self._never_joins[instance_id]
         self._sync_cordon_taints()
 
     def _register(self, instance: dict[str, Any]) -> None:
+        boot = parse_user_data(instance.get("user_data") or "")
+        why_not = self._join_refusal(instance, boot)
+        if why_not:
+            self._never_joins[instance["instance_id"]] = why_not
+            self.recorder.event("node_never_joined", instance_id=instance["instance_id"],
+                                nodegroup=instance.get("nodegroup"), reason=why_not)
+            return
         name = instance["private_dns_name"]
         self._node_of_instance[instance["instance_id"]] = name
         if self.store.get(NODES, "", name) is not None:
             return
-        self.store.insert(NODES, self.build_node(instance))
+        self.store.insert(NODES, self.build_node(instance, boot))
         self.recorder.event("node_registered", node=name, instance_id=instance["instance_id"],
                             nodegroup=instance["nodegroup"])
 
-    def build_node(self, instance: dict[str, Any]) -> dict[str, Any]:
-        nodegroup = self.nodegroups.get(instance["nodegroup"], {})
+    def _join_refusal(self, instance: dict[str, Any], boot) -> str:
+        """Why this instance's kubelet never registers a node ("" when it does)."""
+        if boot.cluster_name is None:
+            return "its user data runs no EKS bootstrap"
+        if boot.cluster_name != self.cluster_name:
+            return f"its user data bootstraps it for cluster {boot.cluster_name}, not {self.cluster_name}"
+        if self.faults is not None and self.faults.never_join(instance["availability_zone"]):
+            return "injected fault never_join: the kubelet never reaches the API server"
+        return ""
+
+    def build_node(self, instance: dict[str, Any], boot=None) -> dict[str, Any]:
+        boot = boot or parse_user_data(instance.get("user_data") or "")
         ami = self.amis.get(instance["image_id"], {})
         name = instance["private_dns_name"]
         zone = instance["availability_zone"]
@@ -96,19 +127,13 @@ class NodeLifecycle:
         family = ami.get("family", "amazon-linux-2023/x86_64/standard")
         arm = "arm64" in family
         labels = {
+            **boot.labels,
             "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
             "kubernetes.io/arch": "arm64" if arm else "amd64",
             "topology.kubernetes.io/zone": zone, "topology.kubernetes.io/region": self.region,
             "node.kubernetes.io/instance-type": instance["instance_type"],
-            "eks.amazonaws.com/nodegroup": instance["nodegroup"],
-            "eks.amazonaws.com/nodegroup-image": instance["image_id"],
-            "eks.amazonaws.com/sourceLaunchTemplateId": instance["launch_template_id"],
-            "eks.amazonaws.com/sourceLaunchTemplateVersion": str(instance["launch_template_version"]),
-            "eks.amazonaws.com/capacityType": "ON_DEMAND",
-            **(nodegroup.get("labels") or {}),
         }
-        taints = [{"key": t["key"], "value": t.get("value") or "", "effect": t["effect"]}
-                  for t in nodegroup.get("taints") or []]
+        taints = [{"key": t["key"], "value": t.get("value") or "", "effect": t["effect"]} for t in boot.taints]
         never_ready = bool(ami.get("never_ready"))
         if never_ready:
             taints.append(_taint(NOT_READY_TAINT, "NoSchedule"))
@@ -118,7 +143,7 @@ class NodeLifecycle:
         else:
             conditions = objects.node_conditions(True, "KubeletReady", "kubelet is posting ready status")
         cpu = _CPU_BY_SIZE.get(instance["instance_type"].rsplit(".", 1)[-1], 2)
-        max_pods = str(nodegroup.get("max_pods", 110))
+        max_pods = str(boot.max_pods or 110)
         capacity = {"cpu": str(cpu), "memory": f"{cpu * 4 * 1024 * 1024}Ki", "pods": max_pods,
                     "ephemeral-storage": "83873772Ki", "hugepages-2Mi": "0"}
         allocatable = {**capacity, "cpu": f"{cpu * 1000 - 70}m", "memory": f"{cpu * 4 * 1024 * 1024 - 700000}Ki"}
@@ -126,8 +151,8 @@ class NodeLifecycle:
         spec: dict[str, Any] = {"providerID": f"aws:///{zone}/{instance['instance_id']}"}
         if taints:
             spec["taints"] = taints
-        os_image = "Amazon Linux 2" if "amazon-linux-2/" in family + "/" and "2023" not in family \
-            else "Amazon Linux 2023.6.20241111"
+        os_image = {OS_AL2: "Amazon Linux 2", OS_BOTTLEROCKET: "Bottlerocket OS 1.20.3 (aws-k8s-%s)" % version}.get(
+            boot.os, "Amazon Linux 2023.6.20241111")
         return {
             "apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "labels": labels,

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..conventions import pin_labels
 from . import objects
 
 POD_TEMPLATE_CONTAINER_PORT = 8080
 
 
-def pod_template(workload: dict[str, Any]) -> dict[str, Any]:
+def pod_template(workload: dict[str, Any], scenario: dict[str, Any]) -> dict[str, Any]:
     container: dict[str, Any] = {
         "name": "app", "image": objects.CONTAINER_IMAGE,
         "ports": [{"containerPort": POD_TEMPLATE_CONTAINER_PORT, "protocol": "TCP"}],
@@ -24,7 +25,8 @@ def pod_template(workload: dict[str, Any]) -> dict[str, Any]:
         spec["tolerations"] = [{"operator": "Exists"}]
     node_selector = dict(workload["node_selector"])
     if workload["nodegroup"]:
-        node_selector["eks.amazonaws.com/nodegroup"] = workload["nodegroup"]
+        nodegroup = next(ng for ng in scenario["nodegroups"] if ng["name"] == workload["nodegroup"])
+        node_selector.update(pin_labels(scenario["cluster"]["name"], nodegroup))
     if node_selector:
         spec["nodeSelector"] = node_selector
     metadata: dict[str, Any] = {"labels": dict(workload["labels"])}
@@ -33,9 +35,9 @@ def pod_template(workload: dict[str, Any]) -> dict[str, Any]:
     return {"metadata": metadata, "spec": spec}
 
 
-def workload_object(workload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def workload_object(workload: dict[str, Any], scenario: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """(resource plural, object) for one scenario workload."""
-    template = pod_template(workload)
+    template = pod_template(workload, scenario)
     metadata = {"name": workload["name"], "namespace": workload["namespace"], "labels": dict(workload["labels"])}
     selector = {"matchLabels": {"app": workload["name"]}}
     if workload["kind"] == "Deployment":

@@ -30,7 +30,7 @@ class KubeSim:
         self.store = Store()
         self.api = Api(self.store)
         self.admin_token = secrets.token_urlsafe(32)
-        self.controllers = Controllers(self.api, scenario, cloud, recorder)
+        self.controllers = Controllers(self.api, scenario, cloud, recorder, faults)
         self._context = ServerContext(self.api, Authenticator(self.admin_token), recorder, faults,
                                       scenario["cluster"]["kubernetes_version"])
         self._server: ApiHttpServer | None = None
@@ -93,29 +93,32 @@ class KubeSim:
             for workload in self.scenario["workloads"]:
                 for pdb in seed.pdb_objects(workload):
                     self.api.create(PDBS, workload["namespace"], pdb)
-                plural, obj = seed.workload_object(workload)
+                plural, obj = seed.workload_object(workload, self.scenario)
                 self.api.create(_BY_PLURAL[plural], workload["namespace"], obj)
 
     def tick(self) -> None:
         self.controllers.tick()
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self, instances: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """Nodes and workloads now. A node's node group, AMI and launch template version come from its EC2
+        instance (`instances`, AwsSim.instances(), matched by providerID), never from its labels: on a real
+        cluster only some node groups label their nodes at all."""
+        by_id = {i["instance_id"]: i for i in instances or ()}
         with self.store.lock:
-            nodes = [self._node_view(node) for node in self.store.items(NODES)]
+            nodes = [self._node_view(node, by_id) for node in self.store.items(NODES)]
             workloads = {f"{w['namespace']}/{w['name']}": self._workload_view(w)
                          for w in self.scenario["workloads"]}
         return {"nodes": sorted(nodes, key=lambda n: n["name"]), "workloads": workloads}
 
     @staticmethod
-    def _node_view(node: dict[str, Any]) -> dict[str, Any]:
+    def _node_view(node: dict[str, Any], instances: dict[str, dict[str, Any]]) -> dict[str, Any]:
         labels = node["metadata"].get("labels") or {}
         provider = node["spec"].get("providerID", "")
-        version = labels.get("eks.amazonaws.com/sourceLaunchTemplateVersion")
-        return {"name": node["metadata"]["name"], "nodegroup": labels.get("eks.amazonaws.com/nodegroup"),
-                "az": labels.get("topology.kubernetes.io/zone"),
-                "instance_id": provider.rsplit("/", 1)[-1] if provider else None,
-                "ami": labels.get("eks.amazonaws.com/nodegroup-image"),
-                "lt_version": int(version) if version and version.isdigit() else None,
+        instance_id = provider.rsplit("/", 1)[-1] if provider else None
+        instance = instances.get(instance_id) or {}
+        return {"name": node["metadata"]["name"], "nodegroup": instance.get("nodegroup"),
+                "az": labels.get("topology.kubernetes.io/zone"), "instance_id": instance_id,
+                "ami": instance.get("image_id"), "lt_version": instance.get("launch_template_version"),
                 "ready": objects.node_ready(node), "unschedulable": bool(node["spec"].get("unschedulable")),
                 "labels": dict(labels)}
 

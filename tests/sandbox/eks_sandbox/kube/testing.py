@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import copy
 import itertools
@@ -9,6 +10,7 @@ import threading
 import time
 from typing import Any, Callable, Iterator
 
+from ..conventions import node_group_labels, node_user_data
 from ..faults import Faults
 from ..recorder import Recorder
 from ..scenario import load_scenario
@@ -20,21 +22,34 @@ FAST_TIMINGS = {"instance_pending_seconds": 0.05, "instance_shutdown_seconds": 0
 
 
 class FakeCloud:
-    """Stands in for AwsSim.instances(): a settable list of instances."""
+    """Stands in for AwsSim.instances(): a settable list of instances, each with the user data its node
+    group's launch template would give it (aws.seed.node_user_data)."""
 
-    def __init__(self, region: str = "us-west-2"):
+    def __init__(self, scenario_dict: dict[str, Any]):
         self._lock = threading.Lock()
         self._instances: dict[str, dict[str, Any]] = {}
         self._numbers = itertools.count(1)
-        self.region = region
+        self.scenario = scenario_dict
+        self.region = scenario_dict["region"]
+
+    def user_data(self, nodegroup: str) -> str:
+        """Plain-text user data of `nodegroup`'s launch template (as AwsSim.instances() reports it)."""
+        spec = next(ng for ng in self.scenario["nodegroups"] if ng["name"] == nodegroup)
+        ami = next(a for a in self.scenario["amis"] if a["name"] == spec["ami"])
+        cluster = self.scenario["cluster"]["name"]
+        encoded = node_user_data(self.scenario, spec, ami["family"], "https://kube.invalid", None,
+                                 node_group_labels(cluster, spec))
+        return base64.b64decode(encoded).decode()
 
     def add(self, nodegroup: str = "workers", az: str = "us-west-2a", image_id: str = "ami-00000000000000001",
-            lt_version: int = 1, state: str = "running", instance_type: str = "m5.large") -> dict[str, Any]:
+            lt_version: int = 1, state: str = "running", instance_type: str = "m5.large",
+            user_data: str | None = None) -> dict[str, Any]:
         number = next(self._numbers)
         instance = {"instance_id": f"i-{number:017x}", "availability_zone": az, "state": state,
                     "image_id": image_id, "launch_template_id": "lt-0123456789abcdef0",
-                    "launch_template_version": lt_version, "asg_name": f"eks-{nodegroup}",
+                    "launch_template_version": lt_version, "asg_name": f"{nodegroup}-asg",
                     "nodegroup": nodegroup, "instance_type": instance_type,
+                    "user_data": self.user_data(nodegroup) if user_data is None else user_data,
                     "private_dns_name": f"ip-10-0-{number // 250}-{number % 250 + 1}.{self.region}.compute.internal"}
         with self._lock:
             self._instances[instance["instance_id"]] = instance
@@ -73,7 +88,7 @@ class KubeHarness:
     def __init__(self, state_dir: str, scenario_dict: dict[str, Any] | None = None, nodes: int = 0,
                  faults: list[dict[str, Any]] | None = None, tick: bool = True):
         self.scenario = scenario_dict or scenario()
-        self.cloud = FakeCloud(self.scenario["region"])
+        self.cloud = FakeCloud(self.scenario)
         for i in range(nodes):
             self.cloud.add(az=self.scenario["availability_zones"][i % len(self.scenario["availability_zones"])])
         self.recorder = Recorder()

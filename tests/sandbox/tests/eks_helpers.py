@@ -1,0 +1,96 @@
+"""Shared by the EKS contract tests: an in-process sandbox with fast timings, boto3 clients on it, and response
+validation against botocore's EKS model."""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+import time
+from typing import Any, Callable, Iterator
+
+import boto3
+from botocore import xform_name
+from botocore.stub import Stubber
+
+from eks_sandbox.runtime import AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, Sandbox
+from eks_sandbox.scenario import load_scenario
+
+OLD_AMI = "amazon-eks-node-al2023-x86_64-standard-1.29-v20240101"
+NEW_AMI = "amazon-eks-node-al2023-x86_64-standard-1.30-v20240201"
+AMIS = [{"name": OLD_AMI, "kubernetes_version": "1.29"}, {"name": NEW_AMI, "kubernetes_version": "1.30"}]
+FAST_TIMINGS = {"instance_pending_seconds": 0.05, "instance_shutdown_seconds": 0.05, "node_boot_seconds": 0.1,
+                "node_removal_seconds": 0.1, "pod_start_seconds": 0.1, "grace_period_scale": 0.01,
+                "controller_interval_seconds": 0.02, "sample_interval_seconds": 0.05,
+                "eks_drain_timeout_seconds": 1.0, "eks_post_drain_wait_seconds": 0.05,
+                "eks_node_ready_timeout_seconds": 5.0}
+
+
+def scenario(nodegroups: list[dict[str, Any]], workloads: list[dict[str, Any]] = (), **extra: Any) -> dict[str, Any]:
+    """A cluster on 1.30 with the AMIS (node groups start on the 1.29 one) unless `extra` says otherwise."""
+    return load_scenario({"name": "eks", "cluster": {"kubernetes_version": "1.30", "tls": False},
+                          "timings": FAST_TIMINGS, "amis": AMIS, "nodegroups": nodegroups,
+                          "workloads": list(workloads), **extra})
+
+
+@contextlib.contextmanager
+def running(loaded: dict[str, Any]) -> Iterator[Sandbox]:
+    """A started, ready sandbox (moto is process-wide: one at a time)."""
+    sandbox = Sandbox(loaded, tempfile.mkdtemp(prefix="eks-sandbox-"))
+    try:
+        sandbox.start()
+        assert sandbox.wait_ready(30), sandbox.readiness_detail
+        yield sandbox
+    finally:
+        sandbox.stop()
+
+
+def client(sandbox: Sandbox, service: str) -> Any:
+    return boto3.client(service, endpoint_url=sandbox.aws_endpoint, region_name=sandbox.scenario["region"],
+                        aws_access_key_id=AWS_ACCESS_KEY_ID, aws_secret_access_key=AWS_SECRET_ACCESS_KEY)
+
+
+def valid(eks: Any, operation: str, response: dict[str, Any]) -> dict[str, Any]:
+    """`response` (a parsed boto3 response), checked against the operation's output shape by botocore's Stubber
+    (which validates every response it is given: types, required members, ranges) and for enum values, which the
+    Stubber does not check; returns it."""
+    body = {k: v for k, v in response.items() if k != "ResponseMetadata"}
+    Stubber(eks).add_response(xform_name(operation), body)
+    _check_enums(eks.meta.service_model.operation_model(operation).output_shape, body, operation)
+    return response
+
+
+def _check_enums(shape: Any, value: Any, path: str) -> None:
+    if shape.type_name == "structure":
+        for name, member in shape.members.items():
+            if name in value:
+                _check_enums(member, value[name], f"{path}.{name}")
+    elif shape.type_name == "list":
+        for index, item in enumerate(value):
+            _check_enums(shape.member, item, f"{path}[{index}]")
+    elif shape.type_name == "map":
+        for key, item in value.items():
+            _check_enums(shape.value, item, f"{path}.{key}")
+    elif shape.type_name == "string" and shape.enum:
+        assert value in shape.enum, f"{path}: {value!r} is not one of {shape.enum}"
+
+
+def wait_for(condition: Callable[[], Any], timeout: float = 20.0, interval: float = 0.05) -> Any:
+    """condition()'s first truthy value; fails after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(interval)
+
+
+def wait_for_update(eks: Any, cluster: str, nodegroup: str, update_id: str, timeout: float = 25.0,
+                    watch: Callable[[], None] = lambda: None) -> dict[str, Any]:
+    """DescribeUpdate until the update is no longer InProgress (calling `watch` at every poll); the update."""
+    def finished() -> dict[str, Any] | None:
+        watch()
+        update = valid(eks, "DescribeUpdate", eks.describe_update(
+            name=cluster, updateId=update_id, nodegroupName=nodegroup))["update"]
+        return update if update["status"] != "InProgress" else None
+    return wait_for(finished, timeout)

@@ -1,0 +1,197 @@
+"""UpdateNodegroupVersion as EKS runs it ("Managed node update behavior": setup, scale up, upgrade, scale down),
+driven by a real client (boto3) against a running sandbox, every response checked against botocore's model."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+import kubernetes
+import pytest
+from botocore.exceptions import ClientError
+
+from eks_helpers import AMIS, FAST_TIMINGS, NEW_AMI, OLD_AMI, client, running, scenario, valid, wait_for, \
+    wait_for_update
+from eks_sandbox.scenario import generated_ami_id
+
+CLUSTER = "eks"
+NEW_AMI_ID = generated_ami_id(NEW_AMI)
+NEW_RELEASE = "1.30.0-20240201"
+EXCLUDE_LB = "node.kubernetes.io/exclude-from-external-load-balancers"
+
+
+def start_update(eks, nodegroup, **kwargs):
+    return valid(eks, "UpdateNodegroupVersion", eks.update_nodegroup_version(
+        clusterName=CLUSTER, nodegroupName=nodegroup, **kwargs))["update"]
+
+
+def describe(eks, nodegroup):
+    return valid(eks, "DescribeNodegroup", eks.describe_nodegroup(clusterName=CLUSTER, nodegroupName=nodegroup))[
+        "nodegroup"]
+
+
+def asg(sandbox, nodegroup):
+    name = describe(client(sandbox, "eks"), nodegroup)["resources"]["autoScalingGroups"][0]["name"]
+    return client(sandbox, "autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[name])[
+        "AutoScalingGroups"][0]
+
+
+def watch_marked_nodes(sandbox):
+    """The names of the nodes a Kubernetes watch sees cordoned and labelled out of external load balancers (filled
+    by a background watch until the sandbox stops)."""
+    core = kubernetes.client.CoreV1Api(kubernetes.config.new_client_from_config(str(sandbox.kubeconfig_path)))
+    marked = set()
+    version = core.list_node().metadata.resource_version
+
+    def follow():
+        with contextlib.suppress(Exception):  # the stream ends when the sandbox stops
+            for event in kubernetes.watch.Watch().stream(core.list_node, resource_version=version,
+                                                         timeout_seconds=60):
+                node = event["object"]
+                if node.spec.unschedulable and (node.metadata.labels or {}).get(EXCLUDE_LB) == "true":
+                    marked.add(node.metadata.name)
+    threading.Thread(target=follow, daemon=True).start()
+    return marked
+
+
+def settled_nodes(sandbox, nodegroup, count):
+    """The node group's nodes once exactly `count` remain and all run the new AMI."""
+    def nodes():
+        found = sandbox.report()["nodegroups"][nodegroup]["nodes"]
+        return found if len(found) == count and all(n["ami"] == NEW_AMI_ID and n["ready"] for n in found) else None
+    return wait_for(nodes)
+
+
+def test_an_update_surges_drains_every_old_node_and_scales_back(tmp_path):
+    loaded = scenario(
+        [{"name": "workers", "kind": "managed", "ami": OLD_AMI, "min_size": 1, "max_size": 4, "desired_capacity": 3},
+         {"name": "custom", "kind": "managed", "launch_template": "custom", "ami": OLD_AMI,
+          "availability_zones": ["us-west-2a"], "min_size": 1, "max_size": 2, "desired_capacity": 1}],
+        [{"kind": "Deployment", "name": "web", "replicas": 4, "nodegroup": "workers", "pdb": {"min_available": 3}},
+         {"kind": "DaemonSet", "name": "agent"}])
+    with running(loaded) as sandbox:
+        eks, ec2 = client(sandbox, "eks"), client(sandbox, "ec2")
+        old_nodes = {n["name"] for n in sandbox.report()["nodegroups"]["workers"]["nodes"]}
+        marked = watch_marked_nodes(sandbox)
+        update = start_update(eks, "workers")
+        assert (update["type"], update["status"], update["errors"]) == ("VersionUpdate", "InProgress", [])
+        assert update["params"] == [{"type": "Version", "value": "1.30"},
+                                    {"type": "ReleaseVersion", "value": NEW_RELEASE}]
+        with pytest.raises(ClientError) as busy:
+            eks.update_nodegroup_version(clusterName=CLUSTER, nodegroupName="workers")
+        assert busy.value.response["Error"]["Code"] == "ResourceInUseException"
+        assert busy.value.response["ResponseMetadata"]["HTTPStatusCode"] == 409
+        assert update["id"] in busy.value.response["Error"]["Message"]
+        assert describe(eks, "workers")["status"] == "UPDATING"
+        # A custom launch template's node group is updated to a new version of that template, at the same time.
+        template_id = describe(eks, "custom")["launchTemplate"]["id"]
+        ec2.create_launch_template_version(LaunchTemplateId=template_id, SourceVersion="1",
+                                           LaunchTemplateData={"InstanceType": "m5.xlarge"})
+        custom_update = start_update(eks, "custom", launchTemplate={"id": template_id, "version": "2"})
+        assert custom_update["params"][2:] == [{"type": "LaunchTemplateName", "value": "custom-custom"},
+                                               {"type": "LaunchTemplateVersion", "value": "2"}]
+
+        peak = {"max": 0, "desired": 0}
+
+        def watch():
+            group = asg(sandbox, "workers")
+            peak["max"] = max(peak["max"], group["MaxSize"])
+            peak["desired"] = max(peak["desired"], group["DesiredCapacity"])
+        done = wait_for_update(eks, CLUSTER, "workers", update["id"], watch=watch)
+        assert (done["status"], done["errors"]) == ("Successful", [])
+        # Scale up by max(2 x the ASG's 3 AZs, maxUnavailable 1) = 6, then back to the original size; every old
+        # node was cordoned and taken out of load balancers before it went.
+        assert peak == {"max": 4 + 6, "desired": 3 + 6}
+        assert old_nodes <= marked
+        group = asg(sandbox, "workers")
+        assert (group["MinSize"], group["MaxSize"], group["DesiredCapacity"]) == (1, 4, 3)
+        nodegroup = describe(eks, "workers")
+        assert (nodegroup["status"], nodegroup["version"], nodegroup["releaseVersion"]) == (
+            "ACTIVE", "1.30", NEW_RELEASE)
+        for node in settled_nodes(sandbox, "workers", 3):
+            assert node["labels"]["eks.amazonaws.com/nodegroup-image"] == NEW_AMI_ID
+        report = sandbox.report()
+        assert report["pdb_violations"] == [] and report["pods_lost"] == []
+        assert report["controller"]["errors"] == {}
+        assert report["nodegroups"]["workers"]["eks"]["releaseVersion"] == NEW_RELEASE
+        events = [e for e in report["events"] if e.get("update_id") == update["id"]]
+        assert [e["phase"] for e in events if e["kind"] == "eks_update_phase"] == [
+            "setup", "scale_up", "upgrade", "scale_down", "done"]
+        assert sum(e["kind"] == "eks_instance_terminated" and not e["decrement"] for e in events) == 3
+        assert sum(e["kind"] == "eks_instance_terminated" and e["decrement"] for e in events) == 6
+
+        custom_done = wait_for_update(eks, CLUSTER, "custom", custom_update["id"])
+        assert custom_done["status"] == "Successful"
+        assert describe(eks, "custom")["launchTemplate"]["version"] == "2"
+        labels = settled_nodes(sandbox, "custom", 1)[0]["labels"]
+        assert labels["eks.amazonaws.com/sourceLaunchTemplateVersion"] == "2"
+        assert labels["eks.amazonaws.com/sourceLaunchTemplateId"] == template_id
+        assert valid(eks, "ListUpdates", eks.list_updates(name=CLUSTER, nodegroupName="workers"))["updateIds"] == [
+            update["id"]]
+        with pytest.raises(ClientError) as unknown:
+            eks.describe_update(name=CLUSTER, updateId="00000000-0000-0000-0000-000000000000",
+                                nodegroupName="workers")
+        assert unknown.value.response["Error"]["Code"] == "ResourceNotFoundException"
+
+
+def test_a_pdb_that_never_allows_an_eviction_fails_the_update_unless_forced():
+    loaded = scenario(
+        [{"name": "workers", "kind": "managed", "ami": OLD_AMI, "availability_zones": ["us-west-2a", "us-west-2b"],
+          "min_size": 1, "max_size": 2, "desired_capacity": 2}],
+        [{"kind": "Deployment", "name": "billing", "replicas": 1, "nodegroup": "workers",
+          "pdb": {"min_available": 1}}])
+    with running(loaded) as sandbox:
+        eks = client(sandbox, "eks")
+        core = kubernetes.client.CoreV1Api(kubernetes.config.new_client_from_config(str(sandbox.kubeconfig_path)))
+        [billing] = core.list_namespaced_pod("default", label_selector="app=billing").items
+        failed = wait_for_update(eks, CLUSTER, "workers", start_update(eks, "workers")["id"])
+        assert failed["status"] == "Failed"
+        [error] = failed["errors"]
+        assert error["errorCode"] == "PodEvictionFailure"
+        assert error["errorMessage"] == ("Reached max retries while trying to evict pods from nodes in node group "
+                                         "workers")
+        assert error["resourceIds"] == [billing.spec.node_name]
+        nodegroup = describe(eks, "workers")
+        assert (nodegroup["status"], nodegroup["releaseVersion"]) == ("ACTIVE", "1.29.0-20240101")
+        assert sandbox.report()["pods_lost"] == []
+
+        forced = wait_for_update(eks, CLUSTER, "workers", start_update(eks, "workers", force=True)["id"])
+        assert (forced["status"], forced["errors"]) == ("Successful", [])
+        assert describe(eks, "workers")["releaseVersion"] == NEW_RELEASE
+        assert sandbox.report()["pods_lost"] == []
+
+
+def test_the_minimal_strategy_replaces_nodes_without_surge():
+    loaded = scenario(
+        [{"name": "gpu", "kind": "managed", "ami": OLD_AMI, "availability_zones": ["us-west-2a", "us-west-2b"],
+          "min_size": 1, "max_size": 2, "desired_capacity": 2, "update_config": {"update_strategy": "MINIMAL"}}])
+    with running(loaded) as sandbox:
+        eks = client(sandbox, "eks")
+        peak = {"max": 0, "instances": 0}
+
+        def watch():
+            group = asg(sandbox, "gpu")
+            live = [i for i in group["Instances"] if i["LifecycleState"] in ("Pending", "InService")]
+            peak["max"], peak["instances"] = max(peak["max"], group["MaxSize"]), max(peak["instances"], len(live))
+        done = wait_for_update(eks, CLUSTER, "gpu", start_update(eks, "gpu")["id"], watch=watch)
+        assert done["status"] == "Successful"
+        assert peak == {"max": 2, "instances": 2}
+        settled_nodes(sandbox, "gpu", 2)
+
+
+def test_new_nodes_that_never_become_ready_fail_the_update_with_node_creation_failure():
+    amis = [AMIS[0], {**AMIS[1], "never_ready": True}]
+    loaded = scenario(
+        [{"name": "workers", "kind": "managed", "ami": OLD_AMI, "availability_zones": ["us-west-2a"],
+          "min_size": 1, "max_size": 1, "desired_capacity": 1}],
+        amis=amis, timings={**FAST_TIMINGS, "eks_node_ready_timeout_seconds": 1.0})
+    with running(loaded) as sandbox:
+        eks = client(sandbox, "eks")
+        failed = wait_for_update(eks, CLUSTER, "workers", start_update(eks, "workers")["id"])
+        assert failed["status"] == "Failed"
+        [error] = failed["errors"]
+        assert error["errorCode"] == "NodeCreationFailure"
+        assert error["errorMessage"] == ("Couldn't proceed with upgrade process as new nodes are not joining the "
+                                         "node group.")
+        assert error["resourceIds"] and all(i.startswith("i-") for i in error["resourceIds"])
+        assert describe(eks, "workers")["releaseVersion"] == "1.29.0-20240101"
