@@ -31,8 +31,8 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import 
     asg_launch_template,
     describe_asg,
     describe_instances,
+    instance_id_of,
     join_instances_nodes,
-    nodegroup_selector,
     target_lt_version,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import launch_failure
@@ -205,11 +205,25 @@ def unmark_scale_down_disabled(core_v1, nodes):
     return changed
 
 
-def list_nodegroup_nodes(core_v1, nodegroup_name):
-    """The node group's nodes as node_view objects (one paged LIST, each page retried as SPEC P3 says)."""
-    with translate_k8s_errors("list nodes of node group %s" % nodegroup_name):
-        items, _version = list_all(core_v1.list_node, label_selector=nodegroup_selector(nodegroup_name))
+def list_all_nodes(core_v1, label_selector=None, purpose="list nodes"):
+    """Nodes as node_view objects: one paged LIST (each page retried as SPEC P3 says), narrowed on the server
+    by ``label_selector`` when there is one (SPEC P2). ``purpose`` names the list in an error."""
+    with translate_k8s_errors(purpose + (" (%s)" % label_selector if label_selector else "")):
+        items, _version = list_all(core_v1.list_node, **selector_kwargs(label_selector))
     return [node_view(item) for item in items]
+
+
+def list_nodegroup_nodes(core_v1, group):
+    """The nodes of the group's instances, matched by spec.providerID (SPEC K2), narrowed on the server by the
+    kind's node label where the kind sets one; a plain self-managed group's nodes carry none, so every node
+    is listed."""
+    instance_ids = set(instance["InstanceId"] for instance in group.asg.get("Instances", []))
+    nodes = list_all_nodes(core_v1, group.node_selector, "list the nodes of node group %s" % group.nodegroup_name)
+    return [node for node in nodes if instance_id_of(node) in instance_ids]
+
+
+def selector_kwargs(label_selector):
+    return dict(label_selector=label_selector) if label_selector else {}
 
 
 # --- waiting on instances and nodes together ----------------------------------------------------------------
@@ -225,15 +239,16 @@ class GroupSnapshot:
 
 
 class GroupWatch:
-    """Node events (LIST+WATCH, label eks.amazonaws.com/nodegroup=<ng>) plus ASG polls, as one condition loop."""
+    """Node events (LIST+WATCH, narrowed by the kind's node label where it has one) plus ASG polls, as one
+    condition loop; instances and nodes are joined by spec.providerID (SPEC K2)."""
 
-    def __init__(self, autoscaling, ec2, core_v1, asg_name, nodegroup_name, activities_since=None,
-                 poll_seconds=ASG_POLL_SECONDS):
+    def __init__(self, autoscaling, ec2, core_v1, group, activities_since=None, poll_seconds=ASG_POLL_SECONDS):
         self.autoscaling = autoscaling
         self.ec2 = ec2
         self.core_v1 = core_v1
-        self.asg_name = asg_name
-        self.nodegroup_name = nodegroup_name
+        self.asg_name = group.asg_name
+        self.nodegroup_name = group.nodegroup_name
+        self.node_selector = group.node_selector
         self.activities_since = activities_since
         self.poll_seconds = poll_seconds
         self._lock = threading.Lock()
@@ -287,8 +302,7 @@ class GroupWatch:
         try:
             with translate_k8s_errors("watch nodes of node group %s" % self.nodegroup_name):
                 held, objects = list_then_watch(
-                    self.core_v1.list_node, timeout=timeout, waker=waker,
-                    label_selector=nodegroup_selector(self.nodegroup_name),
+                    self.core_v1.list_node, timeout=timeout, waker=waker, **selector_kwargs(self.node_selector),
                     condition=lambda objects: self._poll_error is not None or condition(
                         self.snapshot(objects.values())))
         finally:

@@ -8,8 +8,8 @@ Public API (stable, used by asg_surge / nodegroup_scale_restore):
 - ``drain_nodes(core_v1, node_names, options, *, log=None) -> DrainResult``
 - ``cordon_nodes(core_v1, node_names, *, run_id, exclude_from_load_balancers=True, check_mode=False, log=None)``
 - ``uncordon_nodes(core_v1, node_names, *, run_id=None, check_mode=False, log=None)``
-- ``resolve_instance_nodes(core_v1, instance_ids, nodegroup_name=None)`` (nodes by spec.providerID)
-- ``undrained_instances(core_v1, instance_ids, nodegroup_name=None)`` (the check before a termination, U5)
+- ``resolve_instance_nodes(core_v1, instance_ids, node_selector=None)`` (nodes by spec.providerID)
+- ``undrained_instances(core_v1, instance_ids, node_selector=None)`` (the check before a termination, U5)
 
 ``options`` is a dict (or DrainOptions) with the SPEC names: drain_timeout, grace_period, force,
 ignore_daemonsets, delete_emptydir_data, disable_eviction, skip_wait_for_delete_timeout, pod_selectors,
@@ -54,7 +54,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import
     retry_after_seconds,
     retry_api_call,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_LABEL, instance_id_of
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import instance_id_of
 
 try:
     from kubernetes.client import (
@@ -919,19 +919,19 @@ def uncordon_nodes(core_v1, node_names, *, run_id=None, check_mode=False, log=No
     return result
 
 
-def nodes_of_instances(api, instance_ids, nodegroup_name=None):
+def nodes_of_instances(api, instance_ids, node_selector=None):
     """{instance_id: raw node} for the nodes whose spec.providerID (aws:///<az>/<instance-id>) names one of
     ``instance_ids``; instances without a node (never joined, or gone) are left out.
 
-    Nodes cannot be selected by providerID on the server: one LIST, of the node group's nodes when
-    ``nodegroup_name`` is given (P2), and a second of every node only if some instance was not among them (a
-    node that lost its label must not pass for no node).
+    Nodes cannot be selected by providerID on the server: one LIST, narrowed by ``node_selector`` (the node
+    group's label, where its kind sets one: P2), and a second of every node only if some instance was not
+    among them (a node that lost its label must not pass for no node).
     """
     wanted = set(instance_ids)
     found = {}
     selectors = [None]
-    if nodegroup_name:
-        selectors.insert(0, "%s=%s" % (NODEGROUP_LABEL, nodegroup_name))
+    if node_selector:
+        selectors.insert(0, node_selector)
     for selector in selectors:
         kwargs = dict(label_selector=selector) if selector else {}
         items, _version = list_all(api.counted(api.core.list_node), clock=api.clock, **kwargs)
@@ -944,13 +944,13 @@ def nodes_of_instances(api, instance_ids, nodegroup_name=None):
     return found
 
 
-def resolve_instance_nodes(core_v1, instance_ids, nodegroup_name=None):
+def resolve_instance_nodes(core_v1, instance_ids, node_selector=None):
     """{instance_id: node name or None} and the number of requests made (see nodes_of_instances)."""
     if not instance_ids:
         return {}, 0
     api = KubeApi(core_v1)
     with translate_k8s_errors("find the nodes of instances %s" % ", ".join(instance_ids)):
-        nodes = nodes_of_instances(api, instance_ids, nodegroup_name)
+        nodes = nodes_of_instances(api, instance_ids, node_selector)
     names = dict((instance_id, nodes[instance_id]["metadata"]["name"] if instance_id in nodes else None)
                  for instance_id in instance_ids)
     return names, api.requests_made
@@ -990,18 +990,25 @@ def termination_problems_message(problems):
     return "refusing to terminate undrained instances (drain them first with node_drain): %s" % "; ".join(parts)
 
 
-def undrained_instances(core_v1, instance_ids, nodegroup_name=None):
-    """The termination problems of ``instance_ids`` (see termination_problem), and the requests made.
+def undrained_instances(core_v1, instance_ids, node_selector=None):
+    """The termination problems of ``instance_ids`` (see termination_problem), and the requests made."""
+    check = termination_check(core_v1, instance_ids, node_selector)
+    return check["problems"], check["requests"]
+
+
+def termination_check(core_v1, instance_ids, node_selector=None):
+    """{problems, nodeless, requests}: the termination problems of ``instance_ids`` (see termination_problem),
+    the instances that have no node, and the requests made.
 
     One node LIST (see nodes_of_instances), then one pod LIST per node found (``spec.nodeName`` field
     selector, P2); an instance without a node has no problem.
     """
     if not instance_ids:
-        return [], 0
+        return dict(problems=[], nodeless=[], requests=0)
     api = KubeApi(core_v1)
     problems = []
     with translate_k8s_errors("check that the nodes of instances %s are drained" % ", ".join(instance_ids)):
-        nodes = nodes_of_instances(api, instance_ids, nodegroup_name)
+        nodes = nodes_of_instances(api, instance_ids, node_selector)
         for instance_id in instance_ids:
             node = nodes.get(instance_id)
             if node is None:
@@ -1011,7 +1018,7 @@ def undrained_instances(core_v1, instance_ids, nodegroup_name=None):
             problem = termination_problem(instance_id, node, pods)
             if problem is not None:
                 problems.append(problem)
-    return problems, api.requests_made
+    return dict(problems=problems, nodeless=[i for i in instance_ids if i not in nodes], requests=api.requests_made)
 
 
 class BudgetGate:

@@ -19,11 +19,14 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import (
     aws_client,
     aws_session,
 )
+from ansible_collections.eksops.nodegroup.plugins.module_utils.cluster_proof import prove_cluster
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import (
     HAS_KUBERNETES,
     K8S_ARGUMENT_SPEC,
     KUBERNETES_IMPORT_ERROR,
+    auth_method,
+    describe_eks_cluster,
     k8s_api_client,
     translate_k8s_errors,
 )
@@ -109,13 +112,19 @@ class EksopsModule:
         """A cached kubernetes ApiClient (see k8s.k8s_api_client for how credentials are chosen).
 
         Built on first use and checked with one GET /version, so an unreachable API server or rejected
-        credentials fail here, named, rather than after a long retry inside the module's work.
+        credentials fail here, named, rather than after a long retry inside the module's work. With
+        ``cluster_name``, the API is then proven to be that cluster's (SPEC K4) before the module uses it.
         """
         if self._k8s_client is None:
+            params = self.module.params
             with translate_k8s_errors("connect to the Kubernetes API"):
-                client = k8s_api_client(self.module.params, user_agent=self.user_agent)
+                client = k8s_api_client(params, user_agent=self.user_agent)
                 retry_api_call(VersionApi(client).get_code,
                                deadline=SYSTEM_CLOCK.now() + FIRST_CONTACT_RETRY_SECONDS)
+            # Credentials built from cluster_name use DescribeCluster's endpoint: proven by construction.
+            if params.get("cluster_name") and auth_method(params) != "cluster_name":
+                eks_endpoint = describe_eks_cluster(self.aws("eks"), params["cluster_name"])[0]
+                prove_cluster(params, self.aws, CoreV1Api(client), client.configuration.host, eks_endpoint)
             self._k8s_client = client
         return self._k8s_client
 

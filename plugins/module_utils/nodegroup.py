@@ -11,6 +11,7 @@ __metaclass__ = type
 import random
 import re
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils import kinds
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import (
     aws_tags_to_dict,
     paginate,
@@ -22,13 +23,11 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     invalid_parameter,
     not_found,
 )
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import utc_now_iso
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import describe_eks_cluster
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
-    NODEGROUP_IMAGE_LABEL,
-    NODEGROUP_LABEL,
     SURGE_CAP_DEFAULT,
     int_or_none,
-    label_lt_version,
     pick_batch,
     resolve_max_unavailable,
     rolling_surge,
@@ -36,10 +35,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
     validate_surge_settings,
 )
 
-CLUSTER_TAG = "eks:cluster-name"
-NODEGROUP_TAG = "eks:nodegroup-name"
-# EC2 tags AWS puts on instances launched from a launch template.
-EC2_LT_ID_TAG = "aws:ec2launchtemplate:id"
+# The EC2 tag AWS puts on instances launched from a launch template.
 EC2_LT_VERSION_TAG = "aws:ec2launchtemplate:version"
 
 DESCRIBE_INSTANCES_CHUNK = 200
@@ -57,52 +53,117 @@ def describe_asg(autoscaling, asg_name, parameter="asg_name"):
     return groups[0]
 
 
-def _asg_from_managed_nodegroup(eks, cluster_name, nodegroup_name):
+def describe_managed_nodegroup(eks, cluster_name, nodegroup_name):
+    """DescribeNodegroup's answer, or None when EKS has no managed node group of that name (self-managed)."""
     try:
         with translate_aws_errors("describe EKS node group %s" % nodegroup_name):
-            nodegroup = eks.describe_nodegroup(clusterName=cluster_name, nodegroupName=nodegroup_name)["nodegroup"]
+            return eks.describe_nodegroup(clusterName=cluster_name, nodegroupName=nodegroup_name)["nodegroup"]
     except UpgradeError as err:
         if err.code == NOT_FOUND:
             return None
         raise
-    groups = (nodegroup.get("resources") or {}).get("autoScalingGroups") or []
-    return groups[0]["name"] if groups else None
 
 
-def find_asg(autoscaling, cluster_name, nodegroup_name, asg_name=None, eks=None):
-    """The node group's ASG: the named one, else the one tagged eks:cluster-name + eks:nodegroup-name, else
-    (with an ``eks`` client) the one of the EKS managed node group."""
+class NodegroupRef:
+    """A discovered node group: its kind (SPEC K1), its Auto Scaling group, and EKS's record when managed."""
+
+    def __init__(self, cluster_name, nodegroup_name, kind, asg, managed=None):
+        self.cluster_name = cluster_name
+        self.nodegroup_name = nodegroup_name
+        self.kind = kind
+        self.asg = asg
+        self.managed = managed
+
+    @property
+    def asg_name(self):
+        return self.asg["AutoScalingGroupName"]
+
+    def with_asg(self, asg):
+        """The same node group with a newer description of its Auto Scaling group."""
+        return NodegroupRef(self.cluster_name, self.nodegroup_name, self.kind, asg, self.managed)
+
+    @property
+    def node_selector(self):
+        return kinds.node_selector(self.kind, self.nodegroup_name)
+
+    def refuse_if_managed(self, action):
+        """SPEC K3: never write to an Auto Scaling group or launch template EKS owns."""
+        if self.kind == kinds.MANAGED:
+            raise invalid_parameter(
+                "nodegroup_name", "Node group %s of cluster %s is an EKS managed node group: EKS owns its Auto Scaling "
+                "group %s and launch template, so this collection does not %s; it upgrades managed node groups "
+                "through EKS (eks_nodegroup_update; upgrade_nodegroup.yml does that by itself)"
+                % (self.nodegroup_name, self.cluster_name, self.asg_name, action),
+                kind=self.kind, asg_name=self.asg_name)
+
+
+def _tags(asg):
+    return aws_tags_to_dict(asg.get("Tags"))
+
+
+def _check_named_asg(asg, cluster_name, nodegroup_name):
+    """The named ASG must belong to this cluster and node group as far as its tags tell (its kind)."""
+    tags = _tags(asg)
+    name = asg["AutoScalingGroupName"]
+    for told, expected, parameter in ((kinds.tagged_cluster(tags), cluster_name, "cluster_name"),
+                                      (kinds.tagged_nodegroup(tags), nodegroup_name, "nodegroup_name")):
+        if told is not None and expected and told != expected:
+            raise invalid_parameter(
+                "asg_name", "Auto Scaling group %r (asg_name) is tagged as %s, not %s (%s); refusing to touch another "
+                "node group's Auto Scaling group" % (name, told, expected, parameter), asg_name=name)
+
+
+def _candidates(autoscaling, eks, cluster_name, nodegroup_name):
+    """Every Auto Scaling group that could be the node group, by kind (SPEC K1): [(kind, asg, managed record)]."""
+    found = []
+    managed = describe_managed_nodegroup(eks, cluster_name, nodegroup_name)
+    for group in ((managed or {}).get("resources") or {}).get("autoScalingGroups") or []:
+        found.append((kinds.MANAGED, describe_asg(autoscaling, group["name"], parameter="nodegroup_name"), managed))
+    with translate_aws_errors("find the Auto Scaling groups of node group %s" % nodegroup_name):
+        eksctl = paginate(autoscaling, "describe_auto_scaling_groups", "AutoScalingGroups", Filters=[
+            dict(Name="tag:%s" % kinds.EKSCTL_CLUSTER_TAG, Values=[cluster_name]),
+            dict(Name="tag:%s" % kinds.EKSCTL_NODEGROUP_TAG, Values=[nodegroup_name])])
+        tagged = paginate(autoscaling, "describe_auto_scaling_groups", "AutoScalingGroups", Filters=[
+            dict(Name="tag-key", Values=[kinds.cluster_tag(cluster_name)])])
+    found.extend((kinds.SELF_MANAGED_EKSCTL, asg, None) for asg in eksctl)
+    found.extend((kinds.SELF_MANAGED, asg, None) for asg in tagged
+                 if kinds.self_managed_match(asg["AutoScalingGroupName"], _tags(asg), cluster_name, nodegroup_name))
+    unique = {}
+    for kind, asg, record in found:
+        unique.setdefault(asg["AutoScalingGroupName"], (kind, asg, record))
+    return list(unique.values())
+
+
+def find_nodegroup(autoscaling, eks, cluster_name, nodegroup_name, asg_name=None):
+    """The node group and its kind (SPEC K1): the named Auto Scaling group (its kind from its tags), else the one
+    DescribeNodegroup names, the one eksctl tagged, or the plain one tagged kubernetes.io/cluster/<cluster>
+    whose Name (or own name) is the node group's. Two matches are refused, naming both."""
     if asg_name:
         asg = describe_asg(autoscaling, asg_name)
-        tags = aws_tags_to_dict(asg.get("Tags"))
-        for key, expected, parameter in ((CLUSTER_TAG, cluster_name, "cluster_name"),
-                                         (NODEGROUP_TAG, nodegroup_name, "nodegroup_name")):
-            if expected and tags.get(key) not in (None, expected):
-                raise invalid_parameter(
-                    "asg_name", "Auto Scaling group %r is tagged %s=%s, not %s=%s (%s); refusing to touch another "
-                    "node group's ASG" % (asg_name, key, tags[key], key, expected, parameter), asg_name=asg_name)
-        return asg
-    filters = [dict(Name="tag:%s" % CLUSTER_TAG, Values=[cluster_name]),
-               dict(Name="tag:%s" % NODEGROUP_TAG, Values=[nodegroup_name])]
-    with translate_aws_errors("find the Auto Scaling group of node group %s" % nodegroup_name):
-        groups = paginate(autoscaling, "describe_auto_scaling_groups", "AutoScalingGroups", Filters=filters)
-    if len(groups) > 1:
+        _check_named_asg(asg, cluster_name, nodegroup_name)
+        kind = kinds.kind_of(_tags(asg))
+        managed = None
+        if kind == kinds.MANAGED:
+            managed = describe_managed_nodegroup(eks, cluster_name, _tags(asg)[kinds.EKS_NODEGROUP_TAG])
+        return NodegroupRef(cluster_name, nodegroup_name, kind, asg, managed)
+    candidates = _candidates(autoscaling, eks, cluster_name, nodegroup_name)
+    if len(candidates) > 1:
+        named = ", ".join("%s (%s)" % (asg["AutoScalingGroupName"], kind) for kind, asg, _record in candidates)
         raise invalid_parameter(
-            "asg_name", "Several Auto Scaling groups are tagged %s=%s and %s=%s (%s); pass asg_name"
-            % (CLUSTER_TAG, cluster_name, NODEGROUP_TAG, nodegroup_name,
-               ", ".join(sorted(group["AutoScalingGroupName"] for group in groups))))
-    if groups:
-        return groups[0]
-    if eks is not None:
-        managed_asg_name = _asg_from_managed_nodegroup(eks, cluster_name, nodegroup_name)
-        if managed_asg_name:
-            return describe_asg(autoscaling, managed_asg_name, parameter="nodegroup_name")
-        # Say which name is wrong: the cluster's, or the node group's.
-        describe_eks_cluster(eks, cluster_name)
+            "asg_name", "Several Auto Scaling groups could be node group %s of cluster %s: %s; pass asg_name"
+            % (nodegroup_name, cluster_name, named),
+            candidates=sorted(asg["AutoScalingGroupName"] for _kind, asg, _record in candidates))
+    if candidates:
+        kind, asg, managed = candidates[0]
+        return NodegroupRef(cluster_name, nodegroup_name, kind, asg, managed)
+    # Say which name is wrong: the cluster's, or the node group's.
+    describe_eks_cluster(eks, cluster_name)
     raise not_found(
-        "nodegroup_name", "No Auto Scaling group found for node group %r (nodegroup_name) of cluster %r: none is "
-        "tagged %s=%s and %s=%s; pass asg_name"
-        % (nodegroup_name, cluster_name, CLUSTER_TAG, cluster_name, NODEGROUP_TAG, nodegroup_name),
+        "nodegroup_name", "No node group %r (nodegroup_name) found in cluster %r: EKS has no managed node group of "
+        "that name, no Auto Scaling group is tagged %s=%s and %s=%s, and none tagged %s has a Name tag %s or %s; "
+        "pass asg_name" % (nodegroup_name, cluster_name, kinds.EKSCTL_CLUSTER_TAG, cluster_name,
+                           kinds.EKSCTL_NODEGROUP_TAG, nodegroup_name, kinds.cluster_tag(cluster_name), nodegroup_name,
+                           "%s-%s-Node" % (cluster_name, nodegroup_name)),
         cluster_name=cluster_name, nodegroup_name=nodegroup_name)
 
 
@@ -273,11 +334,6 @@ def describe_instances(ec2, instance_ids):
     return found
 
 
-def nodegroup_selector(nodegroup_name):
-    """The label selector of a node group's nodes (SPEC P2: filter server-side)."""
-    return "%s=%s" % (NODEGROUP_LABEL, nodegroup_name)
-
-
 def instance_id_of(node):
     """The EC2 instance id in a node's providerID (aws:///<az>/<instance-id>), or None."""
     spec = node.get("spec", {}) if isinstance(node, dict) else node.spec
@@ -296,17 +352,11 @@ def node_is_ready(node):
     return any(condition.type == "Ready" and condition.status == "True" for condition in conditions)
 
 
-def _launched_lt_version(asg_instance, ec2_instance, node_labels):
-    """The LT version an instance was launched from: ASG record, else EC2 launch tag, else EKS node label.
-
-    Builds the launch_template_version of an instance record from the raw AWS and Kubernetes descriptions;
-    planning reads it back from the record (with the same label as its last resort).
-    """
+def _launched_lt_version(asg_instance, ec2_instance):
+    """The launch template version an instance was launched from: the ASG's record, else the EC2 launch tag."""
     version = int_or_none((asg_instance.get("LaunchTemplate") or {}).get("Version"))
     if version is None and ec2_instance:
         version = int_or_none(aws_tags_to_dict(ec2_instance.get("Tags")).get(EC2_LT_VERSION_TAG))
-    if version is None:
-        version = label_lt_version(node_labels)
     return version
 
 
@@ -334,8 +384,9 @@ def join_instances_nodes(asg_instances, ec2_instances, nodes):
             or (ec2_instance.get("Placement") or {}).get("AvailabilityZone"),
             lifecycle_state=asg_instance.get("LifecycleState"),
             health_status=asg_instance.get("HealthStatus"),
-            launch_template_version=_launched_lt_version(asg_instance, ec2_instance, labels),
-            image_id=ec2_instance.get("ImageId") or labels.get(NODEGROUP_IMAGE_LABEL),
+            launch_template_version=_launched_lt_version(asg_instance, ec2_instance),
+            image_id=ec2_instance.get("ImageId"),
+            launch_time=utc_now_iso(ec2_instance["LaunchTime"]) if ec2_instance.get("LaunchTime") else None,
             node_name=node.metadata.name if node is not None else None,
             ready=node_is_ready(node) if node is not None else False,
             unschedulable=bool(node.spec.unschedulable) if node is not None and node.spec is not None else False,

@@ -27,12 +27,6 @@ MAX_UNAVAILABLE_LIMIT = 100
 SURGE_CAP_DEFAULT = 20
 SURGE_CAP_LIMIT = 100
 
-# The labels EKS puts on a node group's nodes (SPEC U3); the one definition the other modules import.
-NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
-NODEGROUP_IMAGE_LABEL = "eks.amazonaws.com/nodegroup-image"
-SOURCE_LT_ID_LABEL = "eks.amazonaws.com/sourceLaunchTemplateId"
-SOURCE_LT_VERSION_LABEL = "eks.amazonaws.com/sourceLaunchTemplateVersion"
-
 # Lifecycle states of instances that are leaving the group: neither old nor new any more.
 LEAVING_STATES = frozenset([
     "Terminating", "Terminating:Wait", "Terminating:Proceed", "Terminated",
@@ -98,43 +92,23 @@ def int_or_none(value):
         return None
 
 
-def label_lt_version(labels):
-    """The launch template version in a node's sourceLaunchTemplateVersion label, or None."""
-    return int_or_none((labels or {}).get(SOURCE_LT_VERSION_LABEL))
-
-
-def _record_lt_version(instance):
-    # An instance record's version, else its node's label (records not built by join_instances_nodes may
-    # carry only the labels).
-    version = instance.get("launch_template_version")
-    return label_lt_version(instance.get("labels")) if version is None else version
-
-
-def _instance_image(instance):
-    return instance.get("image_id") or _label(instance, NODEGROUP_IMAGE_LABEL)
-
-
 def is_new_instance(instance, target_lt_version, target_image_id):
     """True when what is known of the instance matches every given target (and something is known).
 
-    The instance's LT version falls back to its node's sourceLaunchTemplateVersion label and its image to
-    the nodegroup-image label. An instance about which nothing can be proven new counts as old.
+    What an instance runs comes from AWS (its launch template version, its AMI), never from its node's labels
+    (SPEC K2): only some kinds of node group label their nodes at all. An instance about which nothing can be
+    proven new counts as old.
     """
     if target_lt_version is None and target_image_id is None:
         raise ValueError("split_old_new needs target_lt_version or target_image_id")
     compared = False
-    if target_lt_version is not None:
-        version = _record_lt_version(instance)
-        if version is not None:
-            if int(version) != int(target_lt_version):
-                return False
-            compared = True
-    if target_image_id is not None:
-        image = _instance_image(instance)
-        if image is not None:
-            if image != target_image_id:
-                return False
-            compared = True
+    for known, target in ((instance.get("launch_template_version"), target_lt_version),
+                          (instance.get("image_id"), target_image_id)):
+        if known is None or target is None:
+            continue
+        if str(known) != str(target):
+            return False
+        compared = True
     return compared
 
 
@@ -225,7 +199,7 @@ def _scale_in_preference(instance, group_version):
     # Within an AZ: nodes already cordoned (a resumed scale-in finishes those), then nodes not on the version
     # the group launches (after a rollback these are the failed new ones), then nodes that are not serving,
     # then the oldest launch template version.
-    version = _record_lt_version(instance)
+    version = instance.get("launch_template_version")
     return (
         not instance.get("unschedulable"),
         group_version is not None and version is not None and int(version) == int(group_version),
@@ -264,20 +238,13 @@ def _problem(instance, reason):
     }
 
 
-def check_new_nodes(nodes, azs_with_old_nodes, nodegroup, image_id, lt_id=None, lt_version=None):
+def check_new_nodes(nodes, azs_with_old_nodes, expected_labels):
     """Problems that keep the scale-up from succeeding (SPEC U3); an empty list means it succeeded.
 
-    ``nodes`` are the new instance records. Each problem is a dict naming availability_zone,
-    instance_id, node_name (any may be None) and a reason.
+    ``nodes`` are the new instance records (joined with their nodes by providerID, SPEC K2);
+    ``expected_labels`` the labels the node group's own tool sets ({} when it sets none, SPEC K1). Each problem
+    is a dict naming availability_zone, instance_id, node_name (any may be None) and a reason.
     """
-    expected_labels = [(NODEGROUP_LABEL, nodegroup)]
-    if image_id is not None:
-        expected_labels.append((NODEGROUP_IMAGE_LABEL, image_id))
-    if lt_id is not None:
-        expected_labels.append((SOURCE_LT_ID_LABEL, lt_id))
-    if lt_version is not None:
-        expected_labels.append((SOURCE_LT_VERSION_LABEL, str(lt_version)))
-
     problems = []
     ready_azs = set()
     for node in sorted(nodes, key=lambda n: (_az_key(n), n.get("instance_id") or "")):
@@ -288,7 +255,7 @@ def check_new_nodes(nodes, azs_with_old_nodes, nodegroup, image_id, lt_id=None, 
             problems.append(_problem(node, "node is not Ready"))
             continue
         wrong = ["%s=%s (expected %s)" % (key, _label(node, key), value)
-                 for key, value in expected_labels if _label(node, key) != value]
+                 for key, value in sorted(expected_labels.items()) if _label(node, key) != value]
         if wrong:
             problems.append(_problem(node, "node has wrong labels: " + ", ".join(wrong)))
             continue

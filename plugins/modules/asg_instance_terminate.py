@@ -54,6 +54,14 @@ options:
         Ready. Only without O(should_decrement_desired_capacity).
     type: bool
     default: false
+  node_ready_timeout:
+    description:
+      - Seconds an instance may take to register its node. An instance to terminate that has no node is
+        reported (RV(asg_instance_terminate.never_joined)) as still joining when younger, else as one that never
+        joined; with another API endpoint than the cluster's, InService instances older than this without a
+        node disprove the cluster (SPEC K4).
+    type: int
+    default: 900
 notes:
   - Supports check mode and diff mode.
   - Needs, in the cluster, C(list) on nodes and pods.
@@ -108,6 +116,13 @@ asg_instance_terminate:
       description: MinSize, MaxSize and DesiredCapacity after.
       type: dict
       sample: {min_size: 3, max_size: 12, desired_capacity: 11}
+    never_joined:
+      description:
+        - Instances terminated without a node, each with why it has none (SPEC K2, K4) - the cluster is proven,
+          so such an instance never joined it; it was still booting, or it failed the node-ready wait.
+      type: list
+      elements: dict
+      sample: [{instance_id: i-0abc, launched_seconds_ago: 1200, reason: "never joined the cluster: ..."}]
     replacements:
       description: Instances launched to replace the terminated ones (with O(wait_for_replacements)).
       type: list
@@ -152,9 +167,13 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
     wait_terminated,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import translate_aws_errors
+from ansible_collections.eksops.nodegroup.plugins.module_utils.cluster_proof import (
+    NODE_READY_TIMEOUT_DEFAULT,
+    nodeless_instances,
+)
 from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import (
+    termination_check,
     termination_problems_message,
-    undrained_instances,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     NODE_CREATION_FAILURE,
@@ -168,7 +187,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.module import Eks
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
     NODEGROUP_ARGUMENT_SPEC,
     describe_instances,
-    find_asg,
+    find_nodegroup,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import LEAVING_STATES
 
@@ -179,6 +198,7 @@ ARGUMENT_SPEC = dict(
     wait=dict(type="bool", default=True),
     wait_timeout=dict(type="int", default=600),
     wait_for_replacements=dict(type="bool", default=False),
+    node_ready_timeout=dict(type="int", default=NODE_READY_TIMEOUT_DEFAULT),
 )
 
 INSTANCE_ID = re.compile(r"^i-[0-9a-f]{8,17}$")
@@ -252,23 +272,29 @@ class ReplacementsReady:
         return bool(snapshot.failures) or not self.problems(snapshot)
 
 
-def check_drained(module, instance_ids):
-    """U5: refuse to terminate instances whose node is not cordoned or still runs pods (warn in check mode)."""
-    problems, _requests = undrained_instances(module.core_v1(), instance_ids, module.params["nodegroup_name"])
-    if not problems:
-        return
-    message = termination_problems_message(problems)
-    if module.check_mode:
+def check_drained(module, group, instance_ids):
+    """U5: refuse to terminate instances whose node is not cordoned or still runs pods (warn in check mode).
+    Returns why each instance without a node has none: the cluster is proven (K4), so it never joined."""
+    check = termination_check(module.core_v1(), instance_ids, group.node_selector)
+    if check["problems"]:
+        message = termination_problems_message(check["problems"])
+        if not module.check_mode:
+            raise UpgradeError(POD_EVICTION_FAILURE, message, undrained=check["problems"])
         module.warn(message)
-        return
-    raise UpgradeError(POD_EVICTION_FAILURE, message, undrained=problems)
+    if not check["nodeless"]:
+        return []
+    nodeless = nodeless_instances(check["nodeless"], describe_instances(module.aws("ec2"), check["nodeless"]),
+                                  utc_now(), module.params["node_ready_timeout"])
+    for instance in nodeless:
+        module.warn("instance %s %s; it is terminated without a drain" % (instance["instance_id"], instance["reason"]))
+    return nodeless
 
 
-def wait_for_replacements(module, asg, initial_ids, terminated_ids, started, timeout):
-    name = asg["AutoScalingGroupName"]
+def wait_for_replacements(module, group, initial_ids, terminated_ids, started, timeout):
+    name = group.asg_name
     condition = ReplacementsReady(initial_ids, terminated_ids)
-    watch = GroupWatch(module.aws("autoscaling"), module.aws("ec2"), module.core_v1(), name,
-                       module.params["nodegroup_name"], activities_since=started)
+    watch = GroupWatch(module.aws("autoscaling"), module.aws("ec2"), module.core_v1(), group,
+                       activities_since=started)
     held, snapshot = watch.wait(condition, timeout)
     if snapshot.failures:
         failure = snapshot.failures[0]
@@ -293,7 +319,10 @@ def run(module):
     decrement = params["should_decrement_desired_capacity"]
     autoscaling = module.aws("autoscaling")
     ec2 = module.aws("ec2")
-    asg = find_asg(autoscaling, params["cluster_name"], params["nodegroup_name"], params["asg_name"])
+    group = find_nodegroup(autoscaling, module.aws("eks"), params["cluster_name"], params["nodegroup_name"],
+                           params["asg_name"])
+    group.refuse_if_managed("terminate instances through its Auto Scaling group")
+    asg = group.asg
     name = asg["AutoScalingGroupName"]
     journal = Journal.from_tags(asg.get("Tags"), asg_name=name)
     to_terminate, leaving = classify_instances(ec2, asg, params["instance_ids"])
@@ -316,7 +345,7 @@ def run(module):
     diff = dict(before=dict(before, instance_ids=sorted(i["InstanceId"] for i in asg.get("Instances", []))),
                 after=dict(after, instance_ids=sorted(i["InstanceId"] for i in asg.get("Instances", [])
                                                       if i["InstanceId"] not in to_terminate)))
-    check_drained(module, to_terminate)
+    result["never_joined"] = check_drained(module, group, to_terminate)
     if not module.check_mode:
         if after["min_size"] != before["min_size"]:
             update_sizes(autoscaling, name, min_size=after["min_size"])
@@ -336,7 +365,7 @@ def run(module):
         if params["wait_for_replacements"]:
             remaining = max(1.0, params["wait_timeout"] - (time.time() - started_clock))
             result["replacements"] = wait_for_replacements(
-                module, asg, [i["InstanceId"] for i in asg.get("Instances", [])], to_terminate + leaving, started,
+                module, group, [i["InstanceId"] for i in asg.get("Instances", [])], to_terminate + leaving, started,
                 remaining)
     result["elapsed_seconds"] = round(time.time() - started_clock, 1)
     return dict(changed=bool(to_terminate), asg_instance_terminate=result, diff=diff)

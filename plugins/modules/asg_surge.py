@@ -18,9 +18,11 @@ description:
   - Records the original sizes and the processes it suspends in the upgrade journal (tags on the ASG)
     B(before) changing anything, so a rerun never surges twice and M(eksops.nodegroup.nodegroup_scale_restore)
     can undo it.
-  - With O(wait), waits until every new node is Ready with the expected labels and, in C(rolling) mode, at
-    least one new node is Ready in every Availability Zone that has old nodes. Fails fast with the launch
-    error when the ASG reports a failed launch.
+  - With O(wait), waits until every new instance has a Ready node (matched by its C(spec.providerID)) that
+    carries the labels the node group's own tool sets (C(alpha.eksctl.io/nodegroup-name) for an eksctl group,
+    none for a plain self-managed group) and, in C(rolling) mode, at least one new node is Ready in every
+    Availability Zone that has old nodes. Fails fast with the launch error when the ASG reports a failed launch.
+  - Refuses an EKS managed node group, whose Auto Scaling group EKS owns (see M(eksops.nodegroup.eks_nodegroup_update)).
 author:
   - eksops.nodegroup maintainers (@eksops)
 options:
@@ -92,13 +94,6 @@ options:
       - Launch template version number of the new nodes. Defaults to the journal's target, else the version
         the ASG uses.
     type: str
-  require_launch_template_labels:
-    description:
-      - Also require the C(eks.amazonaws.com/sourceLaunchTemplateId) and
-        C(eks.amazonaws.com/sourceLaunchTemplateVersion) labels on new nodes, as EKS sets them for managed
-        node groups with a custom launch template.
-    type: bool
-    default: false
   label_surge_nodes:
     description:
       - Annotate the new nodes C(cluster-autoscaler.kubernetes.io/scale-down-disabled=true) once they are
@@ -197,7 +192,8 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC, find_asg
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kinds import expected_node_labels
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC, find_nodegroup
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
     check_new_nodes,
     plan_suspension,
@@ -221,7 +217,6 @@ ARGUMENT_SPEC = dict(
     wait_timeout=dict(type="int", default=900),
     image_id=dict(type="str"),
     launch_template_version=dict(type="str"),
-    require_launch_template_labels=dict(type="bool", default=False),
     label_surge_nodes=dict(type="bool", default=True),
 )
 
@@ -290,10 +285,12 @@ def describe_problems(problems):
 
 
 class NewNodeValidation:
-    """The U3 condition over a GroupWatch snapshot: enough instances, every new node Ready and labelled."""
+    """The U3 condition over a GroupWatch snapshot: enough instances, every new node Ready and carrying the
+    labels its node group's tool sets (SPEC K1)."""
 
-    def __init__(self, params, target, wanted_desired):
+    def __init__(self, params, group, target, wanted_desired):
         self.params = params
+        self.expected_labels = expected_node_labels(group.kind, group.nodegroup_name)
         self.target = target
         self.wanted_desired = wanted_desired
         # A surge step of one or two nodes cannot cover every AZ; only the EKS scale-up phase must.
@@ -304,12 +301,8 @@ class NewNodeValidation:
 
     def problems(self, snapshot):
         old, new = split_old_new(snapshot.instances, self.target["launch_template_version"], self.target["image_id"])
-        lt_labels = self.params["require_launch_template_labels"]
         azs_with_old_nodes = set(i["availability_zone"] for i in old) if self.require_every_az else set()
-        problems = check_new_nodes(
-            new, azs_with_old_nodes, self.params["nodegroup_name"], self.target["image_id"],
-            self.target["launch_template_id"] if lt_labels else None,
-            self.target["launch_template_version"] if lt_labels else None)
+        problems = check_new_nodes(new, azs_with_old_nodes, self.expected_labels)
         missing = self.wanted_desired - len(old) - len(new)
         if missing > 0:
             problems.append(dict(availability_zone=None, instance_id=None, node_name=None,
@@ -330,12 +323,13 @@ def launch_failure_error(failure, asg_name):
         cause=failure["cause"], activity_id=failure["activity_id"])
 
 
-def wait_for_new_nodes(module, asg, target, wanted_desired, started):
+def wait_for_new_nodes(module, group, target, wanted_desired, started):
     """Wait for U3 (SPEC U3); raise the launch failure or NodeCreationFailure. Returns (new instances, nodes)."""
     params = module.params
-    validation = NewNodeValidation(params, target, wanted_desired)
-    watch = GroupWatch(module.aws("autoscaling"), module.aws("ec2"), module.core_v1(), asg["AutoScalingGroupName"],
-                       params["nodegroup_name"], activities_since=started)
+    asg = group.asg
+    validation = NewNodeValidation(params, group, target, wanted_desired)
+    watch = GroupWatch(module.aws("autoscaling"), module.aws("ec2"), module.core_v1(), group,
+                       activities_since=started)
     held, snapshot = watch.wait(validation, params["wait_timeout"])
     name = asg["AutoScalingGroupName"]
     if snapshot.failures:
@@ -357,7 +351,10 @@ def run(module):
     validate_params(params)
     autoscaling = module.aws("autoscaling")
     ec2 = module.aws("ec2")
-    asg = find_asg(autoscaling, params["cluster_name"], params["nodegroup_name"], params["asg_name"])
+    group = find_nodegroup(autoscaling, module.aws("eks"), params["cluster_name"], params["nodegroup_name"],
+                           params["asg_name"])
+    group.refuse_if_managed("scale its Auto Scaling group")
+    asg = group.asg
     name = asg["AutoScalingGroupName"]
     journal = Journal.from_tags(asg.get("Tags"), asg_name=name)
     before = asg_sizes(asg)
@@ -390,6 +387,9 @@ def run(module):
                 after=dict(after, suspended_processes=sorted(set(suspended_process_names(asg)) | set(to_suspend))))
 
     if not module.check_mode:
+        if params["wait"]:
+            # SPEC K4: the Kubernetes API the wait will watch is proven to be cluster_name's before any change.
+            module.k8s()
         if new_journal != journal:
             with translate_aws_errors("write the upgrade journal on %s" % name):
                 write_journal(autoscaling, name, new_journal)
@@ -397,7 +397,7 @@ def run(module):
         if after != before:
             update_sizes(autoscaling, name, max_size=after["max_size"], desired_capacity=after["desired_capacity"])
         if params["wait"]:
-            new, nodes = wait_for_new_nodes(module, asg, target, wanted, started)
+            new, nodes = wait_for_new_nodes(module, group, target, wanted, started)
             result["new_nodes"] = [node_summary(i) for i in new]
             if params["label_surge_nodes"]:
                 new_names = set(i["node_name"] for i in new)

@@ -216,7 +216,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import 
     describe_image,
     describe_launch_template,
     describe_lt_version,
-    find_asg,
+    find_nodegroup,
     journal_conflict,
     lt_version_image,
     pin_asg_launch_template,
@@ -363,9 +363,10 @@ def run(module):
     params = module.params
     validate_suspend_processes(params["suspend_processes"])
     autoscaling, ec2 = module.aws("autoscaling"), module.aws("ec2")
-    asg = find_asg(autoscaling, params["cluster_name"], params["nodegroup_name"], params["asg_name"],
-                   eks=module.aws("eks"))
-    asg_name = asg["AutoScalingGroupName"]
+    group = find_nodegroup(autoscaling, module.aws("eks"), params["cluster_name"], params["nodegroup_name"],
+                           params["asg_name"])
+    group.refuse_if_managed("create versions of its launch template or point its Auto Scaling group at one")
+    asg, asg_name = group.asg, group.asg_name
     spec = asg_launch_template_spec(asg)
     lt_id = resolve_launch_template_id(ec2, spec)
     template = describe_launch_template(ec2, lt_id)

@@ -69,8 +69,10 @@ options:
     elements: str
   nodegroup_name:
     description:
-      - With O(instance_ids), look for the nodes among those labelled C(eks.amazonaws.com/nodegroup=<nodegroup_name>)
-        first (one smaller LIST); instances not found there are looked for among all nodes.
+      - The node group of O(instance_ids) (needs O(cluster_name)). Where its kind labels its nodes
+        (C(eks.amazonaws.com/nodegroup), C(alpha.eksctl.io/nodegroup-name)) the nodes are looked for among those
+        first (one smaller LIST); instances not found there, or all of them for a kind without a label, are
+        looked for among all nodes. Nodes are matched to instances by C(spec.providerID) either way.
     type: str
   state:
     description:
@@ -333,6 +335,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import (
     uncordon_nodes,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import find_nodegroup
 
 DELETE_OPTIONS_SPEC = dict(
     terminate_grace_period=dict(type="int", default=-1, aliases=["grace_period"]),
@@ -386,7 +389,11 @@ def run(module):
     instances = None
     requests_before = 0
     if params["instance_ids"] is not None:
-        instances, requests_before = resolve_instance_nodes(core_v1, params["instance_ids"], params["nodegroup_name"])
+        selector = None
+        if params["nodegroup_name"]:
+            selector = find_nodegroup(module.aws("autoscaling"), module.aws("eks"), params["cluster_name"],
+                                      params["nodegroup_name"]).node_selector
+        instances, requests_before = resolve_instance_nodes(core_v1, params["instance_ids"], selector)
         for instance_id, node_name in sorted(instances.items()):
             if node_name is None:
                 module.log("instance %s has no node: nothing to %s" % (instance_id, params["state"]))
@@ -428,7 +435,7 @@ def main():
         supports_check_mode=True,
         mutually_exclusive=[("name", "names", "instance_ids")],
         required_one_of=[("name", "names", "instance_ids")],
-        required_by=dict(nodegroup_name="instance_ids"),
+        required_by=dict(nodegroup_name=["instance_ids", "cluster_name"]),
     )
     module.run(lambda: run(module))
 

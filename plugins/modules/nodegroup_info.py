@@ -13,12 +13,17 @@ module: nodegroup_info
 short_description: Describe an EKS node group for an upgrade, and plan it
 version_added: 0.1.0
 description:
-  - Read-only. Describes a node group's Auto Scaling group, its launch template, its instances joined with
-    their Kubernetes nodes, which instances are old and which new for a target, the Availability Zones, the
-    upgrade journal, and the upgrade plan for the given parallelism settings.
+  - Read-only. Finds a node group and tells its kind (SPEC K1) - C(managed) (an EKS managed node group),
+    C(self_managed_eksctl) (an eksctl unmanaged node group) or C(self_managed) (a plain Auto Scaling group, as
+    terraform-aws-eks or the CloudFormation node group template make it) - and describes its Auto Scaling
+    group, its launch template, its instances joined with their Kubernetes nodes by C(spec.providerID), which
+    instances are old and which new for a target, the Availability Zones, the upgrade journal, EKS's own record
+    of a managed node group, and the upgrade plan for the given parallelism settings (self-managed groups only -
+    EKS plans a managed group's update itself).
   - The plan's batches are drawn at random (SPEC U5); O(seed) makes them reproducible.
-  - Scales to large groups with a fixed number of calls (one Auto Scaling group describe, EC2 instance describes
-    in chunks of 200, paged node LISTs with a label selector), never one call per instance.
+  - Scales to large groups with a fixed number of calls (discovery - one C(DescribeNodegroup) and two filtered
+    Auto Scaling group describes -, EC2 instance describes in chunks of 200, paged node LISTs narrowed by the
+    kind's node label where it has one), never one call per instance.
 author:
   - eksops.nodegroup maintainers (@eksops)
 options:
@@ -65,12 +70,10 @@ extends_documentation_fragment:
   - eksops.nodegroup.aws
   - eksops.nodegroup.k8s
 notes:
-  - Without O(asg_name), when no Auto Scaling group carries the node group's tags, the Auto Scaling group of
-    the EKS managed node group O(nodegroup_name) is used.
   - Needs C(autoscaling:DescribeAutoScalingGroups), C(ec2:DescribeInstances), C(ec2:DescribeLaunchTemplates),
     C(ec2:DescribeImages) (with an AMI O(target)),
     C(ec2:DescribeLaunchTemplateVersions), C(eks:DescribeNodegroup) (discovery of managed node groups),
-    C(eks:DescribeCluster) (with cluster_name authentication), and on Kubernetes C(list) on nodes.
+    C(eks:DescribeCluster), and on Kubernetes C(list) on nodes.
   - Supports check mode (it changes nothing anyway).
 seealso:
   - module: eksops.nodegroup.launch_template_version
@@ -104,22 +107,39 @@ nodegroup:
   returned: always
   type: dict
   contains:
+    kind:
+      description: The node group's kind (SPEC K1).
+      type: str
+      sample: self_managed
+    node_selector:
+      description:
+        - The label selector of the node group's nodes where its kind labels them (C(eks.amazonaws.com/nodegroup)
+          for a managed group, C(alpha.eksctl.io/nodegroup-name) for an eksctl group), else null. Nodes are matched
+          to instances by C(spec.providerID) either way.
+      type: str
+      sample: alpha.eksctl.io/nodegroup-name=workers
+    managed:
+      description:
+        - EKS's record of a managed node group (null for a self-managed one).
+        - Has status, version, release_version, ami_type, launch_template (a custom one, else null),
+          update_config, health_issues and scaling_config.
+      type: dict
     asg_name:
       description: Name of the Auto Scaling group.
       type: str
-      sample: eks-workers-asg
+      sample: workers-20240101120000000000000001
     asg:
       description: The Auto Scaling group's sizes, suspended processes, Availability Zones, launch template and tags.
       type: dict
       sample:
-        name: eks-workers-asg
+        name: workers-20240101120000000000000001
         min_size: 3
         max_size: 12
         desired_capacity: 6
         suspended_processes: []
         availability_zones: [us-west-2a, us-west-2b, us-west-2c]
         launch_template: {id: lt-0123456789abcdef0, name: workers, version: "1"}
-        tags: {"eks:cluster-name": demo, "eks:nodegroup-name": workers}
+        tags: {"Name": workers, "kubernetes.io/cluster/demo": owned}
     launch_template:
       description: The group's launch template, its default and latest versions, and the target.
       type: dict
@@ -135,7 +155,7 @@ nodegroup:
       description:
         - Every instance of the group, joined with its node (by the node's providerID).
         - Each has instance_id, availability_zone, lifecycle_state, health_status, launch_template_version,
-          image_id, node_name (null until the node registers), ready, unschedulable, labels.
+          image_id, launch_time, node_name (null until the node registers), ready, unschedulable, labels.
       type: list
       elements: dict
     old_instances:
@@ -147,7 +167,9 @@ nodegroup:
       type: list
       elements: str
     orphan_nodes:
-      description: Names of nodes labelled with the node group whose instance is not in the group.
+      description:
+        - Names of nodes carrying the node group's label whose instance is not in the group (always empty for
+          a kind that labels no node).
       type: list
       elements: str
     azs:
@@ -160,7 +182,7 @@ nodegroup:
       type: dict
     plan:
       description:
-        - The upgrade plan for the given parameters. C(strategy) is C(rolling), C(minimal) or C(surge);
+        - The upgrade plan for the given parameters (null for a managed node group). C(strategy) is C(rolling), C(minimal) or C(surge);
           C(surge) is the number of nodes added before (rolling) or during (surge) the upgrade; C(batches) lists
           the old instance ids replaced together, in order; C(steps) is the surge schedule (surge only).
       type: dict
@@ -178,8 +200,9 @@ nodegroup:
 """
 
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import list_nodegroup_nodes
+from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import list_all_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kinds import MANAGED
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
     NODEGROUP_ARGUMENT_SPEC,
@@ -188,7 +211,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import 
     describe_image,
     describe_instances,
     describe_launch_template,
-    find_asg,
+    find_nodegroup,
     instance_id_of,
     join_instances_nodes,
     resolve_launch_template_id,
@@ -221,6 +244,21 @@ def resolve_target(ec2, lt_id, asg_version, target):
     return target_lt_version(ec2, lt_id, asg_version, target, parameter="target")
 
 
+def managed_summary(record):
+    """The parts of EKS's DescribeNodegroup answer an upgrade needs, snake_case (None when self-managed)."""
+    if record is None:
+        return None
+    template = record.get("launchTemplate")
+    return dict(
+        status=record.get("status"), version=record.get("version"), release_version=record.get("releaseVersion"),
+        ami_type=record.get("amiType"),
+        launch_template=dict(id=template.get("id"), name=template.get("name"), version=template.get("version"))
+        if template else None,
+        update_config=record.get("updateConfig"),
+        health_issues=(record.get("health") or {}).get("issues") or [],
+        scaling_config=record.get("scalingConfig"))
+
+
 def az_breakdown(availability_zones, instances, old_ids, new_ids):
     azs = []
     instance_azs = set(i["availability_zone"] for i in instances if i["availability_zone"])
@@ -234,8 +272,9 @@ def az_breakdown(availability_zones, instances, old_ids, new_ids):
 def run(module):
     params = module.params
     autoscaling, ec2 = module.aws("autoscaling"), module.aws("ec2")
-    asg = find_asg(autoscaling, params["cluster_name"], params["nodegroup_name"], params["asg_name"],
-                   eks=module.aws("eks"))
+    group = find_nodegroup(autoscaling, module.aws("eks"), params["cluster_name"], params["nodegroup_name"],
+                           params["asg_name"])
+    asg = group.asg
     summary = asg_summary(asg)
     spec = asg_launch_template_spec(asg)
     lt_id = resolve_launch_template_id(ec2, spec)
@@ -244,7 +283,7 @@ def run(module):
 
     asg_instances = asg.get("Instances", [])
     ec2_instances = describe_instances(ec2, [i["InstanceId"] for i in asg_instances])
-    nodes = list_nodegroup_nodes(module.core_v1(), params["nodegroup_name"])
+    nodes = list_all_nodes(module.core_v1(), group.node_selector, "list the nodes of node group %s" % group.nodegroup_name)
     instances = join_instances_nodes(asg_instances, ec2_instances, nodes)
     old, new = split_old_new(instances, target_version, target_image_id)
     instance_ids = set(i["instance_id"] for i in instances)
@@ -254,10 +293,15 @@ def run(module):
         update_strategy=params["update_strategy"], max_unavailable=params["max_unavailable"],
         max_unavailable_percentage=params["max_unavailable_percentage"], max_surge=params["max_surge"],
         surge_cap=params["surge_cap"], seed=params["seed"])
+    if group.kind == MANAGED:
+        plan = None
     journal = Journal.from_tags(asg.get("Tags"), asg_name=summary["name"])
     old_ids = [i["instance_id"] for i in old]
     new_ids = [i["instance_id"] for i in new]
     return dict(changed=False, nodegroup=dict(
+        kind=group.kind,
+        node_selector=group.node_selector,
+        managed=managed_summary(group.managed),
         asg_name=summary["name"],
         asg=summary,
         launch_template=dict(
@@ -268,7 +312,9 @@ def run(module):
         instances=instances,
         old_instances=old_ids,
         new_instances=new_ids,
-        orphan_nodes=sorted(node.metadata.name for node in nodes if instance_id_of(node) not in instance_ids),
+        # Only a label tells a node belongs to the group without its instance: kinds without one have no orphans.
+        orphan_nodes=sorted(node.metadata.name for node in nodes
+                            if group.node_selector and instance_id_of(node) not in instance_ids),
         azs=az_breakdown(summary["availability_zones"], instances, set(old_ids), set(new_ids)),
         journal=journal.to_dict() if journal is not None else None,
         plan=plan,

@@ -23,20 +23,13 @@ description:
     eviction answers 500); C(tolerates_all) (a Deployment tolerating every taint reschedules onto cordoned nodes);
     C(prestop_exceeds_grace) (a C(sleep) preStop hook at least as long as terminationGracePeriodSeconds is cut
     short); C(unmanaged_pod) (a pod without a controller is only removed with force and never comes back)."
-  - Pods are listed per node with a C(spec.nodeName) field selector, never all pods of the cluster.
+  - The node group's nodes are those of its Auto Scaling group's instances, matched by C(spec.providerID),
+    whatever its kind (SPEC K1, K2). Pods are listed per node with a C(spec.nodeName) field selector, never all
+    pods of the cluster.
 author:
   - eksops.nodegroup maintainers (@eksops)
-options:
-  cluster_name:
-    description:
-      - Name of the EKS cluster, used to reach the Kubernetes API with an EKS token when no kubeconfig is given.
-    type: str
-  nodegroup_name:
-    description:
-      - The node group (the C(eks.amazonaws.com/nodegroup) node label) whose nodes are examined.
-    type: str
-    required: true
 extends_documentation_fragment:
+  - eksops.nodegroup.nodegroup
   - eksops.nodegroup.aws
   - eksops.nodegroup.k8s
 notes:
@@ -73,6 +66,7 @@ pods_examined:
 import re
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import list_nodegroup_nodes
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC, find_nodegroup
 from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import selector_matches
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import translate_k8s_errors
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import list_all
@@ -181,8 +175,11 @@ def preflight_findings(pods, deployments, pdbs):
 
 
 def run(module):
+    params = module.params
+    group = find_nodegroup(module.aws("autoscaling"), module.aws("eks"), params["cluster_name"],
+                           params["nodegroup_name"], params["asg_name"])
     core = module.core_v1()
-    nodes = list_nodegroup_nodes(core, module.params["nodegroup_name"])
+    nodes = list_nodegroup_nodes(core, group)
     with translate_k8s_errors("list the pods, Deployments and PodDisruptionBudgets of node group %s"
                               % module.params["nodegroup_name"]):
         pods = []
@@ -197,7 +194,7 @@ def run(module):
 
 def main():
     module = EksopsModule(
-        dict(cluster_name=dict(type="str"), nodegroup_name=dict(type="str", required=True)),
+        dict(NODEGROUP_ARGUMENT_SPEC),
         uses_aws=True,
         uses_k8s=True,
         supports_check_mode=True,

@@ -174,7 +174,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import 
     NODEGROUP_ARGUMENT_SPEC,
     asg_launch_template,
     describe_asg,
-    find_asg,
+    find_nodegroup,
     join_instances_nodes,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
@@ -237,7 +237,10 @@ def run(module):
     params = module.params
     validate_params(params)
     autoscaling = module.aws("autoscaling")
-    asg = find_asg(autoscaling, params["cluster_name"], params["nodegroup_name"], params["asg_name"])
+    group = find_nodegroup(autoscaling, module.aws("eks"), params["cluster_name"], params["nodegroup_name"],
+                           params["asg_name"])
+    group.refuse_if_managed("restore its Auto Scaling group")
+    asg = group.asg
     name = asg["AutoScalingGroupName"]
     journal = Journal.from_tags(asg.get("Tags"), asg_name=name)
     before = asg_sizes(asg)
@@ -259,7 +262,7 @@ def run(module):
         return autoscaler_stop(asg, changed=False)
 
     after = restored_sizes(journal, before)
-    nodes = list_nodegroup_nodes(module.core_v1(), params["nodegroup_name"])
+    nodes = list_nodegroup_nodes(module.core_v1(), group)
     surplus = surplus_instances(asg, nodes, before["desired_capacity"] - after["desired_capacity"])
     to_resume = [p for p in journal.suspended_processes if p in suspended_process_names(asg)]
     result.update(after=after, resumed_processes=to_resume,
@@ -284,7 +287,7 @@ def run(module):
     # surplus is drained like any other node, never removed with pods on it).
     surplus_ids = [i["instance_id"] for i in surplus]
     node_names = [node for node in resolve_instance_nodes(module.core_v1(), surplus_ids,
-                                                          params["nodegroup_name"])[0].values() if node]
+                                                          group.node_selector)[0].values() if node]
     if node_names:
         drained = drain_nodes(module.core_v1(), node_names, dict(
             drain_timeout=params["drain_timeout"], post_drain_wait=params["post_drain_wait"], force=params["force"],
@@ -300,7 +303,7 @@ def run(module):
             return autoscaler_stop(asg, changed=True)
 
     if surplus:
-        problems = undrained_instances(module.core_v1(), surplus_ids, params["nodegroup_name"])[0]
+        problems = undrained_instances(module.core_v1(), surplus_ids, group.node_selector)[0]
         if problems:
             module.fail_upgrade(UpgradeError(POD_EVICTION_FAILURE, termination_problems_message(problems),
                                              undrained=problems), changed=True, nodegroup_scale_restore=result)
@@ -324,7 +327,7 @@ def run(module):
         update_sizes(autoscaling, name, **after)
     resume_processes(autoscaling, name, to_resume)
     result["unannotated_nodes"] = unmark_scale_down_disabled(
-        module.core_v1(), list_nodegroup_nodes(module.core_v1(), params["nodegroup_name"]))
+        module.core_v1(), list_nodegroup_nodes(module.core_v1(), group.with_asg(asg)))
     with translate_aws_errors("clear the upgrade journal on %s" % name):
         clear_journal(autoscaling, name)
     result["elapsed_seconds"] = round(time.time() - started_clock, 1)

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from nodegroup_state import nodegroup_nodes, workers_asg
+
+__all__ = ["NEW_AMI_NAME", "base_args", "workers_asg", "journal_tags", "asg_state", "point_asg_at_new_ami",
+           "node_annotations"]
+
 NEW_AMI_NAME = "amazon-eks-node-al2023-x86_64-standard-1.30-v20240615"
 JOURNAL_PREFIX = "eksops.nodegroup/"
 
@@ -11,13 +16,6 @@ JOURNAL_PREFIX = "eksops.nodegroup/"
 def base_args(sandbox) -> dict[str, Any]:
     """Module arguments naming the sandbox's node group (a scenario's cluster is named after the scenario)."""
     return {"cluster_name": sandbox.scenario, "nodegroup_name": "workers"}
-
-
-def workers_asg(sandbox) -> dict[str, Any]:
-    groups = sandbox.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"]
-    [asg] = [g for g in groups if any(t["Key"] == "eks:nodegroup-name" and t["Value"] == "workers"
-                                      for t in g.get("Tags", []))]
-    return asg
 
 
 def journal_tags(asg) -> dict[str, str]:
@@ -52,5 +50,5 @@ def point_asg_at_new_ami(sandbox, ami_name: str = NEW_AMI_NAME) -> dict[str, Any
 
 
 def node_annotations(sandbox) -> dict[str, dict[str, str]]:
-    return {n.metadata.name: dict(n.metadata.annotations or {}) for n in sandbox.core_v1().list_node(
-        label_selector="eks.amazonaws.com/nodegroup=workers").items}
+    """Annotations of the workers group's nodes (its instances' nodes, by spec.providerID)."""
+    return {n.metadata.name: dict(n.metadata.annotations or {}) for n in nodegroup_nodes(sandbox)}

@@ -14,11 +14,38 @@ MUTATING_ACTIONS = frozenset([
 ])
 
 
+# (state dir, node group) -> the Auto Scaling group the sandbox seeded for it; it never changes while it runs.
+_ASG_NAMES: dict[tuple[str, str], str] = {}
+
+
+def asg_name_of(sandbox, nodegroup: str = "workers") -> str:
+    """The name of the node group's Auto Scaling group, as the sandbox report gives it. Each tool names its
+    group its own way (SPEC K1: terraform `workers-<26 digits>`, eksctl `eksctl-<c>-nodegroup-<ng>-NodeGroup-<x>`,
+    EKS `eks-<ng>-<uuid>`), so the tests never guess it from a name or from one kind's tags."""
+    key = (str(sandbox.state_dir), nodegroup)
+    if key not in _ASG_NAMES:
+        _ASG_NAMES[key] = sandbox.report()["nodegroups"][nodegroup]["asg"]["name"]
+    return _ASG_NAMES[key]
+
+
 def workers_asg(sandbox, nodegroup: str = "workers") -> dict[str, Any]:
-    groups = sandbox.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"]
-    [asg] = [g for g in groups if {"Key": "eks:nodegroup-name", "Value": nodegroup} in
-             [{"Key": t["Key"], "Value": t["Value"]} for t in g.get("Tags", [])]]
+    """The node group's Auto Scaling group as DescribeAutoScalingGroups gives it now."""
+    [asg] = sandbox.client("autoscaling").describe_auto_scaling_groups(
+        AutoScalingGroupNames=[asg_name_of(sandbox, nodegroup)])["AutoScalingGroups"]
     return asg
+
+
+def instance_id_of(node) -> str | None:
+    """The EC2 instance id in a node's spec.providerID (aws:///<az>/<instance-id>), or None."""
+    provider_id = node.spec.provider_id if node.spec is not None else None
+    return provider_id.rsplit("/", 1)[-1] if provider_id else None
+
+
+def nodegroup_nodes(sandbox, nodegroup: str = "workers") -> list:
+    """The nodes of the node group's instances (those of its Auto Scaling group), matched by spec.providerID
+    (SPEC K2): self-managed nodes carry no node-group label, or another tool's (SPEC K1)."""
+    instance_ids = {i["InstanceId"] for i in workers_asg(sandbox, nodegroup)["Instances"]}
+    return [node for node in sandbox.core_v1().list_node().items if instance_id_of(node) in instance_ids]
 
 
 def aws_state(sandbox) -> dict[str, Any]:

@@ -103,8 +103,9 @@ def stop_sandbox(state_dir: Path) -> None:
         raise RuntimeError(f"eks-sandbox down failed ({result.returncode}):\n{result.stdout}{result.stderr}")
 
 
-def ansible_env(sandbox: SandboxHandle, **extra: str) -> dict[str, str]:
-    """The environment Ansible runs in: ours, the sandbox's endpoints and credentials, quiet defaults."""
+def ansible_env(sandbox: SandboxHandle, **extra: str | None) -> dict[str, str]:
+    """The environment Ansible runs in: ours, the sandbox's endpoints and credentials, quiet defaults, then
+    ``extra`` (a None value removes the variable)."""
     env = dict(os.environ)
     # A developer's own AWS/Kubernetes settings must not leak into a test run.
     for key in list(env):
@@ -119,17 +120,19 @@ def ansible_env(sandbox: SandboxHandle, **extra: str) -> dict[str, str]:
                 "ANSIBLE_LOCAL_TEMP": str(sandbox.state_dir / "ansible-tmp"),
                 "ANSIBLE_REMOTE_TEMP": str(sandbox.state_dir / "ansible-tmp")})
     env.update(extra)
-    return env
+    return {key: value for key, value in env.items() if value is not None}
 
 
 def run_module(sandbox: SandboxHandle, module: str, args: dict[str, Any], check: bool = False,
-               diff: bool = False, timeout: float = MODULE_TIMEOUT) -> dict[str, Any]:
+               diff: bool = False, timeout: float = MODULE_TIMEOUT, env: dict[str, str | None] | None = None
+               ) -> dict[str, Any]:
     """Run one module on localhost (`ansible localhost -m ...`) and return its result.
 
     A bare name means a module of this collection (`node_drain` -> `eksops.nodegroup.node_drain`). A failed
     module (or an Ansible error before it ran) is returned with `failed: True` and `msg`, never raised.
     The result is written by callback_plugins/sandbox_result.py to a file, complete (diff, warnings,
-    exception), so nothing a module or Ansible prints can corrupt it.
+    exception), so nothing a module or Ansible prints can corrupt it. ``env`` overrides variables of the
+    environment Ansible runs in (e.g. another KUBECONFIG).
     """
     name = module if "." in module else COLLECTION_PREFIX + module
     command = [str(BIN_DIR / "ansible"), "localhost", "-m", name, "-a", json.dumps(args)]
@@ -139,9 +142,10 @@ def run_module(sandbox: SandboxHandle, module: str, args: dict[str, Any], check:
         command.append("--diff")
     with tempfile.TemporaryDirectory(prefix="ansible-result-", dir=sandbox.state_dir) as scratch:
         result_file = Path(scratch) / "result.json"
-        env = ansible_env(sandbox, ANSIBLE_STDOUT_CALLBACK="sandbox_result", ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
-                          ANSIBLE_CALLBACK_PLUGINS=str(CALLBACK_PLUGINS), SANDBOX_RESULT_FILE=str(result_file))
-        result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout, check=False)
+        run_env = ansible_env(sandbox, ANSIBLE_STDOUT_CALLBACK="sandbox_result", ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
+                              ANSIBLE_CALLBACK_PLUGINS=str(CALLBACK_PLUGINS), SANDBOX_RESULT_FILE=str(result_file),
+                              **(env or {}))
+        result = subprocess.run(command, capture_output=True, text=True, env=run_env, timeout=timeout, check=False)
         try:
             module_result = json.loads(result_file.read_text())["localhost"]
         except (OSError, ValueError, KeyError):
@@ -152,10 +156,12 @@ def run_module(sandbox: SandboxHandle, module: str, args: dict[str, Any], check:
 
 
 def run_playbook(sandbox: SandboxHandle, playbook_path: str | os.PathLike, extra_vars: dict[str, Any],
-                 check: bool = False, timeout: float = MODULE_TIMEOUT) -> subprocess.CompletedProcess:
-    """`ansible-playbook PLAYBOOK -e <extra_vars as JSON>` against the sandbox; output captured as text."""
+                 check: bool = False, timeout: float = MODULE_TIMEOUT, env: dict[str, str | None] | None = None
+                 ) -> subprocess.CompletedProcess:
+    """`ansible-playbook PLAYBOOK -e <extra_vars as JSON>` against the sandbox; output captured as text.
+    ``env`` overrides variables of the environment Ansible runs in."""
     command = [str(BIN_DIR / "ansible-playbook"), str(playbook_path), "-e", json.dumps(extra_vars)]
     if check:
         command.append("--check")
-    return subprocess.run(command, capture_output=True, text=True, env=ansible_env(sandbox), timeout=timeout,
-                          check=False, cwd=REPO_ROOT)
+    return subprocess.run(command, capture_output=True, text=True, env=ansible_env(sandbox, **(env or {})),
+                          timeout=timeout, check=False, cwd=REPO_ROOT)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from nodegroup_state import workers_asg
 from sandbox_helpers import BIN_DIR, REPO_ROOT, SandboxHandle, ansible_env, start_sandbox, stop_sandbox
 
 SCENARIO = "surge5"
@@ -38,7 +39,7 @@ JOURNAL_PHASE_AT_KILL = {"scale_up": "scale_up", "upgrade": "upgrade", "scale_do
 
 
 def _asg(sandbox: SandboxHandle) -> dict:
-    return sandbox.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"][0]
+    return workers_asg(sandbox)
 
 
 def _journal_phase(sandbox: SandboxHandle) -> str | None:

@@ -19,6 +19,7 @@ import yaml
 from kubernetes.client import V1Container, V1ObjectMeta, V1Pod, V1PodSpec
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import retry_api_call
+from nodegroup_state import asg_name_of, nodegroup_nodes
 from sandbox_helpers import ansible_env, run_module, start_sandbox, stop_sandbox
 
 EXCLUDE_LB_LABEL = "node.kubernetes.io/exclude-from-external-load-balancers"
@@ -141,11 +142,24 @@ def test_cordon_and_uncordon_states(sandbox):
 def test_instance_ids_are_resolved_to_their_nodes_when_the_drain_starts_U5(sandbox):
     node = node_with(sandbox, ["default/web-"], must_not_have=["default/debug-shell", "payments/billing"])
     instance_id = sandbox.core_v1().read_node(node).spec.provider_id.rsplit("/", 1)[-1]
-    result = drain(sandbox, {"instance_ids": [instance_id, "i-0000000000000dead"], "nodegroup_name": "workers"})
+    # demo's group is self-managed (terraform): its nodes carry no node-group label, so they are found among all
+    # nodes by spec.providerID (SPEC K1, K2)
+    result = drain(sandbox, {"instance_ids": [instance_id, "i-0000000000000dead"], "cluster_name": "demo",
+                             "nodegroup_name": "workers"})
     assert not result["failed"], result.get("msg")
     assert result["instances"] == {instance_id: node, "i-0000000000000dead": None}
     assert list(result["nodes"]) == [node] and result["nodes"][node]["evicted"]
     assert [p for p in pods_by_node(sandbox).get(node, []) if not p.startswith("kube-system/")] == []
+
+
+def test_nodegroup_name_without_cluster_name_is_refused_naming_both(sandbox):
+    """The node group is found by its kind (SPEC K1), which takes the cluster's name."""
+    node = node_with(sandbox, [])
+    instance_id = sandbox.core_v1().read_node(node).spec.provider_id.rsplit("/", 1)[-1]
+    result = drain(sandbox, {"instance_ids": [instance_id], "nodegroup_name": "workers"})
+    assert result["failed"], result
+    assert "nodegroup_name" in result["msg"] and "cluster_name" in result["msg"]
+    assert not sandbox.core_v1().read_node(node).spec.unschedulable
 
 
 def test_unknown_node_fails_naming_it(sandbox):
@@ -263,9 +277,12 @@ LATE_PODS_SCENARIO = {
     "name": "late_pods",
     "availability_zones": ["us-west-2a"],
     "amis": [{"name": AMI_129, "kubernetes_version": "1.29"}],
+    # Self-managed groups (terraform): a workload is pinned by the label their user data gives the nodes.
     "nodegroups": [
-        {"name": "solo", "ami": AMI_129, "min_size": 1, "max_size": 1, "desired_capacity": 1},
-        {"name": "workers", "ami": AMI_129, "min_size": 1, "max_size": 1, "desired_capacity": 1},
+        {"name": "solo", "ami": AMI_129, "min_size": 1, "max_size": 1, "desired_capacity": 1,
+         "labels": {"pool": "solo"}},
+        {"name": "workers", "ami": AMI_129, "min_size": 1, "max_size": 1, "desired_capacity": 1,
+         "labels": {"pool": "workers"}},
     ],
     "workloads": [
         # Z3: tolerates the cordon, and its only node is the one drained: every evicted pod comes back there
@@ -286,7 +303,7 @@ def late_pods_sandbox(scenario_sandbox, tmp_path_factory):
 
 
 def nodegroup_node(sandbox, nodegroup):
-    [node] = sandbox.core_v1().list_node(label_selector="eks.amazonaws.com/nodegroup=%s" % nodegroup).items
+    [node] = nodegroup_nodes(sandbox, nodegroup)
     return node.metadata.name
 
 
@@ -379,12 +396,10 @@ def _big_node_ready(sandbox):
         raise AssertionError("110 bulk pods never became Running")
     nodes = {p.spec.node_name for p in pods}
     assert len(nodes) == 1
-    autoscaling = sandbox.client("autoscaling")
-    spare = [g for g in autoscaling.describe_auto_scaling_groups()["AutoScalingGroups"]
-             if any(t["Key"] == "eks:nodegroup-name" and t["Value"] == "spare" for t in g.get("Tags", []))]
-    autoscaling.set_desired_capacity(AutoScalingGroupName=spare[0]["AutoScalingGroupName"], DesiredCapacity=1)
+    sandbox.client("autoscaling").set_desired_capacity(AutoScalingGroupName=asg_name_of(sandbox, "spare"),
+                                                       DesiredCapacity=1)
     while time.monotonic() < deadline:
-        ready = [n for n in core.list_node(label_selector="eks.amazonaws.com/nodegroup=spare").items
+        ready = [n for n in nodegroup_nodes(sandbox, "spare")
                  if any(c.type == "Ready" and c.status == "True" for c in n.status.conditions or [])]
         if ready:
             return nodes.pop()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nodegroup_state import aws_state, call_counts, calls_between, image_id_by_name, mutating_calls
+from nodegroup_state import asg_name_of, aws_state, call_counts, calls_between, image_id_by_name, mutating_calls
 from sandbox_helpers import run_module
 
 SCENARIO = "demo"
@@ -19,8 +19,9 @@ def test_describes_the_group_joined_with_its_nodes_and_changes_nothing(sandbox):
     assert result["failed"] is False, result
     assert result["changed"] is False
     group = result["nodegroup"]
-    assert group["asg_name"] == sandbox.client("autoscaling").describe_auto_scaling_groups()[
-        "AutoScalingGroups"][0]["AutoScalingGroupName"]
+    # K1: demo's group is self-managed (terraform-aws-eks): found by its Name and cluster tags, no node label.
+    assert (group["kind"], group["node_selector"], group["managed"]) == ("self_managed", None, None)
+    assert group["asg_name"] == asg_name_of(sandbox)
     assert (group["asg"]["min_size"], group["asg"]["max_size"], group["asg"]["desired_capacity"]) == (3, 12, 6)
     nodes = {n.metadata.name for n in sandbox.core_v1().list_node().items}
     assert {i["node_name"] for i in group["instances"]} == nodes
@@ -32,8 +33,11 @@ def test_describes_the_group_joined_with_its_nodes_and_changes_nothing(sandbox):
     assert group["journal"] is None
     assert aws_state(sandbox) == before
     assert mutating_calls(calls) == {}
-    # P2 and scale: one ASG describe, one EC2 describe, one node LIST with a label selector.
-    assert calls["DescribeAutoScalingGroups OK"] == 1 and calls["DescribeInstances OK"] == 1
+    # P2 and scale: a fixed number of calls whatever the group's size. Discovery by kind (K1) asks EKS once
+    # (no managed node group of that name) and describes the ASGs twice (eksctl's tags, the cluster tag); then
+    # one EC2 describe and one node LIST (a terraform group labels no node: every node, matched by providerID).
+    assert calls.get("DescribeNodegroup ResourceNotFoundException") == 1, calls
+    assert calls["DescribeAutoScalingGroups OK"] == 2 and calls["DescribeInstances OK"] == 1, calls
     assert calls["eksops.nodegroup/0.1.0/nodegroup_info list nodes 200"] == 1
     assert not [key for key in calls if " pods " in key]
 

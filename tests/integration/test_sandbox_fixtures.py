@@ -3,6 +3,9 @@ answers boto3 and kubernetes calls for the demo scenario."""
 
 from __future__ import annotations
 
+import re
+
+from nodegroup_state import asg_name_of, instance_id_of, nodegroup_nodes
 from sandbox_helpers import run_module
 
 SCENARIO = "demo"
@@ -32,20 +35,36 @@ def test_sandbox_answers_boto3_and_kubernetes(sandbox):
     cluster = sandbox.client("eks").describe_cluster(name="demo")["cluster"]
     assert cluster["endpoint"].startswith("https://127.0.0.1:")
 
-    groups = sandbox.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"]
-    [workers] = [g for g in groups if {"Key": "eks:nodegroup-name", "Value": "workers"} in
-                 [{"Key": t["Key"], "Value": t["Value"]} for t in g["Tags"]]]
+    # demo's node group is self-managed the terraform-aws-eks way (SPEC K1): its ASG is named by terraform's
+    # name_prefix, tagged Name and kubernetes.io/cluster/<cluster>, and no tag names it a node group.
+    [workers] = sandbox.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"]
+    assert re.fullmatch(r"workers-\d{26}", workers["AutoScalingGroupName"]), workers["AutoScalingGroupName"]
+    tags = {t["Key"]: t["Value"] for t in workers["Tags"]}
+    assert tags["Name"] == "workers" and tags["kubernetes.io/cluster/demo"] == "owned"
+    assert not [key for key in tags if key.startswith(("eks:", "alpha.eksctl.io/"))]
     assert workers["DesiredCapacity"] == 6
 
+    # Its nodes carry no node-group label (no eks.amazonaws.com/* either: the group is not EKS managed); each
+    # is one of the group's instances by spec.providerID (SPEC K2).
     nodes = sandbox.core_v1().list_node().items
     assert len(nodes) == 6
-    assert all(n.metadata.labels["eks.amazonaws.com/nodegroup"] == "workers" for n in nodes)
+    group_labels = ("eks.amazonaws.com/", "alpha.eksctl.io/")
+    assert not [key for n in nodes for key in n.metadata.labels if key.startswith(group_labels)]
+    instance_ids = {i["InstanceId"] for i in workers["Instances"]}
+    assert {instance_id_of(n) for n in nodes} == instance_ids
+    assert {n.metadata.name for n in nodegroup_nodes(sandbox)} == {n.metadata.name for n in nodes}
     assert sandbox.apps_v1().read_namespaced_deployment("web", "default").status.ready_replicas == 4
     pdbs = sandbox.policy_v1().list_namespaced_pod_disruption_budget("default").items
     assert [p.spec.min_available for p in pdbs if p.metadata.name == "web"] == [3]
 
     report = sandbox.report()
-    assert report["nodegroups"]["workers"]["node_count_min"] == 6
+    group = report["nodegroups"]["workers"]
+    assert group["node_count_min"] == 6
+    # The report names the group's ASG and gives each node's group, AMI and version from its instance.
+    assert group["asg"]["name"] == workers["AutoScalingGroupName"] == asg_name_of(sandbox)
+    assert {n["instance_id"] for n in group["nodes"]} == instance_ids
+    assert {n["lt_version"] for n in group["nodes"]} == {1}
+    assert len({n["ami"] for n in group["nodes"]}) == 1
     assert report["workloads"]["default/web"]["min_ready"] == 4
     assert report["pdb_violations"] == [] and report["pods_lost"] == []
     assert any(key.startswith("DescribeAutoScalingGroups OK") for key in report["aws_calls"])

@@ -1,4 +1,9 @@
-"""An EKS-like node group in in-process moto (mock_aws), for unit tests of the AWS-facing helpers."""
+"""EKS node groups in in-process moto (mock_aws), for unit tests of the AWS-facing helpers.
+
+Each kind of node group (SPEC K1) is built the way its own tool builds it, so discovery and the modules see
+what they see on a real account; the default is a plain self-managed group as terraform-aws-eks's
+self-managed-node-group module makes it. ``node_labels`` gives the labels a node of each kind carries.
+"""
 
 from __future__ import annotations
 
@@ -12,43 +17,139 @@ os.environ.setdefault("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
 REGION = "us-west-2"
 CLUSTER = "demo"
 NODEGROUP = "workers"
-ASG_NAME = "eks-workers-asg"
+# terraform's name_prefix suffix: a UTC timestamp to 1/10000 s (18 digits) and a per-run counter (8 hex digits).
+TF_LT_SUFFIX = "20240615120000123400000009"
+TF_ASG_SUFFIX = "2024061512000012340000000b"
+ASG_NAME = "%s-%s" % (NODEGROUP, TF_ASG_SUFFIX)
+LT_NAME = "%s-%s" % (NODEGROUP, TF_LT_SUFFIX)
 OLD_AMI_NAME = "amazon-eks-node-al2023-x86_64-standard-1.29-v20240101"
 NEW_AMI_NAME = "amazon-eks-node-al2023-x86_64-standard-1.30-v20240615"
 AZS = ("us-west-2a", "us-west-2b", "us-west-2c")
 AWS_PARAMS = dict(region=REGION, access_key="testing", secret_key="testing", session_token=None, profile=None,
                   endpoint_url=None)
 
+MANAGED = "managed"
+SELF_MANAGED_EKSCTL = "self_managed_eksctl"
+SELF_MANAGED = "self_managed"
+TERRAFORM = "terraform"
+CLOUDFORMATION = "cloudformation"
+KIND_SETUPS = ((SELF_MANAGED, TERRAFORM), (SELF_MANAGED, CLOUDFORMATION), (SELF_MANAGED_EKSCTL, None),
+               (MANAGED, None))
+
+
+def self_managed_tags(convention, cluster=CLUSTER, nodegroup=NODEGROUP):
+    """The tags terraform-aws-eks (self-managed-node-group) or the CloudFormation node group template
+    (amazon-eks-nodegroup.yaml) put on the Auto Scaling group."""
+    if convention == TERRAFORM:
+        return {"Name": nodegroup, "kubernetes.io/cluster/%s" % cluster: "owned",
+                "k8s.io/cluster/%s" % cluster: "owned"}
+    return {"Name": "%s-%s-Node" % (cluster, nodegroup), "kubernetes.io/cluster/%s" % cluster: "owned"}
+
+
+def eksctl_tags(cluster=CLUSTER, nodegroup=NODEGROUP):
+    """The tags of an eksctl unmanaged node group's Auto Scaling group (its CloudFormation stack sets them)."""
+    return {"alpha.eksctl.io/cluster-name": cluster, "alpha.eksctl.io/nodegroup-name": nodegroup,
+            "alpha.eksctl.io/nodegroup-type": "unmanaged", "alpha.eksctl.io/eksctl-version": "0.190.0",
+            "eksctl.cluster.k8s.io/v1alpha1/cluster-name": cluster,
+            "kubernetes.io/cluster/%s" % cluster: "owned", "Name": "%s-%s-Node" % (cluster, nodegroup)}
+
+
+def managed_tags(cluster=CLUSTER, nodegroup=NODEGROUP):
+    """The tags EKS puts on a managed node group's own Auto Scaling group."""
+    return {"eks:cluster-name": cluster, "eks:nodegroup-name": nodegroup,
+            "kubernetes.io/cluster/%s" % cluster: "owned", "k8s.io/cluster-autoscaler/enabled": "true",
+            "k8s.io/cluster-autoscaler/%s" % cluster: "owned"}
+
+
+def node_labels(kind, availability_zone, hostname, image_id=None, nodegroup=NODEGROUP, cluster=CLUSTER):
+    """The labels a node of ``kind`` registers with: the kubelet's well-known ones, plus what the kind's own
+    bootstrap adds (nothing for a plain self-managed group; eksctl's labels; EKS's for a managed group)."""
+    labels = {"kubernetes.io/hostname": hostname, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+              "node.kubernetes.io/instance-type": "m5.large", "topology.kubernetes.io/region": REGION,
+              "topology.kubernetes.io/zone": availability_zone}
+    if kind == SELF_MANAGED_EKSCTL:
+        labels.update({"alpha.eksctl.io/cluster-name": cluster, "alpha.eksctl.io/nodegroup-name": nodegroup})
+    elif kind == MANAGED:
+        labels.update({"eks.amazonaws.com/nodegroup": nodegroup, "eks.amazonaws.com/capacityType": "ON_DEMAND"})
+        if image_id:
+            labels["eks.amazonaws.com/nodegroup-image"] = image_id
+    return labels
+
+
+def raw_node(name, instance_id, availability_zone, labels, ready=True, unschedulable=None):
+    """A node as the API server returns it (raw JSON), its spec.providerID naming its instance (SPEC K2)."""
+    spec = {"providerID": "aws:///%s/%s" % (availability_zone, instance_id)}
+    if unschedulable is not None:
+        spec["unschedulable"] = unschedulable
+    return {"metadata": {"name": name, "labels": dict(labels)}, "spec": spec,
+            "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+
+
+def asg_tag_list(name, tags):
+    return [dict(ResourceId=name, ResourceType="auto-scaling-group", Key=key, Value=value, PropagateAtLaunch=True)
+            for key, value in tags.items()]
+
 
 class MotoNodegroup:
-    """Two AMIs, an EKS cluster, a launch template at version 1 (old AMI), and a tagged ASG pinned to it."""
+    """Two AMIs, an EKS cluster, a launch template at version 1 (old AMI), and node group ``NODEGROUP``'s Auto
+    Scaling group pinned to it, of ``kind`` (SPEC K1) and, for a plain self-managed group, ``convention``:
 
-    def __init__(self, desired=3, asg_tags=None, lt_version="1"):
+    - self_managed/terraform (default): ASG ``workers-<terraform suffix>`` tagged Name=workers,
+      kubernetes.io/cluster/demo=owned, k8s.io/cluster/demo=owned; launch template ``workers-<suffix>``;
+    - self_managed/cloudformation: ASG ``demo-workers-NodeGroup-<id>`` tagged Name=demo-workers-Node and
+      kubernetes.io/cluster/demo=owned;
+    - self_managed_eksctl: ASG ``eksctl-demo-nodegroup-workers-NodeGroup-<id>`` with eksctl's tags;
+    - managed: a node group made with EKS's CreateNodegroup and the Auto Scaling group it names, tagged as EKS
+      tags its own, with EKS's launch template ``eks-<id>``.
+    """
+
+    def __init__(self, desired=3, asg_tags=None, lt_version="1", kind=SELF_MANAGED, convention=TERRAFORM):
+        self.kind = kind
+        self.convention = convention if kind == SELF_MANAGED else None
         self.ec2 = boto3.client("ec2", region_name=REGION)
         self.autoscaling = boto3.client("autoscaling", region_name=REGION)
+        self.eks = boto3.client("eks", region_name=REGION)
         self.old_ami = self.ec2.register_image(Name=OLD_AMI_NAME)["ImageId"]
         self.new_ami = self.ec2.register_image(Name=NEW_AMI_NAME)["ImageId"]
         vpc = self.ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
         self.subnets = [self.ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.%d.0/20" % (16 * index), AvailabilityZone=az)
                         ["Subnet"]["SubnetId"] for index, az in enumerate(AZS)]
+        self.cluster_endpoint = self.eks.create_cluster(
+            name=CLUSTER, roleArn="arn:aws:iam::123456789012:role/eks",
+            resourcesVpcConfig={"subnetIds": self.subnets})["cluster"]["endpoint"]
+        self.managed = None
+        if kind == MANAGED:
+            self.managed = self.eks.create_nodegroup(
+                clusterName=CLUSTER, nodegroupName=NODEGROUP, nodeRole="arn:aws:iam::123456789012:role/eks-node",
+                subnets=self.subnets, scalingConfig=dict(minSize=0, maxSize=12, desiredSize=desired))["nodegroup"]
+            self.asg_name = self.managed["resources"]["autoScalingGroups"][0]["name"]
+            self.lt_name = "eks-" + self.asg_name[len("eks-"):]
+            tags = managed_tags()
+        elif kind == SELF_MANAGED_EKSCTL:
+            self.asg_name = "eksctl-%s-nodegroup-%s-NodeGroup-1K3ZQ8Y2M7P4W" % (CLUSTER, NODEGROUP)
+            self.lt_name = "eksctl-%s-nodegroup-%s" % (CLUSTER, NODEGROUP)
+            tags = eksctl_tags()
+        elif convention == TERRAFORM:
+            self.asg_name, self.lt_name = ASG_NAME, LT_NAME
+            tags = self_managed_tags(TERRAFORM)
+        else:
+            self.asg_name = "%s-%s-NodeGroup-9X4T2B7QK1LD" % (CLUSTER, NODEGROUP)
+            self.lt_name = "%s-%s-NodeLaunchTemplate" % (CLUSTER, NODEGROUP)
+            tags = self_managed_tags(CLOUDFORMATION)
         self.lt_data = dict(ImageId=self.old_ami, InstanceType="m5.large", UserData="IyEvYmluL2Jhc2g=")
-        template = self.ec2.create_launch_template(LaunchTemplateName="workers", LaunchTemplateData=self.lt_data)
+        template = self.ec2.create_launch_template(LaunchTemplateName=self.lt_name, LaunchTemplateData=self.lt_data)
         self.lt_id = template["LaunchTemplate"]["LaunchTemplateId"]
-        boto3.client("eks", region_name=REGION).create_cluster(
-            name=CLUSTER, roleArn="arn:aws:iam::123456789012:role/eks", resourcesVpcConfig={"subnetIds": self.subnets})
-        tags = {"eks:cluster-name": CLUSTER, "eks:nodegroup-name": NODEGROUP}
         tags.update(asg_tags or {})
         self.autoscaling.create_auto_scaling_group(
-            AutoScalingGroupName=ASG_NAME, MinSize=0, MaxSize=12, DesiredCapacity=desired,
+            AutoScalingGroupName=self.asg_name, MinSize=0, MaxSize=12, DesiredCapacity=desired,
             LaunchTemplate=dict(LaunchTemplateId=self.lt_id, Version=lt_version),
-            VPCZoneIdentifier=",".join(self.subnets),
-            Tags=[dict(ResourceId=ASG_NAME, ResourceType="auto-scaling-group", Key=key, Value=value,
-                       PropagateAtLaunch=False) for key, value in tags.items()])
+            VPCZoneIdentifier=",".join(self.subnets), Tags=asg_tag_list(self.asg_name, tags))
 
-    def asg(self, name=ASG_NAME):
-        return self.autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[name])["AutoScalingGroups"][0]
+    def asg(self, name=None):
+        return self.autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[name or self.asg_name])[
+            "AutoScalingGroups"][0]
 
-    def tags(self, name=ASG_NAME):
+    def tags(self, name=None):
         return dict((tag["Key"], tag["Value"]) for tag in self.asg(name).get("Tags", []))
 
     def lt_versions(self):
@@ -60,6 +161,20 @@ class MotoNodegroup:
         full.update(data)
         return self.ec2.create_launch_template_version(
             LaunchTemplateId=self.lt_id, LaunchTemplateData=full)["LaunchTemplateVersion"]["VersionNumber"]
+
+    def raw_nodes(self, unschedulable=(), ready=True, kind=None):
+        """A raw node per instance of the group, as its kubelet registers it: named by its private DNS name,
+        spec.providerID naming the instance, the labels a node of the group's kind carries."""
+        images = dict((i["InstanceId"], i["ImageId"]) for r in self.ec2.describe_instances()["Reservations"]
+                      for i in r["Instances"])
+        nodes = []
+        for index, instance in enumerate(self.asg()["Instances"]):
+            name = "ip-10-0-%d-%d.%s.compute.internal" % (index // 250, index % 250 + 10, REGION)
+            az = instance["AvailabilityZone"]
+            labels = node_labels(kind or self.kind, az, name, image_id=images.get(instance["InstanceId"]))
+            nodes.append(raw_node(name, instance["InstanceId"], az, labels, ready=ready,
+                                  unschedulable=True if instance["InstanceId"] in unschedulable else None))
+        return nodes
 
 
 def publish_eks_ami(kubernetes_version, family, image_id):
@@ -105,15 +220,28 @@ def _copy_source_version(client):
     return client
 
 
-def _aws_client_like_aws(params, service, session=None):
+def _aws_client_like_aws(params, service, session=None, calls=None):
     from ansible_collections.eksops.nodegroup.plugins.module_utils import aws
 
     client = aws.aws_client(params, service, session=session)
+    if calls is not None:
+        client.meta.events.register("provide-client-params.*.*", lambda model, **_kwargs: calls.append(model.name))
     return _copy_source_version(client) if service == "ec2" else client
 
 
-def run_module_in_process(main, args, capsys, check=False, diff=False):
-    """Run a module's main() in this process (so moto's mock applies) and return its result dict."""
+READ_ONLY_PREFIXES = ("Describe", "List", "Get")
+
+
+def mutating(calls):
+    """The AWS operations among ``calls`` that can change something (all but Describe*, List*, Get*)."""
+    return [name for name in calls if not name.startswith(READ_ONLY_PREFIXES)]
+
+
+def run_module_in_process(main, args, capsys, check=False, diff=False, aws_calls=None):
+    """Run a module's main() in this process (so moto's mock applies) and return its result dict.
+
+    ``aws_calls``: a list that receives the name of every AWS operation the module calls.
+    """
     import json
     from unittest import mock
 
@@ -126,7 +254,8 @@ def run_module_in_process(main, args, capsys, check=False, diff=False):
     with patch_module_args(module_args), mock.patch(
             "ansible_collections.eksops.nodegroup.plugins.module_utils.module.aws_session", _reused_session), \
             mock.patch("ansible_collections.eksops.nodegroup.plugins.module_utils.module.aws_client",
-                       _aws_client_like_aws):
+                       lambda params, service, session=None: _aws_client_like_aws(params, service, session,
+                                                                                  aws_calls)):
         try:
             main()
         except SystemExit:

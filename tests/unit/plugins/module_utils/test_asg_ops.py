@@ -7,16 +7,21 @@ from unittest import mock
 
 import pytest
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import asg_ops, kube_watch
+from ansible_collections.eksops.nodegroup.plugins.module_utils import asg_ops, kinds, kube_watch
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import instance_id_of, join_instances_nodes
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
+    NodegroupRef,
+    instance_id_of,
+    join_instances_nodes,
+)
 
 from .test_kube_watch import FakeClock as KubeClock, FakeStore, api_error
 
 
-def raw_node(name, instance_id, ready="True", annotations=None):
-    return {"metadata": {"name": name, "labels": {"eks.amazonaws.com/nodegroup": "workers"},
+def raw_node(name, instance_id, ready="True", annotations=None, labels=None):
+    """A node of a plain self-managed group (no node-group label, SPEC K1) unless ``labels`` says otherwise."""
+    return {"metadata": {"name": name, "labels": labels or {"kubernetes.io/hostname": name},
                          "annotations": annotations or {}},
             "spec": {"providerID": "aws:///us-west-2a/" + instance_id, "unschedulable": True},
             "status": {"conditions": [{"type": "Ready", "status": ready}]}}
@@ -130,33 +135,67 @@ def node_store(*raw_nodes):
     return store, mock.Mock(list_node=store.list_func)
 
 
-def test_nodegroup_nodes_are_listed_by_label_P2():
-    other = raw_node("other", "i-9")
-    other["metadata"]["labels"] = {"eks.amazonaws.com/nodegroup": "batch"}
-    store, core_v1 = node_store(raw_node("n1", "i-1"), raw_node("n2", "i-2"), other)
-    nodes = asg_ops.list_nodegroup_nodes(core_v1, "workers")
+def group(kind, instance_ids, nodegroup="workers"):
+    """A discovered node group of ``kind`` whose ASG holds ``instance_ids``."""
+    return NodegroupRef("demo", nodegroup, kind, {"AutoScalingGroupName": "asg-" + nodegroup,
+                                                  "Instances": [{"InstanceId": i} for i in instance_ids]})
+
+
+EKSCTL = {"alpha.eksctl.io/nodegroup-name": "workers"}
+
+
+def test_a_self_managed_groups_nodes_are_its_instances_nodes_by_provider_id_K2():
+    """No label marks a plain self-managed group's nodes (K1): every node is listed, and the group's are those
+    whose spec.providerID names one of its instances."""
+    fargate = raw_node("fargate-ip-10-0-0-1", "i-3")
+    fargate["spec"]["providerID"] = "aws:///us-west-2a/fargate-ip-10-0-0-1"
+    store, core_v1 = node_store(raw_node("n1", "i-1"), raw_node("n2", "i-2"), raw_node("other", "i-9"), fargate)
+    nodes = asg_ops.list_nodegroup_nodes(core_v1, group(kinds.SELF_MANAGED, ["i-1", "i-2", "i-3"]))
+    assert sorted((n.metadata.name, instance_id_of(n)) for n in nodes) == [("n1", "i-1"), ("n2", "i-2")]
+    assert [kwargs.get("label_selector") for dummy, kwargs in store.calls] == [None]
+
+
+def test_a_labelling_kinds_nodes_are_listed_by_label_P2():
+    """eksctl labels its nodes: the LIST is narrowed on the server; the instances still decide (K2), so a
+    labelled node whose instance left the group is not the group's."""
+    other = raw_node("other", "i-9", labels={"alpha.eksctl.io/nodegroup-name": "batch"})
+    store, core_v1 = node_store(raw_node("n1", "i-1", labels=EKSCTL), raw_node("n2", "i-2", labels=EKSCTL),
+                                raw_node("gone", "i-8", labels=EKSCTL), other)
+    nodes = asg_ops.list_nodegroup_nodes(core_v1, group(kinds.SELF_MANAGED_EKSCTL, ["i-1", "i-2", "i-9"]))
     assert [(n.metadata.name, instance_id_of(n)) for n in nodes] == [("n1", "i-1"), ("n2", "i-2")]
-    assert [kwargs["label_selector"] for dummy, kwargs in store.calls] == ["eks.amazonaws.com/nodegroup=workers"]
+    assert [kwargs["label_selector"] for dummy, kwargs in store.calls] == ["alpha.eksctl.io/nodegroup-name=workers"]
+
+
+def test_list_all_nodes_with_and_without_a_selector():
+    store, core_v1 = node_store(raw_node("n1", "i-1", labels=EKSCTL), raw_node("n2", "i-2"))
+    assert [n.metadata.name for n in asg_ops.list_all_nodes(core_v1)] == ["n1", "n2"]
+    assert [n.metadata.name for n in asg_ops.list_all_nodes(core_v1, "alpha.eksctl.io/nodegroup-name=workers")] \
+        == ["n1"]
+    assert [kwargs.get("label_selector") for dummy, kwargs in store.calls] == [
+        None, "alpha.eksctl.io/nodegroup-name=workers"]
 
 
 @pytest.mark.parametrize("status", [500, 503, 429])
 def test_a_failed_node_list_is_retried_P3(monkeypatch, status):
-    """The fault soak's "list nodes of node group workers failed: 500": one transient error is retried."""
+    """The fault soak's "list nodes ... failed: 500": one transient error is retried."""
     clock = KubeClock()
     monkeypatch.setattr(kube_watch, "SYSTEM_CLOCK", clock)
     store, core_v1 = node_store(raw_node("n1", "i-1"))
     store.faults["list"].append(api_error(status))
-    assert [n.metadata.name for n in asg_ops.list_nodegroup_nodes(core_v1, "workers")] == ["n1"]
+    assert [n.metadata.name for n in asg_ops.list_nodegroup_nodes(core_v1, group(kinds.SELF_MANAGED, ["i-1"]))] \
+        == ["n1"]
     assert store.kinds() == ["list", "list"] and len(clock.sleeps) == 1
 
 
-def test_a_node_list_that_keeps_failing_names_the_node_group(monkeypatch):
+@pytest.mark.parametrize("kind, named", [(kinds.SELF_MANAGED_EKSCTL, "alpha.eksctl.io/nodegroup-name=workers"),
+                                         (kinds.SELF_MANAGED, "workers")])
+def test_a_node_list_that_keeps_failing_says_what_it_listed(monkeypatch, kind, named):
     monkeypatch.setattr(kube_watch, "SYSTEM_CLOCK", KubeClock())
     store, core_v1 = node_store()
     store.faults["list"].extend(api_error(500) for dummy in range(100))
     with pytest.raises(UpgradeError) as raised:
-        asg_ops.list_nodegroup_nodes(core_v1, "workers")
-    assert "list nodes of node group workers" in str(raised.value)
+        asg_ops.list_nodegroup_nodes(core_v1, group(kind, ["i-1"]))
+    assert "list the nodes of node group workers" in str(raised.value) and named in str(raised.value)
     assert len(store.calls) > 1
 
 

@@ -25,6 +25,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import (
     nodes_of_instances,
     parse_cordon_mark,
     pod_outlives_node,
+    termination_check,
     termination_problem,
     termination_problems_message,
     uncordon_patch,
@@ -218,23 +219,37 @@ class NodeListing(FakeCluster):
         return FakeResponse({"kind": "NodeList", "metadata": {"resourceVersion": "7"}, "items": items})
 
 
-def ec2_node(name, instance_id, nodegroup="workers", unschedulable=False):
-    result = node(name, unschedulable=unschedulable, labels={"eks.amazonaws.com/nodegroup": nodegroup})
+EKSCTL_LABEL = "alpha.eksctl.io/nodegroup-name"
+EKSCTL_SELECTOR = EKSCTL_LABEL + "=workers"
+
+
+def ec2_node(name, instance_id, nodegroup=None, unschedulable=False):
+    """A node whose spec.providerID names its instance; ``nodegroup``: the eksctl node-group label it carries
+    (none: a node of a plain self-managed group, which carries no node-group label, SPEC K1)."""
+    result = node(name, unschedulable=unschedulable, labels={EKSCTL_LABEL: nodegroup} if nodegroup else {})
     result["spec"]["providerID"] = "aws:///us-west-2a/%s" % instance_id
     return result
 
 
 def test_nodes_of_instances_lists_the_nodegroup_once_and_everything_only_for_the_missing():
-    nodes = [ec2_node("node-a", "i-a"), ec2_node("node-b", "i-b"), ec2_node("stray", "i-c", nodegroup="")]
+    nodes = [ec2_node("node-a", "i-a", "workers"), ec2_node("node-b", "i-b", "workers"), ec2_node("stray", "i-c")]
     cluster = NodeListing(nodes=nodes)
-    found = nodes_of_instances(KubeApi(cluster), ["i-a", "i-b"], "workers")
+    found = nodes_of_instances(KubeApi(cluster), ["i-a", "i-b"], EKSCTL_SELECTOR)
     assert sorted((i, n["metadata"]["name"]) for i, n in found.items()) == [("i-a", "node-a"), ("i-b", "node-b")]
-    assert cluster.verbs("list", "nodes") == [("list", "nodes", "eks.amazonaws.com/nodegroup=workers")]
+    assert cluster.verbs("list", "nodes") == [("list", "nodes", EKSCTL_SELECTOR)]
     cluster.requests.clear()
     # a node that lost its label, and an instance with no node at all: one more LIST, of every node
-    found = nodes_of_instances(KubeApi(cluster), ["i-a", "i-c", "i-gone"], "workers")
+    found = nodes_of_instances(KubeApi(cluster), ["i-a", "i-c", "i-gone"], EKSCTL_SELECTOR)
     assert sorted(found) == ["i-a", "i-c"]
-    assert [r[2] for r in cluster.verbs("list", "nodes")] == ["eks.amazonaws.com/nodegroup=workers", None]
+    assert [r[2] for r in cluster.verbs("list", "nodes")] == [EKSCTL_SELECTOR, None]
+
+
+def test_nodes_of_instances_without_a_selector_lists_every_node_once_K2():
+    """A plain self-managed group labels no node: one LIST of every node, matched by spec.providerID."""
+    cluster = NodeListing(nodes=[ec2_node("node-a", "i-a"), ec2_node("node-b", "i-b"), ec2_node("other", "i-z")])
+    found = nodes_of_instances(KubeApi(cluster), ["i-a", "i-b", "i-gone"], None)
+    assert sorted((i, n["metadata"]["name"]) for i, n in found.items()) == [("i-a", "node-a"), ("i-b", "node-b")]
+    assert cluster.verbs("list", "nodes") == [("list", "nodes", None)]
 
 
 def test_U5_undrained_instances_checks_each_node_with_one_pod_list():
@@ -242,13 +257,22 @@ def test_U5_undrained_instances_checks_each_node_with_one_pod_list():
              ec2_node("node-c", "i-c")]
     pods = [make_pod("agent", owner="DaemonSet"), make_pod("web-1", node="node-b")]
     cluster = NodeListing(pods, nodes=nodes)
-    problems, requests = undrained_instances(cluster, ["i-a", "i-b", "i-c", "i-never-joined"], "workers")
+    problems, requests = undrained_instances(cluster, ["i-a", "i-b", "i-c", "i-never-joined"])
     assert problems == [dict(instance_id="i-b", node="node-b", cordoned=True, pods=["default/web-1"]),
                         dict(instance_id="i-c", node="node-c", cordoned=False, pods=[])]
     assert [r[2] for r in cluster.verbs("list", "pods")] == ["spec.nodeName=node-a", "spec.nodeName=node-b",
                                                              "spec.nodeName=node-c"]
     assert requests == len(cluster.requests)
     assert not cluster.verbs("patch") and not cluster.verbs("evict")
+
+
+def test_U5_termination_check_also_names_the_instances_without_a_node():
+    """K2: an instance no node names by providerID has nothing to drain; the caller reports why it has none."""
+    cluster = NodeListing([make_pod("web-1", node="node-a")], nodes=[ec2_node("node-a", "i-a", unschedulable=True)])
+    check = termination_check(cluster, ["i-a", "i-never-joined"], None)
+    assert check["problems"] == [dict(instance_id="i-a", node="node-a", cordoned=True, pods=["default/web-1"])]
+    assert check["nodeless"] == ["i-never-joined"] and check["requests"] == len(cluster.requests)
+    assert termination_check(cluster, [], None) == dict(problems=[], nodeless=[], requests=0)
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils import journal as
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
 
-from ..moto_nodegroup import ASG_NAME, MotoNodegroup
+from ..moto_nodegroup import ASG_NAME, TERRAFORM, MotoNodegroup, self_managed_tags
 
 FULL = dict(run_id="r1", phase="upgrade", strategy="rolling", started_at="2026-01-01T10:00:00Z",
             original_min_size=3, original_max_size=12, original_desired_capacity=6,
@@ -125,7 +125,7 @@ def test_write_read_and_clear_on_an_asg():
     assert "eksops.nodegroup/run_id" in removed
     assert jr.read_journal(world.autoscaling, ASG_NAME) is None
     # The node group's own tags are untouched.
-    assert world.tags() == {"eks:cluster-name": "demo", "eks:nodegroup-name": "workers"}
+    assert world.tags() == self_managed_tags(TERRAFORM)
 
 
 class RecordingAutoscaling:

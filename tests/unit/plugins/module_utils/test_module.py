@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import socket
+from unittest import mock
 
 import pytest
 
@@ -21,11 +23,12 @@ def make():
     """An EksopsModule for these args; the args stay patched in until the test ends (exit_json needs them)."""
     patches = []
 
-    def build(args, **kwargs):
+    def build(args, spec=None, **kwargs):
         patch = patch_module_args(args)
         patch.__enter__()
         patches.append(patch)
-        return EksopsModule(dict(cluster_name=dict(type="str", required=True)), supports_check_mode=True, **kwargs)
+        return EksopsModule(spec or dict(cluster_name=dict(type="str", required=True)), supports_check_mode=True,
+                            **kwargs)
 
     yield build
     for patch in reversed(patches):
@@ -93,15 +96,100 @@ def write_kubeconfig(tmp_path, server):
     return str(kubeconfig)
 
 
-def test_k8s_client_uses_the_module_user_agent_and_probes_the_api_once(make, tmp_path, monkeypatch):
-    probes = []
-    monkeypatch.setattr(module_utils.VersionApi, "get_code", lambda api: probes.append(api.api_client))
-    kubeconfig = write_kubeconfig(tmp_path, "https://127.0.0.1:6443")
+EKS_ENDPOINT = "https://ABCDEF0123456789.gr7.us-west-2.eks.amazonaws.com"
+
+
+class FakeEks:
+    """DescribeCluster of cluster "demo"; counts the calls."""
+
+    def __init__(self, endpoint=EKS_ENDPOINT):
+        self.endpoint = endpoint
+        self.calls = []
+
+    def describe_cluster(self, name):
+        self.calls.append(name)
+        return {"cluster": {"name": name, "endpoint": self.endpoint, "status": "ACTIVE"}}
+
+
+@pytest.fixture
+def aws(monkeypatch):
+    """EksopsModule.aws: the fake EKS for "eks"; any other client (the node evidence of K4) is an error unless a
+    test sets its own."""
+    clients = dict(eks=FakeEks())
+    asked = []
+
+    def fake_aws(self, service):
+        asked.append(service)
+        if service not in clients:
+            raise AssertionError("unexpected %s client" % service)
+        return clients[service]
+
+    monkeypatch.setattr(EksopsModule, "aws", fake_aws)
+    return dict(clients=clients, asked=asked)
+
+
+@pytest.fixture
+def probes(monkeypatch):
+    probed = []
+    monkeypatch.setattr(module_utils.VersionApi, "get_code", lambda api: probed.append(api.api_client))
+    return probed
+
+
+def test_k8s_client_uses_the_module_user_agent_and_probes_the_api_once(make, tmp_path, aws, probes):
+    kubeconfig = write_kubeconfig(tmp_path, EKS_ENDPOINT)
     module = make(dict(AWS_ARGS, cluster_name="demo", kubeconfig=kubeconfig), uses_k8s=True)
     assert module.k8s() is module.k8s()
     assert module.k8s().user_agent.startswith("eksops.nodegroup/")
     assert module.core_v1().api_client is module.k8s()
     assert probes == [module.k8s()]
+    assert aws["clients"]["eks"].calls == ["demo"]  # proven once (K4), not on every use
+
+
+# --- SPEC K4: the cluster is proven --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("server", [EKS_ENDPOINT, EKS_ENDPOINT + "/", EKS_ENDPOINT.replace(".com", ".com:443"),
+                                    EKS_ENDPOINT.replace("ABCDEF", "abcdef")])
+def test_k4_a_kubeconfig_on_the_clusters_endpoint_needs_no_node_evidence(make, tmp_path, aws, probes, server):
+    """The same endpoint, however spelled, is proof enough: no AWS call but DescribeCluster, no node LIST."""
+    module = make(dict(AWS_ARGS, cluster_name="demo", kubeconfig=write_kubeconfig(tmp_path, server)),
+                  uses_k8s=True)
+    assert module.k8s() is not None
+    assert aws["asked"] == ["eks"] and aws["clients"]["eks"].calls == ["demo"]
+
+
+@pytest.mark.parametrize("how", ["kubeconfig", "host"])
+def test_k4_another_endpoint_without_a_node_group_is_cluster_unreachable(make, tmp_path, aws, probes, how):
+    """An ambient kubeconfig pointing elsewhere (another cluster, a wrong context), or a host option: refused
+    before any use, naming both endpoints and cluster_name."""
+    other = "https://127.0.0.1:6443"
+    auth = dict(kubeconfig=write_kubeconfig(tmp_path, other)) if how == "kubeconfig" \
+        else dict(host=other, api_key="t")
+    module = make(dict(AWS_ARGS, cluster_name="demo", **auth), uses_k8s=True)
+    with pytest.raises(UpgradeError) as raised:
+        module.k8s()
+    err = raised.value
+    assert err.code == "ClusterUnreachable" and err.details["parameter"] == "cluster_name"
+    assert other in err.msg and EKS_ENDPOINT in err.msg and "demo" in err.msg
+    assert module._k8s_client is None  # nothing cached: a later call is refused as well
+    assert aws["asked"] == ["eks"]
+
+
+def test_k4_cluster_name_credentials_are_proven_by_construction(make, tmp_path, monkeypatch, aws, probes):
+    """With credentials built from cluster_name the client already uses DescribeCluster's endpoint: one
+    DescribeCluster (for the credentials), none more for the proof."""
+    from ansible_collections.eksops.nodegroup.plugins.module_utils import aws as aws_utils, k8s
+
+    credentials_eks = FakeEks()
+    real_client = aws_utils.aws_client
+    monkeypatch.setattr(k8s, "aws_client", lambda params, service, session=None:
+                        credentials_eks if service == "eks" else real_client(params, service, session=session))
+    monkeypatch.setattr(k8s, "DEFAULT_KUBECONFIG", str(tmp_path / "absent"))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    module = make(dict(AWS_ARGS, cluster_name="demo"), uses_k8s=True)
+    client = module.k8s()
+    assert client.configuration.host == EKS_ENDPOINT
+    assert credentials_eks.calls == ["demo"]
+    assert aws["asked"] == [] and aws["clients"]["eks"].calls == []
 
 
 def test_unreachable_api_fails_at_first_contact_as_cluster_unreachable(make, tmp_path, monkeypatch):
@@ -116,3 +204,82 @@ def test_unreachable_api_fails_at_first_contact_as_cluster_unreachable(make, tmp
         module.k8s()
     assert raised.value.code == "ClusterUnreachable"
     assert str(closed) in raised.value.msg
+
+
+# --- K4 by node evidence: another endpoint (a proxy), the node group's instances' nodes are there -------------
+
+PROXY = "https://kube-proxy.internal.example.com:8443"
+
+
+@pytest.fixture
+def moto_group(monkeypatch):
+    """A moto node group (terraform-aws-eks, 3 instances) and EksopsModule.aws answering from moto."""
+    from moto import mock_aws
+
+    from ..moto_nodegroup import AWS_PARAMS, MotoNodegroup
+
+    with mock_aws():
+        world = MotoNodegroup(desired=3)
+        from ansible_collections.eksops.nodegroup.plugins.module_utils import aws as aws_utils
+
+        session = aws_utils.aws_session(AWS_PARAMS)
+        monkeypatch.setattr(EksopsModule, "aws", lambda self, service: aws_utils.aws_client(
+            AWS_PARAMS, service, session=session))
+        yield world
+
+
+def proxied_module(make, tmp_path, monkeypatch, world, nodes, node_ready_timeout=900):
+    """A module of node group workers whose kubeconfig points at a proxy; its node LIST answers ``nodes``."""
+    from ..module_utils.test_kube_watch import FakeStore
+    from ..moto_nodegroup import AWS_PARAMS, CLUSTER, NODEGROUP
+
+    store = FakeStore(nodes)
+    monkeypatch.setattr(module_utils, "CoreV1Api", lambda client: mock.Mock(list_node=store.list_func))
+    spec = dict(cluster_name=dict(type="str", required=True), nodegroup_name=dict(type="str", required=True),
+                asg_name=dict(type="str"), node_ready_timeout=dict(type="int"))
+    args = dict(AWS_PARAMS, cluster_name=CLUSTER, nodegroup_name=NODEGROUP, node_ready_timeout=node_ready_timeout,
+                kubeconfig=write_kubeconfig(tmp_path, PROXY))
+    return make(args, spec=spec, uses_k8s=True), store
+
+
+def test_k4_another_endpoint_is_proven_by_the_groups_nodes(make, tmp_path, monkeypatch, probes, moto_group):
+    module, store = proxied_module(make, tmp_path, monkeypatch, moto_group, moto_group.raw_nodes())
+    assert module.k8s().configuration.host == PROXY
+    assert [kwargs.get("label_selector") for dummy, kwargs in store.calls] == [None]
+
+
+def test_k4_young_instances_still_joining_do_not_disprove(make, tmp_path, monkeypatch, probes, moto_group):
+    """Instances launched less than node_ready_timeout ago may not have their node yet."""
+    module, _store = proxied_module(make, tmp_path, monkeypatch, moto_group, moto_group.raw_nodes()[:1])
+    assert module.k8s().configuration.host == PROXY
+
+
+def test_k4_an_old_instance_without_its_node_disproves(make, tmp_path, monkeypatch, probes, moto_group):
+    """The same instances an hour later: one still has no node although node_ready_timeout (10 min) is past."""
+    from ansible_collections.eksops.nodegroup.plugins.module_utils import cluster_proof
+
+    later = cluster_proof.utc_now() + datetime.timedelta(hours=1)
+    monkeypatch.setattr(cluster_proof, "utc_now", lambda: later)
+    nodes = moto_group.raw_nodes()
+    missing = nodes.pop()["spec"]["providerID"].rsplit("/", 1)[-1]
+    module, _store = proxied_module(make, tmp_path, monkeypatch, moto_group, nodes, node_ready_timeout=600)
+    with pytest.raises(UpgradeError) as raised:
+        module.k8s()
+    err = raised.value
+    assert err.code == "ClusterUnreachable" and err.details["parameter"] == "cluster_name"
+    assert PROXY in err.msg and moto_group.cluster_endpoint in err.msg
+    assert missing in err.msg and moto_group.asg_name in err.msg
+    assert err.details["instances_without_node"] == [missing]
+
+
+def test_k4_another_clusters_api_has_none_of_the_groups_nodes(make, tmp_path, monkeypatch, probes, moto_group):
+    """The kubeconfig is another cluster's: its nodes are other instances'; even young instances prove nothing."""
+    from ..moto_nodegroup import node_labels, raw_node
+
+    strangers = [raw_node("ip-10-9-0-%d" % i, "i-0%015x" % i, "us-west-2a",
+                          node_labels("self_managed", "us-west-2a", "ip-10-9-0-%d" % i)) for i in range(3)]
+    module, _store = proxied_module(make, tmp_path, monkeypatch, moto_group, strangers)
+    with pytest.raises(UpgradeError) as raised:
+        module.k8s()
+    assert raised.value.code == "ClusterUnreachable"
+    assert "none of the 3 InService instances" in raised.value.msg

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import datetime
 import random
 
 import pytest
@@ -15,7 +16,23 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils import nodegroup 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
 
-from ..moto_nodegroup import ASG_NAME, CLUSTER, NODEGROUP, MotoNodegroup
+from ..moto_nodegroup import (
+    ASG_NAME,
+    CLOUDFORMATION,
+    CLUSTER,
+    KIND_SETUPS,
+    MANAGED,
+    NODEGROUP,
+    SELF_MANAGED,
+    SELF_MANAGED_EKSCTL,
+    TERRAFORM,
+    TF_ASG_SUFFIX,
+    MotoNodegroup,
+    asg_tag_list,
+    eksctl_tags,
+    managed_tags,
+    self_managed_tags,
+)
 
 
 # --- EKS-optimized AMI family (SPEC U1: kubernetes_version) ----------------------------------------------
@@ -154,8 +171,9 @@ def test_journal_conflict():
 # --- instances joined with nodes ------------------------------------------------------------------------
 
 def node(name, instance_id, az="us-west-2a", ready=True, unschedulable=None, labels=None):
+    """A node of a plain self-managed group: the kubelet's own labels only (SPEC K1)."""
     return V1Node(
-        metadata=V1ObjectMeta(name=name, labels=dict({"eks.amazonaws.com/nodegroup": NODEGROUP}, **(labels or {}))),
+        metadata=V1ObjectMeta(name=name, labels=dict({"kubernetes.io/hostname": name}, **(labels or {}))),
         spec=V1NodeSpec(provider_id="aws:///%s/%s" % (az, instance_id) if instance_id else None,
                         unschedulable=unschedulable),
         status=V1NodeStatus(conditions=[V1NodeCondition(type="Ready", status="True" if ready else "False")]))
@@ -182,8 +200,9 @@ def test_join_instances_nodes():
          "HealthStatus": "Healthy", "LaunchTemplate": {"Version": "2"}},
         {"InstanceId": "i-3", "AvailabilityZone": "us-west-2c", "LifecycleState": "Pending"},
     ]
+    launched = datetime.datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=datetime.timezone.utc)
     ec2_instances = [
-        {"InstanceId": "i-1", "ImageId": "ami-old"},
+        {"InstanceId": "i-1", "ImageId": "ami-old", "LaunchTime": launched},
         {"InstanceId": "i-2", "ImageId": "ami-new"},
         {"InstanceId": "i-3", "ImageId": "ami-new", "Tags": [{"Key": "aws:ec2launchtemplate:version", "Value": "2"}]},
     ]
@@ -192,23 +211,27 @@ def test_join_instances_nodes():
     joined = {row["instance_id"]: row for row in ng.join_instances_nodes(asg_instances, ec2_instances, nodes)}
     assert joined["i-1"] == dict(instance_id="i-1", availability_zone="us-west-2a", lifecycle_state="InService",
                                  health_status="Healthy", launch_template_version=1, image_id="ami-old",
-                                 node_name="n1", ready=True, unschedulable=True,
-                                 labels={"eks.amazonaws.com/nodegroup": NODEGROUP})
+                                 launch_time="2026-01-02T03:04:05Z", node_name="n1", ready=True, unschedulable=True,
+                                 labels={"kubernetes.io/hostname": "n1"})
     assert (joined["i-2"]["node_name"], joined["i-2"]["ready"], joined["i-2"]["launch_template_version"]) == (
         "n2", False, 2)
+    assert joined["i-2"]["launch_time"] is None
     assert (joined["i-3"]["node_name"], joined["i-3"]["ready"], joined["i-3"]["launch_template_version"]) == (
         None, False, 2)
     assert list(joined) == ["i-1", "i-2", "i-3"]
 
 
-def test_node_labels_fill_in_what_aws_does_not_say():
+def test_node_labels_never_say_what_an_instance_runs():
+    """K2: the launch template version and the AMI come from AWS only; a node's labels (which only some kinds
+    set, and anyone can edit) are not evidence, so an instance AWS says nothing about stays unknown (old)."""
     labelled = node("n1", "i-1", labels={"eks.amazonaws.com/sourceLaunchTemplateVersion": "3",
                                          "eks.amazonaws.com/nodegroup-image": "ami-lbl"})
     [row] = ng.join_instances_nodes([{"InstanceId": "i-1"}], {}, [labelled])
-    assert (row["launch_template_version"], row["image_id"]) == (3, "ami-lbl")
+    assert (row["launch_template_version"], row["image_id"]) == (None, None)
+    assert row["node_name"] == "n1"
 
 
-# --- ASG discovery (moto in-process) --------------------------------------------------------------------
+# --- node-group discovery (SPEC K1, moto in-process) -------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def world():
@@ -217,70 +240,199 @@ def world():
         yield MotoNodegroup(desired=5)
 
 
-def test_find_asg_by_tags_and_by_name(world):
-    assert ng.find_asg(world.autoscaling, CLUSTER, NODEGROUP)["AutoScalingGroupName"] == ASG_NAME
-    assert ng.find_asg(world.autoscaling, CLUSTER, NODEGROUP, ASG_NAME)["AutoScalingGroupName"] == ASG_NAME
+@pytest.fixture(params=KIND_SETUPS, ids=["-".join(filter(None, setup)) for setup in KIND_SETUPS])
+def kind_world(request):
+    """A node group of each kind, as its own tool makes it, with one instance. Its own mock_aws: the tests that
+    use it come before any test of ``world`` (a mock_aws inside another shares the outer one's state)."""
+    kind, convention = request.param
+    with mock_aws():
+        yield MotoNodegroup(desired=1, kind=kind, convention=convention or TERRAFORM)
 
 
-@pytest.mark.parametrize("args, parameter", [
-    ((CLUSTER, "nope", None), "nodegroup_name"),
-    (("other-cluster", NODEGROUP, None), "nodegroup_name"),
-    ((CLUSTER, NODEGROUP, "no-such-asg"), "asg_name"),
-    (("other-cluster", NODEGROUP, ASG_NAME), "asg_name"),
-])
-def test_find_asg_errors_name_the_parameter(world, args, parameter):
-    with pytest.raises(UpgradeError) as raised:
-        ng.find_asg(world.autoscaling, *args)
-    assert raised.value.details["parameter"] == parameter
-    assert (args[2] or args[1]) in raised.value.msg
-
-
-def test_find_asg_refuses_to_guess_between_several_groups(world):
+def add_asg(world, name, tags, desired=0):
     world.autoscaling.create_auto_scaling_group(
-        AutoScalingGroupName="second", MinSize=0, MaxSize=1, DesiredCapacity=0,
+        AutoScalingGroupName=name, MinSize=0, MaxSize=3, DesiredCapacity=desired,
         LaunchTemplate={"LaunchTemplateId": world.lt_id, "Version": "1"}, VPCZoneIdentifier=world.subnets[0],
-        Tags=[{"ResourceId": "second", "ResourceType": "auto-scaling-group", "Key": k, "Value": v,
-               "PropagateAtLaunch": False} for k, v in (("eks:cluster-name", CLUSTER),
-                                                        ("eks:nodegroup-name", NODEGROUP))])
+        Tags=asg_tag_list(name, tags))
+
+
+SELECTORS = {MANAGED: "eks.amazonaws.com/nodegroup=workers",
+             SELF_MANAGED_EKSCTL: "alpha.eksctl.io/nodegroup-name=workers",
+             SELF_MANAGED: None}
+
+
+def test_find_nodegroup_finds_each_kind_and_says_which(kind_world):
+    """K1 discovery: DescribeNodegroup, else the eksctl tags, else the cluster tag with a matching name."""
+    group = ng.find_nodegroup(kind_world.autoscaling, kind_world.eks, CLUSTER, NODEGROUP)
+    assert (group.kind, group.asg_name) == (kind_world.kind, kind_world.asg_name)
+    assert (group.cluster_name, group.nodegroup_name) == (CLUSTER, NODEGROUP)
+    assert group.node_selector == SELECTORS[kind_world.kind]
+    assert len(group.asg["Instances"]) == 1
+    if kind_world.kind == MANAGED:
+        assert group.managed["nodegroupName"] == NODEGROUP and group.managed["clusterName"] == CLUSTER
+    else:
+        assert group.managed is None
+
+
+def test_with_asg_name_the_kind_comes_from_its_tags(kind_world):
+    group = ng.find_nodegroup(kind_world.autoscaling, kind_world.eks, CLUSTER, NODEGROUP, kind_world.asg_name)
+    assert (group.kind, group.asg_name) == (kind_world.kind, kind_world.asg_name)
+    assert (group.managed is not None) == (kind_world.kind == MANAGED)
+    fresher = group.with_asg(dict(group.asg, DesiredCapacity=7))
+    assert (fresher.kind, fresher.managed, fresher.node_selector, fresher.asg["DesiredCapacity"]) == (
+        group.kind, group.managed, group.node_selector, 7)
+
+
+def test_only_the_managed_kind_is_refused_for_writes(kind_world):
+    """K3: a module that writes to the ASG or launch template refuses a group EKS owns, naming it."""
+    group = ng.find_nodegroup(kind_world.autoscaling, kind_world.eks, CLUSTER, NODEGROUP)
+    if kind_world.kind != MANAGED:
+        group.refuse_if_managed("scale its Auto Scaling group")
+        return
+    with pytest.raises(UpgradeError) as raised:
+        group.refuse_if_managed("scale its Auto Scaling group")
+    err = raised.value
+    assert (err.code, err.details["parameter"], err.details["kind"]) == ("InvalidParameter", "nodegroup_name", MANAGED)
+    assert NODEGROUP in err.msg and kind_world.asg_name in err.msg and "eks_nodegroup_update" in err.msg
+
+
+def test_neighbours_are_not_taken_for_the_node_group(world):
+    """Groups of another node group whose name starts with ours, of another cluster, or of another eksctl node
+    group are not candidates (K1): discovery still finds the one group, and only it."""
+    neighbours = {
+        "workers-gpu-" + TF_ASG_SUFFIX: self_managed_tags(TERRAFORM, nodegroup="workers-gpu"),
+        "workers-20240615120000123400000042": self_managed_tags(TERRAFORM, cluster="prod"),
+        "demo-batch-NodeGroup-1A2B3C": self_managed_tags(CLOUDFORMATION, nodegroup="batch"),
+        "eksctl-demo-nodegroup-batch-NodeGroup-1A2B3C": eksctl_tags(nodegroup="batch"),
+        "eksctl-staging-nodegroup-workers-NodeGroup-1A2B3C": eksctl_tags(cluster="staging"),
+    }
+    for name, tags in neighbours.items():
+        add_asg(world, name, tags)
+    try:
+        group = ng.find_nodegroup(world.autoscaling, world.eks, CLUSTER, NODEGROUP)
+        assert (group.kind, group.asg_name) == (SELF_MANAGED, ASG_NAME)
+        assert ng.find_nodegroup(world.autoscaling, world.eks, CLUSTER, "workers-gpu").asg_name == \
+            "workers-gpu-" + TF_ASG_SUFFIX
+        assert ng.find_nodegroup(world.autoscaling, world.eks, "staging", NODEGROUP).kind == SELF_MANAGED_EKSCTL
+    finally:
+        for name in neighbours:
+            world.autoscaling.delete_auto_scaling_group(AutoScalingGroupName=name, ForceDelete=True)
+
+
+def test_a_group_found_by_its_terraform_name_alone(world):
+    """An ASG made with name_prefix and no Name tag: its name is <node group>-<terraform suffix>, whose counter
+    is hex (the eleventh name_prefix of a terraform run ends in "a")."""
+    name = "spot-2024061512000012340000000a"
+    add_asg(world, name, {"kubernetes.io/cluster/demo": "owned"})
+    try:
+        group = ng.find_nodegroup(world.autoscaling, world.eks, CLUSTER, "spot")
+        assert (group.kind, group.asg_name) == (SELF_MANAGED, name)
+    finally:
+        world.autoscaling.delete_auto_scaling_group(AutoScalingGroupName=name, ForceDelete=True)
+
+
+@pytest.mark.parametrize("tags, told", [
+    (self_managed_tags(TERRAFORM, cluster="prod"), "prod"),
+    (eksctl_tags(cluster="prod"), "prod"),
+    (eksctl_tags(nodegroup="batch"), "batch"),
+    (managed_tags(nodegroup="batch"), "batch"),
+    (managed_tags(cluster="prod"), "prod"),
+])
+def test_asg_name_tagged_for_another_cluster_or_node_group_is_refused(world, tags, told):
+    add_asg(world, "named", tags)
     try:
         with pytest.raises(UpgradeError) as raised:
-            ng.find_asg(world.autoscaling, CLUSTER, NODEGROUP)
+            ng.find_nodegroup(world.autoscaling, world.eks, CLUSTER, NODEGROUP, "named")
     finally:
-        world.autoscaling.delete_auto_scaling_group(AutoScalingGroupName="second", ForceDelete=True)
+        world.autoscaling.delete_auto_scaling_group(AutoScalingGroupName="named", ForceDelete=True)
+    err = raised.value
+    assert (err.code, err.details["parameter"]) == ("InvalidParameter", "asg_name")
+    assert "named" in err.msg and told in err.msg
+
+
+def test_asg_name_of_an_untagged_group_is_taken_as_self_managed(world):
+    """The user names the group: nothing in its tags contradicts it, and nothing says it is another kind."""
+    add_asg(world, "hand-made", {"team": "platform"})
+    try:
+        group = ng.find_nodegroup(world.autoscaling, world.eks, CLUSTER, NODEGROUP, "hand-made")
+    finally:
+        world.autoscaling.delete_auto_scaling_group(AutoScalingGroupName="hand-made", ForceDelete=True)
+    assert (group.kind, group.asg_name, group.node_selector) == (SELF_MANAGED, "hand-made", None)
+
+
+def test_two_candidates_are_refused_naming_both(world):
+    """K1: a CloudFormation group with the same node-group name in the same cluster; the module must not guess."""
+    second = "demo-workers-NodeGroup-1A2B3C"
+    add_asg(world, second, self_managed_tags(CLOUDFORMATION))
+    try:
+        with pytest.raises(UpgradeError) as raised:
+            ng.find_nodegroup(world.autoscaling, world.eks, CLUSTER, NODEGROUP)
+        # asg_name settles it
+        assert ng.find_nodegroup(world.autoscaling, world.eks, CLUSTER, NODEGROUP, second).asg_name == second
+    finally:
+        world.autoscaling.delete_auto_scaling_group(AutoScalingGroupName=second, ForceDelete=True)
+    err = raised.value
+    assert (err.code, err.details["parameter"]) == ("InvalidParameter", "asg_name")
+    assert ASG_NAME in err.msg and second in err.msg
+    assert err.details["candidates"] == sorted([ASG_NAME, second])
+
+
+def test_a_managed_and_a_self_managed_group_of_one_name_are_refused_naming_both(world):
+    managed = world.eks.create_nodegroup(
+        clusterName=CLUSTER, nodegroupName=NODEGROUP, nodeRole="arn:aws:iam::123456789012:role/eks-node",
+        subnets=world.subnets)["nodegroup"]
+    managed_asg = managed["resources"]["autoScalingGroups"][0]["name"]
+    add_asg(world, managed_asg, managed_tags())
+    try:
+        with pytest.raises(UpgradeError) as raised:
+            ng.find_nodegroup(world.autoscaling, world.eks, CLUSTER, NODEGROUP)
+    finally:
+        world.autoscaling.delete_auto_scaling_group(AutoScalingGroupName=managed_asg, ForceDelete=True)
+        world.eks.delete_nodegroup(clusterName=CLUSTER, nodegroupName=NODEGROUP)
     assert raised.value.details["parameter"] == "asg_name"
-    assert "second" in raised.value.msg and ASG_NAME in raised.value.msg
+    assert "%s (managed)" % managed_asg in raised.value.msg and "%s (self_managed)" % ASG_NAME in raised.value.msg
 
 
-class FakeEks:
-    def __init__(self, asg_name, cluster_exists=True):
-        self.asg_name = asg_name
-        self.cluster_exists = cluster_exists
+@pytest.mark.parametrize("args, parameter, named", [
+    ((CLUSTER, "nope", None), "nodegroup_name", "nope"),
+    (("prod", NODEGROUP, None), "cluster_name", "prod"),        # no such cluster: its name is what is wrong
+    ((CLUSTER, NODEGROUP, "no-such-asg"), "asg_name", "no-such-asg"),
+])
+def test_nothing_found_names_the_parameter(world, args, parameter, named):
+    with pytest.raises(UpgradeError) as raised:
+        ng.find_nodegroup(world.autoscaling, world.eks, *args)
+    assert (raised.value.code, raised.value.details["parameter"]) == ("ResourceNotFound", parameter)
+    assert named in raised.value.msg
 
-    def describe_cluster(self, name):
-        if not self.cluster_exists:
-            raise ClientError({"Error": {"Code": "ResourceNotFoundException", "Message": "No cluster found for name: "
-                               + name}}, "DescribeCluster")
-        return {"cluster": {"name": name, "endpoint": "https://k", "status": "ACTIVE"}}
 
+def test_an_existing_cluster_without_the_node_group_names_nodegroup_name(world):
+    """The cluster exists (so it is the node group that is not there) and the message says where it looked."""
+    world.eks.create_cluster(name="prod", roleArn="arn:aws:iam::123456789012:role/eks",
+                             resourcesVpcConfig={"subnetIds": world.subnets})
+    try:
+        with pytest.raises(UpgradeError) as raised:
+            ng.find_nodegroup(world.autoscaling, world.eks, "prod", NODEGROUP)
+    finally:
+        world.eks.delete_cluster(name="prod")
+    err = raised.value
+    assert (err.code, err.details["parameter"]) == ("ResourceNotFound", "nodegroup_name")
+    assert NODEGROUP in err.msg and "prod" in err.msg
+    assert "kubernetes.io/cluster/prod" in err.msg and "alpha.eksctl.io/nodegroup-name=workers" in err.msg
+
+
+class DeniedEks:
     def describe_nodegroup(self, clusterName, nodegroupName):
-        if self.asg_name is None:
-            raise ClientError({"Error": {"Code": "ResourceNotFoundException", "Message": "no"}}, "DescribeNodegroup")
-        return {"nodegroup": {"resources": {"autoScalingGroups": [{"name": self.asg_name}]}}}
+        raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "not authorized to perform "
+                                     "eks:DescribeNodegroup"}}, "DescribeNodegroup")
 
 
-def test_find_asg_of_a_managed_nodegroup_without_tags(world):
-    found = ng.find_asg(world.autoscaling, CLUSTER, "managed", eks=FakeEks(ASG_NAME))
-    assert found["AutoScalingGroupName"] == ASG_NAME
+def test_access_denied_on_describe_nodegroup_is_not_taken_for_self_managed(world):
+    """Without eks:DescribeNodegroup a managed group would be taken for a self-managed one and written to (K3):
+    the error stops discovery instead."""
     with pytest.raises(UpgradeError) as raised:
-        ng.find_asg(world.autoscaling, CLUSTER, "managed", eks=FakeEks(None))
-    assert raised.value.details["parameter"] == "nodegroup_name"
-
-
-def test_find_asg_says_when_the_cluster_is_what_does_not_exist(world):
-    with pytest.raises(UpgradeError) as raised:
-        ng.find_asg(world.autoscaling, "nope", NODEGROUP, eks=FakeEks(None, cluster_exists=False))
-    assert raised.value.details["parameter"] == "cluster_name"
-    assert "nope" in raised.value.msg
+        ng.find_nodegroup(world.autoscaling, DeniedEks(), CLUSTER, NODEGROUP)
+    assert raised.value.code == "AccessDenied"
+    assert "DescribeNodegroup" in raised.value.msg
 
 
 def test_asg_launch_template_spec():
@@ -304,7 +456,7 @@ def test_launch_template_and_image_lookups_name_the_parameter(world):
     with pytest.raises(UpgradeError) as raised:
         ng.describe_image(world.ec2, "ami-00000000000000000")
     assert (raised.value.code, raised.value.details["parameter"]) == ("ResourceNotFound", "image_id")
-    assert ng.resolve_launch_template_id(world.ec2, {"id": None, "name": "workers"}) == world.lt_id
+    assert ng.resolve_launch_template_id(world.ec2, {"id": None, "name": world.lt_name}) == world.lt_id
 
 
 def test_target_lt_version_is_the_named_one_else_the_asgs(world):

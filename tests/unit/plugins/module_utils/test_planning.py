@@ -118,10 +118,23 @@ class TestSplitOldNew:
         mixed = instance("i-00000003", lt_version=2, image="ami-old")
         assert planning.split_old_new([old, new, mixed], 2, "ami-new") == ([old, mixed], [new])
 
-    def test_unknown_lt_version_falls_back_to_node_label(self):
+    def test_node_labels_are_no_evidence_of_what_an_instance_runs(self):
+        """K2: only AWS says which launch template version and AMI an instance runs; labels claiming the
+        target on a node AWS says nothing about leave it old (it is replaced, never skipped)."""
         labelled = instance("i-00000001", lt_version=None, image=None,
-                            labels={planning.SOURCE_LT_VERSION_LABEL: "7"})
-        assert planning.split_old_new([labelled], 7, None) == ([], [labelled])
+                            labels={"eks.amazonaws.com/sourceLaunchTemplateVersion": "7",
+                                    "eks.amazonaws.com/nodegroup-image": "ami-new"})
+        assert planning.split_old_new([labelled], 7, "ami-new") == ([labelled], [])
+        # and labels claiming an old version do not make an instance AWS knows to be new old
+        relabelled = instance("i-00000002", lt_version=7, image="ami-new",
+                              labels={"eks.amazonaws.com/sourceLaunchTemplateVersion": "1"})
+        assert planning.split_old_new([relabelled], 7, "ami-new") == ([], [relabelled])
+
+    def test_versions_compare_as_numbers_whatever_their_type(self):
+        item = instance("i-00000001", lt_version="7")
+        assert planning.split_old_new([item], 7, None) == ([], [item])
+        assert planning.split_old_new([item], "7", None) == ([], [item])
+        assert planning.split_old_new([item], 8, None) == ([item], [])
 
     def test_image_alone_decides_when_lt_version_unknown(self):
         item = instance("i-00000001", lt_version=None, image="ami-new")
@@ -329,21 +342,23 @@ class TestScaleInChoice:
 
 # ---------------------------------------------------------------- U3 new node validation
 
-def good_node(instance_id, az, image="ami-new"):
-    return instance(instance_id, az=az, image=image, lt_version=2, labels={
-        planning.NODEGROUP_LABEL: "workers", planning.NODEGROUP_IMAGE_LABEL: image,
-        planning.SOURCE_LT_ID_LABEL: "lt-1", planning.SOURCE_LT_VERSION_LABEL: "2"})
+EKSCTL_LABELS = {"alpha.eksctl.io/nodegroup-name": "workers"}
+
+
+def good_node(instance_id, az, image="ami-new", labels=None):
+    """A new node of a plain self-managed group: the kubelet's own labels only (K1)."""
+    return instance(instance_id, az=az, image=image, lt_version=2,
+                    labels=dict({"topology.kubernetes.io/zone": az}, **(labels or {})))
 
 
 class TestCheckNewNodes:
     def test_u3_all_azs_covered_and_ready_is_success(self):
         nodes = [good_node("i-00000001", "us-west-2a"), good_node("i-00000002", "us-west-2b")]
-        assert planning.check_new_nodes(nodes, {"us-west-2a", "us-west-2b"}, "workers", "ami-new",
-                                        "lt-1", 2) == []
+        assert planning.check_new_nodes(nodes, {"us-west-2a", "us-west-2b"}, {}) == []
 
     def test_u3_az_without_a_new_ready_node_is_named(self):
         nodes = [good_node("i-00000001", "us-west-2a")]
-        problems = planning.check_new_nodes(nodes, ["us-west-2a", "us-west-2c"], "workers", "ami-new")
+        problems = planning.check_new_nodes(nodes, ["us-west-2a", "us-west-2c"], {})
         assert problems == [{"availability_zone": "us-west-2c", "instance_id": None, "node_name": None,
                              "reason": "no new Ready node in this availability zone, which has old nodes"}]
 
@@ -351,23 +366,36 @@ class TestCheckNewNodes:
         nodes = [good_node("i-00000001", "us-west-2a"), good_node("i-00000002", "us-west-2a"),
                  instance("i-00000003", az="us-west-2a", node=False)]
         nodes[1]["ready"] = False
-        problems = planning.check_new_nodes(nodes, ["us-west-2a"], "workers", "ami-new")
+        problems = planning.check_new_nodes(nodes, ["us-west-2a"], {})
         assert [(p["instance_id"], p["reason"]) for p in problems] == [
             ("i-00000002", "node is not Ready"),
             ("i-00000003", "instance has not registered as a Kubernetes node")]
 
-    def test_u3_wrong_labels_are_reported(self):
+    def test_u3_a_self_managed_node_needs_no_label(self):
+        """K1: terraform-aws-eks and the CloudFormation template label no node with its group; a node without
+        any eks.amazonaws.com label is a good new node."""
         node = good_node("i-00000001", "us-west-2a")
-        node["labels"][planning.NODEGROUP_IMAGE_LABEL] = "ami-other"
-        problems = planning.check_new_nodes([node], ["us-west-2a"], "workers", "ami-new", "lt-1", 2)
-        assert len(problems) == 2  # the label, and so no good node in us-west-2a
-        assert "eks.amazonaws.com/nodegroup-image=ami-other (expected ami-new)" in problems[0]["reason"]
+        assert not any(key.startswith("eks.amazonaws.com/") for key in node["labels"])
+        assert planning.check_new_nodes([node], ["us-west-2a"], {}) == []
 
-    def test_u3_lt_labels_checked_only_when_given(self):
-        node = good_node("i-00000001", "us-west-2a")
-        del node["labels"][planning.SOURCE_LT_ID_LABEL]
-        assert planning.check_new_nodes([node], ["us-west-2a"], "workers", "ami-new") == []
-        assert planning.check_new_nodes([node], ["us-west-2a"], "workers", "ami-new", lt_id="lt-1")
+    def test_u3_the_labels_of_the_kinds_own_tool_are_required(self):
+        """U3 for an eksctl group: its nodes carry alpha.eksctl.io/nodegroup-name; one without it (or with
+        another group's) is not a good new node, and so its AZ has none."""
+        good = good_node("i-00000001", "us-west-2a", labels=EKSCTL_LABELS)
+        assert planning.check_new_nodes([good], ["us-west-2a"], EKSCTL_LABELS) == []
+        for labels, shown in (({}, "None"), ({"alpha.eksctl.io/nodegroup-name": "batch"}, "batch")):
+            wrong = good_node("i-00000002", "us-west-2a", labels=labels)
+            problems = planning.check_new_nodes([wrong], ["us-west-2a"], EKSCTL_LABELS)
+            assert len(problems) == 2  # the label, and so no good node in us-west-2a
+            assert problems[0]["instance_id"] == "i-00000002"
+            assert "alpha.eksctl.io/nodegroup-name=%s (expected workers)" % shown in problems[0]["reason"]
+
+    def test_u3_every_wrong_label_is_named_in_a_stable_order(self):
+        expected = {"b.example.com/role": "worker", "a.example.com/pool": "blue"}
+        node = good_node("i-00000001", "us-west-2a", labels={"a.example.com/pool": "green"})
+        [problem, _az] = planning.check_new_nodes([node], ["us-west-2a"], expected)
+        assert problem["reason"] == ("node has wrong labels: a.example.com/pool=green (expected blue), "
+                                     "b.example.com/role=None (expected worker)")
 
 
 # ---------------------------------------------------------------- C3

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from ..moto_nodegroup import ASG_NAME, MotoNodegroup
+from ..moto_nodegroup import MotoNodegroup
 
 
-def upgraded_world(desired=4):
-    world = MotoNodegroup(desired=desired)
+def upgraded_world(desired=4, **kind):
+    """``kind``: MotoNodegroup's kind/convention (a terraform-aws-eks self-managed group by default)."""
+    world = MotoNodegroup(desired=desired, **kind)
     # no UserData: in-process moto keeps it as a plain str for new versions and then refuses to launch
     world.target_version = world.ec2.create_launch_template_version(
         LaunchTemplateId=world.lt_id, LaunchTemplateData=dict(ImageId=world.new_ami, InstanceType="m5.large"),
     )["LaunchTemplateVersion"]["VersionNumber"]
-    world.autoscaling.update_auto_scaling_group(AutoScalingGroupName=ASG_NAME, LaunchTemplate=dict(
+    world.autoscaling.update_auto_scaling_group(AutoScalingGroupName=world.asg_name, LaunchTemplate=dict(
         LaunchTemplateId=world.lt_id, Version=str(world.target_version)))
     return world
 

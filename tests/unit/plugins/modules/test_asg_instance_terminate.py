@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
 from moto import mock_aws
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils import kinds
 from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import GroupSnapshot
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
 from ansible_collections.eksops.nodegroup.plugins.modules import asg_instance_terminate
 
-from ..moto_nodegroup import ASG_NAME, CLUSTER, NODEGROUP, run_module_in_process
+from ..moto_nodegroup import ASG_NAME, CLUSTER, NODEGROUP, mutating, run_module_in_process
 from .asg_world import sizes, upgraded_world
 
 BASE = dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP, kubeconfig="/unused", wait_timeout=30)
@@ -27,14 +30,16 @@ def undrained(monkeypatch):
     unless a test lists problems here."""
     problems = []
     checked = []
+    nodeless = []
 
-    def fake_undrained_instances(core_v1, instance_ids, nodegroup_name=None):
-        checked.append((list(instance_ids), nodegroup_name))
-        return [p for p in problems if p["instance_id"] in instance_ids], 0
+    def fake_termination_check(core_v1, instance_ids, node_selector=None):
+        checked.append((list(instance_ids), node_selector))
+        return dict(problems=[p for p in problems if p["instance_id"] in instance_ids],
+                    nodeless=[i for i in instance_ids if i in nodeless], requests=0)
 
-    monkeypatch.setattr(asg_instance_terminate, "undrained_instances", fake_undrained_instances)
+    monkeypatch.setattr(asg_instance_terminate, "termination_check", fake_termination_check)
     monkeypatch.setattr(asg_instance_terminate.EksopsModule, "core_v1", lambda self: None)
-    return dict(problems=problems, checked=checked)
+    return dict(problems=problems, checked=checked, nodeless=nodeless)
 
 
 @pytest.fixture
@@ -110,7 +115,8 @@ def test_U5_an_undrained_instance_is_refused_before_anything_changes(world, run,
     assert victims[1] in result["msg"] and "node-b" in result["msg"] and "default/web-1" in result["msg"]
     assert "not cordoned" in result["msg"] and victims[0] not in result["msg"]
     assert result["undrained"] == undrained["problems"]
-    assert undrained["checked"] == [(victims, NODEGROUP)]
+    # a plain self-managed group labels no node: the nodes are found by providerID among all (K1, K2)
+    assert undrained["checked"] == [(victims, None)]
     assert sizes(world) == (0, 12, 4) and members(world) == before
     assert all(ec2_state(world, v) == "running" for v in victims)
 
@@ -145,6 +151,60 @@ def test_without_decrement_the_journal_is_untouched(world, run):
     result = run(instance_ids=members(world)[:1], should_decrement_desired_capacity=False)
     assert not result.get("failed"), result
     assert Journal.from_tags(world.asg()["Tags"]).desired_capacity_set == 4
+
+
+def test_an_instance_without_a_node_is_terminated_and_said_to_have_never_joined(
+        world, run, undrained, monkeypatch):
+    """K2/K4: with the cluster proven, an instance no node names never joined it; it is terminated without a
+    drain, and the result says whether it was still booting or past node_ready_timeout."""
+    victims = members(world)[:2]
+    undrained["nodeless"].extend(victims)
+    result = run(instance_ids=victims, should_decrement_desired_capacity=True, node_ready_timeout=600)
+    assert not result.get("failed"), result
+    never_joined = result["asg_instance_terminate"]["never_joined"]
+    assert sorted(i["instance_id"] for i in never_joined) == sorted(victims)
+    assert all("has not joined the cluster yet" in i["reason"] for i in never_joined)  # just launched by moto
+    assert sum(victim in str(w) for victim in victims for w in result["warnings"]) == 2
+    assert sorted(result["asg_instance_terminate"]["terminated"]) == sorted(victims)
+
+    later = asg_instance_terminate.utc_now() + datetime.timedelta(hours=1)
+    monkeypatch.setattr(asg_instance_terminate, "utc_now", lambda: later)
+    victim = members(world)[0]
+    undrained["nodeless"].append(victim)
+    result = run(instance_ids=[victim], should_decrement_desired_capacity=True, node_ready_timeout=600)
+    [never] = result["asg_instance_terminate"]["never_joined"]
+    assert never["instance_id"] == victim and "never joined the cluster" in never["reason"]
+    assert never["launched_seconds_ago"] >= 3600
+
+
+def test_instances_with_their_nodes_are_not_reported_as_never_joined(world, run):
+    result = run(instance_ids=members(world)[:1], should_decrement_desired_capacity=True)
+    assert not result.get("failed"), result
+    assert result["asg_instance_terminate"]["never_joined"] == []
+
+
+def test_an_eksctl_groups_nodes_are_looked_for_by_its_label_first(capsys, undrained):
+    with mock_aws():
+        world = upgraded_world(desired=2, kind=kinds.SELF_MANAGED_EKSCTL, convention=None)
+        victim = members(world)[0]
+        result = run_module_in_process(asg_instance_terminate.main, dict(
+            BASE, instance_ids=[victim], should_decrement_desired_capacity=True), capsys)
+    assert not result.get("failed"), result
+    assert undrained["checked"] == [([victim], "alpha.eksctl.io/nodegroup-name=" + NODEGROUP)]
+
+
+def test_k3_a_managed_node_group_is_refused_before_any_change(capsys, undrained):
+    with mock_aws():
+        world = upgraded_world(desired=2, kind=kinds.MANAGED)
+        before = (sizes(world), members(world))
+        calls = []
+        result = run_module_in_process(asg_instance_terminate.main, dict(
+            BASE, instance_ids=members(world)[:1], should_decrement_desired_capacity=True), capsys, aws_calls=calls)
+        assert (sizes(world), members(world)) == before
+        assert all(ec2_state(world, i) == "running" for i in before[1])
+    assert result["failed"] is True and (result["code"], result["parameter"]) == ("InvalidParameter", "nodegroup_name")
+    assert NODEGROUP in result["msg"] and world.asg_name in result["msg"]
+    assert mutating(calls) == [] and undrained["checked"] == []
 
 
 # ---------------------------------------------------------------------------- replacement condition

@@ -5,11 +5,13 @@ from __future__ import annotations
 import pytest
 from moto import mock_aws
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils import kinds
 from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import GroupSnapshot
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NodegroupRef
 from ansible_collections.eksops.nodegroup.plugins.modules import asg_surge
 
-from ..moto_nodegroup import ASG_NAME, CLUSTER, NODEGROUP, run_module_in_process
+from ..moto_nodegroup import ASG_NAME, CLUSTER, NODEGROUP, mutating, run_module_in_process
 from .asg_world import sizes, suspended, upgraded_world
 
 BASE = dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP, kubeconfig="/unused", wait=False)
@@ -164,20 +166,62 @@ def test_never_scales_down(world, run):
     assert sizes(world) == (0, 12, 4)
 
 
+def test_k3_a_managed_node_group_is_refused_before_any_change(capsys):
+    """K3: EKS owns a managed group's Auto Scaling group; asg_surge refuses it, naming nodegroup_name, before any
+    call that could change something."""
+    with mock_aws():
+        world = upgraded_world(kind=kinds.MANAGED)
+        before = (sizes(world), world.tags(), suspended(world))
+        calls = []
+        result = run_module_in_process(asg_surge.main, BASE, capsys, aws_calls=calls)
+        assert (sizes(world), world.tags(), suspended(world)) == before
+    assert result["failed"] is True and result["code"] == "InvalidParameter", result
+    assert result["parameter"] == "nodegroup_name" and result["kind"] == kinds.MANAGED
+    assert NODEGROUP in result["msg"] and world.asg_name in result["msg"]
+    assert "DescribeNodegroup" in calls and mutating(calls) == []
+
+
+@pytest.mark.parametrize("kind, convention", [(kinds.SELF_MANAGED, "cloudformation"),
+                                              (kinds.SELF_MANAGED_EKSCTL, None)])
+def test_other_self_managed_kinds_are_surged(capsys, kind, convention):
+    with mock_aws():
+        world = upgraded_world(kind=kind, convention=convention or "terraform")
+        result = run_module_in_process(asg_surge.main, BASE, capsys)
+        assert not result.get("failed"), result
+        assert result["asg_surge"]["asg_name"] == world.asg_name and sizes(world) == (0, 12, 10)
+
+
+def test_k4_with_wait_the_cluster_is_proven_before_any_change(world, run, monkeypatch):
+    """K4: a wait watches the cluster's nodes; its API is proven to be cluster_name's before the journal, the
+    suspension or the scale-up, so a wrong kubeconfig changes nothing."""
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.cluster_proof import wrong_cluster_error
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
+
+    def wrong_cluster(self):
+        raise wrong_cluster_error(CLUSTER, "https://127.0.0.1:6443", world.cluster_endpoint)
+
+    monkeypatch.setattr(EksopsModule, "k8s", wrong_cluster)
+    before = (sizes(world), world.tags(), suspended(world))
+    result = run(wait=True)
+    assert result["failed"] is True and result["code"] == "ClusterUnreachable", result
+    assert (sizes(world), world.tags(), suspended(world)) == before
+
+
 # --------------------------------------------------------------------------- U3 condition over snapshots
 
-def record(instance_id, az, version, ready=True, node=True, image="ami-new"):
+def record(instance_id, az, version, ready=True, node=True, image="ami-new", labels=None):
+    """An instance record of a plain self-managed group: its node carries no node-group label (K1)."""
     return dict(instance_id=instance_id, availability_zone=az, lifecycle_state="InService",
                 launch_template_version=version, image_id=image if version == 2 else "ami-old",
                 node_name="n-" + instance_id if node else None, ready=ready, unschedulable=False,
-                labels={"eks.amazonaws.com/nodegroup": NODEGROUP,
-                        "eks.amazonaws.com/nodegroup-image": image if version == 2 else "ami-old"})
+                labels=dict({"topology.kubernetes.io/zone": az}, **(labels or {})))
 
 
-def validation(mode="rolling", wanted=4):
-    params = dict(nodegroup_name=NODEGROUP, require_launch_template_labels=False, mode=mode)
+def validation(mode="rolling", wanted=4, kind=kinds.SELF_MANAGED):
+    params = dict(nodegroup_name=NODEGROUP, mode=mode)
+    group = NodegroupRef(CLUSTER, NODEGROUP, kind, {"AutoScalingGroupName": ASG_NAME, "Instances": []})
     target = dict(launch_template_id="lt-1", launch_template_version=2, image_id="ami-new")
-    return asg_surge.NewNodeValidation(params, target, wanted)
+    return asg_surge.NewNodeValidation(params, group, target, wanted)
 
 
 def snapshot(instances, failures=()):
@@ -201,6 +245,20 @@ def test_u3_waits_for_missing_launches_and_unready_nodes():
 def test_u3_surge_steps_do_not_require_every_az():
     instances = [record("i-1", "a", 1), record("i-2", "b", 1), record("i-3", "a", 2)]
     assert validation(mode="desired", wanted=3)(snapshot(instances)) is True
+
+
+def test_u3_an_eksctl_groups_new_nodes_need_its_label():
+    """U3/K1: eksctl labels its nodes alpha.eksctl.io/nodegroup-name; a new node without it is not a good one."""
+    eksctl = {"alpha.eksctl.io/nodegroup-name": NODEGROUP}
+    old = [record("i-1", "a", 1, labels=eksctl), record("i-2", "b", 1, labels=eksctl)]
+    good = old + [record("i-3", "a", 2, labels=eksctl), record("i-4", "b", 2, labels=eksctl)]
+    assert validation(kind=kinds.SELF_MANAGED_EKSCTL)(snapshot(good)) is True
+    unlabelled = old + [record("i-3", "a", 2, labels=eksctl), record("i-4", "b", 2)]
+    check = validation(kind=kinds.SELF_MANAGED_EKSCTL)
+    assert check(snapshot(unlabelled)) is False
+    assert "alpha.eksctl.io/nodegroup-name=None (expected workers)" in check.problems(snapshot(unlabelled))[0]["reason"]
+    # the same nodes are good nodes of a plain self-managed group, which labels none
+    assert validation()(snapshot(unlabelled)) is True
 
 
 def test_u3_a_launch_failure_ends_the_wait_at_once():

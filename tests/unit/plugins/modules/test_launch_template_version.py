@@ -7,7 +7,16 @@ from moto import mock_aws
 
 from ansible_collections.eksops.nodegroup.plugins.modules import launch_template_version
 
-from ..moto_nodegroup import ASG_NAME, CLUSTER, NODEGROUP, MotoNodegroup, publish_eks_ami, run_module_in_process
+from ..moto_nodegroup import (
+    ASG_NAME,
+    CLUSTER,
+    LT_NAME,
+    NODEGROUP,
+    MotoNodegroup,
+    mutating,
+    publish_eks_ami,
+    run_module_in_process,
+)
 
 BASE = dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP)
 
@@ -46,9 +55,9 @@ def test_new_image_creates_a_version_pins_the_asg_and_writes_the_journal(world, 
     assert result["changed"] is True, result
     assert result["asg_name"] == ASG_NAME
     assert result["launch_template"] == dict(
-        id=world.lt_id, name="workers", previous_version=1, version=2, previous_image_id=world.old_ami,
+        id=world.lt_id, name=LT_NAME, previous_version=1, version=2, previous_image_id=world.old_ami,
         image_id=world.new_ami, created=True, pinned=True, default_version=1)
-    assert world.asg()["LaunchTemplate"] == {"LaunchTemplateId": world.lt_id, "LaunchTemplateName": "workers",
+    assert world.asg()["LaunchTemplate"] == {"LaunchTemplateId": world.lt_id, "LaunchTemplateName": LT_NAME,
                                              "Version": "2"}
     [new_version] = [v for v in world.lt_versions() if v["VersionNumber"] == 2]
     assert new_version["LaunchTemplateData"]["ImageId"] == world.new_ami
@@ -107,6 +116,30 @@ def test_bad_input_fails_naming_the_problem_and_changes_nothing(world, run, args
     assert text in result["msg"]
     assert result["code"] in ("InvalidParameter", "ResourceNotFound")
     assert state(world) == before
+
+
+def test_k3_a_managed_node_group_is_refused_before_any_change(capsys):
+    """K3: EKS owns a managed group's launch template and Auto Scaling group (writing to them makes the group
+    DEGRADED with Ec2LaunchTemplateVersionMismatch): refused, naming nodegroup_name, before any write."""
+    with mock_aws():
+        world = MotoNodegroup(kind="managed")
+        before = state(world)
+        calls = []
+        result = run_module_in_process(launch_template_version.main, dict(BASE, image_id=world.new_ami), capsys,
+                                       aws_calls=calls)
+        assert state(world) == before
+    assert result["failed"] is True and (result["code"], result["parameter"]) == ("InvalidParameter", "nodegroup_name")
+    assert result["kind"] == "managed" and NODEGROUP in result["msg"] and world.asg_name in result["msg"]
+    assert "DescribeNodegroup" in calls and mutating(calls) == []
+
+
+@pytest.mark.parametrize("kind, convention", [("self_managed", "cloudformation"), ("self_managed_eksctl", None)])
+def test_each_self_managed_kind_gets_its_new_version(capsys, kind, convention):
+    with mock_aws():
+        world = MotoNodegroup(kind=kind, convention=convention or "terraform")
+        result = run_module_in_process(launch_template_version.main, dict(BASE, image_id=world.new_ami), capsys)
+        assert result["changed"] is True and result["asg_name"] == world.asg_name, result
+        assert world.asg()["LaunchTemplate"]["Version"] == "2"
 
 
 def test_kubernetes_version_with_an_unknown_current_family(world, run):

@@ -10,9 +10,13 @@ import sys
 
 import pytest
 import yaml
+from moto import mock_aws
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils import drain
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.modules import node_drain
+
+from ..moto_nodegroup import SELF_MANAGED, SELF_MANAGED_EKSCTL, TERRAFORM, MotoNodegroup, run_module_in_process
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "module_utils"))
 from test_drain import FakeCluster, make_pod, node  # noqa: E402  (shared fake API server)
@@ -74,16 +78,20 @@ class ModuleFailed(Exception):
 
 
 class FakeModule:
-    def __init__(self, cluster, params, check_mode=False, diff=False):
+    def __init__(self, cluster, params, check_mode=False, diff=False, aws=None):
         self.cluster = cluster
         self.params = params
         self.check_mode = check_mode
         self._diff = diff
         self.warnings = []
         self.failure = None
+        self.aws_clients = aws or {}
 
     def core_v1(self):
         return self.cluster
+
+    def aws(self, service):
+        return self.aws_clients[service]
 
     def warn(self, message):
         self.warnings.append(message)
@@ -138,20 +146,68 @@ def test_check_mode_cordon_changes_nothing():
     assert not cluster.verbs("patch")
 
 
-def test_instance_ids_drain_the_nodes_found_by_provider_id_and_report_instances_without_one():
-    """U5: an instance that had no node when the batch was planned may have joined since: drained all the same."""
-    nodes = [ec2_node("node-a", "i-0a"), ec2_node("node-b", "i-0b")]
+@pytest.fixture(params=[(SELF_MANAGED, TERRAFORM), (SELF_MANAGED_EKSCTL, None)], ids=["terraform", "eksctl"])
+def group_world(request):
+    """Node group workers of cluster demo, of a kind that labels no node or of one that does (SPEC K1)."""
+    kind, convention = request.param
+    with mock_aws():
+        world = MotoNodegroup(desired=0, kind=kind, convention=convention or TERRAFORM)
+        world.selector = "alpha.eksctl.io/nodegroup-name=workers" if kind == SELF_MANAGED_EKSCTL else None
+        yield world
+
+
+def group_module(world, cluster, params):
+    return FakeModule(cluster, params, aws=dict(autoscaling=world.autoscaling, eks=world.eks))
+
+
+def group_node(world, name, instance_id):
+    """A node of the world's group: labelled as its kind labels nodes (eksctl), or not at all (terraform)."""
+    return ec2_node(name, instance_id, nodegroup="workers" if world.selector else None)
+
+
+def test_instance_ids_drain_the_nodes_found_by_provider_id_and_report_instances_without_one(group_world):
+    """U5: an instance that had no node when the batch was planned may have joined since: drained all the same.
+    K2: nodes are matched by providerID, the LIST narrowed by the group's label where its kind sets one."""
+    nodes = [group_node(group_world, "node-a", "i-0a"), group_node(group_world, "node-b", "i-0b")]
     cluster = NodeListing([make_pod("web-0"), make_pod("web-1", node="node-b")], nodes=nodes)
-    params = _params(instance_ids=["i-0a", "i-0b", "i-0c"], nodegroup_name="workers")
-    result = node_drain.run(FakeModule(cluster, params))
+    params = _params(instance_ids=["i-0a", "i-0b", "i-0c"], nodegroup_name="workers", cluster_name="demo")
+    result = node_drain.run(group_module(group_world, cluster, params))
     assert result["instances"] == {"i-0a": "node-a", "i-0b": "node-b", "i-0c": None}
     assert sorted(result["nodes"]) == ["node-a", "node-b"]
     assert result["nodes"]["node-b"]["evicted"] == ["default/web-1"]
     assert result["requests_made"] == len(cluster.requests)
+    assert [r[2] for r in cluster.verbs("list", "nodes")][0] == group_world.selector
 
 
-def test_instance_ids_without_any_node_change_nothing():
-    cluster = NodeListing(nodes=[ec2_node("node-a", "i-0a")])
-    result = node_drain.run(FakeModule(cluster, _params(instance_ids=["i-0c"], nodegroup_name="workers")))
-    assert result == {"changed": False, "nodes": {}, "instances": {"i-0c": None}, "requests_made": 2}
+def test_instance_ids_without_any_node_change_nothing(group_world):
+    cluster = NodeListing(nodes=[group_node(group_world, "node-a", "i-0a")])
+    params = _params(instance_ids=["i-0c"], nodegroup_name="workers", cluster_name="demo")
+    result = node_drain.run(group_module(group_world, cluster, params))
+    # with a label: that LIST, then every node (a node that lost its label is still found); without: every node
+    lists = [group_world.selector, None] if group_world.selector else [None]
+    assert result == {"changed": False, "nodes": {}, "instances": {"i-0c": None}, "requests_made": len(lists)}
+    assert [r[2] for r in cluster.verbs("list", "nodes")] == lists
     assert not cluster.verbs("patch")
+
+
+def test_instance_ids_without_a_node_group_list_every_node_once():
+    cluster = NodeListing(nodes=[ec2_node("node-a", "i-0a")])
+    result = node_drain.run(FakeModule(cluster, _params(instance_ids=["i-0a"], state="cordon")))
+    assert result["instances"] == {"i-0a": "node-a"} and result["changed"] is True
+    assert [r[2] for r in cluster.verbs("list", "nodes")] == [None]
+
+
+def test_an_unknown_node_group_is_named_before_anything_changes(group_world):
+    cluster = NodeListing(nodes=[group_node(group_world, "node-a", "i-0a")])
+    params = _params(instance_ids=["i-0a"], nodegroup_name="nope", cluster_name="demo")
+    with pytest.raises(UpgradeError) as raised:
+        node_drain.run(group_module(group_world, cluster, params))
+    assert (raised.value.code, raised.value.details["parameter"]) == ("ResourceNotFound", "nodegroup_name")
+    assert not cluster.verbs("patch") and not cluster.verbs("evict")
+
+
+def test_nodegroup_name_needs_cluster_name(capsys):
+    """The node group is found in its cluster (K1): nodegroup_name without cluster_name is refused up front."""
+    result = run_module_in_process(node_drain.main, dict(instance_ids=["i-0a"], nodegroup_name="workers"), capsys)
+    assert result["failed"] is True
+    assert "nodegroup_name" in result["msg"] and "cluster_name" in result["msg"]

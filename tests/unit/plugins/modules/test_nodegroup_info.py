@@ -5,41 +5,32 @@ from __future__ import annotations
 from unittest import mock
 
 import pytest
-from kubernetes.client import ApiClient, V1Node, V1NodeCondition, V1NodeSpec, V1NodeStatus, V1ObjectMeta
 from moto import mock_aws
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import kube_watch
+from ansible_collections.eksops.nodegroup.plugins.module_utils import kinds, kube_watch
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.modules import nodegroup_info
 
 from ..module_utils.test_kube_watch import FakeClock, FakeStore, api_error
-from ..moto_nodegroup import ASG_NAME, CLUSTER, NODEGROUP, MotoNodegroup, run_module_in_process
+from ..moto_nodegroup import ASG_NAME, CLUSTER, NODEGROUP, MotoNodegroup, raw_node, run_module_in_process
 
 BASE = dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP, kubeconfig="/unused")
 
 
 class FakeCoreV1:
-    """Nodes for the ASG's instances, as the kubelet would register them, served by test_kube_watch's fake
-    API server (``store``: paging, selectors, injected faults)."""
+    """Nodes for the ASG's instances, as their kubelets register them (with the labels the group's kind gives
+    them, SPEC K1), served by test_kube_watch's fake API server (``store``: paging, selectors, injected faults)."""
 
     def __init__(self, world, unschedulable=(), extra_nodes=()):
-        nodes = []
-        for index, instance in enumerate(world.asg()["Instances"]):
-            nodes.append(V1Node(
-                metadata=V1ObjectMeta(name="ip-10-0-0-%d" % index,
-                                      labels={"eks.amazonaws.com/nodegroup": NODEGROUP}),
-                spec=V1NodeSpec(provider_id="aws:///%s/%s" % (instance["AvailabilityZone"], instance["InstanceId"]),
-                                unschedulable=instance["InstanceId"] in unschedulable),
-                status=V1NodeStatus(conditions=[V1NodeCondition(type="Ready", status="True")])))
-        nodes.extend(extra_nodes)
-        self.store = FakeStore(ApiClient().sanitize_for_serialization(nodes))
+        nodes = world.raw_nodes(unschedulable=unschedulable) + list(extra_nodes)
+        self.store = FakeStore(nodes)
         self.list_node = self.store.list_func
 
     @property
     def calls(self):
-        """The label selector of each node LIST."""
-        return [kwargs["label_selector"] for dummy, kwargs in self.store.calls]
+        """The label selector of each node LIST (None: every node)."""
+        return [kwargs.get("label_selector") for dummy, kwargs in self.store.calls]
 
 
 @pytest.fixture
@@ -70,7 +61,10 @@ def test_describes_the_group_and_plans_a_rolling_upgrade(world, run):
     assert len(group["instances"]) == 4 and all(i["node_name"] and i["ready"] for i in group["instances"])
     assert group["old_instances"] == [] and len(group["new_instances"]) == 4
     assert group["plan"]["batches"] == [] and group["journal"] is None
-    assert core_v1.calls == ["eks.amazonaws.com/nodegroup=workers"]
+    # K1: a terraform-aws-eks group; its nodes carry no node-group label, so every node is listed (K2)
+    assert (group["kind"], group["node_selector"], group["managed"]) == ("self_managed", None, None)
+    assert core_v1.calls == [None]
+    assert all(i["launch_time"] and i["launch_time"].endswith("Z") for i in group["instances"])
 
 
 def test_a_server_error_on_the_node_list_is_retried(world, run):
@@ -83,7 +77,7 @@ def test_a_server_error_on_the_node_list_is_retried(world, run):
     assert not result.get("failed"), result
     assert len(result["nodegroup"]["old_instances"]) == 4
     assert all(i["node_name"] for i in result["nodegroup"]["instances"])
-    assert core_v1.calls == ["eks.amazonaws.com/nodegroup=workers"] * 2 and len(clock.sleeps) == 1
+    assert core_v1.calls == [None] * 2 and len(clock.sleeps) == 1
 
 
 def test_target_image_splits_old_from_new_and_batches_the_old(world, run):
@@ -118,16 +112,76 @@ def test_surge_and_minimal_plans(world, run):
     assert (minimal["strategy"], minimal["surge"]) == ("minimal", 0)
 
 
-def test_journal_cordoned_nodes_and_orphans_are_reported(world, run):
+def test_journal_and_cordoned_nodes_are_reported(world, run):
     first = world.asg()["Instances"][0]["InstanceId"]
-    stray = V1Node(metadata=V1ObjectMeta(name="gone", labels={"eks.amazonaws.com/nodegroup": NODEGROUP}),
-                   spec=V1NodeSpec(provider_id="aws:///us-west-2a/i-0000000000000dead"))
-    write_journal(world.autoscaling, ASG_NAME, Journal(run_id="r9", phase="upgrade", surge=6))
-    group = run(FakeCoreV1(world, unschedulable=[first], extra_nodes=[stray]), target=world.new_ami,
-                max_unavailable=2, seed=3)["nodegroup"]
+    write_journal(world.autoscaling, world.asg_name, Journal(run_id="r9", phase="upgrade", surge=6))
+    group = run(FakeCoreV1(world, unschedulable=[first]), target=world.new_ami, max_unavailable=2, seed=3)["nodegroup"]
     assert group["journal"]["run_id"] == "r9" and group["journal"]["surge"] == 6
-    assert group["orphan_nodes"] == ["gone"]
     assert first in group["plan"]["batches"][0]
+    assert [i["unschedulable"] for i in group["instances"] if i["instance_id"] == first] == [True]
+
+
+STRAY_ID = "i-0000000000000dead"
+
+
+def stray(labels):
+    return raw_node("gone", STRAY_ID, "us-west-2a", dict(labels, **{"kubernetes.io/hostname": "gone"}))
+
+
+def test_a_labelled_node_whose_instance_left_the_group_is_an_orphan(capsys):
+    """Only a kind that labels its nodes tells a node of the group without its instance (eksctl here)."""
+    with mock_aws():
+        world = MotoNodegroup(desired=2, kind=kinds.SELF_MANAGED_EKSCTL)
+        core_v1 = FakeCoreV1(world, extra_nodes=[stray({"alpha.eksctl.io/nodegroup-name": NODEGROUP}),
+                                                 raw_node("batch-1", "i-0000000000000b01", "us-west-2a",
+                                                          {"alpha.eksctl.io/nodegroup-name": "batch"})])
+        with mock.patch.object(EksopsModule, "core_v1", lambda self: core_v1):
+            group = run_module_in_process(nodegroup_info.main, BASE, capsys)["nodegroup"]
+    assert group["kind"] == kinds.SELF_MANAGED_EKSCTL
+    assert group["node_selector"] == "alpha.eksctl.io/nodegroup-name=" + NODEGROUP
+    assert group["orphan_nodes"] == ["gone"]
+    assert core_v1.calls == ["alpha.eksctl.io/nodegroup-name=" + NODEGROUP]
+    assert all(i["node_name"] for i in group["instances"])
+
+
+def test_a_self_managed_group_has_no_orphans_to_tell(world, run):
+    """No label marks a plain self-managed group's nodes: a node of no instance of the group is not its own."""
+    group = run(FakeCoreV1(world, extra_nodes=[stray({})]))["nodegroup"]
+    assert group["orphan_nodes"] == [] and STRAY_ID not in [i["instance_id"] for i in group["instances"]]
+
+
+def test_a_managed_node_group_is_described_and_left_to_eks_to_plan(capsys):
+    """K1/K3: the kind, EKS's record and the instances, but no plan (EKS plans a managed group's update)."""
+    with mock_aws():
+        world = MotoNodegroup(desired=2, kind=kinds.MANAGED)
+        core_v1 = FakeCoreV1(world)
+        with mock.patch.object(EksopsModule, "core_v1", lambda self: core_v1):
+            result = run_module_in_process(nodegroup_info.main, dict(BASE, target=world.new_ami), capsys)
+    assert not result.get("failed"), result
+    group = result["nodegroup"]
+    assert (group["kind"], group["asg_name"], group["plan"]) == (kinds.MANAGED, world.asg_name, None)
+    assert group["node_selector"] == "eks.amazonaws.com/nodegroup=" + NODEGROUP
+    assert core_v1.calls == ["eks.amazonaws.com/nodegroup=" + NODEGROUP]
+    managed = group["managed"]
+    assert managed["status"] == "ACTIVE" and managed["launch_template"] is None
+    assert set(managed) == {"status", "version", "release_version", "ami_type", "launch_template", "update_config",
+                            "health_issues", "scaling_config"}
+    assert managed["scaling_config"]["desiredSize"] == 2
+    assert len(group["old_instances"]) == 2 and all(i["node_name"] for i in group["instances"])
+
+
+def test_managed_summary_of_a_custom_launch_template():
+    record = {"status": "DEGRADED", "version": "1.30", "releaseVersion": "1.30.4-20240917", "amiType": "CUSTOM",
+              "launchTemplate": {"id": "lt-1", "name": "mine", "version": "3"},
+              "updateConfig": {"maxUnavailable": 1},
+              "health": {"issues": [{"code": "Ec2LaunchTemplateVersionMismatch", "message": "m",
+                                     "resourceIds": ["eks-workers"]}]},
+              "scalingConfig": {"minSize": 1, "maxSize": 4, "desiredSize": 2}}
+    summary = nodegroup_info.managed_summary(record)
+    assert summary["launch_template"] == dict(id="lt-1", name="mine", version="3")
+    assert summary["health_issues"][0]["code"] == "Ec2LaunchTemplateVersionMismatch"
+    assert (summary["release_version"], summary["ami_type"]) == ("1.30.4-20240917", "CUSTOM")
+    assert nodegroup_info.managed_summary(None) is None
 
 
 @pytest.mark.parametrize("args, parameter", [
@@ -160,7 +214,7 @@ def test_documentation_matches_the_argument_spec():
 
 
 def test_a_thousand_instances_take_a_fixed_handful_of_calls(capsys):
-    """No per-instance calls: one ASG describe, EC2 describes in chunks of 200, one node LIST in pages of 500."""
+    """No per-instance calls: two ASG describes, EC2 describes in chunks of 200, one node LIST in pages of 500."""
     from ansible_collections.eksops.nodegroup.plugins.module_utils import aws as aws_utils
 
     calls = []
@@ -183,7 +237,8 @@ def test_a_thousand_instances_take_a_fixed_handful_of_calls(capsys):
     assert len(group["old_instances"]) == 1000
     assert [len(batch) for batch in group["plan"]["batches"]] == [100] * 10
     assert sorted(set(calls)) == ["DescribeAutoScalingGroups", "DescribeImages", "DescribeInstances",
-                                  "DescribeLaunchTemplates"]
+                                  "DescribeLaunchTemplates", "DescribeNodegroup"]
     assert calls.count("DescribeInstances") == 5
-    assert calls.count("DescribeAutoScalingGroups") == 1
+    # discovery (K1): DescribeNodegroup, then one describe filtered by eksctl's tags and one by the cluster tag
+    assert calls.count("DescribeAutoScalingGroups") == 2 and calls.count("DescribeNodegroup") == 1
     assert len(core_v1.calls) == 2

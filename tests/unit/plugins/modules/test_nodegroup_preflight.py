@@ -1,8 +1,20 @@
-"""Preflight findings (SPEC Z1, Z2, Z3, D8) of nodegroup_preflight, from raw objects, no server."""
+"""nodegroup_preflight: its findings (SPEC Z1, Z2, Z3, D8) from raw objects, and run() on moto and a fake
+API server (K1, K2, P2)."""
 
 from __future__ import annotations
 
+from unittest import mock
+
+import pytest
+from moto import mock_aws
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC
+from ansible_collections.eksops.nodegroup.plugins.modules import nodegroup_preflight
 from ansible_collections.eksops.nodegroup.plugins.modules.nodegroup_preflight import preflight_findings
+
+from ..module_utils.test_kube_watch import FakeStore
+from ..moto_nodegroup import CLUSTER, NODEGROUP, MotoNodegroup, node_labels, raw_node, run_module_in_process
 
 
 def deployment(name, replicas, namespace="default", tolerations=None):
@@ -87,3 +99,51 @@ def test_deployments_without_pods_on_the_node_group_are_ignored():
     findings = preflight_findings([pod("web-1", "web")], [deployment("web", 2), deployment("other", 1)],
                                   [pdb("web", "web", maxUnavailable=1)])
     assert findings == []
+
+
+# --- run(): the node group's nodes are its instances' nodes, whatever its kind (SPEC K1, K2) -----------------
+
+def node_pod(name, node_name, app):
+    return dict(pod(name, app), spec=dict(pod(name, app)["spec"], nodeName=node_name))
+
+
+@pytest.mark.parametrize("kind, convention", [("self_managed", "terraform"), ("self_managed_eksctl", None),
+                                              ("managed", None)])
+def test_run_examines_the_pods_of_the_groups_nodes_only(capsys, kind, convention):
+    """A plain self-managed group labels no node: its nodes are found by spec.providerID among all, and only
+    their pods are examined, each node's with a spec.nodeName field selector (P2)."""
+    with mock_aws():
+        world = MotoNodegroup(desired=2, kind=kind, convention=convention or "terraform")
+        group_nodes = world.raw_nodes()
+        other = raw_node("ip-10-9-0-1", "i-0000000000000b01", "us-west-2a",
+                         node_labels(kind, "us-west-2a", "ip-10-9-0-1", nodegroup="batch"))
+        nodes = FakeStore(group_nodes + [other])
+        pods = FakeStore([node_pod("billing-1", group_nodes[0]["metadata"]["name"], "billing"),
+                          node_pod("web-1", group_nodes[1]["metadata"]["name"], "web"),
+                          node_pod("batch-1", "ip-10-9-0-1", "batch")])
+        deployments = FakeStore([deployment("billing", 1), deployment("web", 3), deployment("batch", 1)])
+        budgets = FakeStore([pdb("web", "web", maxUnavailable=1)])
+        core_v1 = mock.Mock(list_node=nodes.list_func, list_pod_for_all_namespaces=pods.list_func)
+        with mock.patch.object(EksopsModule, "core_v1", lambda self: core_v1), \
+                mock.patch.object(EksopsModule, "k8s", lambda self: None), \
+                mock.patch.object(nodegroup_preflight, "AppsV1Api", lambda client: mock.Mock(
+                    list_deployment_for_all_namespaces=deployments.list_func)), \
+                mock.patch.object(nodegroup_preflight, "PolicyV1Api", lambda client: mock.Mock(
+                    list_pod_disruption_budget_for_all_namespaces=budgets.list_func)):
+            result = run_module_in_process(nodegroup_preflight.main, dict(cluster_name=CLUSTER,
+                                                                          nodegroup_name=NODEGROUP), capsys)
+    assert not result.get("failed"), result
+    assert result["pods_examined"] == 2
+    # batch (one replica too) runs on another group's node: not this upgrade's concern
+    assert checks(result["warnings_found"]) == [("single_replica", "default", "billing")]
+    assert sorted(kwargs["field_selector"] for dummy, kwargs in pods.calls) == sorted(
+        "spec.nodeName=" + n["metadata"]["name"] for n in group_nodes)
+
+
+def test_documentation_matches_the_argument_spec():
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.module import merged_argument_spec
+
+    from ..module_docs import assert_docs_match_spec
+
+    assert_docs_match_spec(nodegroup_preflight, merged_argument_spec(dict(NODEGROUP_ARGUMENT_SPEC), uses_aws=True,
+                                                                     uses_k8s=True))

@@ -18,7 +18,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Jo
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.modules import asg_surge, nodegroup_scale_restore
 
-from ..moto_nodegroup import ASG_NAME, CLUSTER, NODEGROUP, run_module_in_process
+from ..moto_nodegroup import ASG_NAME, CLUSTER, NODEGROUP, mutating, run_module_in_process
 from .asg_world import sizes, suspended, upgraded_world
 
 BASE = dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP, kubeconfig="/unused", post_drain_wait=0,
@@ -36,17 +36,23 @@ class FakeCluster:
         self.still_running = set(still_running)    # instances whose node still runs a pod at the terminate
         self.drained = []
         self.unmarked = []
+        self.selectors = []                        # the node selector of each node lookup (K1, P2)
 
-    def resolve(self, _core_v1, instance_ids, _nodegroup):
+    def resolve(self, _core_v1, instance_ids, node_selector):
+        self.selectors.append(node_selector)
         return dict((instance_id, "n-" + instance_id) for instance_id in instance_ids), 1
 
-    def undrained(self, _core_v1, instance_ids, _nodegroup):
+    def undrained(self, _core_v1, instance_ids, node_selector):
+        self.selectors.append(node_selector)
         return [dict(instance_id=i, node="n-" + i, cordoned=True, pods=["default/late-0"])
                 for i in instance_ids if i in self.still_running], 1
 
-    def nodes(self, _core_v1, _nodegroup):
+    def nodes(self, _core_v1, group):
+        """list_nodegroup_nodes: the nodes of the instances of the group as the module last described it (a
+        plain self-managed group's nodes carry no node-group label, SPEC K1)."""
+        self.selectors.append(group.node_selector)
         views = []
-        for instance in self.world.asg()["Instances"]:
+        for instance in group.asg["Instances"]:
             if instance["InstanceId"] in self.joined_late:
                 continue
             views.append(node_view({
@@ -138,6 +144,7 @@ def test_u6_restores_exactly_resumes_only_ours_and_clears_the_journal_last(surge
     assert suspended(surged) == ["AZRebalance"]  # A1: suspended before the upgrade, so left suspended
     assert not any(k.startswith("eksops.nodegroup/") for k in surged.tags())
     assert len(cluster.unmarked) == 4  # C2 annotation removed from the nodes that stay
+    assert set(cluster.selectors) == {None}
     left = Counter(i["AvailabilityZone"] for i in surged.asg()["Instances"])
     removed_azs = Counter(r["availability_zone"] for r in removed)
     assert sum(left.values()) == 4
@@ -229,6 +236,27 @@ def test_resumes_when_a_crash_left_the_group_below_the_journal(surged, run):
     assert not result.get("failed"), result
     assert len(result["nodegroup_scale_restore"]["removed_instances"]) == 5
     assert sizes(surged) == (0, 12, 4)
+
+
+def test_k3_a_managed_node_group_is_refused_before_any_change(capsys):
+    """K3: a managed group with a journal on its ASG (left by an older version of this collection) is not
+    restored through the ASG EKS owns: refused, naming nodegroup_name, before any change or drain."""
+    with mock_aws():
+        world = upgraded_world(kind="managed")
+        write_journal(world.autoscaling, world.asg_name, Journal.start(
+            phase="upgrade", original_min_size=0, original_max_size=12, original_desired_capacity=2,
+            desired_capacity_set=4, suspended_processes=A1))
+        before = (sizes(world), world.tags(), suspended(world))
+        cluster = FakeCluster(world)
+        calls = []
+        with mock.patch.object(EksopsModule, "core_v1", lambda self: None), \
+                mock.patch.object(nodegroup_scale_restore, "list_nodegroup_nodes", cluster.nodes), \
+                mock.patch.object(nodegroup_scale_restore, "drain_nodes", cluster.drain):
+            result = run_module_in_process(nodegroup_scale_restore.main, BASE, capsys, aws_calls=calls)
+        assert (sizes(world), world.tags(), suspended(world)) == before
+    assert result["failed"] is True and (result["code"], result["parameter"]) == ("InvalidParameter", "nodegroup_name")
+    assert NODEGROUP in result["msg"] and world.asg_name in result["msg"]
+    assert mutating(calls) == [] and cluster.drained == [] and cluster.selectors == []
 
 
 @pytest.mark.parametrize("phase,desired,active", [

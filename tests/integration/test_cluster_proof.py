@@ -1,0 +1,95 @@
+"""SPEC K4: the Kubernetes API in use must be cluster_name's before anything changes.
+
+Two sandboxes side by side: AWS names cluster `demo` (this module's sandbox), the kubeconfig points at another
+cluster's API server (a second sandbox, scenario `rolling`). The upgrade must be refused before any AWS or
+Kubernetes change, naming both endpoints; before the proof existed, `update_strategy=minimal` drained "no
+node" (none of demo's instances has a node in the other cluster) and terminated demo's instances with their
+pods (issue 9).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from nodegroup_state import call_counts, calls_between, mutating_calls
+from sandbox_helpers import REPO_ROOT, run_module, run_playbook, start_sandbox, stop_sandbox
+
+SCENARIO = "demo"
+PLAYBOOK = REPO_ROOT / "playbooks" / "upgrade_nodegroup.yml"
+
+
+@pytest.fixture(scope="module")
+def other_cluster(tmp_path_factory):
+    state_dir = tmp_path_factory.mktemp("sandbox-other")
+    handle = None
+    try:
+        handle = start_sandbox("rolling", state_dir)
+        yield handle
+    finally:
+        if handle is not None:
+            handle.close()
+        stop_sandbox(state_dir)
+
+
+def kubeconfig_server(path: str) -> str:
+    with open(path, encoding="utf-8") as handle:
+        return yaml.safe_load(handle)["clusters"][0]["cluster"]["server"]
+
+
+def changes_by_the_collection(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """Mutating AWS calls, and Kubernetes requests other than reads, made by the collection's modules."""
+    calls = calls_between(before, after)
+    writes = {key: count for key, count in calls.items()
+              if key.startswith("eksops.nodegroup") and key.split(" ")[1] not in ("get", "list", "watch")}
+    return {**mutating_calls(calls), **writes}
+
+
+def test_a_kubeconfig_of_another_cluster_is_refused_before_any_change(sandbox, other_cluster):
+    demo_before, other_before = call_counts(sandbox), call_counts(other_cluster)
+    result = run_playbook(sandbox, PLAYBOOK, {
+        "cluster_name": "demo", "nodegroup_name": "workers", "kubernetes_version": "1.30",
+        "update_strategy": "minimal", "drain_timeout": 20, "post_drain_wait": 1},
+        env={"KUBECONFIG": other_cluster.env["KUBECONFIG"]})
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "ClusterUnreachable" in output
+    # Both endpoints are named: the one in use and the one DescribeCluster gives for demo.
+    assert kubeconfig_server(other_cluster.env["KUBECONFIG"]) in output
+    assert kubeconfig_server(sandbox.env["KUBECONFIG"]) in output
+    assert changes_by_the_collection(demo_before, call_counts(sandbox)) == {}
+    assert changes_by_the_collection(other_before, call_counts(other_cluster)) == {}
+    assert sandbox.report()["pods_lost"] == [] and other_cluster.report()["pods_lost"] == []
+
+
+def test_an_ambient_kube_config_of_another_cluster_is_refused(sandbox, other_cluster, tmp_path):
+    """No KUBECONFIG, but ~/.kube/config (the kubernetes client's default) points at the other cluster."""
+    home = tmp_path / "home"
+    (home / ".kube").mkdir(parents=True)
+    (home / ".kube" / "config").write_text(open(other_cluster.env["KUBECONFIG"], encoding="utf-8").read())
+    before = call_counts(sandbox)
+    result = run_module(sandbox, "nodegroup_preflight", {"cluster_name": "demo", "nodegroup_name": "workers"},
+                        env={"HOME": str(home), "KUBECONFIG": None})
+    assert result.get("failed"), result
+    assert result["code"] == "ClusterUnreachable"
+    assert result["eks_endpoint"] == kubeconfig_server(sandbox.env["KUBECONFIG"])
+    assert result["api_endpoint"] == kubeconfig_server(other_cluster.env["KUBECONFIG"])
+    assert changes_by_the_collection(before, call_counts(sandbox)) == {}
+
+
+def test_another_spelling_of_the_endpoint_is_proven_by_the_nodes(sandbox, tmp_path):
+    """A kubeconfig that reaches demo's API by another name (a proxy, a private DNS name): the endpoints
+    differ, but every instance of the node group has its node there, matched by spec.providerID."""
+    with open(sandbox.env["KUBECONFIG"], encoding="utf-8") as handle:
+        config = yaml.safe_load(handle)
+    proxied = copy.deepcopy(config)
+    server = config["clusters"][0]["cluster"]["server"]
+    proxied["clusters"][0]["cluster"]["server"] = server.replace("127.0.0.1", "localhost")
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(proxied))
+    result = run_module(sandbox, "nodegroup_info", {"cluster_name": "demo", "nodegroup_name": "workers"},
+                        env={"KUBECONFIG": str(path)})
+    assert not result.get("failed"), result
+    assert len([i for i in result["nodegroup"]["instances"] if i["node_name"]]) == 6
