@@ -52,13 +52,10 @@ def loaded_node(sandbox) -> str:
         return None
 
     node = _wait(all_running_on_one_node, f"{POD_COUNT} pods Running on one node")
-    autoscaling = sandbox.client("autoscaling")
-    [spare] = [group for group in autoscaling.describe_auto_scaling_groups()["AutoScalingGroups"]
-               if {"Key": "eks:nodegroup-name", "Value": "spare"} in
-               [{"Key": tag["Key"], "Value": tag["Value"]} for tag in group.get("Tags", [])]]
-    autoscaling.set_desired_capacity(AutoScalingGroupName=spare["AutoScalingGroupName"], DesiredCapacity=1)
-    _wait(lambda: [n for n in core.list_node(label_selector="eks.amazonaws.com/nodegroup=spare").items
-                   if any(c.type == "Ready" and c.status == "True" for c in n.status.conditions or [])],
+    spare = sandbox.report()["nodegroups"]["spare"]["asg"]["name"]
+    sandbox.client("autoscaling").set_desired_capacity(AutoScalingGroupName=spare, DesiredCapacity=1)
+    _wait(lambda: [n for n in core.list_node().items if n.metadata.name != node
+                   and any(c.type == "Ready" and c.status == "True" for c in n.status.conditions or [])],
           "the spare node Ready")
     return node
 

@@ -49,7 +49,7 @@ class NodeList:
 
     def __init__(self, asg):
         self.store = FakeStore([{"metadata": {"name": "ip-10-0-%d-%d" % divmod(index, 250),
-                                              "labels": {"eks.amazonaws.com/nodegroup": moto_nodegroup.NODEGROUP}},
+                                              "labels": {}},
                                  "spec": {"providerID": "aws:///%s/%s" % (i["AvailabilityZone"], i["InstanceId"])},
                                  "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
                                 for index, i in enumerate(asg["Instances"])])

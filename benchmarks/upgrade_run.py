@@ -45,10 +45,9 @@ class GroupState:
 
 
 def workers_asg(sandbox: SandboxHandle) -> dict[str, Any]:
-    groups = sandbox.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"]
-    [asg] = [g for g in groups if any(t["Key"] == "eks:nodegroup-name" and t["Value"] == NODEGROUP
-                                      for t in g.get("Tags", []))]
-    return asg
+    name = sandbox.report()["nodegroups"][NODEGROUP]["asg"]["name"]
+    return sandbox.client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[name])[
+        "AutoScalingGroups"][0]
 
 
 def ami_pair(sandbox: SandboxHandle) -> tuple[str, str]:
