@@ -216,10 +216,15 @@ def list_all_nodes(core_v1, label_selector=None, purpose="list nodes"):
 def list_nodegroup_nodes(core_v1, group):
     """The nodes of the group's instances, matched by spec.providerID (SPEC K2), narrowed on the server by the
     kind's node label where the kind sets one; a plain self-managed group's nodes carry none, so every node
-    is listed."""
+    is listed. When some instance has no node among the labelled ones, every node is listed too: a node whose
+    bootstrap left the label out (eksctl's overrideBootstrapCommand) must not pass for no node."""
     instance_ids = set(instance["InstanceId"] for instance in group.asg.get("Instances", []))
-    nodes = list_all_nodes(core_v1, group.node_selector, "list the nodes of node group %s" % group.nodegroup_name)
-    return [node for node in nodes if instance_id_of(node) in instance_ids]
+    purpose = "list the nodes of node group %s" % group.nodegroup_name
+    mine = [node for node in list_all_nodes(core_v1, group.node_selector, purpose)
+            if instance_id_of(node) in instance_ids]
+    if group.node_selector and len(mine) < len(instance_ids):
+        mine = [node for node in list_all_nodes(core_v1, None, purpose) if instance_id_of(node) in instance_ids]
+    return mine
 
 
 def selector_kwargs(label_selector):

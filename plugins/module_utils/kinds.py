@@ -26,7 +26,6 @@ import re
 MANAGED = "managed"
 SELF_MANAGED_EKSCTL = "self_managed_eksctl"
 SELF_MANAGED = "self_managed"
-KINDS = (MANAGED, SELF_MANAGED_EKSCTL, SELF_MANAGED)
 
 EKS_CLUSTER_TAG = "eks:cluster-name"
 EKS_NODEGROUP_TAG = "eks:nodegroup-name"
@@ -63,6 +62,12 @@ def tagged_cluster(tags):
             return tags[key]
     clusters = [key[len(CLUSTER_TAG_PREFIX):] for key in tags if key.startswith(CLUSTER_TAG_PREFIX)]
     return clusters[0] if len(clusters) == 1 else None
+
+
+def tagged_for_cluster(tags, cluster_name):
+    """Whether an Auto Scaling group's tags say it belongs to ``cluster_name``: the cluster tag EKS or eksctl
+    writes, or kubernetes.io/cluster/<cluster_name>, which every tool (and the cluster autoscaler) relies on."""
+    return cluster_name in (tags.get(EKS_CLUSTER_TAG), tags.get(EKSCTL_CLUSTER_TAG)) or cluster_tag(cluster_name) in tags
 
 
 def tagged_nodegroup(tags):

@@ -102,9 +102,18 @@ def _tags(asg):
 
 
 def _check_named_asg(asg, cluster_name, nodegroup_name):
-    """The named ASG must belong to this cluster and node group as far as its tags tell (its kind)."""
+    """The named ASG must be tagged for this cluster, and for this node group as far as its kind's tags tell:
+    an untagged group may be another cluster's, whose instances would all look like nodes that never joined."""
     tags = _tags(asg)
     name = asg["AutoScalingGroupName"]
+    if not kinds.tagged_for_cluster(tags, cluster_name):
+        told = kinds.tagged_cluster(tags)
+        raise invalid_parameter(
+            "asg_name", "Auto Scaling group %r (asg_name) is not tagged for cluster %s (%s): no %s=%s, %s=%s or %s tag; "
+            "refusing to touch a group that may be another cluster's (tag it %s=owned if it is this cluster's)"
+            % (name, cluster_name, "it names cluster %s" % told if told else "it names no cluster",
+               kinds.EKS_CLUSTER_TAG, cluster_name, kinds.EKSCTL_CLUSTER_TAG, cluster_name,
+               kinds.cluster_tag(cluster_name), kinds.cluster_tag(cluster_name)), asg_name=name)
     for told, expected, parameter in ((kinds.tagged_cluster(tags), cluster_name, "cluster_name"),
                                       (kinds.tagged_nodegroup(tags), nodegroup_name, "nodegroup_name")):
         if told is not None and expected and told != expected:

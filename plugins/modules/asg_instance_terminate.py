@@ -161,6 +161,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
     WAIT_TIMEOUT,
     GroupWatch,
     asg_sizes,
+    list_nodegroup_nodes,
     terminate_in_asg,
     update_sizes,
     utc_now,
@@ -176,6 +177,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import (
     termination_problems_message,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
+    CLUSTER_UNREACHABLE,
     NODE_CREATION_FAILURE,
     NOT_FOUND,
     POD_EVICTION_FAILURE,
@@ -283,6 +285,14 @@ def check_drained(module, group, instance_ids):
         module.warn(message)
     if not check["nodeless"]:
         return []
+    if not list_nodegroup_nodes(module.core_v1(), group):
+        # Not one instance of the group has a node here: this is not the group's cluster, whatever proved it.
+        raise UpgradeError(
+            CLUSTER_UNREACHABLE, "None of the instances of Auto Scaling group %s has a node in the Kubernetes API "
+            "in use (by spec.providerID): refusing to terminate %s as instances that never joined; check that the "
+            "API is cluster %s's. This module changed nothing."
+            % (group.asg_name, ", ".join(check["nodeless"]), group.cluster_name),
+            asg_name=group.asg_name, instance_ids=check["nodeless"])
     nodeless = nodeless_instances(check["nodeless"], describe_instances(module.aws("ec2"), check["nodeless"]),
                                   utc_now(), module.params["node_ready_timeout"])
     for instance in nodeless:

@@ -69,10 +69,17 @@ options:
     elements: str
   nodegroup_name:
     description:
-      - The node group of O(instance_ids) (needs O(cluster_name)). Where its kind labels its nodes
-        (C(eks.amazonaws.com/nodegroup), C(alpha.eksctl.io/nodegroup-name)) the nodes are looked for among those
+      - The node group the nodes belong to (needs O(cluster_name)). With O(instance_ids), where its kind labels
+        its nodes (C(eks.amazonaws.com/nodegroup), C(alpha.eksctl.io/nodegroup-name)) the nodes are looked for among those
         first (one smaller LIST); instances not found there, or all of them for a kind without a label, are
         looked for among all nodes. Nodes are matched to instances by C(spec.providerID) either way.
+      - With a Kubernetes API endpoint other than the one C(DescribeCluster) gives for O(cluster_name), the node
+        group's instances prove the cluster (SPEC K4); without O(nodegroup_name) the module then fails.
+    type: str
+  asg_name:
+    description:
+      - The node group's Auto Scaling group, when discovery by O(nodegroup_name) finds several (see the
+        C(nodegroup_info) module).
     type: str
   state:
     description:
@@ -352,6 +359,7 @@ ARGUMENT_SPEC = dict(
     names=dict(type="list", elements="str"),
     instance_ids=dict(type="list", elements="str"),
     nodegroup_name=dict(type="str"),
+    asg_name=dict(type="str"),
     state=dict(type="str", choices=["cordon", "drain", "uncordon"], default="drain"),
     delete_options=dict(type="dict", default={}, options=DELETE_OPTIONS_SPEC),
     pod_selectors=dict(type="list", elements="str", aliases=["label_selectors"]),
@@ -392,7 +400,7 @@ def run(module):
         selector = None
         if params["nodegroup_name"]:
             selector = find_nodegroup(module.aws("autoscaling"), module.aws("eks"), params["cluster_name"],
-                                      params["nodegroup_name"]).node_selector
+                                      params["nodegroup_name"], params["asg_name"]).node_selector
         instances, requests_before = resolve_instance_nodes(core_v1, params["instance_ids"], selector)
         for instance_id, node_name in sorted(instances.items()):
             if node_name is None:
@@ -435,7 +443,7 @@ def main():
         supports_check_mode=True,
         mutually_exclusive=[("name", "names", "instance_ids")],
         required_one_of=[("name", "names", "instance_ids")],
-        required_by=dict(nodegroup_name=["instance_ids", "cluster_name"]),
+        required_by=dict(nodegroup_name="cluster_name", asg_name="nodegroup_name"),
     )
     module.run(lambda: run(module))
 

@@ -161,9 +161,20 @@ def test_a_labelling_kinds_nodes_are_listed_by_label_P2():
     other = raw_node("other", "i-9", labels={"alpha.eksctl.io/nodegroup-name": "batch"})
     store, core_v1 = node_store(raw_node("n1", "i-1", labels=EKSCTL), raw_node("n2", "i-2", labels=EKSCTL),
                                 raw_node("gone", "i-8", labels=EKSCTL), other)
-    nodes = asg_ops.list_nodegroup_nodes(core_v1, group(kinds.SELF_MANAGED_EKSCTL, ["i-1", "i-2", "i-9"]))
+    nodes = asg_ops.list_nodegroup_nodes(core_v1, group(kinds.SELF_MANAGED_EKSCTL, ["i-1", "i-2"]))
     assert [(n.metadata.name, instance_id_of(n)) for n in nodes] == [("n1", "i-1"), ("n2", "i-2")]
     assert [kwargs["label_selector"] for dummy, kwargs in store.calls] == ["alpha.eksctl.io/nodegroup-name=workers"]
+
+
+def test_a_node_without_its_kinds_label_is_still_its_instances_node_K2():
+    """A node whose bootstrap left the kind's label out (eksctl overrideBootstrapCommand) is found by its
+    providerID among all nodes: it must not pass for an instance without a node."""
+    store, core_v1 = node_store(raw_node("n1", "i-1", labels=EKSCTL), raw_node("plain", "i-2"),
+                                raw_node("elsewhere", "i-7"))
+    nodes = asg_ops.list_nodegroup_nodes(core_v1, group(kinds.SELF_MANAGED_EKSCTL, ["i-1", "i-2"]))
+    assert [(n.metadata.name, instance_id_of(n)) for n in nodes] == [("n1", "i-1"), ("plain", "i-2")]
+    assert [kwargs.get("label_selector") for dummy, kwargs in store.calls] == [
+        "alpha.eksctl.io/nodegroup-name=workers", None]
 
 
 def test_list_all_nodes_with_and_without_a_selector():

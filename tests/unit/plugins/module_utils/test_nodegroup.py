@@ -13,7 +13,7 @@ from kubernetes.client import V1Node, V1NodeCondition, V1NodeSpec, V1NodeStatus,
 from moto import mock_aws
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils import nodegroup as ng
-from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import INVALID_PARAMETER, UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
 
 from ..moto_nodegroup import (
@@ -350,14 +350,31 @@ def test_asg_name_tagged_for_another_cluster_or_node_group_is_refused(world, tag
     assert "named" in err.msg and told in err.msg
 
 
-def test_asg_name_of_an_untagged_group_is_taken_as_self_managed(world):
-    """The user names the group: nothing in its tags contradicts it, and nothing says it is another kind."""
-    add_asg(world, "hand-made", {"team": "platform"})
+def test_asg_name_of_a_group_tagged_only_for_the_cluster_is_taken_as_self_managed(world):
+    """The user names the group: its cluster tag says it is this cluster's, nothing says it is another kind."""
+    add_asg(world, "hand-made", {"team": "platform", "kubernetes.io/cluster/" + CLUSTER: "owned"})
     try:
         group = ng.find_nodegroup(world.autoscaling, world.eks, CLUSTER, NODEGROUP, "hand-made")
     finally:
         world.autoscaling.delete_auto_scaling_group(AutoScalingGroupName="hand-made", ForceDelete=True)
     assert (group.kind, group.asg_name, group.node_selector) == (SELF_MANAGED, "hand-made", None)
+
+
+@pytest.mark.parametrize("tags", [
+    {"team": "platform"},
+    {"kubernetes.io/cluster/staging": "owned", "kubernetes.io/cluster/prod": "owned"},
+])
+def test_asg_name_of_a_group_not_tagged_for_the_cluster_is_refused(world, tags):
+    """An untagged group may be another cluster's: its instances would all look like nodes that never joined,
+    and be terminated with their pods (issue 9)."""
+    add_asg(world, "hand-made", tags)
+    try:
+        with pytest.raises(UpgradeError) as raised:
+            ng.find_nodegroup(world.autoscaling, world.eks, CLUSTER, NODEGROUP, "hand-made")
+    finally:
+        world.autoscaling.delete_auto_scaling_group(AutoScalingGroupName="hand-made", ForceDelete=True)
+    assert raised.value.code == INVALID_PARAMETER and raised.value.details["parameter"] == "asg_name"
+    assert "kubernetes.io/cluster/%s" % CLUSTER in raised.value.msg
 
 
 def test_two_candidates_are_refused_naming_both(world):

@@ -37,9 +37,11 @@ def undrained(monkeypatch):
         return dict(problems=[p for p in problems if p["instance_id"] in instance_ids],
                     nodeless=[i for i in instance_ids if i in nodeless], requests=0)
 
+    state = dict(problems=problems, checked=checked, nodeless=nodeless, group_nodes=["ip-10-0-0-1"])
     monkeypatch.setattr(asg_instance_terminate, "termination_check", fake_termination_check)
+    monkeypatch.setattr(asg_instance_terminate, "list_nodegroup_nodes", lambda core_v1, group: state["group_nodes"])
     monkeypatch.setattr(asg_instance_terminate.EksopsModule, "core_v1", lambda self: None)
-    return dict(problems=problems, checked=checked, nodeless=nodeless)
+    return state
 
 
 @pytest.fixture
@@ -175,6 +177,19 @@ def test_an_instance_without_a_node_is_terminated_and_said_to_have_never_joined(
     [never] = result["asg_instance_terminate"]["never_joined"]
     assert never["instance_id"] == victim and "never joined the cluster" in never["reason"]
     assert never["launched_seconds_ago"] >= 3600
+
+
+def test_instances_without_a_node_in_a_group_without_any_are_refused(world, run, undrained):
+    """No instance of the group has a node in the API in use: it is not the group's cluster (an untagged group of
+    another cluster, a wrong kubeconfig); its instances must not pass for nodes that never joined (issue 9)."""
+    victims = members(world)[:2]
+    undrained["nodeless"].extend(victims)
+    undrained["group_nodes"] = []
+    before = members(world)
+    result = run(instance_ids=victims, should_decrement_desired_capacity=True)
+    assert result.get("failed") and result["code"] == "ClusterUnreachable", result
+    assert "changed nothing" in result["msg"] and result["instance_ids"] == victims
+    assert members(world) == before and world.asg()["DesiredCapacity"] == 4
 
 
 def test_instances_with_their_nodes_are_not_reported_as_never_joined(world, run):

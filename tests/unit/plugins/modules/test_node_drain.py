@@ -53,8 +53,8 @@ def test_examples_and_return_are_valid_yaml():
 
 
 def _params(**overrides):
-    params = dict(name=None, names=None, instance_ids=None, nodegroup_name=None, state="drain", pod_selectors=None,
-                  exclude_from_load_balancers=True,
+    params = dict(name=None, names=None, instance_ids=None, nodegroup_name=None, asg_name=None, state="drain",
+                  pod_selectors=None, exclude_from_load_balancers=True,
                   post_drain_wait=0, eviction_concurrency=10, run_id="run-1", cluster_name=None,
                   delete_options=dict(terminate_grace_period=-1, force=False, ignore_daemonsets=True,
                                       delete_emptydir_data=True, disable_eviction=False, wait_timeout=5,
