@@ -161,6 +161,11 @@ def _release_version_target(release, nodegroup, cluster_version):
     request = {"releaseVersion": release}
     ami_type = nodegroup.get("amiType")
     order = _release_order(ami_type, release)
+    if ssm_family(ami_type) is not None and order is None:
+        # Refused here, before any change, rather than by EKS after the updateConfig has been changed.
+        raise invalid_parameter(
+            "release_version", "release_version %r is not an Amazon Linux EKS AMI release version such as "
+            "1.30.4-20240917 (node group %s has amiType %s)" % (release, nodegroup["nodegroupName"], ami_type))
     if order is not None:
         # Amazon Linux releases name their Kubernetes version; send it too, as the AWS CLI example does, so EKS
         # never reads a missing version as "the cluster's".
@@ -215,8 +220,10 @@ def resolve_target(params, nodegroup, cluster_version):
 # --- updateConfig ------------------------------------------------------------------------------------------
 
 def wanted_update_config(max_unavailable, max_unavailable_percentage, update_strategy):
-    """The NodegroupUpdateConfig the playbook asks for; parallelism only when one of the options is set."""
-    wanted = {"updateStrategy": UPDATE_STRATEGIES[update_strategy]}
+    """The NodegroupUpdateConfig the playbook asks for: only what is set (what is not keeps the group's own)."""
+    wanted = {}
+    if update_strategy is not None:
+        wanted["updateStrategy"] = UPDATE_STRATEGIES[update_strategy]
     if max_unavailable is not None:
         wanted["maxUnavailable"] = max_unavailable
     elif max_unavailable_percentage is not None:
@@ -248,7 +255,8 @@ def update_config_request(current, wanted):
     NodegroupUpdateConfig requires maxUnavailable or maxUnavailablePercentage, and each replaces the other.
     """
     config = effective_update_config(current)
-    if _parallelism_matches(config, wanted) and config["updateStrategy"] == wanted["updateStrategy"]:
+    strategy = wanted.get("updateStrategy", config["updateStrategy"])
+    if _parallelism_matches(config, wanted) and config["updateStrategy"] == strategy:
         return None
     request = {}
     for key in ("maxUnavailable", "maxUnavailablePercentage"):
@@ -258,7 +266,7 @@ def update_config_request(current, wanted):
     else:
         key = "maxUnavailable" if "maxUnavailable" in config else "maxUnavailablePercentage"
         request[key] = config[key]
-    request["updateStrategy"] = wanted["updateStrategy"]
+    request["updateStrategy"] = strategy
     return request
 
 
@@ -303,7 +311,7 @@ def is_wanted_config_update(update, wanted):
     for name, value in params.items():
         key = _UPDATE_CONFIG_PARAMS[name]
         # What the playbook sets must be what the update sets; parallelism it leaves open may be anything.
-        if (key == "updateStrategy" or sets_parallelism) and str(wanted.get(key)) != value:
+        if (key in wanted or (key != "updateStrategy" and sets_parallelism)) and str(wanted.get(key)) != value:
             return False
     return True
 
@@ -373,6 +381,17 @@ def plan_managed_update(nodegroup, target, wanted_config, in_progress, force=Fal
                 message="Node group %s: updating to %s%s" % (
                     name, _target_words(target),
                     " after setting updateConfig %s" % update_config if update_config else ""))
+    return plan
+
+
+def plan_follow(nodegroup, target, update, expected_release=None):
+    """The plan of a run told which version update to follow (option update_id): follow it, whatever its status,
+    and never start another, so a failure of that update is reported rather than retried behind the caller."""
+    plan = dict(action="follow", target=dict(option=target["option"], value=target["value"]),
+                expected_release_version=expected_release, follow_update_id=update["id"],
+                pending_config_update_id=None, config_update=None, version_update=None,
+                message="Node group %s: following update %s to %s" % (nodegroup["nodegroupName"], update["id"],
+                                                                      _target_words(target)))
     return plan
 
 

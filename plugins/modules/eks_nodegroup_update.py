@@ -99,9 +99,9 @@ options:
     description:
       - C(default) launches new nodes before terminating old ones; C(minimal) terminates old nodes first, for
         capacity-constrained groups (SPEC U7). Set in the group's C(updateConfig) as C(DEFAULT) or C(MINIMAL).
+      - When not set, the group's own strategy is kept.
     type: str
     choices: [default, minimal]
-    default: default
   wait:
     description:
       - Follow the version update until it ends or O(wait_timeout) is reached.
@@ -117,6 +117,14 @@ options:
         the update again.
     type: int
     default: 3600
+  update_id:
+    description:
+      - Follow this version update only, the one an earlier run started (its RV(eks_update.id)); the run never
+        starts another, and reports the update's end as it is, C(Failed) included. A role that shows progress
+        between runs passes it back so that a failed update is reported instead of started again.
+      - The id of a configuration update this module started is accepted too; the version update then starts
+        once it has ended.
+    type: str
   following_since:
     description:
       - When following began, in seconds since the epoch, so that one follow can span several runs of the
@@ -150,10 +158,10 @@ notes:
   - The node group's C(DescribeNodegroup) status must allow an update (C(ACTIVE), C(UPDATING) or C(DEGRADED)).
   - The result's C(changed) is true when this run called C(UpdateNodegroupConfig) or C(UpdateNodegroupVersion)
     (in check mode, would call). Following an update started earlier is not a change.
-  - The existence of a launch template version is checked by EKS itself, when the version update is requested.
   - Needs C(eks:DescribeCluster), C(eks:DescribeNodegroup), C(eks:ListUpdates), C(eks:DescribeUpdate),
     C(eks:UpdateNodegroupConfig), C(eks:UpdateNodegroupVersion), C(ssm:GetParameter) (with
-    O(kubernetes_version)) and C(autoscaling:DescribeAutoScalingGroups) (progress). See
+    O(kubernetes_version)), C(ec2:DescribeLaunchTemplateVersions) (with O(launch_template_version)) and
+    C(autoscaling:DescribeAutoScalingGroups) (progress). See
     C(docs/iam-policy.json).
 seealso:
   - name: Update a managed node group (EKS user guide)
@@ -354,6 +362,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.managed_update im
     failed_update_error,
     is_finished,
     nodegroup_summary,
+    plan_follow,
     plan_managed_update,
     predicted_diff_state,
     resolve_target,
@@ -363,7 +372,11 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.managed_update im
     wanted_update_config,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import describe_managed_nodegroup
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
+    describe_lt_version,
+    describe_managed_nodegroup,
+    resolve_launch_template_id,
+)
 
 ARGUMENT_SPEC = dict(
     cluster_name=dict(type="str", required=True),
@@ -375,9 +388,10 @@ ARGUMENT_SPEC = dict(
     force=dict(type="bool", default=False),
     max_unavailable=dict(type="int"),
     max_unavailable_percentage=dict(type="int"),
-    update_strategy=dict(type="str", choices=sorted(UPDATE_STRATEGIES), default="default"),
+    update_strategy=dict(type="str", choices=sorted(UPDATE_STRATEGIES)),
     wait=dict(type="bool", default=True),
     wait_timeout=dict(type="int", default=3600),
+    update_id=dict(type="str"),
     following_since=dict(type="float"),
     return_after=dict(type="int"),
     poll_interval=dict(type="int", default=15),
@@ -421,10 +435,17 @@ def read_expected_release(ssm, target, nodegroup):
         raise
 
 
-def describe_update(eks, nodegroup, update_id):
-    with translate_aws_errors("describe update %s of node group %s" % (update_id, nodegroup["nodegroupName"])):
-        return eks.describe_update(name=nodegroup["clusterName"], nodegroupName=nodegroup["nodegroupName"],
-                                   updateId=update_id)["update"]
+def describe_update(eks, nodegroup, update_id, parameter=None):
+    """DescribeUpdate's answer; with ``parameter``, an unknown update is ResourceNotFound naming it."""
+    try:
+        with translate_aws_errors("describe update %s of node group %s" % (update_id, nodegroup["nodegroupName"])):
+            return eks.describe_update(name=nodegroup["clusterName"], nodegroupName=nodegroup["nodegroupName"],
+                                       updateId=update_id)["update"]
+    except UpgradeError as err:
+        if parameter and err.code == NOT_FOUND:
+            raise not_found(parameter, "Node group %s has no update %s (%s)" % (nodegroup["nodegroupName"],
+                                                                                update_id, parameter), **err.details)
+        raise
 
 
 def updates_in_progress(eks, nodegroup):
@@ -548,14 +569,25 @@ def run(module):
     cluster_version = describe_cluster_version(eks, params["cluster_name"])
     nodegroup = describe_nodegroup(eks, params["cluster_name"], params["nodegroup_name"])
     target = resolve_target(params, nodegroup, cluster_version)
+    if target["option"] == "launch_template_version":
+        # SPEC K5: checked before any change, not left to EKS after the updateConfig has been changed.
+        ec2 = module.aws("ec2")
+        describe_lt_version(ec2, resolve_launch_template_id(ec2, nodegroup["launchTemplate"]), target["value"],
+                            parameter="launch_template_version")
     expected_release = read_expected_release(module.aws("ssm"), target, nodegroup) \
         if target["ssm_parameter"] else None
-    in_progress = updates_in_progress(eks, nodegroup)
-    plan = plan_managed_update(
-        nodegroup, target,
-        wanted_update_config(params["max_unavailable"], params["max_unavailable_percentage"],
-                             params["update_strategy"]),
-        in_progress, force=params["force"], expected_release=expected_release)
+    named = describe_update(eks, nodegroup, params["update_id"], "update_id") if params["update_id"] else None
+    if named is not None and named.get("type") == "VersionUpdate":
+        in_progress = [named]
+        plan = plan_follow(nodegroup, target, named, expected_release)
+    else:
+        # No update named, or our own configuration update (its version update is still to start).
+        in_progress = updates_in_progress(eks, nodegroup)
+        plan = plan_managed_update(
+            nodegroup, target,
+            wanted_update_config(params["max_unavailable"], params["max_unavailable_percentage"],
+                                 params["update_strategy"]),
+            in_progress, force=params["force"], expected_release=expected_release)
     followed = [update for update in in_progress if update["id"] == plan["follow_update_id"]]
     started_at = time.time()
     following_since = params["following_since"] if params["following_since"] is not None else started_at

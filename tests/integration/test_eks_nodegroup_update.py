@@ -7,12 +7,16 @@ follows DescribeUpdate. The molecule scenarios `managed` and `managed_custom` ru
 
 from __future__ import annotations
 
+import json
+
 import pytest
+import yaml
 
 from nodegroup_state import call_counts, calls_between, mutating_calls
-from sandbox_helpers import run_module
+from sandbox_helpers import REPO_ROOT, run_module, run_playbook, running_sandbox
 
 SCENARIO = "managed"
+PLAYBOOK = REPO_ROOT / "playbooks" / "upgrade_nodegroup.yml"
 GROUP = {"cluster_name": "managed", "nodegroup_name": "workers"}
 TARGET_RELEASE = "1.30.0-20240615"
 
@@ -84,3 +88,57 @@ def test_the_update_runs_through_eks_and_a_rerun_changes_nothing(sandbox):
     assert not again.get("failed") and not again["changed"] and again["finished"], again
     assert again["plan"]["action"] == "none" and "already" in again["msg"]
     assert eks_writes(calls_between(before, call_counts(sandbox))) == {}
+
+
+# --- The playbook on a managed group: check mode, and EKS's own failure ------------------------------------------
+
+AMI_129, AMI_130 = "amazon-eks-node-1.29-v20240101", "amazon-eks-node-1.30-v20240615"
+BLOCKED_SCENARIO = {
+    "name": "blocked", "availability_zones": ["us-west-2a"],
+    "amis": [{"name": AMI_129, "kubernetes_version": "1.29", "family": "amazon-linux-2", "recommended": True},
+             {"name": AMI_130, "kubernetes_version": "1.30", "family": "amazon-linux-2", "recommended": True}],
+    "nodegroups": [{"name": "workers", "kind": "managed", "ami": AMI_129, "min_size": 1, "max_size": 3,
+                    "desired_capacity": 1}],
+    # SPEC Z3: a PDB with minAvailable = replicas never allows an eviction; EKS's drain fails after its timeout.
+    "workloads": [{"kind": "Deployment", "name": "billing", "replicas": 1, "pdb": {"min_available": 1}}],
+}
+
+
+@pytest.fixture(scope="module")
+def blocked(tmp_path_factory):
+    scenario = tmp_path_factory.mktemp("scenario") / "blocked.yaml"
+    scenario.write_text(yaml.safe_dump(BLOCKED_SCENARIO))
+    with running_sandbox(str(scenario), tmp_path_factory.mktemp("sandbox-blocked")) as handle:
+        yield handle
+
+
+def upgrade(sandbox, tmp_path, check=False, **extra):
+    report = tmp_path / "report.json"
+    result = run_playbook(sandbox, PLAYBOOK, dict(cluster_name="blocked", nodegroup_name="workers",
+                                                  kubernetes_version="1.30", upgrade_report_path=str(report),
+                                                  **extra), check=check)
+    return result, json.loads(report.read_text()) if report.exists() else None
+
+
+def test_check_mode_of_the_playbook_changes_nothing(blocked, tmp_path):
+    before = call_counts(blocked)
+    result, dummy = upgrade(blocked, tmp_path, check=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    calls = calls_between(before, call_counts(blocked))
+    assert eks_writes(calls) == {} and mutating_calls(calls) == {}
+
+
+def test_eks_failure_is_reported_with_its_code_and_a_rerun_with_force_finishes(blocked, tmp_path):
+    result, report = upgrade(blocked, tmp_path)
+    assert result.returncode != 0
+    assert report["status"] == "failed" and report["kind"] == "managed", report
+    assert report["error"]["code"] == "PodEvictionFailure"
+    assert report["eks_update"]["eks_update"]["status"] == "Failed"
+    # The advice never claims that nothing changed: EKS did change the group before its drain failed.
+    assert "Nothing was changed" not in report["error"]["resume"] and "force=true" in report["error"]["resume"]
+
+    result, report = upgrade(blocked, tmp_path, force=True)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert report["status"] == "succeeded" and report["eks_update"]["eks_update"]["status"] == "Successful"
+    eks = blocked.report()["nodegroups"]["workers"]["eks"]
+    assert eks["releaseVersion"] == "1.30.0-20240615" and eks["health"]["issues"] == []

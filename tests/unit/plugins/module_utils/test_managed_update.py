@@ -128,6 +128,13 @@ def test_k6_a_version_newer_than_the_control_plane_is_refused():
     assert err.details["parameter"] == "release_version"
 
 
+@pytest.mark.parametrize("release", ["1.31", "v1.31.3-20250103", "1.31.3", "latest"])
+def test_k5_a_malformed_amazon_linux_release_is_refused_before_any_change(release):
+    """Refused here, not by EKS after the updateConfig was changed."""
+    err = refused(mu.resolve_target, options(release_version=release), nodegroup(), "1.31")
+    assert err.details["parameter"] == "release_version" and "1.30.4-20240917" in err.msg
+
+
 def test_minor_versions_compare_as_numbers():
     """1.9 < 1.10, whereas as strings "1.10" < "1.9"."""
     assert mu.resolve_target(options(kubernetes_version="1.10"), nodegroup(version="1.9"), "1.10")["value"] == "1.10"
@@ -211,6 +218,15 @@ def test_a_group_eks_does_not_update_is_refused(status):
 ])
 def test_update_config_request(current, wanted, request_):
     assert mu.update_config_request(current, wanted) == request_
+
+
+def test_unset_options_keep_the_groups_own_update_config():
+    """A MINIMAL group (GPUs, reserved capacity) is not switched to DEFAULT because the playbook said nothing."""
+    assert mu.wanted_update_config(None, None, None) == {}
+    assert mu.update_config_request({"maxUnavailable": 2, "updateStrategy": "MINIMAL"}, {}) is None
+    assert mu.update_config_request({"maxUnavailable": 2, "updateStrategy": "MINIMAL"},
+                                    mu.wanted_update_config(3, None, None)) == {"maxUnavailable": 3,
+                                                                                 "updateStrategy": "MINIMAL"}
 
 
 def test_wanted_update_config_maps_the_options():

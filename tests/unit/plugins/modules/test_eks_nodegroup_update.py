@@ -56,7 +56,7 @@ class StubbedAws:
         self.calls = []
         self.clients = {}
         self.stubs = {}
-        for service in ("eks", "ssm", "autoscaling"):
+        for service in ("eks", "ssm", "autoscaling", "ec2"):
             client = _SESSION.client(service)
             # Recorded before the Stubber sees the call, so an unexpected call is recorded too.
             client.meta.events.register("provide-client-params.%s.*" % service,
@@ -321,9 +321,28 @@ def test_config_update_then_version_update_followed_to_success(aws, run, clock):
     aws.assert_all_used()
 
 
+def expect_lt_version(aws, version):
+    """The custom launch template's version, described before any change (K5)."""
+    aws.expect("ec2", "describe_launch_template_versions", {"LaunchTemplateVersions": [{
+        "LaunchTemplateId": USER_LT, "LaunchTemplateName": "workers-lt", "VersionNumber": int(version),
+        "DefaultVersion": False, "CreateTime": CREATED, "LaunchTemplateData": {"InstanceType": "m5.large"}}]},
+        {"LaunchTemplateId": USER_LT, "Versions": [version]})
+
+
+def test_a_launch_template_version_that_does_not_exist_is_refused_before_any_change(aws, run):
+    aws.expect("eks", "describe_cluster", cluster("1.31"), {"name": CLUSTER})
+    aws.expect("eks", "describe_nodegroup", custom_lt_nodegroup(), NAMES)
+    aws.expect("ec2", "describe_launch_template_versions", {"LaunchTemplateVersions": []},
+               {"LaunchTemplateId": USER_LT, "Versions": ["9"]})
+    result = run(launch_template_version=9, max_unavailable=3)
+    assert result["failed"] and result["parameter"] == "launch_template_version", result
+    assert aws.update_calls == []
+
+
 def test_launch_template_version_of_a_custom_template_with_force(aws, run):
     update_id = "17000000-0000-4000-8000-000000000003"
     expect_reads(aws, group=custom_lt_nodegroup(), release=None)
+    expect_lt_version(aws, "4")
     aws.expect("eks", "update_nodegroup_version",
                eks_update(update_id, LaunchTemplateName="workers-lt", LaunchTemplateVersion="4"),
                dict(NAMES, force=True, launchTemplate={"id": USER_LT, "version": "4"}))
@@ -430,14 +449,18 @@ def test_a_failed_update_fails_with_eks_error_code_and_message(aws, run):
     aws.assert_all_used()
 
 
-def test_wait_timeout_returns_unfinished_not_failed(aws, run, clock):
-    update_id = "71ae0000-0000-4000-8000-000000000006"
+def expect_a_started_update_still_running(aws, update_id):
+    """A version update started by the run, described twice while it runs, and the group UPDATING at the end."""
     expect_reads(aws)
     aws.expect("eks", "update_nodegroup_version", eks_update(update_id, Version="1.31"),
                dict(NAMES, force=False, version="1.31"))
     expect_describe_update(aws, eks_update(update_id, Version="1.31"))
     expect_describe_update(aws, eks_update(update_id, Version="1.31"))
     aws.expect("eks", "describe_nodegroup", nodegroup(status="UPDATING"), NAMES)
+
+
+def test_wait_timeout_returns_unfinished_not_failed(aws, run, clock):
+    expect_a_started_update_still_running(aws, "71ae0000-0000-4000-8000-000000000006")
     expect_progress(aws, version="2", instances=[("InService", "2"), ("InService", "1"), ("InService", "1"),
                                                  ("Pending", "2")])
     result = run(kubernetes_version="1.31", wait_timeout=25, diff=True)
@@ -477,13 +500,7 @@ def test_documentation_matches_the_argument_spec():
 
 def test_return_after_hands_back_progress_before_wait_timeout(aws, run, clock):
     """A role shows progress between runs: return_after ends this run early; it is not a timeout."""
-    update_id = "71ae0000-0000-4000-8000-000000000007"
-    expect_reads(aws)
-    aws.expect("eks", "update_nodegroup_version", eks_update(update_id, Version="1.31"),
-               dict(NAMES, force=False, version="1.31"))
-    expect_describe_update(aws, eks_update(update_id, Version="1.31"))
-    expect_describe_update(aws, eks_update(update_id, Version="1.31"))
-    aws.expect("eks", "describe_nodegroup", nodegroup(status="UPDATING"), NAMES)
+    expect_a_started_update_still_running(aws, "71ae0000-0000-4000-8000-000000000007")
     expect_progress(aws)
     result = run(kubernetes_version="1.31", wait_timeout=3600, return_after=20)
     assert not result.get("failed") and result["finished"] is False and result["timed_out"] is False, result
@@ -507,3 +524,53 @@ def test_following_since_counts_wait_timeout_across_runs(aws, run, clock):
     assert result["following_since"] == 1_800_000_000.0 - 3590
     assert clock.sleeps == [10]
     aws.assert_all_used()
+
+
+def follow_reads(aws, named):
+    """The reads of a run given update_id: cluster, node group, SSM release, and that one update (no ListUpdates)."""
+    aws.expect("eks", "describe_cluster", cluster("1.31"), {"name": CLUSTER})
+    aws.expect("eks", "describe_nodegroup", nodegroup(), NAMES)
+    aws.expect("ssm", "get_parameter", ssm_parameter(SSM_RELEASE_131, RELEASE_131), {"Name": SSM_RELEASE_131})
+    expect_describe_update(aws, named)
+
+
+def test_update_id_reports_a_failed_update_and_starts_no_other(aws, run):
+    """A role follows the update it started by id: when it has failed meanwhile, the failure is reported with
+    EKS's code; nothing is started again behind the caller (the group is not on the target)."""
+    update_id = "f0110000-0000-4000-8000-00000000000f"
+    errors = [{"errorCode": "PodEvictionFailure", "errorMessage": "Reached max retries while trying to evict pods "
+               "from nodes in node group workers", "resourceIds": ["ip-10-0-1-2.us-west-2.compute.internal"]}]
+    failed = eks_update(update_id, status="Failed", errors=errors, Version="1.31", ReleaseVersion=RELEASE_131)
+    follow_reads(aws, failed)
+    aws.expect("eks", "describe_nodegroup", nodegroup(), NAMES)
+    expect_progress(aws)
+    result = run(kubernetes_version="1.31", update_id=update_id)
+    assert result["failed"] and result["code"] == "PodEvictionFailure", result
+    assert result["eks_update"]["id"] == update_id
+    assert aws.update_calls == [] and "ListUpdates" not in aws.calls
+    aws.assert_all_used()
+
+
+def test_update_id_follows_that_update_to_its_end(aws, run, clock):
+    update_id = "f0110000-0000-4000-8000-000000000010"
+    running = eks_update(update_id, Version="1.31", ReleaseVersion=RELEASE_131)
+    follow_reads(aws, running)
+    expect_describe_update(aws, eks_update(update_id, status="Successful", Version="1.31",
+                                           ReleaseVersion=RELEASE_131))
+    aws.expect("eks", "describe_nodegroup", nodegroup(version="1.31", releaseVersion=RELEASE_131), NAMES)
+    expect_progress(aws)
+    result = run(kubernetes_version="1.31", update_id=update_id, return_after=60)
+    assert not result.get("failed") and result["finished"] and not result["changed"], result
+    assert result["plan"]["action"] == "follow" and result["eks_update"]["status"] == "Successful"
+    assert "ListUpdates" not in aws.calls and aws.update_calls == [] and clock.sleeps == [15]
+    aws.assert_all_used()
+
+
+def test_an_unknown_update_id_is_refused_naming_it(aws, run):
+    aws.expect("eks", "describe_cluster", cluster("1.31"), {"name": CLUSTER})
+    aws.expect("eks", "describe_nodegroup", nodegroup(), NAMES)
+    aws.expect("ssm", "get_parameter", ssm_parameter(SSM_RELEASE_131, RELEASE_131), {"Name": SSM_RELEASE_131})
+    aws.expect_error("eks", "describe_update", "ResourceNotFoundException", "No update found for id: nope", 404,
+                     dict(UPDATE_NAMES, updateId="nope"))
+    result = run(kubernetes_version="1.31", update_id="nope")
+    assert result["failed"] and result["parameter"] == "update_id", result
