@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox_helpers import SandboxHandle, start_sandbox, stop_sandbox
+from sandbox_helpers import SandboxHandle, running_sandbox
 
 DEFAULT_SCENARIO = "demo"
 
@@ -19,16 +19,5 @@ DEFAULT_SCENARIO = "demo"
 @pytest.fixture(scope="module")
 def sandbox(request, tmp_path_factory) -> SandboxHandle:
     scenario = getattr(request.module, "SCENARIO", DEFAULT_SCENARIO)
-    state_dir = tmp_path_factory.mktemp(f"sandbox-{scenario}")
-    handle = None
-    try:
-        try:
-            handle = start_sandbox(scenario, state_dir)
-        except RuntimeError as exc:
-            pytest.fail(str(exc), pytrace=False)
+    with running_sandbox(scenario, tmp_path_factory.mktemp(f"sandbox-{scenario}")) as handle:
         yield handle
-    finally:
-        if handle is not None:
-            handle.close()
-        # Always, even when `up` failed half-way: down is a no-op when nothing runs.
-        stop_sandbox(state_dir)

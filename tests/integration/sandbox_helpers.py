@@ -7,6 +7,7 @@ The `sandbox` fixture in conftest.py yields a `SandboxHandle`; tests call `run_m
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -14,7 +15,7 @@ import sys
 import tempfile
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 COLLECTIONS_PATH = REPO_ROOT / "build" / "collections"
@@ -24,7 +25,8 @@ COLLECTION_PREFIX = "eksops.nodegroup."
 UP_TIMEOUT = 180
 MODULE_TIMEOUT = 600
 
-__all__ = ["SandboxHandle", "start_sandbox", "stop_sandbox", "run_module", "run_playbook", "ansible_env"]
+__all__ = ["SandboxHandle", "start_sandbox", "stop_sandbox", "running_sandbox", "run_module", "run_playbook",
+           "ansible_env"]
 
 
 def _cli(*args: str, timeout: float) -> subprocess.CompletedProcess:
@@ -101,6 +103,25 @@ def stop_sandbox(state_dir: Path) -> None:
     result = _cli("down", "--state-dir", str(state_dir), timeout=60)
     if result.returncode != 0:
         raise RuntimeError(f"eks-sandbox down failed ({result.returncode}):\n{result.stdout}{result.stderr}")
+
+
+@contextlib.contextmanager
+def running_sandbox(scenario: str, state_dir: Path) -> Iterator[SandboxHandle]:
+    """A sandbox for the block, stopped afterwards (also when `up` failed half-way: down is a no-op when nothing
+    runs). A failed start fails the test that asked for it, with the CLI's output."""
+    import pytest
+
+    handle = None
+    try:
+        try:
+            handle = start_sandbox(scenario, state_dir)
+        except RuntimeError as exc:
+            pytest.fail(str(exc), pytrace=False)
+        yield handle
+    finally:
+        if handle is not None:
+            handle.close()
+        stop_sandbox(state_dir)
 
 
 def ansible_env(sandbox: SandboxHandle, **extra: str | None) -> dict[str, str]:

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from nodegroup_state import call_counts, calls_between, mutating_calls
-from sandbox_helpers import REPO_ROOT, run_module, run_playbook, start_sandbox, stop_sandbox
+from sandbox_helpers import REPO_ROOT, run_module, run_playbook, running_sandbox
 
 SCENARIO = "demo"
 PLAYBOOK = REPO_ROOT / "playbooks" / "upgrade_nodegroup.yml"
@@ -23,15 +23,8 @@ PLAYBOOK = REPO_ROOT / "playbooks" / "upgrade_nodegroup.yml"
 
 @pytest.fixture(scope="module")
 def other_cluster(tmp_path_factory):
-    state_dir = tmp_path_factory.mktemp("sandbox-other")
-    handle = None
-    try:
-        handle = start_sandbox("rolling", state_dir)
+    with running_sandbox("rolling", tmp_path_factory.mktemp("sandbox-other")) as handle:
         yield handle
-    finally:
-        if handle is not None:
-            handle.close()
-        stop_sandbox(state_dir)
 
 
 def kubeconfig_server(path: str) -> str:

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from nodegroup_state import asg_name_of, call_counts, calls_between, instance_id_of, mutating_calls, workers_asg
-from sandbox_helpers import run_module, start_sandbox, stop_sandbox
+from sandbox_helpers import run_module, running_sandbox
 
 CLUSTER = "kinds"
 AMI_129 = "amazon-eks-node-al2023-x86_64-standard-1.29-v20240101"
@@ -49,18 +49,8 @@ EKSCTL_SELECTOR = "alpha.eksctl.io/nodegroup-name=ctl"
 def kinds_sandbox(tmp_path_factory):
     scenario = tmp_path_factory.mktemp("scenario") / "kinds.yaml"
     scenario.write_text(yaml.safe_dump(KINDS_SCENARIO))
-    state_dir = tmp_path_factory.mktemp("sandbox-kinds")
-    handle = None
-    try:
-        try:
-            handle = start_sandbox(str(scenario), state_dir)
-        except RuntimeError as exc:
-            pytest.fail(str(exc), pytrace=False)
+    with running_sandbox(str(scenario), tmp_path_factory.mktemp("sandbox-kinds")) as handle:
         yield handle
-    finally:
-        if handle is not None:
-            handle.close()
-        stop_sandbox(state_dir)
 
 
 def info(sandbox, nodegroup, **args):

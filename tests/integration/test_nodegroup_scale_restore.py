@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from asg_helpers import asg_state, base_args, node_annotations, point_asg_at_new_ami, workers_asg
-from sandbox_helpers import run_module, start_sandbox, stop_sandbox
+from sandbox_helpers import run_module, running_sandbox
 
 SCENARIO = "surge5"
 ORIGINAL = {"min": 3, "max": 10, "desired": 5}
@@ -154,15 +154,8 @@ def test_c3_crash_between_a_surge_step_terminate_and_its_journal_write_is_not_th
 
 @pytest.fixture(scope="module")
 def autoscaler_sandbox(tmp_path_factory):
-    state_dir = tmp_path_factory.mktemp("sandbox-fault_autoscaler")
-    handle = None
-    try:
-        handle = start_sandbox("fault_autoscaler", state_dir)
+    with running_sandbox("fault_autoscaler", tmp_path_factory.mktemp("sandbox-fault_autoscaler")) as handle:
         yield handle
-    finally:
-        if handle is not None:
-            handle.close()
-        stop_sandbox(state_dir)
 
 
 def test_c3_restore_refuses_when_the_autoscaler_scaled_the_group(autoscaler_sandbox):

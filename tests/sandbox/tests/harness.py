@@ -1,4 +1,4 @@
-"""Shared by the EKS contract tests: an in-process sandbox with fast timings, boto3 clients on it, and response
+"""Shared by the contract tests: an in-process sandbox with fast timings, boto3 clients on it, and response
 validation against botocore's EKS model."""
 
 from __future__ import annotations

@@ -9,15 +9,13 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 import urllib.request
 
-import boto3
 import pytest
 
-from eks_sandbox.runtime import AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, Sandbox
 from eks_sandbox.scenario import load_scenario
+from harness import client, running
 
 KUBECTL = shutil.which("kubectl")
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not on PATH (expected at /usr/bin/kubectl)")
@@ -37,13 +35,8 @@ SCENARIO = {
 
 @pytest.fixture(scope="module")
 def sandbox():
-    running = Sandbox(load_scenario(SCENARIO), tempfile.mkdtemp(prefix="eks-sandbox-contract-"))
-    try:
-        running.start()
-        assert running.wait_ready(30), running.readiness_detail
-        yield running
-    finally:
-        running.stop()
+    with running(load_scenario(SCENARIO)) as started:
+        yield started
 
 
 def kubectl_nodes(sandbox) -> dict[str, dict]:
@@ -59,9 +52,7 @@ def report(sandbox) -> dict:
 
 
 def test_instances_in_the_faulted_zone_run_but_never_register_a_node(sandbox):
-    autoscaling, ec2 = (boto3.client(service, endpoint_url=sandbox.aws_endpoint, region_name="us-west-2",
-                                     aws_access_key_id=AWS_ACCESS_KEY_ID, aws_secret_access_key=AWS_SECRET_ACCESS_KEY)
-                        for service in ("autoscaling", "ec2"))
+    autoscaling, ec2 = client(sandbox, "autoscaling"), client(sandbox, "ec2")
     name = sandbox.aws.asg_view("workers")["name"]
     seeded = kubectl_nodes(sandbox)
     assert len(seeded) == 3, "the fault is armed once the cluster is ready: the seeded nodes all joined"

@@ -22,18 +22,15 @@ from __future__ import annotations
 import base64
 import email
 import shlex
-import tempfile
-import time
 import tomllib
 
-import boto3
 import pytest
 import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from eks_sandbox.runtime import AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, Sandbox
 from eks_sandbox.scenario import load_scenario
+from harness import client, running, wait_for
 
 CLUSTER = "prod"
 AL2_129, AL2_130 = "amazon-eks-node-1.29-v20240101", "amazon-eks-node-1.30-v20240601"
@@ -133,21 +130,13 @@ READERS = {"al2": read_al2, "al2023": read_al2023, "br": read_bottlerocket}
 
 @pytest.fixture(scope="module")
 def sandbox():
-    running = Sandbox(load_scenario(SCENARIO), tempfile.mkdtemp(prefix="eks-sandbox-contract-"))
-    try:
-        running.start()
-        assert running.wait_ready(30), running.readiness_detail
-        yield running
-    finally:
-        running.stop()
+    with running(load_scenario(SCENARIO)) as started:
+        yield started
 
 
 @pytest.fixture(scope="module")
 def aws(sandbox):
-    def make(service):
-        return boto3.client(service, endpoint_url=sandbox.aws_endpoint, region_name=sandbox.scenario["region"],
-                            aws_access_key_id=AWS_ACCESS_KEY_ID, aws_secret_access_key=AWS_SECRET_ACCESS_KEY)
-    return {service: make(service) for service in ("autoscaling", "ec2")}
+    return {service: client(sandbox, service) for service in ("autoscaling", "ec2")}
 
 
 @pytest.fixture(scope="module")
@@ -176,16 +165,6 @@ def instance_of(node) -> str:
 def nodes_of(core, aws, sandbox, nodegroup) -> list:
     ids = {i["InstanceId"] for i in group(aws, nodegroup, sandbox)["Instances"]}
     return [n for n in core.list_node().items if instance_of(n) in ids]
-
-
-def wait_for(condition, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.05)
 
 
 def as_booted(node) -> dict:

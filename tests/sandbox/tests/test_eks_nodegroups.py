@@ -11,7 +11,7 @@ import json
 import pytest
 from botocore.exceptions import ClientError
 
-from eks_helpers import OLD_AMI, client, running, scenario, valid, wait_for
+from harness import OLD_AMI, client, running, scenario, valid, wait_for
 from eks_sandbox.scenario import generated_ami_id
 
 CLUSTER = "eks"

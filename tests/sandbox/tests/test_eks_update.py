@@ -10,7 +10,7 @@ import kubernetes
 import pytest
 from botocore.exceptions import ClientError
 
-from eks_helpers import AMIS, FAST_TIMINGS, NEW_AMI, OLD_AMI, client, running, scenario, valid, wait_for, \
+from harness import AMIS, FAST_TIMINGS, NEW_AMI, OLD_AMI, client, running, scenario, valid, wait_for, \
     wait_for_update
 from eks_sandbox.scenario import generated_ami_id
 
