@@ -327,8 +327,9 @@ def advance_phase(current, wanted):
     return current
 
 
-def parse_journal_time(value):
-    """started_at (ISO 8601 UTC) as an aware datetime, or None."""
+def parse_utc_time(value):
+    """An ISO 8601 UTC timestamp to the second (the journal's started_at, an instance's launch_time) as an aware
+    datetime, or None."""
     if not value:
         return None
     try:
@@ -340,7 +341,7 @@ def parse_journal_time(value):
 def autoscaler_error(autoscaling, asg, journal):
     """ClusterAutoscalerActive (SPEC C3): the desired capacity is not the one we last set."""
     name = asg["AutoScalingGroupName"]
-    since = parse_journal_time(journal.started_at) or utc_now() - datetime.timedelta(hours=1)
+    since = parse_utc_time(journal.started_at) or utc_now() - datetime.timedelta(hours=1)
     activities = [activity_summary(a) for a in scaling_activities_since(autoscaling, name, since)]
     return UpgradeError(
         AUTOSCALER_ACTIVE,

@@ -17,9 +17,17 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import datetime
-
+from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
+    list_all_nodes,
+    parse_utc_time,
+    utc_now,
+)
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import CLUSTER_UNREACHABLE, UpgradeError
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
+    describe_instances,
+    find_nodegroup,
+    join_instances_nodes,
+)
 
 try:
     from urllib.parse import urlsplit
@@ -44,13 +52,6 @@ def same_endpoint(first, second):
     return endpoint_key(first) == endpoint_key(second)
 
 
-def _launched_at(instance):
-    value = instance.get("launch_time")
-    if not value:
-        return None
-    return datetime.datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
-
-
 def node_evidence(instances, now, node_ready_timeout):
     """What the group's instances say about the cluster in use: {proven, with_node, missing}.
 
@@ -61,7 +62,7 @@ def node_evidence(instances, now, node_ready_timeout):
     with_node = [i["instance_id"] for i in in_service if i.get("node_name")]
     missing = []
     for instance in in_service:
-        launched = _launched_at(instance)
+        launched = parse_utc_time(instance.get("launch_time"))
         if not instance.get("node_name") and launched is not None \
                 and (now - launched).total_seconds() >= node_ready_timeout:
             missing.append(instance["instance_id"])
@@ -108,24 +109,12 @@ def wrong_cluster_error(cluster_name, api_endpoint, eks_endpoint, evidence=None,
         instances_with_node=(evidence or {}).get("with_node"), instances_without_node=(evidence or {}).get("missing"))
 
 
-def utc_now():
-    return datetime.datetime.now(datetime.timezone.utc)
-
-
 def prove_cluster(params, aws, core_v1, api_endpoint, eks_endpoint):
     """Raise ClusterUnreachable unless the API at ``api_endpoint`` is cluster ``params["cluster_name"]``'s.
 
     ``aws(service)`` gives clients; the node evidence is looked for only when the endpoints differ and the module
     names a node group.
     """
-    # Imported here: discovery needs the AWS and Kubernetes helpers, which need nothing of this module.
-    from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import list_all_nodes
-    from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
-        describe_instances,
-        find_nodegroup,
-        join_instances_nodes,
-    )
-
     if same_endpoint(api_endpoint, eks_endpoint):
         return
     cluster_name = params["cluster_name"]

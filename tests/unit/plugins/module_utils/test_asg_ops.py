@@ -44,10 +44,10 @@ def test_phase_never_moves_backwards(current, wanted, expected):
     assert asg_ops.advance_phase(current, wanted) == expected
 
 
-def test_parse_journal_time():
-    assert asg_ops.parse_journal_time("2026-01-02T03:04:05Z") == datetime.datetime(
+def test_parse_utc_time():
+    assert asg_ops.parse_utc_time("2026-01-02T03:04:05Z") == datetime.datetime(
         2026, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)
-    assert asg_ops.parse_journal_time("garbage") is None and asg_ops.parse_journal_time(None) is None
+    assert asg_ops.parse_utc_time("garbage") is None and asg_ops.parse_utc_time(None) is None
 
 
 class FakeClock:
