@@ -224,9 +224,9 @@ def test_unset_options_keep_the_groups_own_update_config():
     """A MINIMAL group (GPUs, reserved capacity) is not switched to DEFAULT because the playbook said nothing."""
     assert mu.wanted_update_config(None, None, None) == {}
     assert mu.update_config_request({"maxUnavailable": 2, "updateStrategy": "MINIMAL"}, {}) is None
-    assert mu.update_config_request({"maxUnavailable": 2, "updateStrategy": "MINIMAL"},
-                                    mu.wanted_update_config(3, None, None)) == {"maxUnavailable": 3,
-                                                                                 "updateStrategy": "MINIMAL"}
+    wanted = mu.wanted_update_config(3, None, None)
+    assert mu.update_config_request({"maxUnavailable": 2, "updateStrategy": "MINIMAL"}, wanted) == \
+        {"maxUnavailable": 3, "updateStrategy": "MINIMAL"}
 
 
 def test_wanted_update_config_maps_the_options():
