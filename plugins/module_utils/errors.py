@@ -14,10 +14,13 @@ INSTANCE_LIMIT_EXCEEDED = "InstanceLimitExceeded"
 INSUFFICIENT_FREE_ADDRESSES = "InsufficientFreeAddresses"
 ACCESS_DENIED = "AccessDenied"
 CLUSTER_UNREACHABLE = "ClusterUnreachable"
-LT_VERSION_MISMATCH = "Ec2LaunchTemplateVersionMismatch"
 INVALID_PARAMETER = "InvalidParameter"
 NOT_FOUND = "ResourceNotFound"
 AUTOSCALER_ACTIVE = "ClusterAutoscalerActive"
+# Not an EKS code: an unfinished upgrade journal names another target than this run's. (EKS's own
+# Ec2LaunchTemplateVersionMismatch is a health issue of a managed node group; people who see both must not
+# take one for the other.)
+UPGRADE_TARGET_CONFLICT = "UpgradeTargetConflict"
 # Not an EKS code: the AWS API itself (or the configured endpoint_url) could not be reached.
 AWS_UNREACHABLE = "AwsUnreachable"
 # Not an EKS code: an AWS or Kubernetes API error that fits none of the codes above.

@@ -26,7 +26,7 @@ description:
     the group as C(eksops.nodegroup/*) tags (phase C(setup), O(run_id), previous and target launch template
     version, launch template id, target AMI), unless a journal exists already. The later phases and a rerun
     after a crash read it. If a journal exists for another target, the module fails with
-    C(Ec2LaunchTemplateVersionMismatch) and changes nothing, unless O(force_new_target=true), which retargets
+    C(UpgradeTargetConflict) and changes nothing, unless O(force_new_target=true), which retargets
     the journal and keeps its other fields (original sizes, suspended processes, run id)."
   - "Before the group is pointed at the target version, the Auto Scaling processes in O(suspend_processes) that are
     not suspended yet are recorded in the journal and suspended (SPEC A1), so that AZRebalance or
@@ -75,7 +75,7 @@ options:
   force_new_target:
     description:
       - Retarget an upgrade whose journal names another launch template version, instead of failing with
-        C(Ec2LaunchTemplateVersionMismatch).
+        C(UpgradeTargetConflict).
     type: bool
     default: false
   suspend_processes:
@@ -204,7 +204,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
     suspended_process_names,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
-    LT_VERSION_MISMATCH,
+    UPGRADE_TARGET_CONFLICT,
     UpgradeError,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import translate_aws_errors
@@ -294,7 +294,7 @@ def retargeted_journal(module, journal, asg_name, lt_id, plan):
         this_target = ("a new version with %s" % plan["image_id"] if plan["create"]
                        else "version %s (%s)" % (plan["target_version"], plan["image_id"]))
         raise UpgradeError(
-            LT_VERSION_MISMATCH,
+            UPGRADE_TARGET_CONFLICT,
             "Auto Scaling group %s has an unfinished upgrade (run %s, phase %s) to launch template %s version %s "
             "(%s), but this run targets %s. Finish or restore that upgrade first, or set force_new_target=true "
             "to retarget it" % (asg_name, journal.run_id, journal.phase, journal.launch_template_id,

@@ -1,4 +1,4 @@
-"""launch_template_version against the demo sandbox (SPEC U1, U8 Ec2LaunchTemplateVersionMismatch).
+"""launch_template_version against the demo sandbox (SPEC U1; a conflicting journal is UpgradeTargetConflict).
 
 The tests share one sandbox and run in file order: bad input and check mode first, on the untouched group.
 """
@@ -96,7 +96,7 @@ def test_another_target_fails_with_version_mismatch_unless_forced(sandbox):
     """U8: the journal names version 2; version 1 is refused, then retargeted with force_new_target."""
     before = aws_state(sandbox)
     refused = run_module(sandbox, "launch_template_version", {**BASE, "version": 1})
-    assert refused["failed"] is True and refused["code"] == "Ec2LaunchTemplateVersionMismatch"
+    assert refused["failed"] is True and refused["code"] == "UpgradeTargetConflict"
     assert "it-run-1" in refused["msg"] and "force_new_target" in refused["msg"]
     assert aws_state(sandbox) == before
     forced = run_module(sandbox, "launch_template_version", {**BASE, "version": 1, "force_new_target": True})

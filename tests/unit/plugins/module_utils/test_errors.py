@@ -16,7 +16,7 @@ def test_u8_codes_are_the_eks_names():
     assert errors.INSUFFICIENT_FREE_ADDRESSES == "InsufficientFreeAddresses"
     assert errors.ACCESS_DENIED == "AccessDenied"
     assert errors.CLUSTER_UNREACHABLE == "ClusterUnreachable"
-    assert errors.LT_VERSION_MISMATCH == "Ec2LaunchTemplateVersionMismatch"
+    assert errors.UPGRADE_TARGET_CONFLICT == "UpgradeTargetConflict"
     assert errors.INVALID_PARAMETER == "InvalidParameter"
     assert errors.NOT_FOUND == "ResourceNotFound"
     assert errors.AUTOSCALER_ACTIVE == "ClusterAutoscalerActive"

@@ -1,4 +1,4 @@
-"""launch_template_version run in-process against moto (SPEC U1, U8 Ec2LaunchTemplateVersionMismatch)."""
+"""launch_template_version run in-process against moto (SPEC U1; a conflicting journal is UpgradeTargetConflict)."""
 
 from __future__ import annotations
 
@@ -160,14 +160,15 @@ def test_target_options_are_exclusive(world, run):
 
 
 def test_existing_journal_for_another_target_fails_without_force(world, run):
-    """U8 Ec2LaunchTemplateVersionMismatch; force_new_target retargets and keeps the run."""
+    """A journal for another target is UpgradeTargetConflict (not EKS's health issue code); force_new_target
+    retargets and keeps the run."""
     run(image_id=world.new_ami, run_id="first")
     world.autoscaling.create_or_update_tags(Tags=[dict(
         ResourceId=ASG_NAME, ResourceType="auto-scaling-group", Key="eksops.nodegroup/original_desired_capacity",
         Value="3", PropagateAtLaunch=False)])
     before = state(world)
     result = run(version=1)
-    assert result["failed"] and result["code"] == "Ec2LaunchTemplateVersionMismatch"
+    assert result["failed"] and result["code"] == "UpgradeTargetConflict"
     assert result["parameter"] == "force_new_target"
     assert "first" in result["msg"] and "version 2" in result["msg"]
     assert state(world) == before
