@@ -23,7 +23,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     UpgradeError,
     invalid_parameter,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import KUBERNETES_VERSION_RE
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import check_kubernetes_version
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import resolve_max_unavailable
 
 TARGET_OPTIONS = ("kubernetes_version", "release_version", "launch_template_version", "image_id")
@@ -64,9 +64,8 @@ def validate_options(params):
     if len(given) != 1:
         raise invalid_parameter("/".join(given or TARGET_OPTIONS), "Exactly one of %s is required (given: %s)"
                                 % (", ".join(TARGET_OPTIONS), ", ".join(given) or "none"))
-    if params["kubernetes_version"] is not None and not KUBERNETES_VERSION_RE.match(params["kubernetes_version"]):
-        raise invalid_parameter("kubernetes_version", "kubernetes_version must look like 1.30, got %r"
-                                % (params["kubernetes_version"],))
+    if params["kubernetes_version"] is not None:
+        check_kubernetes_version(params["kubernetes_version"])
     if params["release_version"] is not None and not params["release_version"]:
         raise invalid_parameter("release_version", "release_version must not be empty")
     if params["launch_template_version"] is not None and params["launch_template_version"] < 1:
