@@ -146,16 +146,21 @@ class EksTokenRefresher:
         configuration.api_key[BEARER_KEY] = "Bearer " + self.current_token()
 
 
-def describe_eks_cluster(eks_client, cluster_name):
-    """(endpoint, ca_pem_bytes or None) of an EKS cluster; errors name ``cluster_name``."""
+def describe_cluster(eks_client, cluster_name):
+    """DescribeCluster's answer for an EKS cluster; errors name ``cluster_name``."""
     try:
         with translate_aws_errors("describe EKS cluster %s" % cluster_name):
-            cluster = eks_client.describe_cluster(name=cluster_name)["cluster"]
+            return eks_client.describe_cluster(name=cluster_name)["cluster"]
     except UpgradeError as err:
         if err.code == NOT_FOUND:
             raise not_found("cluster_name", "EKS cluster %r (cluster_name) was not found: %s" % (cluster_name, err.msg),
                             **err.details)
         raise
+
+
+def describe_eks_cluster(eks_client, cluster_name):
+    """(endpoint, ca_pem_bytes or None) of an EKS cluster; errors name ``cluster_name``."""
+    cluster = describe_cluster(eks_client, cluster_name)
     endpoint = cluster.get("endpoint")
     if not endpoint:
         raise UpgradeError(CLUSTER_UNREACHABLE, "EKS cluster %r has no API endpoint yet (status %s)"

@@ -354,6 +354,42 @@ def check_kubernetes_version(kubernetes_version):
     return version
 
 
+# The Kubernetes version in an EKS-optimized AMI name (the families above): "-<major>.<minor>-v" (AL2023, AL2) or
+# "bottlerocket-aws-k8s-<major>.<minor>-".
+_AMI_KUBERNETES_VERSION = re.compile(r"^(?:amazon-eks-.*?-(\d+)\.(\d+)-v|bottlerocket-aws-k8s-(\d+)\.(\d+)-)")
+
+
+def ami_kubernetes_version(image_name):
+    """(major, minor) of the Kubernetes version an EKS-optimized AMI is built for, from its name; None for an AMI
+    of another name (a custom AMI tells nothing)."""
+    match = _AMI_KUBERNETES_VERSION.match(image_name or "")
+    if not match:
+        return None
+    numbers = [int(group) for group in match.groups() if group is not None]
+    return numbers[0], numbers[1]
+
+
+def check_version_change(parameter, target_image_name, current_image_name, cluster_version, allow_downgrade):
+    """SPEC K6 and issue 10 item 19, before any change: the new nodes' Kubernetes version (from the target AMI's
+    name) is not newer than the control plane's, as EKS refuses it, and not older than the nodes' own unless
+    ``allow_downgrade`` (EKS cannot roll a node group back at all). AMIs of other names are not judged."""
+    target = ami_kubernetes_version(target_image_name)
+    if target is None:
+        return
+    words = "%d.%d" % target
+    if cluster_version and KUBERNETES_VERSION_RE.match(cluster_version) and target > _version_tuple(cluster_version):
+        raise invalid_parameter(
+            parameter, "The target AMI %s is for Kubernetes %s, newer than the control plane's %s (%s): upgrade the "
+            "control plane first; kubelets may not be newer than the API server"
+            % (target_image_name, words, cluster_version, parameter))
+    current = ami_kubernetes_version(current_image_name)
+    if current is not None and target < current and not allow_downgrade:
+        raise invalid_parameter(
+            parameter, "The target AMI %s is for Kubernetes %s, older than the nodes' %d.%d (AMI %s; %s): that is a "
+            "downgrade, which EKS never does to a node group; set allow_downgrade=true if it is meant"
+            % (target_image_name, words, current[0], current[1], current_image_name, parameter))
+
+
 def eks_ami_ssm_parameter(image_name, kubernetes_version):
     """The SSM public parameter holding the recommended AMI of the same family as ``image_name``.
 

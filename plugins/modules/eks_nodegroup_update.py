@@ -371,6 +371,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.managed_update im
     validate_options,
     wanted_update_config,
 )
+from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import describe_cluster
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
     describe_lt_version,
@@ -399,17 +400,6 @@ ARGUMENT_SPEC = dict(
 
 
 # --- Reading EKS, SSM and Auto Scaling ----------------------------------------------------------------------
-
-def describe_cluster_version(eks, cluster_name):
-    try:
-        with translate_aws_errors("describe EKS cluster %s" % cluster_name):
-            return eks.describe_cluster(name=cluster_name)["cluster"].get("version")
-    except UpgradeError as err:
-        if err.code == NOT_FOUND:
-            raise not_found("cluster_name", "EKS cluster %s (cluster_name) was not found" % cluster_name,
-                            **err.details)
-        raise
-
 
 def describe_nodegroup(eks, cluster_name, nodegroup_name):
     nodegroup = describe_managed_nodegroup(eks, cluster_name, nodegroup_name)
@@ -566,7 +556,7 @@ def run(module):
     params = module.params
     validate_options(params)
     eks = module.aws("eks")
-    cluster_version = describe_cluster_version(eks, params["cluster_name"])
+    cluster_version = describe_cluster(eks, params["cluster_name"]).get("version")
     nodegroup = describe_nodegroup(eks, params["cluster_name"], params["nodegroup_name"])
     target = resolve_target(params, nodegroup, cluster_version)
     if target["option"] == "launch_template_version":

@@ -78,6 +78,13 @@ options:
         C(UpgradeTargetConflict).
     type: bool
     default: false
+  allow_downgrade:
+    description:
+      - Accept a target AMI built for an older Kubernetes version than the one the current nodes run (judged from
+        EKS-optimized AMI names; a custom AMI's name tells nothing). Without it such a target is refused before
+        any change, as is, always, one newer than the control plane (SPEC K6).
+    type: bool
+    default: false
   suspend_processes:
     description:
       - Auto Scaling processes to suspend for the duration of the upgrade, before the group is pointed at the
@@ -209,10 +216,12 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import translate_aws_errors
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import describe_cluster
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
     NODEGROUP_ARGUMENT_SPEC,
     asg_launch_template_spec,
+    check_version_change,
     describe_image,
     describe_launch_template,
     describe_lt_version,
@@ -239,6 +248,7 @@ ARGUMENT_SPEC = dict(
     pin_asg=dict(type="bool", default=True),
     run_id=dict(type="str"),
     force_new_target=dict(type="bool", default=False),
+    allow_downgrade=dict(type="bool", default=False),
     suspend_processes=dict(type="list", elements="str", default=list(DEFAULT_SUSPENDED_PROCESSES)),
 )
 TARGET_OPTIONS = ["image_id", "kubernetes_version", "version"]
@@ -262,6 +272,20 @@ def resolve_target(module, ec2, lt_id, current):
                                               params["kubernetes_version"])
     describe_image(ec2, image_id, parameter="kubernetes_version")
     return image_id, None, ssm_parameter
+
+
+def check_target_version(module, ec2, plan, nodes_image_id):
+    """K6 skew and downgrade, judged from the AMIs' names, before any change. ``nodes_image_id``: the AMI the
+    nodes ran before this upgrade (the journal's, on a rerun after the group was pinned to the target)."""
+    if not plan["image_id"] or plan["image_id"] == nodes_image_id:
+        return
+    params = module.params
+    parameter = next(name for name in TARGET_OPTIONS if params[name] is not None)
+    names = dict((image_id, describe_image(ec2, image_id, parameter=parameter).get("Name"))
+                 for image_id in (plan["image_id"], nodes_image_id) if image_id)
+    cluster_version = describe_cluster(module.aws("eks"), params["cluster_name"]).get("version")
+    check_version_change(parameter, names.get(plan["image_id"]), names.get(nodes_image_id),
+                         cluster_version, params["allow_downgrade"])
 
 
 def journal_for(module, journal, asg, lt_id, plan):
@@ -374,9 +398,10 @@ def run(module):
     latest = describe_lt_version(ec2, lt_id, template["LatestVersionNumber"], parameter="asg_name")
     image_id, named, ssm_parameter = resolve_target(module, ec2, lt_id, current)
     plan = plan_launch_template_version(spec["version"], current, latest, image_id, named)
+    journal = Journal.from_tags(asg.get("Tags"), asg_name=asg_name)
+    check_target_version(module, ec2, plan, previous_of_upgrade(ec2, lt_id, plan, journal)[1])
     pin = plan["pin"] and params["pin_asg"]
 
-    journal = Journal.from_tags(asg.get("Tags"), asg_name=asg_name)
     new_journal, to_suspend = journal_for(module, journal, asg, lt_id, plan) if pin or journal is not None \
         else (None, [])
     default_version = int(template["DefaultVersionNumber"])

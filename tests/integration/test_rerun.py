@@ -54,3 +54,13 @@ def test_a_rerun_after_an_upgrade_changes_nothing(sandbox, tmp_path):
     report = sandbox.report()
     assert report["pods_lost"] == [] and report["pdb_violations"] == []
     assert report["nodegroups"]["workers"]["asg"]["desired"] == 5
+
+
+def test_both_parallelism_settings_are_refused_before_any_change(sandbox):
+    """Issue 10 item 3: mutually exclusive, as in EKS's updateConfig (the percentage silently won)."""
+    before = call_counts(sandbox)
+    result = run_playbook(sandbox, PLAYBOOK, {"cluster_name": "surge5", "nodegroup_name": "workers",
+                                              "kubernetes_version": "1.30", "max_unavailable": 2,
+                                              "max_unavailable_percentage": 50})
+    assert result.returncode != 0 and "mutually exclusive" in result.stdout
+    assert writes(before, call_counts(sandbox)) == {}

@@ -114,8 +114,9 @@ class MotoNodegroup:
         vpc = self.ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
         self.subnets = [self.ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.%d.0/20" % (16 * index), AvailabilityZone=az)
                         ["Subnet"]["SubnetId"] for index, az in enumerate(AZS)]
+        # The control plane is on the newer AMI's version: nodes may be upgraded up to it (SPEC K6).
         self.cluster_endpoint = self.eks.create_cluster(
-            name=CLUSTER, roleArn="arn:aws:iam::123456789012:role/eks",
+            name=CLUSTER, roleArn="arn:aws:iam::123456789012:role/eks", version="1.30",
             resourcesVpcConfig={"subnetIds": self.subnets})["cluster"]["endpoint"]
         self.managed = None
         if kind == MANAGED:

@@ -733,3 +733,41 @@ def test_batches_cover_every_old_instance_once(count, size, seed):
     assert sorted(flat) == ["i-%03d" % i for i in range(count)]
     assert all(1 <= len(batch) <= size for batch in batches)
     assert len(batches) == -(-count // size)
+
+
+# --- Issue 10 items 12 and 19: the new nodes' Kubernetes version against the control plane and the old nodes ---
+
+@pytest.mark.parametrize("name, version", [
+    ("amazon-eks-node-al2023-x86_64-standard-1.30-v20240615", (1, 30)),
+    ("amazon-eks-node-al2023-x86_64-nvidia-560-1.31-v20241016", (1, 31)),
+    ("amazon-eks-gpu-node-1.29-v20240101", (1, 29)),
+    ("amazon-eks-node-1.32-v20250101", (1, 32)),
+    ("bottlerocket-aws-k8s-1.30-aarch64-v1.20.3-5d9ac849", (1, 30)),
+    ("my-golden-image-2024-06", None),
+    (None, None),
+])
+def test_ami_kubernetes_version_reads_eks_optimized_names(name, version):
+    assert ng.ami_kubernetes_version(name) == version
+
+
+NEW = "amazon-eks-node-al2023-x86_64-standard-1.30-v20240615"
+OLD = "amazon-eks-node-al2023-x86_64-standard-1.29-v20240101"
+
+
+def test_a_target_newer_than_the_control_plane_is_refused_K6():
+    with pytest.raises(UpgradeError) as raised:
+        ng.check_version_change("image_id", NEW, OLD, "1.29", allow_downgrade=False)
+    assert raised.value.details["parameter"] == "image_id" and "control plane" in raised.value.msg
+    ng.check_version_change("image_id", NEW, OLD, "1.30", allow_downgrade=False)
+
+
+def test_a_downgrade_is_refused_unless_allowed():
+    with pytest.raises(UpgradeError) as raised:
+        ng.check_version_change("kubernetes_version", OLD, NEW, "1.30", allow_downgrade=False)
+    assert raised.value.details["parameter"] == "kubernetes_version" and "allow_downgrade" in raised.value.msg
+    ng.check_version_change("kubernetes_version", OLD, NEW, "1.30", allow_downgrade=True)
+
+
+def test_custom_ami_names_are_not_judged():
+    ng.check_version_change("image_id", "golden-2025", NEW, "1.20", allow_downgrade=False)
+    ng.check_version_change("image_id", OLD, "golden-2025", "1.30", allow_downgrade=False)

@@ -312,3 +312,25 @@ def test_bad_suspend_processes_changes_nothing(world, run):
     result = run(image_id=world.new_ami, suspend_processes=["Terminate"])
     assert result["failed"] is True and result["parameter"] == "suspend_processes"
     assert state(world) == before
+
+
+def test_a_downgrade_is_refused_before_any_change_unless_allowed(world, run):
+    """Issue 10 item 19: an older Kubernetes AMI than the nodes run replaced every node without a word."""
+    run(image_id=world.new_ami, run_id="up")  # the group now launches the 1.30 AMI; its upgrade is done:
+    world.autoscaling.delete_tags(Tags=[dict(ResourceId=ASG_NAME, ResourceType="auto-scaling-group", Key=key)
+                                        for key in world.tags() if key.startswith("eksops.nodegroup/")])
+    before = state(world)
+    refused = run(image_id=world.old_ami)
+    assert refused["failed"] and refused["parameter"] == "image_id" and "allow_downgrade" in refused["msg"], refused
+    assert state(world) == before
+    allowed = run(image_id=world.old_ami, allow_downgrade=True)
+    assert not allowed.get("failed") and allowed["changed"], allowed
+
+
+def test_a_target_newer_than_the_control_plane_is_refused_before_any_change(world, run):
+    """SPEC K6: the fixture's control plane is on 1.30."""
+    newer = world.ec2.register_image(Name="amazon-eks-node-al2023-x86_64-standard-1.31-v20241109")["ImageId"]
+    before = state(world)
+    refused = run(image_id=newer)
+    assert refused["failed"] and refused["parameter"] == "image_id" and "control plane" in refused["msg"], refused
+    assert state(world) == before
