@@ -31,7 +31,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import 
     asg_launch_template,
     describe_asg,
     describe_instances,
-    instance_id_of,
+    find_instance_nodes,
     join_instances_nodes,
     target_lt_version,
 )
@@ -214,17 +214,13 @@ def list_all_nodes(core_v1, label_selector=None, purpose="list nodes"):
 
 
 def list_nodegroup_nodes(core_v1, group):
-    """The nodes of the group's instances, matched by spec.providerID (SPEC K2), narrowed on the server by the
-    kind's node label where the kind sets one; a plain self-managed group's nodes carry none, so every node
-    is listed. When some instance has no node among the labelled ones, every node is listed too: a node whose
-    bootstrap left the label out (eksctl's overrideBootstrapCommand) must not pass for no node."""
-    instance_ids = set(instance["InstanceId"] for instance in group.asg.get("Instances", []))
-    purpose = "list the nodes of node group %s" % group.nodegroup_name
-    mine = [node for node in list_all_nodes(core_v1, group.node_selector, purpose)
-            if instance_id_of(node) in instance_ids]
-    if group.node_selector and len(mine) < len(instance_ids):
-        mine = [node for node in list_all_nodes(core_v1, None, purpose) if instance_id_of(node) in instance_ids]
-    return mine
+    """The nodes of the group's instances as node_view objects, matched by spec.providerID and narrowed by the
+    kind's node label where it has one (nodegroup.find_instance_nodes)."""
+    instance_ids = [instance["InstanceId"] for instance in group.asg.get("Instances", [])]
+    with translate_k8s_errors("list the nodes of node group %s (%s)"
+                              % (group.nodegroup_name, group.node_selector or "every node")):
+        nodes = find_instance_nodes(core_v1.list_node, instance_ids, group.node_selector)
+    return [node_view(node) for node in nodes.values()]
 
 
 def selector_kwargs(label_selector):

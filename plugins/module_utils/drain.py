@@ -54,7 +54,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import
     retry_after_seconds,
     retry_api_call,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import instance_id_of
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import find_instance_nodes
 
 try:
     from kubernetes.client import (
@@ -920,28 +920,8 @@ def uncordon_nodes(core_v1, node_names, *, run_id=None, check_mode=False, log=No
 
 
 def nodes_of_instances(api, instance_ids, node_selector=None):
-    """{instance_id: raw node} for the nodes whose spec.providerID (aws:///<az>/<instance-id>) names one of
-    ``instance_ids``; instances without a node (never joined, or gone) are left out.
-
-    Nodes cannot be selected by providerID on the server: one LIST, narrowed by ``node_selector`` (the node
-    group's label, where its kind sets one: P2), and a second of every node only if some instance was not
-    among them (a node that lost its label must not pass for no node).
-    """
-    wanted = set(instance_ids)
-    found = {}
-    selectors = [None]
-    if node_selector:
-        selectors.insert(0, node_selector)
-    for selector in selectors:
-        kwargs = dict(label_selector=selector) if selector else {}
-        items, _version = list_all(api.counted(api.core.list_node), clock=api.clock, **kwargs)
-        for node in items:
-            instance_id = instance_id_of(node)
-            if instance_id in wanted:
-                found[instance_id] = node
-        if len(found) == len(wanted):
-            break
-    return found
+    """nodegroup.find_instance_nodes through this engine's counted API."""
+    return find_instance_nodes(api.counted(api.core.list_node), instance_ids, node_selector, clock=api.clock)
 
 
 def resolve_instance_nodes(core_v1, instance_ids, node_selector=None):

@@ -25,6 +25,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import utc_now_iso
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import describe_eks_cluster
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import list_all
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
     SURGE_CAP_DEFAULT,
     int_or_none,
@@ -472,6 +473,28 @@ def instance_id_of(node):
         return None
     instance_id = provider_id.rstrip("/").rsplit("/", 1)[-1]
     return instance_id if instance_id.startswith("i-") else None
+
+
+def find_instance_nodes(list_node, instance_ids, node_selector=None, clock=None):
+    """{instance_id: raw node} for the nodes whose spec.providerID (aws:///<az>/<instance-id>) names one of
+    ``instance_ids`` (SPEC K2); instances without a node (never joined, or gone) are left out.
+
+    Nodes cannot be selected by providerID on the server: one paged LIST, narrowed by ``node_selector`` (the
+    node group's label, where its kind sets one: P2), and a second of every node only if some instance was not
+    among them (a node whose bootstrap left the label out must not pass for no node).
+    """
+    wanted = set(instance_ids)
+    found = {}
+    for selector in ([node_selector] if node_selector else []) + [None]:
+        kwargs = dict(label_selector=selector) if selector else {}
+        items, _version = list_all(list_node, clock=clock, **kwargs)
+        for node in items:
+            instance_id = instance_id_of(node)
+            if instance_id in wanted:
+                found[instance_id] = node
+        if len(found) == len(wanted):
+            break
+    return found
 
 
 def node_is_ready(node):
