@@ -106,11 +106,17 @@ def stop_sandbox(state_dir: Path) -> None:
 
 
 @contextlib.contextmanager
-def running_sandbox(scenario: str, state_dir: Path) -> Iterator[SandboxHandle]:
+def running_sandbox(scenario: str | dict[str, Any], state_dir: Path) -> Iterator[SandboxHandle]:
     """A sandbox for the block, stopped afterwards (also when `up` failed half-way: down is a no-op when nothing
-    runs). A failed start fails the test that asked for it, with the CLI's output."""
+    runs). ``scenario``: a shipped scenario's name, a file, or a mapping (written to a file in ``state_dir``).
+    A failed start fails the test that asked for it, with the CLI's output."""
     import pytest
+    import yaml
 
+    if isinstance(scenario, dict):
+        path = state_dir / "scenario.yaml"
+        path.write_text(yaml.safe_dump(scenario))
+        scenario = str(path)
     handle = None
     try:
         try:

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from nodegroup_state import aws_state, call_counts, calls_between, mutating_calls, sandbox_env
-from sandbox_helpers import run_module, start_sandbox, stop_sandbox
+from sandbox_helpers import run_module, running_sandbox
 
 SCENARIO = "demo"
 BASE = {"cluster_name": "demo", "nodegroup_name": "workers"}
@@ -125,18 +125,8 @@ DENIED_SCENARIO = {
 
 @pytest.fixture(scope="module")
 def denied_sandbox(tmp_path_factory):
-    scenario_dir = tmp_path_factory.mktemp("scenario")
-    scenario = scenario_dir / "access_denied.yaml"
-    scenario.write_text(yaml.safe_dump(DENIED_SCENARIO))
-    state_dir = tmp_path_factory.mktemp("sandbox-access-denied")
-    handle = None
-    try:
-        handle = start_sandbox(str(scenario), state_dir)
+    with running_sandbox(DENIED_SCENARIO, tmp_path_factory.mktemp("sandbox-access-denied")) as handle:
         yield handle
-    finally:
-        if handle is not None:
-            handle.close()
-        stop_sandbox(state_dir)
 
 
 def test_aws_permission_missing_is_access_denied(denied_sandbox):

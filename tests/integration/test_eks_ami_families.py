@@ -55,9 +55,7 @@ AMI_SCENARIO = {
 
 @pytest.fixture(scope="module")
 def ami_sandbox(tmp_path_factory):
-    scenario = tmp_path_factory.mktemp("scenario") / "amis.yaml"
-    scenario.write_text(yaml.safe_dump(AMI_SCENARIO))
-    with running_sandbox(str(scenario), tmp_path_factory.mktemp("sandbox-amis")) as handle:
+    with running_sandbox(AMI_SCENARIO, tmp_path_factory.mktemp("sandbox-amis")) as handle:
         yield handle
 
 

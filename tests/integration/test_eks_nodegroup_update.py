@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
 
 from nodegroup_state import call_counts, calls_between, mutating_calls
 from sandbox_helpers import REPO_ROOT, run_module, run_playbook, running_sandbox
@@ -106,9 +105,7 @@ BLOCKED_SCENARIO = {
 
 @pytest.fixture(scope="module")
 def blocked(tmp_path_factory):
-    scenario = tmp_path_factory.mktemp("scenario") / "blocked.yaml"
-    scenario.write_text(yaml.safe_dump(BLOCKED_SCENARIO))
-    with running_sandbox(str(scenario), tmp_path_factory.mktemp("sandbox-blocked")) as handle:
+    with running_sandbox(BLOCKED_SCENARIO, tmp_path_factory.mktemp("sandbox-blocked")) as handle:
         yield handle
 
 

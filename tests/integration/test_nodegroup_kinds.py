@@ -47,9 +47,7 @@ EKSCTL_SELECTOR = "alpha.eksctl.io/nodegroup-name=ctl"
 
 @pytest.fixture(scope="module")
 def kinds_sandbox(tmp_path_factory):
-    scenario = tmp_path_factory.mktemp("scenario") / "kinds.yaml"
-    scenario.write_text(yaml.safe_dump(KINDS_SCENARIO))
-    with running_sandbox(str(scenario), tmp_path_factory.mktemp("sandbox-kinds")) as handle:
+    with running_sandbox(KINDS_SCENARIO, tmp_path_factory.mktemp("sandbox-kinds")) as handle:
         yield handle
 
 
