@@ -215,6 +215,9 @@ def validate_params(params):
         raise invalid_parameter("instance_ids", "instance_ids: %s is not an EC2 instance id" % ", ".join(bad))
     if params["wait_timeout"] <= 0:
         raise invalid_parameter("wait_timeout", "wait_timeout must be > 0, got %d" % params["wait_timeout"])
+    if params["node_ready_timeout"] < 0:
+        raise invalid_parameter("node_ready_timeout", "node_ready_timeout must be >= 0, got %d"
+                                % params["node_ready_timeout"])
     if params["wait_for_replacements"] and params["should_decrement_desired_capacity"]:
         raise invalid_parameter("wait_for_replacements", "wait_for_replacements needs "
                                 "should_decrement_desired_capacity false: with a decrement nothing replaces them")

@@ -65,6 +65,7 @@ def ec2_state(world, instance_id):
     ([], {}, "instance_ids"),
     (["i-0123456789abcdef0"], dict(should_decrement_desired_capacity=True, wait_for_replacements=True),
      "wait_for_replacements"),
+    (["i-0123456789abcdef0"], dict(node_ready_timeout=-1), "node_ready_timeout"),
 ])
 def test_bad_input_names_the_parameter_and_changes_nothing(world, run, ids, extra, parameter):
     before = (sizes(world), members(world))
