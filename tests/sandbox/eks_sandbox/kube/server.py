@@ -141,10 +141,16 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
                     status, retry_after = fault
                     raise errors.ApiError(status, f"injected fault: {route.verb} {route.resource} answered "
                                                   f"with {status}", retry_after=retry_after and max(1, round(retry_after)))
+            # Content negotiation of a read (tables.negotiate): the object(s), or the Table kubectl asks for.
+            table = None
+            if route.rt is not None and route.verb in ("get", "list", "watch"):
+                table = tables.negotiate(self.headers.get("Accept"), query)
             if route.verb == "watch":
-                self._watch(route, query)
+                self._watch(route, query, table)
                 return
             status, payload = self._serve(route, query, body)
+            if table is not None:
+                payload = table.convert(route.rt, payload)
         except errors.ApiError as failure:
             status, payload = failure.code, failure.status()
             retry = failure.retry_after
@@ -231,14 +237,9 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
             listed = api.list(rt, namespace, label_selector=_one(query, "labelSelector"),
                               field_selector=_one(query, "fieldSelector"), limit=_int_param(query, "limit"),
                               continue_token=_one(query, "continue"))
-            if tables.wants_table(self.headers.get("Accept")):
-                return 200, tables.to_table(rt.plural, listed["items"], listed["metadata"])
             return 200, listed
         if route.verb == "get":
-            obj = api.get(rt, namespace or "", name)
-            if tables.wants_table(self.headers.get("Accept")):
-                return 200, tables.to_table(rt.plural, [obj], {"resourceVersion": obj["metadata"]["resourceVersion"]})
-            return 200, obj
+            return 200, api.get(rt, namespace or "", name)
         if route.verb == "create":
             if route.subresource == "eviction":
                 return 201, evict(api, namespace, name, body)
@@ -258,7 +259,7 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
 
     # -- watch --
 
-    def _watch(self, route: Route, query: dict[str, list[str]]) -> None:
+    def _watch(self, route: Route, query: dict[str, list[str]], table: tables.TableRequest | None) -> None:
         ctx = self.server.context
         user_agent = self.headers.get("User-Agent", "")
         field_selector = _one(query, "fieldSelector")
@@ -284,8 +285,11 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache, private")
         self.end_headers()
         self.close_connection = True
+        convert = tables.WatchTables(table, route.rt).event if table is not None else None
         try:
             for event in stream.events():
+                if convert is not None:
+                    event = convert(event)
                 self._write_chunk(json.dumps(event, separators=(",", ":")).encode() + b"\n")
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
