@@ -170,6 +170,7 @@ def node_view(raw):
                       annotations=metadata.get("annotations") or {}),
         spec=_Obj(provider_id=spec.get("providerID"), unschedulable=spec.get("unschedulable")),
         status=_Obj(conditions=conditions),
+        raw=raw,
     )
 
 

@@ -23,6 +23,11 @@ description:
     eviction answers 500); C(tolerates_all) (a Deployment tolerating every taint reschedules onto cordoned nodes);
     C(prestop_exceeds_grace) (a C(sleep) preStop hook at least as long as terminationGracePeriodSeconds is cut
     short); C(unmanaged_pod) (a pod without a controller is only removed with force and never comes back)."
+  - "Blocking checks, which stop the upgrade before anything changes (each finding has C(blocking));
+    C(autoscaler_deleting) (a node tainted C(ToBeDeletedByClusterAutoscaler) - the cluster autoscaler is draining
+    it and will terminate its instance with a decrement of the desired capacity, which the upgrade would take
+    for the autoscaler moving the group half-way (SPEC C1, C3)). A node tainted
+    C(DeletionCandidateOfClusterAutoscaler) only warns (C(autoscaler_candidate))."
   - The node group's nodes are those of its Auto Scaling group's instances, matched by C(spec.providerID),
     whatever its kind (SPEC K1, K2). Pods are listed per node with a C(spec.nodeName) field selector, never all
     pods of the cluster.
@@ -46,7 +51,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 warnings_found:
-  description: Each finding, with the check that raised it, the object and a sentence for a person.
+  description:
+    - Each finding, with the check that raised it, the object, a sentence for a person, and C(blocking) (true when
+      the upgrade must not start).
   returned: always
   type: list
   elements: dict
@@ -56,6 +63,12 @@ warnings_found:
       namespace: payments
       name: billing
       message: "Deployment payments/billing has 1 replica: it is unavailable while its node drains."
+      blocking: false
+blocking:
+  description: The findings with C(blocking) true; the upgrade stops before any change while there are any.
+  returned: always
+  type: list
+  elements: dict
 pods_examined:
   description: Number of pods found on the node group's nodes.
   returned: always
@@ -67,7 +80,7 @@ import re
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import list_nodegroup_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC, find_nodegroup
-from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import selector_matches
+from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import AUTOSCALER_TAINT, selector_matches
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import translate_k8s_errors
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import list_all
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
@@ -78,6 +91,11 @@ except ImportError:  # EksopsModule reports the missing library
     pass
 
 _SLEEP = re.compile(r"\bsleep\s+(\d+)")
+# The cluster autoscaler's soft taint on nodes it considers removing (cluster-autoscaler FAQ, "How does scale-down
+# work?"); its hard taint, AUTOSCALER_TAINT, is on a node it is deleting now.
+AUTOSCALER_CANDIDATE_TAINT = "DeletionCandidateOfClusterAutoscaler"
+# Checks after which the upgrade must not start: it would fail, or fight the autoscaler, half-way.
+BLOCKING_CHECKS = frozenset(["autoscaler_deleting"])
 
 
 def _meta(obj):
@@ -90,7 +108,29 @@ def _ref(obj):
 
 def _finding(check, kind, obj, message):
     return dict(check=check, kind=kind, namespace=_meta(obj).get("namespace"), name=_meta(obj).get("name"),
-                message=message)
+                message=message, blocking=check in BLOCKING_CHECKS)
+
+
+def node_findings(nodes):
+    """Findings on the node group's nodes (raw dicts): the cluster autoscaler removing or about to remove one
+    (SPEC C1, issue 10 item 5: found only after the surge, the run failed half-way)."""
+    findings = []
+    for node in sorted(nodes, key=lambda n: _meta(n).get("name")):
+        taints = dict((t.get("key"), t) for t in (node.get("spec") or {}).get("taints") or [])
+        name = _meta(node).get("name")
+        if AUTOSCALER_TAINT in taints:
+            findings.append(_finding(
+                "autoscaler_deleting", "Node", node,
+                "Node %s carries the %s taint: the cluster autoscaler is draining it and will terminate its "
+                "instance, lowering the group's desired capacity. The upgrade does not start while it does: wait "
+                "until the node is gone (or the autoscaler gave it up), or pause the autoscaler's scale-down, then "
+                "rerun." % (name, AUTOSCALER_TAINT)))
+        elif AUTOSCALER_CANDIDATE_TAINT in taints:
+            findings.append(_finding(
+                "autoscaler_candidate", "Node", node,
+                "Node %s carries the %s taint: the cluster autoscaler may remove it soon, and the upgrade would "
+                "stop with ClusterAutoscalerActive if it does." % (name, AUTOSCALER_CANDIDATE_TAINT)))
+    return findings
 
 
 def _pdb_blocks_every_eviction(pdb, replicas):
@@ -169,8 +209,9 @@ def preflight_findings(pods, deployments, pdbs):
         tolerations = (template.get("spec") or {}).get("tolerations") or []
         if any(t.get("operator") == "Exists" and not t.get("key") for t in tolerations):
             findings.append(_finding("tolerates_all", "Deployment", deployment,
-                                     "Deployment %s tolerates every taint: its pods can be scheduled back onto "
-                                     "cordoned nodes, and their drain may not finish." % name))
+                                     "Deployment %s tolerates every taint: its pods are scheduled back onto the "
+                                     "cordoned node as they are evicted, which blocks the drain: the node fails "
+                                     "with PodEvictionFailure unless force (SPEC Z3)." % name))
     return findings
 
 
@@ -189,7 +230,9 @@ def run(module):
             pods.extend(node_pods)
         deployments, _version = list_all(AppsV1Api(module.k8s()).list_deployment_for_all_namespaces)
         pdbs, _version = list_all(PolicyV1Api(module.k8s()).list_pod_disruption_budget_for_all_namespaces)
-    return dict(changed=False, warnings_found=preflight_findings(pods, deployments, pdbs), pods_examined=len(pods))
+    findings = node_findings([node.raw for node in nodes]) + preflight_findings(pods, deployments, pdbs)
+    return dict(changed=False, warnings_found=findings, blocking=[f for f in findings if f["blocking"]],
+                pods_examined=len(pods))
 
 
 def main():

@@ -11,7 +11,7 @@ from moto import mock_aws
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC
 from ansible_collections.eksops.nodegroup.plugins.modules import nodegroup_preflight
-from ansible_collections.eksops.nodegroup.plugins.modules.nodegroup_preflight import preflight_findings
+from ansible_collections.eksops.nodegroup.plugins.modules.nodegroup_preflight import node_findings, preflight_findings
 
 from ..module_utils.test_kube_watch import FakeStore
 from ..moto_nodegroup import CLUSTER, NODEGROUP, MotoNodegroup, node_labels, raw_node, run_module_in_process
@@ -101,6 +101,27 @@ def test_deployments_without_pods_on_the_node_group_are_ignored():
     assert findings == []
 
 
+def tainted(name, *keys):
+    return {"metadata": {"name": name}, "spec": {"taints": [{"key": k, "effect": "NoSchedule"} for k in keys]}}
+
+
+def test_a_node_the_autoscaler_is_deleting_blocks_the_upgrade_C1():
+    """Issue 10 item 5: found before any change, not after the surge; the soft taint only warns."""
+    findings = node_findings([tainted("n1", "ToBeDeletedByClusterAutoscaler"),
+                              tainted("n2", "DeletionCandidateOfClusterAutoscaler"), tainted("n3", "other")])
+    assert [(f["check"], f["name"], f["blocking"]) for f in findings] == [
+        ("autoscaler_deleting", "n1", True), ("autoscaler_candidate", "n2", False)]
+    assert "ToBeDeletedByClusterAutoscaler" in findings[0]["message"]
+
+
+def test_tolerate_all_is_said_to_block_the_drain_Z3():
+    """Issue 10 item 7: the preflight says that a tolerate-all workload blocks the drain."""
+    findings = preflight_findings([pod("agent-1", "agent")],
+                                  [deployment("agent", 2, tolerations=[{"operator": "Exists"}])],
+                                  [pdb("agent", "agent", maxUnavailable=1)])
+    assert "blocks the drain" in findings[0]["message"] and "PodEvictionFailure" in findings[0]["message"]
+
+
 # --- run(): the node group's nodes are its instances' nodes, whatever its kind (SPEC K1, K2) -----------------
 
 def node_pod(name, node_name, app):
@@ -136,6 +157,7 @@ def test_run_examines_the_pods_of_the_groups_nodes_only(capsys, kind, convention
     assert result["pods_examined"] == 2
     # batch (one replica too) runs on another group's node: not this upgrade's concern
     assert checks(result["warnings_found"]) == [("single_replica", "default", "billing")]
+    assert result["blocking"] == []
     assert sorted(kwargs["field_selector"] for dummy, kwargs in pods.calls) == sorted(
         "spec.nodeName=" + n["metadata"]["name"] for n in group_nodes)
 
