@@ -41,6 +41,25 @@ EC2_LT_VERSION_TAG = "aws:ec2launchtemplate:version"
 
 DESCRIBE_INSTANCES_CHUNK = 200
 
+# EKS CreateCluster: "The name can contain only alphanumeric characters (case-sensitive), hyphens, and underscores.
+# It must start with an alphanumeric character and can't be longer than 100 characters." CreateNodegroup names
+# follow the same rule (63 characters); eksctl, terraform-aws-eks and the CloudFormation template name their
+# groups within it, with dots at most (issue 10 item 24: an empty or ";" name reached AWS as an HTML 404).
+CLUSTER_NAME_PATTERN = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")
+NODEGROUP_NAME_PATTERN = re.compile(r"^[0-9A-Za-z][A-Za-z0-9._-]{0,254}$")
+
+
+def check_names(cluster_name, nodegroup_name):
+    """Refuse a cluster or node group name AWS could never hold, naming the parameter, before any call."""
+    if not CLUSTER_NAME_PATTERN.match(cluster_name or ""):
+        raise invalid_parameter(
+            "cluster_name", "cluster_name %r is not an EKS cluster name (letters, digits, - and _, starting with "
+            "a letter or digit, at most 100 characters)" % (cluster_name,), value=cluster_name)
+    if not NODEGROUP_NAME_PATTERN.match(nodegroup_name or ""):
+        raise invalid_parameter(
+            "nodegroup_name", "nodegroup_name %r is not a node group name (letters, digits, ., - and _, starting "
+            "with a letter or digit)" % (nodegroup_name,), value=nodegroup_name)
+
 
 # --- Auto Scaling group -------------------------------------------------------------------------------------
 
@@ -148,6 +167,7 @@ def find_nodegroup(autoscaling, eks, cluster_name, nodegroup_name, asg_name=None
     """The node group and its kind (SPEC K1): the named Auto Scaling group (its kind from its tags), else the one
     DescribeNodegroup names, the one eksctl tagged, or the plain one tagged kubernetes.io/cluster/<cluster>
     whose Name (or own name) is the node group's. Two matches are refused, naming both."""
+    check_names(cluster_name, nodegroup_name)
     if asg_name:
         asg = describe_asg(autoscaling, asg_name)
         _check_named_asg(asg, cluster_name, nodegroup_name)
@@ -370,6 +390,14 @@ def ami_kubernetes_version(image_name):
     return numbers[0], numbers[1]
 
 
+def check_not_newer_than_control_plane(parameter, version, what, cluster_version):
+    """SPEC K6: refuse a node version (a (major, minor) tuple) newer than the control plane's, as EKS does."""
+    if cluster_version and KUBERNETES_VERSION_RE.match(cluster_version) and version > _version_tuple(cluster_version):
+        raise invalid_parameter(
+            parameter, "%s, newer than the control plane's %s (%s): upgrade the control plane first; kubelets may not "
+            "be newer than the API server" % (what, cluster_version, parameter))
+
+
 def check_version_change(parameter, target_image_name, current_image_name, cluster_version, allow_downgrade):
     """SPEC K6 and issue 10 item 19, before any change: the new nodes' Kubernetes version (from the target AMI's
     name) is not newer than the control plane's, as EKS refuses it, and not older than the nodes' own unless
@@ -378,11 +406,8 @@ def check_version_change(parameter, target_image_name, current_image_name, clust
     if target is None:
         return
     words = "%d.%d" % target
-    if cluster_version and KUBERNETES_VERSION_RE.match(cluster_version) and target > _version_tuple(cluster_version):
-        raise invalid_parameter(
-            parameter, "The target AMI %s is for Kubernetes %s, newer than the control plane's %s (%s): upgrade the "
-            "control plane first; kubelets may not be newer than the API server"
-            % (target_image_name, words, cluster_version, parameter))
+    check_not_newer_than_control_plane(parameter, target, "The target AMI %s is for Kubernetes %s"
+                                       % (target_image_name, words), cluster_version)
     current = ami_kubernetes_version(current_image_name)
     if current is not None and target < current and not allow_downgrade:
         raise invalid_parameter(
@@ -622,25 +647,29 @@ def random_batches(old, batch_size, rng):
 
 
 def upgrade_plan(old, node_count, az_count, update_strategy="default", max_unavailable=None,
-                 max_unavailable_percentage=None, max_surge=None, surge_cap=SURGE_CAP_DEFAULT, seed=None):
+                 max_unavailable_percentage=None, max_surge=None, surge_cap=SURGE_CAP_DEFAULT, seed=None,
+                 group_size=None):
     """The upgrade plan for the given parameters: strategy, parallelism, surge and the random batches.
 
     ``max_surge`` given selects the surge strategy (SPEC S1-S4, max_unavailable may then be 0); otherwise
     ``update_strategy`` default (U2: pre-scale by max(2 x AZs, max_unavailable)) or minimal (U7: no pre-scale).
+    A percentage is of ``group_size``, the group's size before the upgrade (``node_count``, the nodes there are
+    now, when not given), so a resumed run, with the group surged, keeps the same parallelism (issue 10 item 4).
     ``seed`` makes the batches reproducible; without one a seed is drawn and reported.
     """
+    size = node_count if group_size is None else group_size
     if max_surge is not None:
         if update_strategy == "minimal":
             raise invalid_parameter("max_surge", "max_surge selects the surge strategy; it cannot be combined "
                                     "with update_strategy=minimal")
         if max_unavailable is None and max_unavailable_percentage is not None:
-            max_unavailable = resolve_max_unavailable(None, max_unavailable_percentage, node_count)
+            max_unavailable = resolve_max_unavailable(None, max_unavailable_percentage, size)
         max_unavailable = max_unavailable or 0
         validate_surge_settings(max_surge, max_unavailable, surge_cap)
         strategy, surge, batch_size = "surge", max_surge, max_surge + max_unavailable
         steps = surge_steps(len(old), max_surge, max_unavailable)
     else:
-        max_unavailable = resolve_max_unavailable(max_unavailable, max_unavailable_percentage, node_count)
+        max_unavailable = resolve_max_unavailable(max_unavailable, max_unavailable_percentage, size)
         strategy = "minimal" if update_strategy == "minimal" else "rolling"
         surge = 0 if strategy == "minimal" else rolling_surge(az_count, max_unavailable)
         batch_size = max_unavailable
@@ -650,6 +679,10 @@ def upgrade_plan(old, node_count, az_count, update_strategy="default", max_unava
     return dict(
         strategy=strategy,
         node_count=node_count,
+        group_size=size,
+        # The desired capacity while the old nodes are replaced (rolling and minimal: the scale-up's; surge: the
+        # highest step's), for a person to read (a dry run, issue 10 item 9).
+        desired_capacity_during=size + surge,
         old_count=len(old),
         max_unavailable=max_unavailable,
         max_surge=max_surge,

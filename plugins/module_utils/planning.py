@@ -46,7 +46,9 @@ def resolve_max_unavailable(max_unavailable, max_unavailable_percentage, node_co
     """Nodes upgraded in parallel (SPEC U1), with EKS NodegroupUpdateConfig semantics.
 
     ``max_unavailable`` and ``max_unavailable_percentage`` (each 1..100) are mutually exclusive; neither
-    means 1. A percentage is of ``node_count``, rounded down, but never less than one node.
+    means 1. A percentage is of ``node_count``, the node group's size before the upgrade (never the surged
+    group), rounded up: EKS does not document its rounding, and 50 % of 5 nodes is 3 nodes in EKS's updates as
+    issue 10 item 4 records them. Never less than one node, never more than 100.
     """
     if max_unavailable is not None and max_unavailable_percentage is not None:
         raise invalid_parameter(
@@ -58,7 +60,7 @@ def resolve_max_unavailable(max_unavailable, max_unavailable_percentage, node_co
         if node_count < 0:
             raise ValueError("node_count must be >= 0, got %r" % (node_count,))
         # U1: the result is a node count in 1..100 like max_unavailable, whatever the group's size.
-        return min(MAX_UNAVAILABLE_LIMIT, max(1, node_count * max_unavailable_percentage // 100))
+        return min(MAX_UNAVAILABLE_LIMIT, max(1, -(-node_count * max_unavailable_percentage // 100)))
     if max_unavailable is None:
         return 1
     _check_int_range("max_unavailable", max_unavailable, 1, MAX_UNAVAILABLE_LIMIT)

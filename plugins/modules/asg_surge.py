@@ -39,11 +39,12 @@ options:
     default: rolling
   surge:
     description:
-      - Number of nodes to add in C(explicit) mode.
+      - Number of nodes to add in C(explicit) mode (0 to 100).
     type: int
   desired_capacity:
     description:
-      - The desired capacity to reach in C(desired) mode.
+      - The desired capacity to reach in C(desired) mode; at most 100 above the group's desired capacity before
+        the upgrade (the journal's, while an upgrade is under way).
     type: int
   max_unavailable:
     description:
@@ -195,6 +196,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.module import Eks
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kinds import expected_node_labels
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC, find_nodegroup
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
+    SURGE_CAP_LIMIT,
     check_new_nodes,
     plan_suspension,
     resolve_max_unavailable,
@@ -372,6 +374,12 @@ def run(module):
         raise invalid_parameter(
             parameter, "asg_surge only scales up: the target desired capacity %d (from %s) is below the current %d "
             "of Auto Scaling group %s" % (wanted, parameter, before["desired_capacity"], name))
+    if wanted - original_desired > SURGE_CAP_LIMIT:
+        # Issue 10 item 18: desired_capacity=1000 was accepted; a typo must not launch a fleet.
+        parameter = "desired_capacity" if params["mode"] == "desired" else "surge"
+        raise invalid_parameter(
+            parameter, "%s asks for %d nodes above the %d Auto Scaling group %s had before the upgrade; at most %d "
+            "are created at once" % (parameter, wanted - original_desired, original_desired, name, SURGE_CAP_LIMIT))
     if params["pending_decrement"] > wanted:
         raise invalid_parameter(
             "pending_decrement", "pending_decrement %d is more than the target desired capacity %d of Auto Scaling "

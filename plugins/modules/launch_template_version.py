@@ -221,6 +221,8 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.module import Eks
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
     NODEGROUP_ARGUMENT_SPEC,
     asg_launch_template_spec,
+    check_kubernetes_version,
+    check_not_newer_than_control_plane,
     check_version_change,
     describe_image,
     describe_launch_template,
@@ -266,6 +268,11 @@ def resolve_target(module, ec2, lt_id, current):
     if params["image_id"]:
         describe_image(ec2, params["image_id"], parameter="image_id")
         return params["image_id"], None, None
+    # K6 first: a version newer than the control plane is refused as such, not as an AMI SSM does not publish.
+    check_not_newer_than_control_plane(
+        "kubernetes_version", check_kubernetes_version(params["kubernetes_version"]),
+        "Kubernetes %s" % params["kubernetes_version"],
+        describe_cluster(module.aws("eks"), params["cluster_name"]).get("version"))
     current_image_id = lt_version_image(current)
     current_image = describe_image(ec2, current_image_id, parameter="kubernetes_version") if current_image_id else {}
     image_id, ssm_parameter = resolve_eks_ami(module.aws("ssm"), current_image.get("Name"),

@@ -49,7 +49,8 @@ options:
     type: int
   max_unavailable_percentage:
     description:
-      - Nodes upgraded in parallel as a percentage of the group's nodes (1 to 100), rounded down, at least one.
+      - Nodes upgraded in parallel as a percentage (1 to 100) of the group's desired capacity before the upgrade
+        (the one recorded in the journal while an upgrade is under way), rounded up, at least one.
     type: int
   max_surge:
     description:
@@ -185,10 +186,14 @@ nodegroup:
         - The upgrade plan for the given parameters (null for a managed node group). C(strategy) is C(rolling), C(minimal) or C(surge);
           C(surge) is the number of nodes added before (rolling) or during (surge) the upgrade; C(batches) lists
           the old instance ids replaced together, in order; C(steps) is the surge schedule (surge only).
+        - C(max_unavailable) is resolved (a percentage of C(group_size), the desired capacity before the upgrade);
+          C(desired_capacity_during) is C(group_size) plus C(surge).
       type: dict
       sample:
         strategy: rolling
         node_count: 6
+        group_size: 6
+        desired_capacity_during: 12
         old_count: 6
         max_unavailable: 1
         max_surge: null
@@ -259,6 +264,14 @@ def managed_summary(record):
         scaling_config=record.get("scalingConfig"))
 
 
+def size_before_upgrade(summary, journal):
+    """The node group's size before the upgrade (the base of a percentage): its desired capacity, or the one
+    the journal recorded when an upgrade is under way and the group is surged."""
+    if journal is not None and journal.original_desired_capacity is not None:
+        return journal.original_desired_capacity
+    return summary["desired_capacity"]
+
+
 def az_breakdown(availability_zones, instances, old_ids, new_ids):
     azs = []
     instance_azs = set(i["availability_zone"] for i in instances if i["availability_zone"])
@@ -288,14 +301,14 @@ def run(module):
     old, new = split_old_new(instances, target_version, target_image_id)
     instance_ids = set(i["instance_id"] for i in instances)
 
+    journal = Journal.from_tags(asg.get("Tags"), asg_name=summary["name"])
     plan = upgrade_plan(
         old, node_count=len(old) + len(new), az_count=len(summary["availability_zones"]),
         update_strategy=params["update_strategy"], max_unavailable=params["max_unavailable"],
         max_unavailable_percentage=params["max_unavailable_percentage"], max_surge=params["max_surge"],
-        surge_cap=params["surge_cap"], seed=params["seed"])
+        surge_cap=params["surge_cap"], seed=params["seed"], group_size=size_before_upgrade(summary, journal))
     if group.kind == MANAGED:
         plan = None
-    journal = Journal.from_tags(asg.get("Tags"), asg_name=summary["name"])
     old_ids = [i["instance_id"] for i in old]
     new_ids = [i["instance_id"] for i in new]
     return dict(changed=False, nodegroup=dict(

@@ -14,7 +14,7 @@ import copy
 import pytest
 import yaml
 
-from nodegroup_state import call_counts, calls_between, mutating_calls
+from nodegroup_state import call_counts, changes_by_the_collection
 from sandbox_helpers import REPO_ROOT, run_module, run_playbook, running_sandbox
 
 SCENARIO = "demo"
@@ -30,14 +30,6 @@ def other_cluster(tmp_path_factory):
 def kubeconfig_server(path: str) -> str:
     with open(path, encoding="utf-8") as handle:
         return yaml.safe_load(handle)["clusters"][0]["cluster"]["server"]
-
-
-def changes_by_the_collection(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
-    """Mutating AWS calls, and Kubernetes requests other than reads, made by the collection's modules."""
-    calls = calls_between(before, after)
-    writes = {key: count for key, count in calls.items()
-              if key.startswith("eksops.nodegroup") and key.split(" ")[1] not in ("get", "list", "watch")}
-    return {**mutating_calls(calls), **writes}
 
 
 def test_a_kubeconfig_of_another_cluster_is_refused_before_any_change(sandbox, other_cluster):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from nodegroup_state import call_counts, calls_between, mutating_calls
+from nodegroup_state import call_counts, changes_by_the_collection
 from sandbox_helpers import REPO_ROOT, run_playbook
 
 SCENARIO = "surge5"
@@ -25,19 +25,11 @@ def upgrade(sandbox, tmp_path, kubernetes_version):
     return json.loads(report.read_text())
 
 
-def writes(before, after):
-    """Mutating AWS calls, and Kubernetes writes (anything but get, list, watch) by the collection's modules."""
-    calls = calls_between(before, after)
-    k8s = {key: count for key, count in calls.items()
-           if key.startswith("eksops.nodegroup") and key.split(" ")[1] not in ("get", "list", "watch")}
-    return {**mutating_calls(calls), **k8s}
-
-
 def test_a_target_the_group_already_runs_changes_nothing(sandbox, tmp_path):
     """Item 20: kubernetes_version 1.29 on 1.29 nodes."""
     before = call_counts(sandbox)
     report = upgrade(sandbox, tmp_path, "1.29")
-    assert writes(before, call_counts(sandbox)) == {}
+    assert changes_by_the_collection(before, call_counts(sandbox)) == {}
     assert report["status"] == "succeeded" and report["on_target_already"] is True
     assert report["replaced_instances"] == [] and report["pods_evicted"] == 0
 
@@ -49,7 +41,7 @@ def test_a_rerun_after_an_upgrade_changes_nothing(sandbox, tmp_path):
     assert len(first["replaced_instances"]) == 5
     before = call_counts(sandbox)
     second = upgrade(sandbox, tmp_path, "1.30")
-    assert writes(before, call_counts(sandbox)) == {}
+    assert changes_by_the_collection(before, call_counts(sandbox)) == {}
     assert second["on_target_already"] is True and second["replaced_instances"] == []
     report = sandbox.report()
     assert report["pods_lost"] == [] and report["pdb_violations"] == []
@@ -63,4 +55,4 @@ def test_both_parallelism_settings_are_refused_before_any_change(sandbox):
                                               "kubernetes_version": "1.30", "max_unavailable": 2,
                                               "max_unavailable_percentage": 50})
     assert result.returncode != 0 and "mutually exclusive" in result.stdout
-    assert writes(before, call_counts(sandbox)) == {}
+    assert changes_by_the_collection(before, call_counts(sandbox)) == {}

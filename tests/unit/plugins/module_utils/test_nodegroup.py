@@ -672,8 +672,8 @@ def test_rolling_plan_surges_by_twice_the_azs():
 
 def test_percentage_of_node_count():
     plan = ng.upgrade_plan(instances(10), node_count=10, az_count=3, max_unavailable_percentage=25, seed=1)
-    assert plan["max_unavailable"] == 2
-    assert [len(b) for b in plan["batches"]] == [2, 2, 2, 2, 2]
+    assert plan["max_unavailable"] == 3
+    assert [len(b) for b in plan["batches"]] == [3, 3, 3, 1]
 
 
 def test_minimal_strategy_does_not_pre_scale():

@@ -11,6 +11,8 @@ import json
 import random
 from collections import Counter
 
+import math
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -51,8 +53,10 @@ class TestResolveMaxUnavailable:
     def test_u1_absolute_value_is_used_as_is(self):
         assert planning.resolve_max_unavailable(20, None, 6) == 20
 
-    @pytest.mark.parametrize("pct,nodes,expected", [(50, 6, 3), (33, 10, 3), (1, 10, 1), (100, 7, 7), (10, 0, 1)])
-    def test_u1_percentage_is_floor_of_node_count_at_least_one(self, pct, nodes, expected):
+    # Issue 10 item 4: 50 % of 5 nodes is 3, as EKS rounds (up).
+    @pytest.mark.parametrize("pct,nodes,expected", [(50, 5, 3), (50, 6, 3), (33, 10, 4), (1, 10, 1), (100, 7, 7),
+                                                    (10, 0, 1), (20, 10, 2)])
+    def test_u1_percentage_of_node_count_rounds_up_at_least_one(self, pct, nodes, expected):
         assert planning.resolve_max_unavailable(None, pct, nodes) == expected
 
     @pytest.mark.parametrize("value", [0, 101, -1])
@@ -83,7 +87,7 @@ class TestResolveMaxUnavailable:
     def test_u1_percentage_never_exceeds_nodes_or_drops_below_one(self, pct, nodes):
         value = planning.resolve_max_unavailable(None, pct, nodes)
         assert 1 <= value <= min(100, max(1, nodes))
-        assert value == min(100, max(1, (nodes * pct) // 100))
+        assert value == min(100, max(1, math.ceil(nodes * pct / 100)))
 
     def test_u1_percentage_is_capped_at_100_nodes(self):
         assert planning.resolve_max_unavailable(None, 50, 400) == 100

@@ -121,6 +121,24 @@ def test_journal_and_cordoned_nodes_are_reported(world, run):
     assert [i["unschedulable"] for i in group["instances"] if i["instance_id"] == first] == [True]
 
 
+def test_a_percentage_is_of_the_group_before_the_upgrade(capsys):
+    """Issue 10 item 4: 50 % of a 5-node group is 3 nodes (rounded up), also with the group surged to 11 and the
+    journal recording the 5 it had; never a percentage of the surged group."""
+    with mock_aws():
+        world = MotoNodegroup(desired=5)
+        core_v1 = FakeCoreV1(world)
+        with mock.patch.object(EksopsModule, "core_v1", lambda self: core_v1):
+            before = run_module_in_process(nodegroup_info.main, dict(
+                BASE, target=world.new_ami, max_unavailable_percentage=50, seed=1), capsys)["nodegroup"]["plan"]
+            write_journal(world.autoscaling, world.asg_name,
+                          Journal(run_id="r9", phase="upgrade", surge=6, original_desired_capacity=5))
+            world.autoscaling.update_auto_scaling_group(AutoScalingGroupName=world.asg_name, DesiredCapacity=11)
+            surged = run_module_in_process(nodegroup_info.main, dict(
+                BASE, target=world.new_ami, max_unavailable_percentage=50, seed=1), capsys)["nodegroup"]["plan"]
+    assert before["max_unavailable"] == 3 and before["batch_size"] == 3
+    assert surged["node_count"] == 11 and surged["max_unavailable"] == 3 and surged["batch_size"] == 3
+
+
 STRAY_ID = "i-0000000000000dead"
 
 

@@ -1,0 +1,30 @@
+"""Issue 10 items 2, 3, 18, 24: the playbooks refuse every bad input of bad_inputs.yml before any AWS or
+Kubernetes change, with a message naming the parameter, and say "Nothing was changed" only when so."""
+
+from __future__ import annotations
+
+import pytest
+
+from bad_inputs import case_id, cases
+from nodegroup_state import call_counts, changes_by_the_collection
+from sandbox_helpers import REPO_ROOT, run_playbook
+
+SCENARIO = "demo"
+CASES = cases(playbooks=True)
+
+
+def failure_text(stdout: str) -> str:
+    """What Ansible printed from the first failed task on ("failed:" for an item of a loop)."""
+    starts = [index for index in (stdout.find("fatal: ["), stdout.find("failed: [")) if index >= 0]
+    return stdout[min(starts):] if starts else ""
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_a_bad_input_is_refused_before_any_change(sandbox, case):
+    before = call_counts(sandbox)
+    result = run_playbook(sandbox, REPO_ROOT / "playbooks" / case["where"], case["args"])
+    assert result.returncode != 0, result.stdout[-3000:]
+    failure = failure_text(result.stdout)
+    assert case["parameter"] in failure and case["says"] in failure, result.stdout[-3000:]
+    assert changes_by_the_collection(before, call_counts(sandbox)) == {}, failure
+    assert "PLAY RECAP" in result.stdout and "changed=0" in result.stdout.split("PLAY RECAP")[1]
