@@ -100,6 +100,12 @@ class Faults:
         spec = self._first_firing("launch_failure", lambda s: s["availability_zone"] == az)
         return None if spec is None else spec["code"]
 
+    def instance_not_visible(self) -> float | None:
+        """Seconds a just-launched instance stays unknown to DescribeInstances (EC2's eventual consistency), or
+        None; asked once per launch."""
+        spec = self._first_firing("instance_not_visible", lambda s: True)
+        return None if spec is None else float(spec["seconds"])
+
     def never_join(self, az: str) -> bool:
         """Whether an instance that just booted in `az` never registers its node (asked once per instance)."""
         return self._first_firing(

@@ -259,6 +259,10 @@ def _launch_failure(spec: _Section) -> dict[str, Any]:
             "code": spec.string("code", "InsufficientInstanceCapacity"), **_fault_trigger(spec)}
 
 
+def _instance_not_visible(spec: _Section) -> dict[str, Any]:
+    return {"seconds": spec.number("seconds", 2, positive=True), **_fault_trigger(spec)}
+
+
 def _never_join(spec: _Section) -> dict[str, Any]:
     return {"availability_zone": spec.optional_string("availability_zone"), **_fault_trigger(spec)}
 
@@ -277,6 +281,7 @@ _FAULT_FIELDS: dict[str, Callable[[_Section], dict[str, Any]]] = {
     "aws_error": _aws_error,
     "launch_failure": _launch_failure,
     "never_join": _never_join,
+    "instance_not_visible": _instance_not_visible,
     "autoscaler": _autoscaler,
 }
 FAULT_TYPES = tuple(_FAULT_FIELDS)

@@ -13,6 +13,7 @@ from moto.autoscaling.models import ASG_NAME_TAG, FakeAutoScalingGroup, Instance
 from moto.ec2.models.instances import Instance
 from moto.ec2.models.instances import InstanceState as Ec2InstanceState
 
+from . import lifecycle
 from .activities import FAILED, IN_PROGRESS, aws_time, launch_failure_message, record_activity, utcnow
 from .moto_patches import LIVE_LIFECYCLE_STATES, suspended_process_names
 
@@ -33,17 +34,19 @@ class CapacityReconciler:
 
     `launch_failure(az) -> error code | None` decides whether a launch in an AZ fails (the scenario's faults);
     an AZ whose launch failed is retried after `launch_retry_seconds` and meanwhile launches go to the
-    group's other AZs, as AWS does when one zone lacks capacity.
+    group's other AZs, as AWS does when one zone lacks capacity. `not_visible_for() -> seconds | None`, asked
+    once per launch, hides the new instance from DescribeInstances for that long (moto_patches (i)).
     """
 
     def __init__(self, ec2_backend: Any, region: str, timings: dict[str, float],
                  launch_failure: Callable[[str], str | None], on_event: Callable[..., None],
-                 launch_retry_seconds: float = 1.0):
+                 launch_retry_seconds: float = 1.0, not_visible_for: Callable[[], float | None] | None = None):
         self.ec2 = ec2_backend
         self.region = region
         self.pending_seconds = timings["instance_pending_seconds"]
         self.shutdown_seconds = timings["instance_shutdown_seconds"]
         self.launch_failure = launch_failure
+        self.not_visible_for = not_visible_for or (lambda: None)
         self.on_event = on_event
         self.launch_retry_seconds = launch_retry_seconds
         self._retry_after: dict[tuple[str, str], float] = {}
@@ -63,6 +66,11 @@ class CapacityReconciler:
                     self.mark_running(instance, now)
                 elif state == "shutting-down" and now - since >= self.shutdown_seconds:
                     self._mark_terminated(instance, now)
+
+    @staticmethod
+    def advance_lifecycle_actions(group: FakeAutoScalingGroup, now: float) -> None:
+        """Termination lifecycle actions whose timeout passed take the hook's DefaultResult (lifecycle.py)."""
+        lifecycle.advance_lifecycle_actions(group, now)
 
     def mark_running(self, instance: Instance, now: float) -> None:
         instance._state = Ec2InstanceState(*RUNNING)
@@ -165,6 +173,9 @@ class CapacityReconciler:
         instance = reservation.instances[0]
         instance._state = Ec2InstanceState(*PENDING)
         instance.sandbox_state_since = now
+        hidden = self.not_visible_for()
+        if hidden:
+            instance.sandbox_visible_at = now + hidden
         instance.sandbox_private_dns_name = instance.private_dns_name
         instance.autoscaling_group = group
         if template is not None:
@@ -207,10 +218,9 @@ class CapacityReconciler:
         return (on_current, version or 0, state.instance.launch_time)
 
     def _terminate(self, group: FakeAutoScalingGroup, state: InstanceState, cause: str) -> None:
-        state.lifecycle_state = "Terminating"
         instance = state.instance
         if instance._state.name == "pending" and getattr(instance, "sandbox_activity", None) is not None \
                 and instance.sandbox_activity.status_code == IN_PROGRESS:
             instance.sandbox_activity.finish("Cancelled")
-        self.ec2.terminate_instances([instance.id])
         instance.sandbox_activity = record_activity(group, f"Terminating EC2 instance: {instance.id}", cause)
+        lifecycle.begin_termination(state)  # Terminating:Wait while the group has termination hooks

@@ -16,7 +16,12 @@ its state on moto's own objects, so moto stays the single source of truth.
       honours Launch and Terminate;
   (f) DescribeScalingActivities returns the recorded activities (moto returns none);
   (g) EC2 termination takes time (shutting-down, then terminated) and
-      TerminateInstanceInAutoScalingGroup behaves as on AWS.
+      TerminateInstanceInAutoScalingGroup behaves as on AWS;
+  (h) termination lifecycle hooks hold instances in Terminating:Wait; CompleteLifecycleAction and
+      RecordLifecycleActionHeartbeat exist; PutLifecycleHook validates and reports GlobalTimeout as AWS does
+      (lifecycle.py);
+  (i) DescribeInstances is eventually consistent: an instance the scenario's `instance_not_visible` fault hides is
+      unknown to it (InvalidInstanceID.NotFound) for a while after its launch.
 """
 
 from __future__ import annotations
@@ -31,16 +36,19 @@ from moto.autoscaling.exceptions import ValidationError
 from moto.autoscaling.models import AutoScalingBackend, FakeAutoScalingGroup, InstanceState
 from moto.autoscaling.responses import AutoScalingResponse
 from moto.core.responses import ActionResult
-from moto.ec2.exceptions import InvalidParameterCombination, OperationNotPermitted4
+from moto.core.responses import EmptyResult
+from moto.ec2.exceptions import InvalidInstanceIdError, InvalidParameterCombination, OperationNotPermitted4
 from moto.ec2.models.instances import InstanceBackend
 from moto.ec2.models.instances import InstanceState as Ec2InstanceState
+from moto.ec2.responses.instances import InstanceResponse
 from moto.ec2.responses.launch_templates import LaunchTemplates
 from moto.ec2.utils import parse_user_data
 
+from . import lifecycle
 from .activities import aws_time, group_activities, record_activity, utcnow
 
 __all__ = ["PINNED_MOTO_VERSION", "SCALING_PROCESSES", "MotoVersionError", "apply_moto_corrections",
-           "check_moto_version", "note_capacity_change", "suspended_process_names"]
+           "check_moto_version", "instance_visible", "note_capacity_change", "suspended_process_names"]
 
 PINNED_MOTO_VERSION = "5.2.5"
 
@@ -349,7 +357,10 @@ def correct_instance_timing() -> None:
     def notify_terminate_instances(self: AutoScalingBackend, instance_ids: list[str]) -> None:
         for group in self.autoscaling_groups.values():
             for state in group.instance_states:
-                if state.instance.id in instance_ids and state.lifecycle_state != "Terminating":
+                if state.instance.id not in instance_ids:
+                    continue
+                lifecycle.stop_waiting(state)  # EC2 terminates it: no hook holds it any more
+                if not state.lifecycle_state.startswith("Terminating"):
                     state.lifecycle_state, state.health_status = "Terminating", "Unhealthy"
                     state.instance.sandbox_activity = record_activity(
                         group, f"Terminating EC2 instance: {state.instance.id}",
@@ -363,7 +374,7 @@ def correct_instance_timing() -> None:
             raise ValidationError(f"Instance Id not found - No managed instance found for instance ID: "
                                   f"{instance_id}")
         group = state.auto_scaling_group
-        if state.lifecycle_state == "Terminating":
+        if state.lifecycle_state.startswith("Terminating"):
             return state.instance.sandbox_activity
         original = group.desired_capacity or 0
         if should_decrement:
@@ -373,12 +384,11 @@ def correct_instance_timing() -> None:
                     "replacement will violate group's min size constraint. Either set "
                     "shouldDecrementDesiredCapacity flag to false or lower group's min size.")
             group.desired_capacity = original - 1
-        state.lifecycle_state = "Terminating"
-        self.ec2_backend.terminate_instances([instance_id])
         cause = f"At {aws_time(utcnow())} instance {instance_id} was taken out of service in response to a user request"
         cause += f", shrinking the capacity from {original} to {original - 1}." if should_decrement else "."
         activity = record_activity(group, f"Terminating EC2 instance: {instance_id}", cause)
         state.instance.sandbox_activity = activity
+        lifecycle.begin_termination(state)  # (h): Terminating:Wait while the group has termination hooks
         return activity
 
     InstanceBackend.terminate_instances = terminate_instances
@@ -386,9 +396,95 @@ def correct_instance_timing() -> None:
     AutoScalingBackend.terminate_instance = terminate_instance
 
 
+# ------------------------------------------------------------------------------------------------ (h)
+
+@_apply_once
+def correct_lifecycle_hooks() -> None:
+    """(h) PutLifecycleHook validates its parameters as AWS documents them, keeps on an update what is not given,
+    stores RoleARN/NotificationTargetARN/NotificationMetadata as given (moto reports made-up ARNs) and reports
+    GlobalTimeout as min(48 h, 100 x HeartbeatTimeout) (moto: always 48 h); CompleteLifecycleAction and
+    RecordLifecycleActionHeartbeat act on the lifecycle actions of lifecycle.py (moto: not implemented)."""
+
+    def put_lifecycle_hook(self: AutoScalingResponse) -> EmptyResult:
+        backend = self.autoscaling_backend
+        name, group_name = self._get_param("LifecycleHookName"), self._get_param("AutoScalingGroupName")
+        existing = backend.lifecycle_hooks.get(f"{group_name}_{name}")
+        transition = self._get_param("LifecycleTransition")
+        timeout = self._get_int_param("HeartbeatTimeout")
+        result = self._get_param("DefaultResult")
+        lifecycle.validate_hook(transition, timeout, result)
+        if existing is None and transition is None:
+            raise ValidationError("LifecycleTransition is required for a new lifecycle hook")
+        hook = backend.create_lifecycle_hook(
+            name=name, as_name=group_name,
+            transition=transition or existing.lifecycle_transition,
+            timeout=timeout or (existing.heartbeat_timeout if existing else lifecycle.HEARTBEAT_DEFAULT),
+            result=result or (existing.default_result if existing else "ABANDON"))
+        for attribute, parameter in (("role_arn", "RoleARN"), ("notification_target_arn", "NotificationTargetARN"),
+                                     ("notification_metadata", "NotificationMetadata")):
+            given = self._get_param(parameter)
+            setattr(hook, attribute, given if given is not None else getattr(existing, attribute, None))
+        hook.global_timeout = lifecycle.global_timeout(hook.heartbeat_timeout)
+        return EmptyResult()
+
+    def complete_lifecycle_action(self: AutoScalingResponse) -> EmptyResult:
+        lifecycle.complete_lifecycle_action(
+            self.autoscaling_backend, self._get_param("AutoScalingGroupName"), self._get_param("LifecycleHookName"),
+            self._get_param("LifecycleActionResult"), token=self._get_param("LifecycleActionToken"),
+            instance_id=self._get_param("InstanceId"))
+        return EmptyResult()
+
+    def record_lifecycle_action_heartbeat(self: AutoScalingResponse) -> EmptyResult:
+        lifecycle.record_lifecycle_action_heartbeat(
+            self.autoscaling_backend, self._get_param("AutoScalingGroupName"), self._get_param("LifecycleHookName"),
+            token=self._get_param("LifecycleActionToken"), instance_id=self._get_param("InstanceId"))
+        return EmptyResult()
+
+    AutoScalingResponse.put_lifecycle_hook = put_lifecycle_hook
+    AutoScalingResponse.complete_lifecycle_action = complete_lifecycle_action
+    AutoScalingResponse.record_lifecycle_action_heartbeat = record_lifecycle_action_heartbeat
+
+
+# ------------------------------------------------------------------------------------------------ (i)
+
+def instance_visible(instance: Any, now: float | None = None) -> bool:
+    """Whether DescribeInstances knows the instance yet (`sandbox_visible_at`, set at launch by the
+    `instance_not_visible` fault; absent: at once)."""
+    visible_at = getattr(instance, "sandbox_visible_at", None)
+    return visible_at is None or (time.monotonic() if now is None else now) >= visible_at
+
+
+@_apply_once
+def correct_describe_instances_consistency() -> None:
+    """(i) EC2's API is eventually consistent ("Eventual consistency in the Amazon EC2 API", EC2 API reference;
+    the error codes page: InvalidInstanceID.NotFound "The specified instance does not exist ... This error may
+    occur because the ID of a recently created instance has not propagated through the system"): DescribeInstances
+    naming an instance that is not visible yet answers InvalidInstanceID.NotFound with EC2's message (the whole
+    call fails, as for any unknown id), and a listing without ids leaves it out. Only DescribeInstances is
+    affected; moto's other EC2 and Auto Scaling calls see the instance at once."""
+    original = InstanceResponse.describe_instances
+
+    def describe_instances(self: InstanceResponse) -> ActionResult:
+        requested = self._get_param("InstanceIds", [])
+        now = time.monotonic()
+        if requested:
+            known = {i.id: i for r in self.ec2_backend.all_reservations() for i in r.instances}
+            unknown = [i for i in requested if i not in known or not instance_visible(known[i], now)]
+            if unknown:
+                raise InvalidInstanceIdError(unknown)
+            return original(self)
+        result = original(self)
+        for reservation in result.result["Reservations"]:
+            reservation.instances = [i for i in reservation.instances if instance_visible(i, now)]
+        result.result["Reservations"] = [r for r in result.result["Reservations"] if r.instances]
+        return result
+
+    InstanceResponse.describe_instances = describe_instances
+
+
 CORRECTIONS = (correct_az_balance, correct_capacity_limits, correct_source_version,
                correct_instance_launch_template, correct_suspended_processes, correct_scaling_activities,
-               correct_instance_timing)
+               correct_instance_timing, correct_lifecycle_hooks, correct_describe_instances_consistency)
 
 
 def apply_moto_corrections() -> None:

@@ -75,7 +75,8 @@ class AwsSim:
             moto_api_backend.reset()
             self._reconciler = CapacityReconciler(
                 self._ec2, self.region, self.scenario["timings"], self.faults.launch_failure,
-                self.recorder.event, self._launch_retry_seconds)
+                self.recorder.event, self._launch_retry_seconds,
+                not_visible_for=self.faults.instance_not_visible)
             self.eks = EksNodegroups(self.scenario, self.lock, self.recorder, self._ec2, self._autoscaling,
                                      eks_backends[DEFAULT_ACCOUNT_ID][self.region])
         self._server = LockedMotoServer(
@@ -147,14 +148,15 @@ class AwsSim:
     # ------------------------------------------------------------------------------------------- ticking
 
     def tick(self) -> None:
-        """Advance instance states, fire due autoscaler faults, let EKS work on its node groups, reconcile every
-        group's desired capacity."""
+        """Advance instance states, fire due autoscaler faults, let EKS work on its node groups, end the lifecycle
+        actions whose timeout passed, reconcile every group's desired capacity."""
         with self.lock:
             now = time.monotonic()
             self._reconciler.advance_instances(now)
             self._fire_autoscaler_faults()
             self.eks.tick()
             for group in list(self._autoscaling.autoscaling_groups.values()):
+                self._reconciler.advance_lifecycle_actions(group, now)
                 self._reconciler.reconcile(group, now)
 
     def _fire_autoscaler_faults(self) -> None:

@@ -1,0 +1,291 @@
+"""Contract (boto3, botocore's models): termination lifecycle hooks and EC2's eventually consistent DescribeInstances,
+as the sandbox plays them (moto_patches (h) and (i), aws/lifecycle.py).
+
+Expected behaviour, from AWS's documentation rather than from what the collection expects:
+- Amazon EC2 Auto Scaling User Guide, "Amazon EC2 Auto Scaling lifecycle hooks": a terminating instance waits in
+  Terminating:Wait "until you either complete the lifecycle action, or the timeout period ends", then
+  Terminating:Proceed; a heartbeat "extends the timeout period by the timeout value specified when you created the
+  lifecycle hook"; "The maximum amount of time that you can keep an instance in a wait state is 48 hours or 100 times
+  the heartbeat timeout, whichever is smaller"; HeartbeatTimeout "must be from 30 to 7200 seconds"; for a terminating
+  instance "both ABANDON and CONTINUE allow the instance to terminate. However, ABANDON stops any remaining actions,
+  such as other lifecycle hooks, and CONTINUE allows any other lifecycle hooks to complete".
+- API reference: PutLifecycleHook (HeartbeatTimeout default 3600, DefaultResult default ABANDON), LifecycleHook
+  (GlobalTimeout), CompleteLifecycleAction and RecordLifecycleActionHeartbeat (by token or instance id).
+- EC2 API reference, error codes: InvalidInstanceID.NotFound, "The specified instance does not exist ... This error
+  may occur because the ID of a recently created instance has not propagated through the system".
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from botocore.exceptions import ClientError
+
+from eks_sandbox.aws import AwsSim, lifecycle
+from eks_sandbox.faults import Faults
+from eks_sandbox.recorder import Recorder
+from eks_sandbox.scenario import load_scenario
+
+from harness import valid
+
+TERMINATING = "autoscaling:EC2_INSTANCE_TERMINATING"
+TIMINGS = {"instance_pending_seconds": 0.05, "instance_shutdown_seconds": 0.05}
+HIDDEN_SECONDS = 0.6
+
+
+def started_sim(faults=()):
+    scenario = load_scenario({
+        "name": "hooks", "timings": TIMINGS, "faults": list(faults),
+        "amis": [{"name": "eks-node-1.29-v1", "kubernetes_version": "1.29"}],
+        "nodegroups": [{"name": "workers", "ami": "eks-node-1.29-v1", "min_size": 1, "max_size": 12,
+                        "desired_capacity": 3}],
+    })
+    armed = Faults(scenario["faults"], scenario["seed"], armed=False)
+    sim = AwsSim(scenario, Recorder(), armed, launch_retry_seconds=0.05)
+    sim.start()
+    sim.seed("https://127.0.0.1:6443", None)
+    armed.arm()
+    return sim
+
+
+@pytest.fixture
+def sim():
+    started = started_sim()
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+def asg(sim):
+    return sim.asg_view("workers")["name"]
+
+
+def describe_group(sim):
+    autoscaling = sim.client("autoscaling")
+    return valid(autoscaling, "DescribeAutoScalingGroups", autoscaling.describe_auto_scaling_groups(
+        AutoScalingGroupNames=[asg(sim)]))["AutoScalingGroups"][0]
+
+
+def lifecycle_state(sim, instance_id):
+    return next((i["LifecycleState"] for i in describe_group(sim)["Instances"] if i["InstanceId"] == instance_id), None)
+
+
+def ec2_state(sim, instance_id):
+    return sim.client("ec2").describe_instances(InstanceIds=[instance_id])["Reservations"][0]["Instances"][0][
+        "State"]["Name"]
+
+
+def in_service(sim):
+    return [i["InstanceId"] for i in describe_group(sim)["Instances"] if i["LifecycleState"] == "InService"]
+
+
+def put_hook(sim, name="drain", **extra):
+    sim.client("autoscaling").put_lifecycle_hook(
+        LifecycleHookName=name, AutoScalingGroupName=asg(sim), **{"LifecycleTransition": TERMINATING, **extra})
+
+
+def tick_until(sim, condition, timeout=3.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        sim.tick()
+        time.sleep(0.01)
+
+
+def moto_state(sim, instance_id):
+    """The moto InstanceState of an instance (for the tests that move the clock of a lifecycle action)."""
+    group = sim._autoscaling.autoscaling_groups[asg(sim)]  # pylint: disable=protected-access
+    return next(s for s in group.instance_states if s.instance.id == instance_id)
+
+
+def error_of(excinfo):
+    return excinfo.value.response["Error"]["Code"], excinfo.value.response["Error"]["Message"]
+
+
+# ------------------------------------------------------------------------------------------ PutLifecycleHook
+
+def test_a_hook_reports_aws_defaults_and_global_timeout(sim):
+    put_hook(sim, HeartbeatTimeout=300, DefaultResult="CONTINUE")
+    put_hook(sim, name="plain")  # no timeout, no result: AWS's defaults
+    autoscaling = sim.client("autoscaling")
+    hooks = valid(autoscaling, "DescribeLifecycleHooks", autoscaling.describe_lifecycle_hooks(
+        AutoScalingGroupName=asg(sim)))["LifecycleHooks"]
+    by_name = {hook["LifecycleHookName"]: hook for hook in hooks}
+    assert by_name["drain"]["HeartbeatTimeout"] == 300 and by_name["drain"]["GlobalTimeout"] == 30000
+    assert by_name["drain"]["DefaultResult"] == "CONTINUE"
+    assert by_name["plain"]["HeartbeatTimeout"] == 3600 and by_name["plain"]["DefaultResult"] == "ABANDON"
+    assert by_name["plain"]["GlobalTimeout"] == 172800  # 100 x 3600 is more than 48 h
+    assert "NotificationTargetARN" not in by_name["plain"] and "RoleARN" not in by_name["plain"], "none was given"
+
+
+def test_an_update_keeps_what_it_does_not_give(sim):
+    put_hook(sim, HeartbeatTimeout=300, DefaultResult="CONTINUE")
+    sim.client("autoscaling").put_lifecycle_hook(LifecycleHookName="drain", AutoScalingGroupName=asg(sim),
+                                                 HeartbeatTimeout=600)
+    [hook] = sim.client("autoscaling").describe_lifecycle_hooks(AutoScalingGroupName=asg(sim))["LifecycleHooks"]
+    assert (hook["LifecycleTransition"], hook["HeartbeatTimeout"], hook["DefaultResult"], hook["GlobalTimeout"]) == (
+        TERMINATING, 600, "CONTINUE", 60000)
+
+
+@pytest.mark.parametrize("extra,word", [
+    ({"HeartbeatTimeout": 7201}, "HeartbeatTimeout"),
+    ({"DefaultResult": "RETRY"}, "DefaultResult"),
+    ({"LifecycleTransition": "autoscaling:EC2_INSTANCE_REBOOTING"}, "LifecycleTransition"),
+])
+def test_invalid_hooks_are_refused(sim, extra, word):
+    with pytest.raises(ClientError) as excinfo:
+        put_hook(sim, **extra)
+    code, message = error_of(excinfo)
+    assert code == "ValidationError" and word in message
+    assert sim.client("autoscaling").describe_lifecycle_hooks(AutoScalingGroupName=asg(sim))["LifecycleHooks"] == []
+
+
+# ------------------------------------------------------------------------------------------ Terminating:Wait
+
+def test_a_terminated_instance_waits_for_the_hook_and_goes_when_it_is_completed(sim):
+    put_hook(sim, HeartbeatTimeout=300, DefaultResult="CONTINUE")
+    autoscaling = sim.client("autoscaling")
+    victim = in_service(sim)[0]
+    autoscaling.terminate_instance_in_auto_scaling_group(InstanceId=victim, ShouldDecrementDesiredCapacity=False)
+    for dummy in range(5):
+        sim.tick()
+    assert lifecycle_state(sim, victim) == "Terminating:Wait"
+    assert ec2_state(sim, victim) == "running", "the instance runs while the hook holds it"
+    # The group does not count it: its replacement is launched meanwhile (Terminate and launch, the default).
+    tick_until(sim, lambda: len(in_service(sim)) == 3)
+    activities = valid(autoscaling, "DescribeScalingActivities", autoscaling.describe_scaling_activities(
+        AutoScalingGroupName=asg(sim)))["Activities"]
+    [termination] = [a for a in activities if a["Description"] == f"Terminating EC2 instance: {victim}"]
+    assert termination["StatusCode"] == "MidLifecycleAction"
+
+    autoscaling.complete_lifecycle_action(LifecycleHookName="drain", AutoScalingGroupName=asg(sim),
+                                          InstanceId=victim, LifecycleActionResult="CONTINUE")
+    assert lifecycle_state(sim, victim) == "Terminating:Proceed"
+    assert ec2_state(sim, victim) == "shutting-down"
+    tick_until(sim, lambda: ec2_state(sim, victim) == "terminated")
+    assert lifecycle_state(sim, victim) is None, "gone from the group once terminated"
+    [termination] = [a for a in autoscaling.describe_scaling_activities(AutoScalingGroupName=asg(sim))["Activities"]
+                     if a["Description"] == f"Terminating EC2 instance: {victim}"]
+    assert termination["StatusCode"] == "Successful"
+
+
+def test_completing_an_action_that_is_not_there_is_a_validation_error(sim):
+    put_hook(sim, HeartbeatTimeout=300)
+    with pytest.raises(ClientError) as excinfo:
+        sim.client("autoscaling").complete_lifecycle_action(
+            LifecycleHookName="drain", AutoScalingGroupName=asg(sim), InstanceId=in_service(sim)[0],
+            LifecycleActionResult="CONTINUE")
+    code, message = error_of(excinfo)
+    assert code == "ValidationError" and message.startswith("No active Lifecycle Action found with instance ID")
+
+
+def test_an_action_is_completed_by_its_token(sim):
+    put_hook(sim, HeartbeatTimeout=300)
+    victim = in_service(sim)[0]
+    sim.client("autoscaling").terminate_instance_in_auto_scaling_group(InstanceId=victim,
+                                                                       ShouldDecrementDesiredCapacity=True)
+    token = moto_state(sim, victim).sandbox_lifecycle_actions[0].token
+    sim.client("autoscaling").complete_lifecycle_action(LifecycleHookName="drain", AutoScalingGroupName=asg(sim),
+                                                        LifecycleActionToken=token, LifecycleActionResult="ABANDON")
+    assert lifecycle_state(sim, victim) == "Terminating:Proceed", "ABANDON terminates a terminating instance too"
+
+
+def test_a_scale_in_waits_for_the_hook_too(sim):
+    put_hook(sim, HeartbeatTimeout=300)
+    sim.client("autoscaling").set_desired_capacity(AutoScalingGroupName=asg(sim), DesiredCapacity=2)
+    sim.tick()
+    states = [i["LifecycleState"] for i in describe_group(sim)["Instances"]]
+    assert sorted(states) == ["InService", "InService", "Terminating:Wait"]
+
+
+def test_without_a_heartbeat_the_default_result_applies_when_the_heartbeat_timeout_passes(sim):
+    put_hook(sim, HeartbeatTimeout=30, DefaultResult="CONTINUE")
+    victim = in_service(sim)[0]
+    sim.client("autoscaling").terminate_instance_in_auto_scaling_group(InstanceId=victim,
+                                                                       ShouldDecrementDesiredCapacity=True)
+    state = moto_state(sim, victim)
+    started = state.sandbox_lifecycle_actions[0].started
+    group = state.auto_scaling_group
+    with sim.lock:
+        lifecycle.advance_lifecycle_actions(group, started + 29)
+    assert lifecycle_state(sim, victim) == "Terminating:Wait"
+    with sim.lock:
+        lifecycle.advance_lifecycle_actions(group, started + 30)
+    assert lifecycle_state(sim, victim) == "Terminating:Proceed"
+
+
+def test_heartbeats_extend_the_wait_up_to_the_global_timeout(sim):
+    put_hook(sim, HeartbeatTimeout=30)
+    victim = in_service(sim)[0]
+    autoscaling = sim.client("autoscaling")
+    autoscaling.terminate_instance_in_auto_scaling_group(InstanceId=victim, ShouldDecrementDesiredCapacity=True)
+    autoscaling.record_lifecycle_action_heartbeat(LifecycleHookName="drain", AutoScalingGroupName=asg(sim),
+                                                  InstanceId=victim)  # through the API once
+    state = moto_state(sim, victim)
+    started = state.sandbox_lifecycle_actions[0].started
+    group = state.auto_scaling_group
+    backend = group.autoscaling_backend
+    with sim.lock:
+        # A heartbeat 20 s in: 30 s more from then, so still waiting at 45 s, gone at 50 s.
+        lifecycle.record_lifecycle_action_heartbeat(backend, asg(sim), "drain", instance_id=victim, now=started + 20)
+        lifecycle.advance_lifecycle_actions(group, started + 45)
+        assert state.lifecycle_state == "Terminating:Wait"
+        # Heartbeats every 25 s keep it, but not past GlobalTimeout (100 x 30 s).
+        for beat in range(45, 3000, 25):
+            lifecycle.record_lifecycle_action_heartbeat(backend, asg(sim), "drain", instance_id=victim,
+                                                        now=started + beat)
+            lifecycle.advance_lifecycle_actions(group, started + beat + 1)
+            if beat + 1 < 3000:
+                assert state.lifecycle_state == "Terminating:Wait", beat
+        lifecycle.advance_lifecycle_actions(group, started + 3000)
+        assert state.lifecycle_state == "Terminating:Proceed"
+
+
+def test_continue_waits_for_the_other_hooks_and_abandon_ends_them(sim):
+    put_hook(sim, name="drain", HeartbeatTimeout=300)
+    put_hook(sim, name="logs", HeartbeatTimeout=300)
+    autoscaling = sim.client("autoscaling")
+    first, second = in_service(sim)[:2]
+    for victim in (first, second):
+        autoscaling.terminate_instance_in_auto_scaling_group(InstanceId=victim, ShouldDecrementDesiredCapacity=True)
+    autoscaling.complete_lifecycle_action(LifecycleHookName="drain", AutoScalingGroupName=asg(sim),
+                                          InstanceId=first, LifecycleActionResult="CONTINUE")
+    assert lifecycle_state(sim, first) == "Terminating:Wait", "'logs' is still open"
+    autoscaling.complete_lifecycle_action(LifecycleHookName="logs", AutoScalingGroupName=asg(sim),
+                                          InstanceId=first, LifecycleActionResult="CONTINUE")
+    assert lifecycle_state(sim, first) == "Terminating:Proceed"
+    autoscaling.complete_lifecycle_action(LifecycleHookName="drain", AutoScalingGroupName=asg(sim),
+                                          InstanceId=second, LifecycleActionResult="ABANDON")
+    assert lifecycle_state(sim, second) == "Terminating:Proceed", "ABANDON stops the other hooks' actions"
+
+
+def test_an_instance_terminated_through_ec2_is_not_held(sim):
+    put_hook(sim, HeartbeatTimeout=300)
+    victim = in_service(sim)[0]
+    sim.client("ec2").terminate_instances(InstanceIds=[victim])
+    assert lifecycle_state(sim, victim) == "Terminating"
+    tick_until(sim, lambda: ec2_state(sim, victim) == "terminated")
+
+
+# ------------------------------------------------------------------------------------------ eventual consistency
+
+def test_a_just_launched_instance_is_unknown_to_describe_instances_for_a_while():
+    sim = started_sim([{"type": "instance_not_visible", "seconds": HIDDEN_SECONDS}])
+    try:
+        autoscaling, ec2 = sim.client("autoscaling"), sim.client("ec2")
+        seeded = in_service(sim)
+        autoscaling.set_desired_capacity(AutoScalingGroupName=asg(sim), DesiredCapacity=4)
+        sim.tick()
+        [new] = [i["InstanceId"] for i in describe_group(sim)["Instances"] if i["InstanceId"] not in seeded]
+        with pytest.raises(ClientError) as excinfo:
+            ec2.describe_instances(InstanceIds=[seeded[0], new])
+        assert error_of(excinfo) == ("InvalidInstanceID.NotFound", f"The instance ID '{new}' does not exist")
+        listed = [i["InstanceId"] for r in ec2.describe_instances()["Reservations"] for i in r["Instances"]]
+        assert sorted(listed) == sorted(seeded), "a listing leaves it out"
+        time.sleep(HIDDEN_SECONDS)
+        assert ec2_state(sim, new) in ("pending", "running")
+        assert sim.faults.fired_counts()[0]["fired"] == 1, "asked once per launch, seeding excluded"
+    finally:
+        sim.stop()
