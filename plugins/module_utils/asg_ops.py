@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import datetime
+import re
 import threading
 import time
 
@@ -35,7 +36,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import 
     join_instances_nodes,
     target_lt_version,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import launch_failure
+from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import LEAVING_STATES, launch_failure
 
 # SPEC A1: the processes that would replace or rebalance nodes behind our back.
 DEFAULT_SUSPENDED_PROCESSES = ["AZRebalance", "AlarmNotification", "ScheduledActions", "ReplaceUnhealthy"]
@@ -53,6 +54,9 @@ EC2_POLL_SECONDS = 2.0
 MERGE_PATCH = "application/merge-patch+json"
 # Not an EKS code: an AWS-side wait (termination) ran out of time.
 WAIT_TIMEOUT = "WaitTimeout"
+# EC2's InvalidInstanceID.NotFound message names the ids it does not know ("The instance IDs 'i-1, i-2' do not
+# exist").
+_INSTANCE_ID = re.compile(r"\bi-[0-9a-f]{8,17}\b")
 
 
 def utc_now():
@@ -116,22 +120,70 @@ def terminate_in_asg(autoscaling, instance_id, decrement):
             InstanceId=instance_id, ShouldDecrementDesiredCapacity=decrement)
 
 
+def describe_known_instances(ec2, instance_ids):
+    """(EC2 descriptions {instance_id: description}, ids EC2 does not know).
+
+    DescribeInstances fails as a whole with InvalidInstanceID.NotFound when one id is unknown: an instance
+    launched a moment ago that has not propagated yet (EC2's API is eventually consistent; the EC2 error codes page
+    says so of this code) or one terminated long enough ago that EC2 forgot it. The call is repeated without the
+    ids the error names (or, when it names none, once per id), so the others are still described.
+    """
+    pending = sorted(set(instance_ids))
+    unknown = []
+    while pending:
+        try:
+            return describe_instances(ec2, pending), unknown
+        except UpgradeError as err:
+            if err.code != NOT_FOUND:
+                raise
+            named = set(_INSTANCE_ID.findall(err.details.get("aws_error_message") or "")) & set(pending)
+            if not named:
+                break
+            unknown.extend(sorted(named))
+            pending = [i for i in pending if i not in named]
+    found = {}
+    for instance_id in pending:
+        try:
+            found.update(describe_instances(ec2, [instance_id]))
+        except UpgradeError as single:
+            if single.code != NOT_FOUND:
+                raise
+            unknown.append(instance_id)
+    return found, sorted(unknown)
+
+
 def _instance_states(ec2, instance_ids):
     """{instance_id: state name}; instances EC2 no longer knows (purged after termination) are left out."""
-    try:
-        found = describe_instances(ec2, instance_ids)
-    except UpgradeError as err:
-        if err.code != NOT_FOUND:
-            raise
-        # One unknown id fails the whole call: ask for each on its own.
-        found = {}
-        for instance_id in instance_ids:
-            try:
-                found.update(describe_instances(ec2, [instance_id]))
-            except UpgradeError as single:
-                if single.code != NOT_FOUND:
-                    raise
+    found, _unknown = describe_known_instances(ec2, instance_ids)
     return dict((instance_id, description["State"]["Name"]) for instance_id, description in found.items())
+
+
+def terminate_or_gone(autoscaling, ec2, asg_name, instance_id, decrement):
+    """TerminateInstanceInAutoScalingGroup; True when this call terminated the instance, False when it was gone
+    already (issue 10 item 11).
+
+    Between the group's description and this call the instance may have been terminated by someone else (another
+    run, a scale-in, a health check replacement); AWS then answers ValidationError ("Instance Id not found - No
+    managed instance found for instance ID: ..."). Only when the group, described again, is terminating it or no
+    longer has it, and EC2 shows it shutting down, terminated or does not know it any more, is that "gone
+    already"; any other refusal (e.g. a decrement below MinSize) is raised as it came.
+    """
+    try:
+        terminate_in_asg(autoscaling, instance_id, decrement)
+        return True
+    except UpgradeError as err:
+        if err.details.get("aws_error_code") != "ValidationError":
+            raise
+        members = dict((i["InstanceId"], i.get("LifecycleState")) for i in describe_asg(
+            autoscaling, asg_name).get("Instances", []))
+        if instance_id in members:
+            if members[instance_id] in LEAVING_STATES:
+                return False
+            raise err
+        found, _unknown = describe_known_instances(ec2, [instance_id])
+        if (found.get(instance_id) or {}).get("State", {}).get("Name") in (None, "shutting-down", "terminated"):
+            return False
+        raise err
 
 
 def wait_terminated(ec2, instance_ids, timeout, poll=EC2_POLL_SECONDS, clock=time, first_poll=EC2_FIRST_POLL_SECONDS):
@@ -262,7 +314,9 @@ class GroupWatch:
     def poll(self):
         asg = describe_asg(self.autoscaling, self.asg_name)
         unknown = [i["InstanceId"] for i in asg.get("Instances", []) if i["InstanceId"] not in self._ec2_cache]
-        described = describe_instances(self.ec2, unknown) if unknown else {}
+        # An instance the group launched a moment ago may be unknown to DescribeInstances yet (eventual
+        # consistency, issue 10 item 11): it is not visible yet, not an error; the next poll asks again.
+        described = describe_known_instances(self.ec2, unknown)[0] if unknown else {}
         failures = []
         if self.activities_since is not None:
             activities = scaling_activities_since(self.autoscaling, self.asg_name, self.activities_since)

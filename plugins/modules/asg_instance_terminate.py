@@ -16,7 +16,11 @@ description:
     group's desired capacity, and waits until they are terminated.
   - Without decrement the group launches replacements; O(wait_for_replacements) waits until the group is
     back at its desired capacity and every replacement's node is Ready.
-  - Refuses instances that are not in the group. Instances already terminated are not an error.
+  - Refuses instances that are not in the group, naming them (also one EC2 does not know at all, which never
+    existed or was terminated long ago). Instances already terminated or terminating are not an error, nor is one
+    that another actor terminates between this module's look at the group and its TerminateInstanceInAutoScalingGroup
+    call (AWS then answers C(ValidationError) C(No managed instance found)); it is reported in
+    RV(asg_instance_terminate.already_terminated).
   - "Refuses, before changing anything, an instance whose Kubernetes node (found by C(spec.providerID)) is not
     cordoned or still runs pods other than DaemonSet pods, mirror pods and finished (Succeeded/Failed) pods:
     the message names the instance, the node and the pods (C(code=PodEvictionFailure)). Drain the nodes first
@@ -104,7 +108,9 @@ asg_instance_terminate:
       elements: str
       sample: [i-0123456789abcdef0]
     already_terminated:
-      description: Requested instances that were already terminated or terminating.
+      description:
+        - Requested instances that were already terminated or terminating, including one another actor terminated
+          between this module's look at the group and its termination request.
       type: list
       elements: str
       sample: []
@@ -161,8 +167,9 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
     WAIT_TIMEOUT,
     GroupWatch,
     asg_sizes,
+    describe_known_instances,
     list_nodegroup_nodes,
-    terminate_in_asg,
+    terminate_or_gone,
     update_sizes,
     utc_now,
     wait_terminated,
@@ -179,18 +186,13 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import (
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     CLUSTER_UNREACHABLE,
     NODE_CREATION_FAILURE,
-    NOT_FOUND,
     POD_EVICTION_FAILURE,
     UpgradeError,
     invalid_parameter,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
-    NODEGROUP_ARGUMENT_SPEC,
-    describe_instances,
-    find_nodegroup,
-)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC, find_nodegroup
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import LEAVING_STATES
 
 ARGUMENT_SPEC = dict(
@@ -223,25 +225,30 @@ def validate_params(params):
                                 "should_decrement_desired_capacity false: with a decrement nothing replaces them")
 
 
+# EC2 states of an instance outside the group that is on its way out (it left the group once terminated).
+GONE_STATES = ("shutting-down", "terminated")
+
+
 def classify_instances(ec2, asg, instance_ids):
-    """(to terminate, already leaving or terminated); refuses ids outside the group, naming them."""
+    """(to terminate, already leaving or terminated); refuses ids outside the group, naming them.
+
+    An id outside the group that EC2 does not know (InvalidInstanceID.NotFound) is refused too: it never existed
+    or was terminated so long ago that EC2 forgot it, and this module cannot tell which; the message says so.
+    """
     members = dict((i["InstanceId"], i) for i in asg.get("Instances", []))
     outside = sorted(set(i for i in instance_ids if i not in members))
     gone = []
     if outside:
-        try:
-            described = describe_instances(ec2, outside)
-        except UpgradeError as err:
-            if err.code != NOT_FOUND:
-                raise
-            described = {}
-        gone = [i for i in outside if (described.get(i) or {}).get("State", {}).get("Name") == "terminated"]
+        described, unknown = describe_known_instances(ec2, outside)
+        gone = [i for i in outside if (described.get(i) or {}).get("State", {}).get("Name") in GONE_STATES]
         strangers = [i for i in outside if i not in gone]
         if strangers:
-            raise invalid_parameter(
-                "instance_ids", "instance_ids: %s %s not in Auto Scaling group %s"
-                % (", ".join(strangers), "is" if len(strangers) == 1 else "are", asg["AutoScalingGroupName"]),
-                instance_ids=strangers)
+            msg = "instance_ids: %s %s not in Auto Scaling group %s" % (
+                ", ".join(strangers), "is" if len(strangers) == 1 else "are", asg["AutoScalingGroupName"])
+            if unknown:
+                msg += " (EC2 does not know %s: never launched, or terminated long enough ago to be forgotten)" \
+                    % ", ".join(unknown)
+            raise invalid_parameter("instance_ids", msg, instance_ids=strangers)
     to_terminate, leaving = [], list(gone)
     for instance_id in dict.fromkeys(instance_ids):
         if instance_id in members:
@@ -296,9 +303,13 @@ def check_drained(module, group, instance_ids):
             "API is cluster %s's. This module changed nothing."
             % (group.asg_name, ", ".join(check["nodeless"]), group.cluster_name),
             asg_name=group.asg_name, instance_ids=check["nodeless"])
-    nodeless = nodeless_instances(check["nodeless"], describe_instances(module.aws("ec2"), check["nodeless"]),
-                                  utc_now(), module.params["node_ready_timeout"])
+    described, not_visible = describe_known_instances(module.aws("ec2"), check["nodeless"])
+    nodeless = nodeless_instances(check["nodeless"], described, utc_now(), module.params["node_ready_timeout"])
     for instance in nodeless:
+        if instance["instance_id"] in not_visible:
+            # A member of the group that DescribeInstances does not know yet: launched a moment ago (EC2's
+            # eventual consistency, issue 10 item 11).
+            instance["reason"] = "was launched a moment ago: EC2 does not describe it yet, and it has no node"
         module.warn("instance %s %s; it is terminated without a drain" % (instance["instance_id"], instance["reason"]))
     return nodeless
 
@@ -362,8 +373,15 @@ def run(module):
     if not module.check_mode:
         if after["min_size"] != before["min_size"]:
             update_sizes(autoscaling, name, min_size=after["min_size"])
-        for instance_id in to_terminate:
-            terminate_in_asg(autoscaling, instance_id, decrement)
+        raced = [i for i in to_terminate if not terminate_or_gone(autoscaling, ec2, name, i, decrement)]
+        if raced:
+            # Terminated by someone else since the group was described (issue 10 item 11): not this run's change,
+            # nor its decrement.
+            to_terminate = [i for i in to_terminate if i not in raced]
+            leaving = leaving + raced
+            result.update(terminated=to_terminate, already_terminated=sorted(leaving))
+            if decrement:
+                after["desired_capacity"] = before["desired_capacity"] - len(to_terminate)
         # Journal after the change: a crash in between leaves the group below desired_capacity_set, which is
         # never mistaken for the autoscaler scaling up (SPEC C3).
         if decrement and to_terminate and journal is not None:

@@ -239,3 +239,54 @@ def test_replacements_ready_needs_the_group_back_at_desired_with_ready_nodes():
     booting = GroupSnapshot(asg, [record("i-1"), record("i-3", ready=False)], [], [])
     assert condition.problems(booting) == ["i-3 (us-west-2a): node is not Ready"]
     assert condition(GroupSnapshot(asg, [record("i-1"), record("i-3")], [], [])) is True
+
+
+def terminated_by_someone_else_first(world, monkeypatch, victim):
+    """Another actor (a concurrent run, a scale-in) terminates ``victim`` between the module's look at the group
+    and its TerminateInstanceInAutoScalingGroup call, which AWS then refuses as for any instance in no group."""
+    from ansible_collections.eksops.nodegroup.plugins.module_utils import asg_ops
+    from botocore.exceptions import ClientError
+
+    real = asg_ops.terminate_in_asg
+
+    def racing(autoscaling, instance_id, decrement):
+        if instance_id != victim:
+            return real(autoscaling, instance_id, decrement)
+        world.autoscaling.detach_instances(InstanceIds=[victim], AutoScalingGroupName=ASG_NAME,
+                                           ShouldDecrementDesiredCapacity=True)
+        world.ec2.terminate_instances(InstanceIds=[victim])
+        with asg_ops.translate_aws_errors("terminate instance %s through its Auto Scaling group" % instance_id):
+            raise ClientError({"Error": {"Code": "ValidationError", "Message": "Instance Id not found - No managed "
+                                         "instance found for instance ID: %s" % victim}},
+                              "TerminateInstanceInAutoScalingGroup")
+
+    monkeypatch.setattr(asg_ops, "terminate_in_asg", racing)
+
+
+def test_item11_an_instance_terminated_by_someone_else_meanwhile_is_already_gone(world, run, monkeypatch):
+    """Issue 10 item 11: the instance is gone when the termination request arrives (AWS: ValidationError "No managed
+    instance found"): reported as already terminated, not an error, and not counted as this run's decrement."""
+    write_journal(world.autoscaling, ASG_NAME, Journal.start(phase="upgrade", desired_capacity_set=4))
+    raced, other = members(world)[:2]
+    terminated_by_someone_else_first(world, monkeypatch, raced)
+    result = run(instance_ids=[raced, other], should_decrement_desired_capacity=True)
+    assert not result.get("failed"), result
+    report = result["asg_instance_terminate"]
+    assert report["terminated"] == [other] and report["already_terminated"] == [raced]
+    assert report["after"]["desired_capacity"] == 3, "only this run's own termination is its decrement"
+    assert Journal.from_tags(world.asg()["Tags"]).desired_capacity_set == 3
+    assert result["changed"] is True
+
+
+def test_item11_only_a_raced_instance_changes_nothing(world, run, monkeypatch):
+    raced = members(world)[0]
+    terminated_by_someone_else_first(world, monkeypatch, raced)
+    result = run(instance_ids=[raced], should_decrement_desired_capacity=False)
+    assert not result.get("failed"), result
+    assert result["changed"] is False and result["asg_instance_terminate"]["already_terminated"] == [raced]
+
+
+def test_item11_an_id_ec2_does_not_know_is_refused_saying_so(world, run):
+    result = run(instance_ids=["i-0123456789abcdef0"], should_decrement_desired_capacity=False)
+    assert result["failed"] is True and result["code"] == "InvalidParameter"
+    assert "EC2 does not know i-0123456789abcdef0" in result["msg"]

@@ -1,0 +1,60 @@
+"""asg_instance_terminate against AWS behaviour the happy path never shows (issue 10 item 11), on an inline sandbox
+scenario: EC2's eventually consistent DescribeInstances (the `instance_not_visible` fault), played by the sandbox as
+AWS documents it (tests/sandbox/README.md, "Moto corrections")."""
+
+from __future__ import annotations
+
+import pytest
+
+from nodegroup_state import instance_id_of, nodegroup_nodes, workers_asg
+from sandbox_helpers import run_module, running_sandbox
+
+OLD_AMI = "amazon-eks-node-al2023-x86_64-standard-1.29-v20240101"
+HIDDEN_SECONDS = 8
+SCENARIO = {
+    "name": "terminate-aws",
+    "cluster": {"name": "terminate-aws", "kubernetes_version": "1.29"},
+    "availability_zones": ["us-west-2a", "us-west-2b"],
+    "amis": [{"name": OLD_AMI, "kubernetes_version": "1.29"}],
+    "nodegroups": [{"name": "workers", "ami": OLD_AMI, "min_size": 1, "max_size": 6, "desired_capacity": 3}],
+    "workloads": [{"kind": "DaemonSet", "name": "node-agent", "namespace": "kube-system"}],
+    # Every instance launched once the sandbox is ready stays unknown to DescribeInstances for a while.
+    "faults": [{"type": "instance_not_visible", "seconds": HIDDEN_SECONDS}],
+}
+ARGS = {"cluster_name": "terminate-aws", "nodegroup_name": "workers"}
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory):
+    with running_sandbox(SCENARIO, tmp_path_factory.mktemp("sandbox-terminate-aws")) as handle:
+        yield handle
+
+
+def cordoned_in_service_instance(sandbox):
+    """An InService instance whose node is cordoned (only DaemonSet pods run here): terminable (SPEC U5)."""
+    in_service = {i["InstanceId"] for i in workers_asg(sandbox)["Instances"] if i["LifecycleState"] == "InService"}
+    node = next(n for n in nodegroup_nodes(sandbox) if instance_id_of(n) in in_service and not n.spec.unschedulable)
+    sandbox.core_v1().patch_node(node.metadata.name, {"spec": {"unschedulable": True}})
+    return instance_id_of(node)
+
+
+def calls(sandbox, key):
+    return sandbox.report()["aws_calls"].get(key, 0)
+
+
+def test_item11_a_replacement_ec2_does_not_describe_yet_is_waited_for(sandbox):
+    """Issue 10 item 11: DescribeInstances right after a launch can answer InvalidInstanceID.NotFound (EC2's eventual
+    consistency). The group watch waiting for the replacement took that as an error and failed; it is "not yet
+    visible", and the wait goes on until EC2 describes the instance and its node is Ready."""
+    victim = cordoned_in_service_instance(sandbox)
+    before = calls(sandbox, "DescribeInstances InvalidInstanceID.NotFound")
+    result = run_module(sandbox, "asg_instance_terminate", dict(
+        ARGS, instance_ids=[victim], should_decrement_desired_capacity=False, wait_for_replacements=True,
+        wait_timeout=120))
+    assert not result.get("failed"), result
+    report = result["asg_instance_terminate"]
+    assert report["terminated"] == [victim]
+    [replacement] = report["replacements"]
+    assert replacement["ready"] is True and replacement["node_name"]
+    assert calls(sandbox, "DescribeInstances InvalidInstanceID.NotFound") > before, \
+        "EC2 did not describe the replacement at first: the case under test happened"
