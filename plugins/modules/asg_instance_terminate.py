@@ -21,6 +21,11 @@ description:
     that another actor terminates between this module's look at the group and its TerminateInstanceInAutoScalingGroup
     call (AWS then answers C(ValidationError) C(No managed instance found)); it is reported in
     RV(asg_instance_terminate.already_terminated).
+  - "Lifecycle hooks: the group's termination lifecycle hooks (C(autoscaling:EC2_INSTANCE_TERMINATING)) are read
+    once, before anything changes. While an instance it terminates is held in C(Terminating:Wait) by them, the wait
+    goes on up to the hooks' C(HeartbeatTimeout) (added up) beyond O(wait_timeout), and the result and any timeout
+    error name the hooks waited for. The module never completes a lifecycle action itself: that belongs to whoever
+    owns the hook (a Lambda function, a node termination handler)."
   - "Refuses, before changing anything, an instance whose Kubernetes node (found by C(spec.providerID)) is not
     cordoned or still runs pods other than DaemonSet pods, mirror pods and finished (Succeeded/Failed) pods:
     the message names the instance, the node and the pods (C(code=PodEvictionFailure)). Drain the nodes first
@@ -50,6 +55,8 @@ options:
   wait_timeout:
     description:
       - Seconds to wait for the termination and, with O(wait_for_replacements), for the replacements.
+      - An instance held in C(Terminating:Wait) by the group's termination lifecycle hooks is waited for this long
+        plus the hooks' C(HeartbeatTimeout) (added up), counted from when it was first seen waiting.
     type: int
     default: 600
   wait_for_replacements:
@@ -68,7 +75,8 @@ options:
     default: 900
 notes:
   - Supports check mode and diff mode.
-  - Needs, in the cluster, C(list) on nodes and pods.
+  - Needs, in the cluster, C(list) on nodes and pods; in AWS, C(autoscaling:DescribeLifecycleHooks) besides the
+    describe and terminate calls (see C(docs/iam-policy.json)).
 extends_documentation_fragment:
   - eksops.nodegroup.nodegroup
   - eksops.nodegroup.aws
@@ -114,6 +122,19 @@ asg_instance_terminate:
       type: list
       elements: str
       sample: []
+    lifecycle_hooks:
+      description:
+        - The group's termination lifecycle hooks (read when the module waits for terminations), each with its
+          heartbeat timeout (seconds), global timeout and default result.
+      type: list
+      elements: dict
+      sample: [{name: drain, heartbeat_timeout: 300, global_timeout: 30000, default_result: CONTINUE}]
+    lifecycle_hook_waits:
+      description:
+        - Each instance that was held in C(Terminating:Wait), with the hooks it waited for and for how long.
+      type: list
+      elements: dict
+      sample: [{instance_id: i-0123456789abcdef0, lifecycle_hooks: [drain], held_seconds: 42.0, still_held: false}]
     before:
       description: MinSize, MaxSize and DesiredCapacity before.
       type: dict
@@ -164,15 +185,15 @@ import re
 import time
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
-    WAIT_TIMEOUT,
     GroupWatch,
+    TerminationWait,
     asg_sizes,
     describe_known_instances,
     list_nodegroup_nodes,
+    termination_hooks,
     terminate_or_gone,
     update_sizes,
     utc_now,
-    wait_terminated,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import translate_aws_errors
 from ansible_collections.eksops.nodegroup.plugins.module_utils.cluster_proof import (
@@ -370,6 +391,11 @@ def run(module):
                 after=dict(after, instance_ids=sorted(i["InstanceId"] for i in asg.get("Instances", [])
                                                       if i["InstanceId"] not in to_terminate)))
     result["never_joined"] = check_drained(module, group, to_terminate)
+    # Read once, before anything changes (an AccessDenied here changes nothing): the hooks that may hold the
+    # instances in Terminating:Wait (issue 10 item 14).
+    hooks = termination_hooks(autoscaling, name) if params["wait"] and (to_terminate or leaving) else []
+    result["lifecycle_hooks"] = hooks
+    result["lifecycle_hook_waits"] = []
     if not module.check_mode:
         if after["min_size"] != before["min_size"]:
             update_sizes(autoscaling, name, min_size=after["min_size"])
@@ -387,14 +413,16 @@ def run(module):
         if decrement and to_terminate and journal is not None:
             with translate_aws_errors("record the desired capacity in the upgrade journal on %s" % name):
                 write_journal(autoscaling, name, journal.replace(desired_capacity_set=after["desired_capacity"]))
+        extension = 0.0
         if params["wait"]:
-            pending = wait_terminated(ec2, to_terminate + leaving, params["wait_timeout"])
+            waiter = TerminationWait(ec2, autoscaling, name, hooks)
+            pending = waiter.run(to_terminate + leaving, params["wait_timeout"])
+            result["lifecycle_hook_waits"] = waiter.hook_waits()
             if pending:
-                raise UpgradeError(WAIT_TIMEOUT, "Instances %s of %s were not terminated within %d s (wait_timeout)"
-                                   % (", ".join(pending), name, params["wait_timeout"]), asg_name=name,
-                                   instance_ids=pending)
+                raise waiter.timeout_error(pending, name)
+            extension = waiter.extension
         if params["wait_for_replacements"]:
-            remaining = max(1.0, params["wait_timeout"] - (time.time() - started_clock))
+            remaining = max(1.0, params["wait_timeout"] + extension - (time.time() - started_clock))
             result["replacements"] = wait_for_replacements(
                 module, group, [i["InstanceId"] for i in asg.get("Instances", [])], to_terminate + leaving, started,
                 remaining)

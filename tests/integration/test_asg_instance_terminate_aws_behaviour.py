@@ -1,12 +1,16 @@
-"""asg_instance_terminate against AWS behaviour the happy path never shows (issue 10 item 11), on an inline sandbox
-scenario: EC2's eventually consistent DescribeInstances (the `instance_not_visible` fault), played by the sandbox as
-AWS documents it (tests/sandbox/README.md, "Moto corrections")."""
+"""asg_instance_terminate against AWS behaviour the happy path never shows (issue 10 items 11 and 14), on an inline
+sandbox scenario: EC2's eventually consistent DescribeInstances (the `instance_not_visible` fault) and termination
+lifecycle hooks (Terminating:Wait), both played by the sandbox as AWS documents them (tests/sandbox/README.md,
+"Moto corrections")."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
-from nodegroup_state import instance_id_of, nodegroup_nodes, workers_asg
+from nodegroup_state import asg_name_of, instance_id_of, nodegroup_nodes, workers_asg
 from sandbox_helpers import run_module, running_sandbox
 
 OLD_AMI = "amazon-eks-node-al2023-x86_64-standard-1.29-v20240101"
@@ -38,6 +42,11 @@ def cordoned_in_service_instance(sandbox):
     return instance_id_of(node)
 
 
+def lifecycle_state(sandbox, instance_id):
+    return next((i["LifecycleState"] for i in workers_asg(sandbox)["Instances"] if i["InstanceId"] == instance_id),
+                None)
+
+
 def calls(sandbox, key):
     return sandbox.report()["aws_calls"].get(key, 0)
 
@@ -58,3 +67,55 @@ def test_item11_a_replacement_ec2_does_not_describe_yet_is_waited_for(sandbox):
     assert replacement["ready"] is True and replacement["node_name"]
     assert calls(sandbox, "DescribeInstances InvalidInstanceID.NotFound") > before, \
         "EC2 did not describe the replacement at first: the case under test happened"
+
+
+def test_item14_an_instance_held_by_a_termination_hook_is_waited_for_and_the_hook_named(sandbox):
+    """Issue 10 item 14: an instance held in Terminating:Wait by a lifecycle hook made the termination wait time
+    out. The module reads the group's hooks once, waits for the hook's owner (up to the hook's heartbeat timeout
+    beyond wait_timeout), says which hook it waited for, and never completes the action itself."""
+    autoscaling = sandbox.client("autoscaling")
+    group = asg_name_of(sandbox)
+    autoscaling.put_lifecycle_hook(LifecycleHookName="log-shipper", AutoScalingGroupName=group,
+                                   LifecycleTransition="autoscaling:EC2_INSTANCE_TERMINATING",
+                                   HeartbeatTimeout=300, DefaultResult="CONTINUE")
+    victim = cordoned_in_service_instance(sandbox)
+    hold = 8.0
+    completed = {}
+
+    def hook_owner():
+        """What a hook's handler does: its work (here: waiting), then CompleteLifecycleAction."""
+        deadline = time.time() + 60
+        while lifecycle_state(sandbox, victim) != "Terminating:Wait":
+            if time.time() > deadline:
+                return
+            time.sleep(0.2)
+        completed["held_from"] = time.time()
+        time.sleep(hold)
+        autoscaling.complete_lifecycle_action(LifecycleHookName="log-shipper", AutoScalingGroupName=group,
+                                              InstanceId=victim, LifecycleActionResult="CONTINUE")
+        completed["at"] = time.time()
+
+    describes_before = calls(sandbox, "DescribeLifecycleHooks OK")
+    completes_before = calls(sandbox, "CompleteLifecycleAction OK")
+    owner = threading.Thread(target=hook_owner, daemon=True)
+    owner.start()
+    try:
+        result = run_module(sandbox, "asg_instance_terminate", dict(
+            ARGS, instance_ids=[victim], should_decrement_desired_capacity=True, wait_timeout=5))
+    finally:
+        owner.join(timeout=90)
+        autoscaling.delete_lifecycle_hook(LifecycleHookName="log-shipper", AutoScalingGroupName=group)
+    assert "at" in completed, "the hook's owner never saw the instance in Terminating:Wait"
+    assert not result.get("failed"), result
+    report = result["asg_instance_terminate"]
+    assert report["terminated"] == [victim]
+    assert [hook["name"] for hook in report["lifecycle_hooks"]] == ["log-shipper"]
+    [wait] = report["lifecycle_hook_waits"]
+    assert wait["instance_id"] == victim and wait["lifecycle_hooks"] == ["log-shipper"]
+    assert wait["still_held"] is False and wait["held_seconds"] >= hold - 2
+    assert report["elapsed_seconds"] > 5, "it outwaited wait_timeout because the hook held the instance"
+    ec2 = sandbox.client("ec2")
+    assert ec2.describe_instances(InstanceIds=[victim])["Reservations"][0]["Instances"][0]["State"]["Name"] \
+        == "terminated"
+    assert calls(sandbox, "DescribeLifecycleHooks OK") - describes_before == 1, "the hooks are read once"
+    assert calls(sandbox, "CompleteLifecycleAction OK") - completes_before == 1, "only the hook's owner completed it"

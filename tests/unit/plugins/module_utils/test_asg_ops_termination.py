@@ -1,6 +1,7 @@
-"""Unit tests of asg_ops' termination helpers: instances EC2 does not know (issue 10 item 11). Fakes follow AWS's
-documented answers: InvalidInstanceID.NotFound naming the unknown ids, TerminateInstanceInAutoScalingGroup's
-ValidationError for an instance in no group."""
+"""Unit tests of asg_ops' termination helpers: instances EC2 does not know (issue 10 item 11) and the wait through
+termination lifecycle hooks (issue 10 item 14). Fakes follow AWS's documented answers: InvalidInstanceID.NotFound
+naming the unknown ids, TerminateInstanceInAutoScalingGroup's ValidationError for an instance in no group, and
+Terminating:Wait while a hook holds an instance (its EC2 instance still running)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,20 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils import asg_ops
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 
 OLD, NEW, OTHER = "i-0000000000000001", "i-0000000000000002", "i-0000000000000003"
+HOOK = {"LifecycleHookName": "drain", "AutoScalingGroupName": "workers",
+        "LifecycleTransition": "autoscaling:EC2_INSTANCE_TERMINATING", "HeartbeatTimeout": 60,
+        "GlobalTimeout": 6000, "DefaultResult": "CONTINUE"}
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def time(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
 
 
 def not_found(ids, name_them=True):
@@ -156,3 +171,89 @@ def test_item11_a_termination_that_works_is_true():
     autoscaling = Autoscaling({OLD: "InService"})
     assert asg_ops.terminate_or_gone(autoscaling, Ec2({OLD: "running"}), "workers", OLD, False) is True
     assert autoscaling.calls == ["TerminateInstanceInAutoScalingGroup"]
+
+
+# --- item 14: lifecycle hooks ---------------------------------------------------------------------------------
+
+def test_item14_termination_hooks_are_the_groups_terminating_hooks_with_aws_defaults():
+    launch = dict(HOOK, LifecycleHookName="warm", LifecycleTransition="autoscaling:EC2_INSTANCE_LAUNCHING")
+    bare = {"LifecycleHookName": "audit", "LifecycleTransition": "autoscaling:EC2_INSTANCE_TERMINATING"}
+    hooks = asg_ops.termination_hooks(Autoscaling({}, hooks=[HOOK, launch, bare]), "workers")
+    assert hooks == [
+        dict(name="audit", heartbeat_timeout=3600, global_timeout=None, default_result="ABANDON"),
+        dict(name="drain", heartbeat_timeout=60, global_timeout=6000, default_result="CONTINUE")]
+    assert asg_ops.hook_hold_seconds(hooks) == 3660
+    assert asg_ops.hook_hold_seconds([]) == 0
+
+
+def held_world(clock, released_at, terminated_at):
+    """OLD in Terminating:Wait until ``released_at`` (its hook's owner completes the action), then
+    Terminating:Proceed and shutting-down until ``terminated_at``, when it leaves the group."""
+    autoscaling = Autoscaling({OLD: lambda now: "Terminating:Wait" if now < released_at else (
+        "Terminating:Proceed" if now < terminated_at else None)}, hooks=[HOOK], clock=clock)
+    ec2 = Ec2({OLD: lambda now: "running" if now < released_at else (
+        "shutting-down" if now < terminated_at else "terminated")}, clock=clock)
+    return autoscaling, ec2
+
+
+def test_item14_an_instance_held_by_a_hook_is_waited_for_beyond_wait_timeout():
+    """Issue 10 item 14: an instance held in Terminating:Wait longer than wait_timeout is waited for, up to the
+    hook's heartbeat timeout; the wait says which hook it waited for."""
+    clock = Clock()
+    autoscaling, ec2 = held_world(clock, released_at=40, terminated_at=42)
+    hooks = asg_ops.termination_hooks(autoscaling, "workers")
+    waiter = asg_ops.TerminationWait(ec2, autoscaling, "workers", hooks, clock=clock)
+    assert waiter.run([OLD], timeout=10) == []
+    assert 42 <= clock.now < 48
+    assert waiter.extension == 60, "first seen waiting at 0: 0 + 60 (HeartbeatTimeout) + 10 - 10"
+    [wait] = waiter.hook_waits()
+    assert wait["instance_id"] == OLD and wait["lifecycle_hooks"] == ["drain"] and not wait["still_held"]
+    assert 40 <= wait["held_seconds"] < 46
+    assert "CompleteLifecycleAction" not in autoscaling.calls, "the hook's action is its owner's to complete"
+
+
+def test_item14_without_the_hooks_the_same_instance_times_out_at_wait_timeout():
+    clock = Clock()
+    autoscaling, ec2 = held_world(clock, released_at=40, terminated_at=42)
+    waiter = asg_ops.TerminationWait(ec2, autoscaling, "workers", [], clock=clock)
+    assert waiter.run([OLD], timeout=10) == [OLD]
+    assert clock.now == 10 and "DescribeAutoScalingGroups" not in autoscaling.calls
+
+
+def test_item14_a_hook_held_past_its_heartbeat_timeout_is_a_timeout_naming_the_hook():
+    clock = Clock()
+    autoscaling, ec2 = held_world(clock, released_at=10 ** 6, terminated_at=10 ** 6)
+    hooks = asg_ops.termination_hooks(autoscaling, "workers")
+    waiter = asg_ops.TerminationWait(ec2, autoscaling, "workers", hooks, clock=clock)
+    assert waiter.run([OLD], timeout=10) == [OLD]
+    assert clock.now == 70
+    err = waiter.timeout_error([OLD], "workers")
+    assert err.code == "WaitTimeout"
+    assert "within 70 s (wait_timeout 10 s plus 60 s for termination lifecycle hook(s) 'drain' " \
+        "(HeartbeatTimeout 60 s, DefaultResult CONTINUE))" in err.msg
+    assert "%s is still in Terminating:Wait after 70 s, held by lifecycle hook(s) 'drain'" % OLD in err.msg
+    assert "complete-lifecycle-action --auto-scaling-group-name workers" in err.msg
+    assert err.details["lifecycle_hook_waits"][0]["still_held"] is True
+
+
+def test_item14_while_every_instance_waits_for_a_hook_the_group_is_polled_gently():
+    clock = Clock()
+    autoscaling, ec2 = held_world(clock, released_at=10 ** 6, terminated_at=10 ** 6)
+    waiter = asg_ops.TerminationWait(ec2, autoscaling, "workers", asg_ops.termination_hooks(autoscaling, "workers"),
+                                     clock=clock)
+    waiter.run([OLD], timeout=10)
+    # 70 s at one look every ASG_POLL_SECONDS (5 s) once held: about 15 of each describe call, not 35+.
+    assert len(ec2.calls) <= 16 and autoscaling.calls.count("DescribeAutoScalingGroups") <= 16
+
+
+def test_item14_an_instance_not_held_times_out_with_its_states():
+    clock = Clock()
+    autoscaling = Autoscaling({OLD: "Terminating"}, hooks=[HOOK], clock=clock)
+    waiter = asg_ops.TerminationWait(Ec2({OLD: "shutting-down"}, clock=clock), autoscaling, "workers",
+                                     asg_ops.termination_hooks(autoscaling, "workers"), clock=clock)
+    assert waiter.run([OLD], timeout=10) == [OLD]
+    assert clock.now == 10 and waiter.extension == 0
+    err = waiter.timeout_error([OLD], "workers")
+    assert err.msg.endswith("within 10 s (wait_timeout 10 s): %s is shutting-down in EC2, Terminating in the group"
+                            % OLD)
+    assert waiter.hook_waits() == []

@@ -290,3 +290,29 @@ def test_item11_an_id_ec2_does_not_know_is_refused_saying_so(world, run):
     result = run(instance_ids=["i-0123456789abcdef0"], should_decrement_desired_capacity=False)
     assert result["failed"] is True and result["code"] == "InvalidParameter"
     assert "EC2 does not know i-0123456789abcdef0" in result["msg"]
+
+
+def test_item14_the_groups_termination_hooks_are_read_once_and_returned(world, run):
+    world.autoscaling.put_lifecycle_hook(
+        LifecycleHookName="drain", AutoScalingGroupName=ASG_NAME,
+        LifecycleTransition="autoscaling:EC2_INSTANCE_TERMINATING", HeartbeatTimeout=300, DefaultResult="CONTINUE")
+    world.autoscaling.put_lifecycle_hook(
+        LifecycleHookName="warm", AutoScalingGroupName=ASG_NAME,
+        LifecycleTransition="autoscaling:EC2_INSTANCE_LAUNCHING")
+    result = run(check=True, instance_ids=members(world)[:1], should_decrement_desired_capacity=False)
+    assert not result.get("failed"), result
+    [hook] = result["asg_instance_terminate"]["lifecycle_hooks"]
+    assert (hook["name"], hook["heartbeat_timeout"], hook["default_result"]) == ("drain", 300, "CONTINUE")
+    done = run(instance_ids=members(world)[:1], should_decrement_desired_capacity=False)
+    assert not done.get("failed"), done
+    assert [h["name"] for h in done["asg_instance_terminate"]["lifecycle_hooks"]] == ["drain"]
+    assert done["asg_instance_terminate"]["lifecycle_hook_waits"] == [], "moto does not hold instances"
+
+
+def test_item14_hooks_are_not_read_without_a_wait(world, run, monkeypatch):
+    from ansible_collections.eksops.nodegroup.plugins.modules import asg_instance_terminate as module
+
+    monkeypatch.setattr(module, "termination_hooks", lambda *args: pytest.fail("hooks read without a wait"))
+    result = run(instance_ids=members(world)[:1], should_decrement_desired_capacity=False, wait=False)
+    assert not result.get("failed"), result
+    assert result["asg_instance_terminate"]["lifecycle_hooks"] == []
