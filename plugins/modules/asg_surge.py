@@ -21,7 +21,13 @@ description:
   - With O(wait), waits until every new instance has a Ready node (matched by its C(spec.providerID)) that
     carries the labels the node group's own tool sets (C(alpha.eksctl.io/nodegroup-name) for an eksctl group,
     none for a plain self-managed group) and, in C(rolling) mode, at least one new node is Ready in every
-    Availability Zone that has old nodes. Fails fast with the launch error when the ASG reports a failed launch.
+    Availability Zone that has old nodes.
+  - Fails fast with the launch error when a launch fails in a way no retry fixes (instance or vCPU quota, no free
+    addresses, an invalid launch template, AMI or instance profile). A capacity error
+    (C(InsufficientInstanceCapacity)) ends the wait only after 3 failed launches in one Availability Zone since
+    the wait began. Auto Scaling launches a failed instance in another zone; when that leaves a zone with old
+    nodes without a new one (C(rolling)), one more instance is asked for (desired capacity and MaxSize up by one,
+    journalled first), which Auto Scaling launches in the zone with the fewest instances.
   - Refuses an EKS managed node group, whose Auto Scaling group EKS owns (see M(eksops.nodegroup.eks_nodegroup_update)).
 author:
   - eksops.nodegroup maintainers (@eksops)
@@ -150,6 +156,13 @@ asg_surge:
       description: MinSize, MaxSize and DesiredCapacity after this run.
       type: dict
       sample: {min_size: 3, max_size: 12, desired_capacity: 12}
+    relaunched:
+      description:
+        - Instances asked for beyond the planned surge because a capacity error left an Availability Zone with old
+          nodes without a new one (Auto Scaling launched elsewhere); included in C(surge) and C(after).
+      returned: when an instance was asked for again
+      type: int
+      sample: 1
     new_nodes:
       description: The new instances and their nodes (empty without O(wait)).
       type: list
@@ -194,10 +207,12 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kinds import expected_node_labels
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC, find_nodegroup
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC, describe_asg, find_nodegroup
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
     SURGE_CAP_LIMIT,
+    PERSISTENT_FAILURES_PER_AZ,
     check_new_nodes,
+    persistent_launch_failure,
     plan_suspension,
     resolve_max_unavailable,
     rolling_surge,
@@ -297,6 +312,7 @@ class NewNodeValidation:
         self.wanted_desired = wanted_desired
         # A surge step of one or two nodes cannot cover every AZ; only the EKS scale-up phase must.
         self.require_every_az = params["mode"] == "rolling"
+        self.relaunches_left = PERSISTENT_FAILURES_PER_AZ
 
     def new_instances(self, snapshot):
         return split_old_new(snapshot.instances, self.target["launch_template_version"], self.target["image_id"])[1]
@@ -311,8 +327,23 @@ class NewNodeValidation:
                                  reason="%d of the %d instances were not launched" % (missing, self.wanted_desired)))
         return problems
 
+    def az_to_relaunch(self, snapshot):
+        """An AZ that has old nodes but no new instance after a capacity error there, once every wanted instance
+        is launched; else None. Auto Scaling launched the failed instance in another AZ and, AZRebalance being
+        suspended (SPEC A1), will not come back to this one: one more instance is asked for, which Auto Scaling
+        puts in the AZ with the fewest instances ("Instances are launched in the Availability Zone with the fewest
+        instances", Auto Scaling user guide, AZ rebalancing), the one that failed (issue 10 item 8)."""
+        if not self.require_every_az or not snapshot.failures or self.relaunches_left <= 0:
+            return None
+        old, new = split_old_new(snapshot.instances, self.target["launch_template_version"], self.target["image_id"])
+        if self.wanted_desired > len(old) + len(new):
+            return None
+        lacking = set(i["availability_zone"] for i in old) - set(i["availability_zone"] for i in new)
+        return next((f["availability_zone"] for f in snapshot.failures if f["availability_zone"] in lacking), None)
+
     def __call__(self, snapshot):
-        return bool(snapshot.failures) or not self.problems(snapshot)
+        return (persistent_launch_failure(snapshot.failures) is not None or self.az_to_relaunch(snapshot) is not None
+                or not self.problems(snapshot))
 
 
 def launch_failure_error(failure, asg_name):
@@ -325,25 +356,51 @@ def launch_failure_error(failure, asg_name):
         cause=failure["cause"], activity_id=failure["activity_id"])
 
 
-def wait_for_new_nodes(module, group, target, wanted_desired, started):
-    """Wait for U3 (SPEC U3); raise the launch failure or NodeCreationFailure. Returns (new instances, nodes)."""
+def relaunch(autoscaling, asg_name, journal, validation, az):
+    """One more instance for ``az`` (NewNodeValidation.az_to_relaunch): desired capacity and MaxSize up by one,
+    recorded in the journal first (SPEC C3: the capacity we set). Returns the journal written."""
+    wanted = validation.wanted_desired + 1
+    updated = journal.replace(desired_capacity_set=wanted, surge=(journal.surge or 0) + 1)
+    with translate_aws_errors("record the relaunch for %s in the upgrade journal on %s" % (az, asg_name)):
+        write_journal(autoscaling, asg_name, updated, previous=journal)
+    asg = describe_asg(autoscaling, asg_name)
+    update_sizes(autoscaling, asg_name, max_size=max(asg["MaxSize"], wanted), desired_capacity=wanted)
+    validation.wanted_desired = wanted
+    validation.relaunches_left -= 1
+    return updated
+
+
+def wait_for_new_nodes(module, group, target, journal, started):
+    """Wait for U3 (SPEC U3), asking for another instance where a capacity error left an AZ without a new one;
+    raise the launch failure or NodeCreationFailure. Returns (new instances, nodes, the journal as written)."""
     params = module.params
-    asg = group.asg
-    validation = NewNodeValidation(params, group, target, wanted_desired)
+    name = group.asg_name
+    validation = NewNodeValidation(params, group, target, journal.desired_capacity_set)
     watch = GroupWatch(module.aws("autoscaling"), module.aws("ec2"), module.core_v1(), group,
                        activities_since=started)
-    held, snapshot = watch.wait(validation, params["wait_timeout"])
-    name = asg["AutoScalingGroupName"]
-    if snapshot.failures:
-        raise launch_failure_error(snapshot.failures[0], name)
+    deadline = time.time() + params["wait_timeout"]
+    while True:
+        held, snapshot = watch.wait(validation, max(0.0, deadline - time.time()))
+        failure = persistent_launch_failure(snapshot.failures)
+        if failure is not None:
+            raise launch_failure_error(failure, name)
+        az = validation.az_to_relaunch(snapshot) if held else None
+        if az is None:
+            break
+        module.warn("A launch in %s failed for lack of capacity and Auto Scaling launched elsewhere; asking for one "
+                    "more instance there" % az)
+        journal = relaunch(module.aws("autoscaling"), name, journal, validation, az)
     new = validation.new_instances(snapshot)
     if not held:
         problems = validation.problems(snapshot)
+        seen = "; launches that failed meanwhile: %s" % "; ".join(
+            "%s in %s" % (f["cause"], f["availability_zone"]) for f in snapshot.failures) if snapshot.failures else ""
         raise UpgradeError(
-            NODE_CREATION_FAILURE, "New nodes of Auto Scaling group %s were not ready within %d s (wait_timeout): %s"
-            % (name, params["wait_timeout"], describe_problems(problems)),
-            asg_name=name, problems=problems, new_nodes=[node_summary(i) for i in new])
-    return new, snapshot.nodes
+            NODE_CREATION_FAILURE, "New nodes of Auto Scaling group %s were not ready within %d s (wait_timeout): %s%s"
+            % (name, params["wait_timeout"], describe_problems(problems), seen),
+            asg_name=name, problems=problems, new_nodes=[node_summary(i) for i in new],
+            launch_failures=snapshot.failures)
+    return new, snapshot.nodes, journal
 
 
 def run(module):
@@ -405,7 +462,12 @@ def run(module):
         if after != before:
             update_sizes(autoscaling, name, max_size=after["max_size"], desired_capacity=after["desired_capacity"])
         if params["wait"]:
-            new, nodes = wait_for_new_nodes(module, group, target, wanted, started)
+            new, nodes, new_journal = wait_for_new_nodes(module, group, target, new_journal, started)
+            relaunched = new_journal.desired_capacity_set - wanted
+            if relaunched:
+                result["surge"] += relaunched
+                result["after"] = scaled_up_sizes(after["min_size"], after["max_size"], new_journal.desired_capacity_set)
+                result["relaunched"] = relaunched
             result["new_nodes"] = [node_summary(i) for i in new]
             if params["label_surge_nodes"]:
                 new_names = set(i["node_name"] for i in new)

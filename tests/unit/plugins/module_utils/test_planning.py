@@ -457,6 +457,33 @@ class TestLaunchFailure:
         assert failure["instance_id"] == "i-0123456789abcdef0"
 
 
+def failure(cause, az):
+    return {"code": NODE_CREATION_FAILURE, "cause": cause, "availability_zone": az}
+
+
+class TestPersistentLaunchFailure:
+    """Issue 10 item 8: one transient capacity error does not end the wait; a persistent one, or one no retry
+    fixes, does."""
+
+    CAPACITY = "insufficient EC2 capacity"
+
+    def test_a_single_capacity_error_keeps_the_wait_going(self):
+        assert planning.persistent_launch_failure([failure(self.CAPACITY, "us-west-2b")]) is None
+        assert planning.persistent_launch_failure([]) is None
+
+    def test_three_capacity_errors_in_one_az_end_it(self):
+        failures = [failure(self.CAPACITY, "us-west-2b"), failure(self.CAPACITY, "us-west-2a"),
+                    failure(self.CAPACITY, "us-west-2b"), failure(self.CAPACITY, "us-west-2b")]
+        assert planning.persistent_launch_failure(failures[1:3]) is None
+        assert planning.persistent_launch_failure(failures) is failures[0]
+
+    @pytest.mark.parametrize("cause", ["instance quota exceeded", "no free IP addresses in the subnet",
+                                       "the launch template or its resources are invalid"])
+    def test_an_error_no_retry_fixes_ends_it_at_once(self, cause):
+        failures = [failure(self.CAPACITY, "us-west-2a"), failure(cause, "us-west-2c")]
+        assert planning.persistent_launch_failure(failures) is failures[1]
+
+
 @pytest.mark.parametrize("now,pending,changed", [(5, 5, False), (6, 5, False), (4, 5, True), (7, 5, True)])
 def test_c3_desired_capacity_pending_counts_as_ours(now, pending, changed):
     """SPEC C3: after a crash between a decrementing termination and the journal update the group is at the

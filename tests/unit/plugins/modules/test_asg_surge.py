@@ -261,8 +261,19 @@ def test_u3_an_eksctl_groups_new_nodes_need_its_label():
     assert validation()(snapshot(unlabelled)) is True
 
 
-def test_u3_a_launch_failure_ends_the_wait_at_once():
-    assert validation()(snapshot([], failures=[{"code": "NodeCreationFailure"}])) is True
+def launch_error(cause, az="us-west-2b"):
+    return {"code": "NodeCreationFailure", "cause": cause, "availability_zone": az}
+
+
+def test_u3_a_launch_error_no_retry_fixes_ends_the_wait_at_once():
+    assert validation()(snapshot([], failures=[launch_error("instance quota exceeded")])) is True
+
+
+def test_u3_one_capacity_error_does_not_end_the_wait_three_in_an_az_do():
+    """Issue 10 item 8: a single transient InsufficientInstanceCapacity aborted the whole upgrade."""
+    capacity = launch_error("insufficient EC2 capacity")
+    assert validation()(snapshot([], failures=[capacity])) is False
+    assert validation()(snapshot([], failures=[capacity] * 3)) is True
 
 
 def test_launch_failure_error_names_the_az_instance_and_cause():
