@@ -55,6 +55,12 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import
     retry_api_call,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import find_instance_nodes
+from ansible_collections.eksops.nodegroup.plugins.module_utils.returning_pods import (
+    ReturnTracker,
+    controller_ref,
+    workload_of,
+    workload_ref,
+)
 
 try:
     from kubernetes.client import (
@@ -73,11 +79,15 @@ except ImportError:  # pragma: no cover - modules report the missing library thr
     ApiException = AppsV1Api = CoreV1Event = PolicyV1Api = V1DeleteOptions = V1EventSource = None
     V1Eviction = V1ObjectMeta = V1ObjectReference = V1Preconditions = None
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import CORDONED_BY_ANNOTATION
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import CORDONED_BY_ANNOTATION, TAG_PREFIX
 
 EXCLUDE_LB_LABEL = "node.kubernetes.io/exclude-from-external-load-balancers"
 AUTOSCALER_TAINT = "ToBeDeletedByClusterAutoscaler"
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+# Z3 with force: the workloads whose pods a drain left on the node because they come back to it, as JSON
+# {"run_id": ..., "workloads": ["Deployment ns/name", ...]}; the check before a termination (U5) lets their
+# pods go with the node, and an uncordon by that run (or an explicit one) removes it.
+LEFT_PODS_ANNOTATION = TAG_PREFIX + "left-pods"
 EVENT_COMPONENT = "eksops-nodegroup"
 EVENT_NAMESPACE = "default"
 REASON_CORDON = "EksopsCordon"
@@ -185,12 +195,7 @@ def pod_instance_key(pod):
     return pod_key(pod) + (pod_uid(pod),)
 
 
-def controller_of(obj):
-    """The ownerReference with controller: true, or None."""
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
-        if ref.get("controller"):
-            return ref
-    return None
+controller_of = controller_ref  # the ownerReference with controller: true, or None
 
 
 def is_finished(pod):
@@ -226,7 +231,7 @@ def node_state(node):
         unschedulable=bool((node.get("spec") or {}).get("unschedulable")),
         labels=dict(metadata.get("labels") or {}),
         annotations=dict((key, value) for key, value in (metadata.get("annotations") or {}).items()
-                         if key == CORDONED_BY_ANNOTATION),
+                         if key in (CORDONED_BY_ANNOTATION, LEFT_PODS_ANNOTATION)),
     )
 
 
@@ -298,17 +303,31 @@ def uncordon_patch(node, run_id=None):
     state = node_state(node)
     mark = state["annotations"].get(CORDONED_BY_ANNOTATION)
     owner, fields = parse_cordon_mark(mark) if mark is not None else (None, frozenset())
-    if run_id is not None and owner != run_id:
-        return None
     patch = {}
-    if state["unschedulable"] and (run_id is None or SET_UNSCHEDULABLE in fields):
-        patch["spec"] = {"unschedulable": None}
-    if mark is not None:
-        metadata = patch.setdefault("metadata", {})
-        metadata["annotations"] = {CORDONED_BY_ANNOTATION: None}
-        if SET_LABEL in fields and EXCLUDE_LB_LABEL in state["labels"]:
-            metadata["labels"] = {EXCLUDE_LB_LABEL: None}
+    if run_id is None or owner == run_id:
+        if state["unschedulable"] and (run_id is None or SET_UNSCHEDULABLE in fields):
+            patch["spec"] = {"unschedulable": None}
+        if mark is not None:
+            metadata = patch.setdefault("metadata", {})
+            metadata["annotations"] = {CORDONED_BY_ANNOTATION: None}
+            if SET_LABEL in fields and EXCLUDE_LB_LABEL in state["labels"]:
+                metadata["labels"] = {EXCLUDE_LB_LABEL: None}
+    left = left_pods_mark(node)
+    if left is not None and (run_id is None or left[0] == run_id):
+        patch.setdefault("metadata", {}).setdefault("annotations", {})[LEFT_PODS_ANNOTATION] = None
     return patch or None
+
+
+def left_pods_mark(node):
+    """(run_id, frozenset of "Kind ns/name") from the node's LEFT_PODS_ANNOTATION, or None (absent or unreadable)."""
+    value = ((node.get("metadata") or {}).get("annotations") or {}).get(LEFT_PODS_ANNOTATION)
+    try:
+        parsed = json.loads(value) if value else None
+    except ValueError:
+        return None
+    if not isinstance(parsed, dict):
+        return None
+    return parsed.get("run_id"), frozenset(w for w in parsed.get("workloads") or [] if isinstance(w, str))
 
 
 def apply_merge_patch(obj, patch):
@@ -397,6 +416,27 @@ def unreplicated_filter(pod, options, daemonset_exists, now):
 
 POD_FILTERS = (deleting_filter, daemonset_filter, mirror_filter, local_storage_filter, unreplicated_filter)
 
+
+NOT_EVICTED_AGAIN = "not evicted again"
+
+
+def returning_filter(tracker):
+    """Z3, for pods that land on the node after it was listed (after the filters above, as kubectl's drain
+    adds its own filters to the list): a pod of a workload whose pods come back to the cordoned node is not
+    evicted again. Without force it refuses (the node fails, naming the workload and why); with force it is
+    left on the node, to go with the node's termination."""
+
+    def filter_returning(pod, options, daemonset_exists, now):
+        returning = tracker.arrived(pod)
+        if returning is None:
+            return None
+        if options.force:
+            return Verdict(SKIP, "%s: %s; left on the node to go with it (force)" % (returning.ref, returning.why))
+        return Verdict(REFUSE, "%s came back to the cordoned node; %s" % (returning.ref, NOT_EVICTED_AGAIN))
+
+    return filter_returning
+
+
 REMOVE = "remove"  # evict (or delete)
 WAIT = "wait"      # already terminating: wait for it, send nothing
 
@@ -412,10 +452,10 @@ class PodDecision:
         return "PodDecision(%s, %r, %r, %r)" % (pod_ref(self.pod), self.action, self.reason, self.warnings)
 
 
-def decide_pod(pod, options, daemonset_exists, now):
+def decide_pod(pod, options, daemonset_exists, now, filters=POD_FILTERS):
     """Run the filters in SPEC order (D3); the first one that skips or refuses decides."""
     warnings = []
-    for pod_filter in POD_FILTERS:
+    for pod_filter in filters:
         verdict = pod_filter(pod, options, daemonset_exists, now)
         if verdict is None:
             continue
@@ -444,8 +484,9 @@ class NodePlan:
         return bool(self.refused)
 
 
-def plan_node(pods, options, daemonset_exists, now):
-    return NodePlan([decide_pod(pod, options, daemonset_exists, now) for pod in pods])
+def plan_node(pods, options, daemonset_exists, now, extra_filters=()):
+    filters = POD_FILTERS + tuple(extra_filters)
+    return NodePlan([decide_pod(pod, options, daemonset_exists, now, filters) for pod in pods])
 
 
 def refusal_message(node_name, refused):
@@ -665,6 +706,8 @@ class NodeResult:
         self.warnings = []
         self.error = None
         self.pdb_wait_seconds = 0.0
+        # Z3: workloads whose pods came back to the cordoned node (Returning.to_dict()); not evicted again.
+        self.returning_workloads = []
         self.before = None
         self.after = None
 
@@ -676,7 +719,8 @@ class NodeResult:
         return dict(cordoned=self.cordoned, changed=self.changed, evicted=sorted(self.evicted),
                     deleted=sorted(self.deleted), skipped=sorted(self.skipped, key=lambda e: e["pod"]),
                     failed=sorted(self.failed, key=lambda e: e["pod"]), warnings=list(self.warnings),
-                    pdb_wait_seconds=round(self.pdb_wait_seconds, 1), error=self.error)
+                    pdb_wait_seconds=round(self.pdb_wait_seconds, 1),
+                    returning_workloads=sorted(self.returning_workloads, key=lambda e: e["workload"]), error=self.error)
 
 
 class DrainResult:
@@ -949,9 +993,15 @@ def pod_outlives_node(pod):
 
 
 def termination_problem(instance_id, node, pods):
-    """Why the instance of ``node`` must not be terminated yet (a dict naming the node and pods), or None."""
+    """Why the instance of ``node`` must not be terminated yet (a dict naming the node and pods), or None.
+
+    Pods of the workloads a forced drain left on the node because they come back to it (Z3,
+    LEFT_PODS_ANNOTATION) go with it.
+    """
     cordoned = bool((node.get("spec") or {}).get("unschedulable"))
-    blocking = sorted(pod_ref(pod) for pod in pods if pod_outlives_node(pod))
+    left = (left_pods_mark(node) or (None, frozenset()))[1]
+    blocking = sorted(pod_ref(pod) for pod in pods if pod_outlives_node(pod)
+                      and not (workload_of(pod) and workload_ref(workload_of(pod)) in left))
     if cordoned and not blocking:
         return None
     return dict(instance_id=instance_id, node=node["metadata"]["name"], cordoned=cordoned, pods=blocking)
@@ -1223,6 +1273,7 @@ PENDING = "pending"
 REQUESTED = "requested"   # eviction/delete accepted; waiting for the pod to go
 SETTLED_GONE = "gone"
 SETTLED_FAILED = "failed"
+SETTLED_LEFT = "left"     # Z3 with force: a pod of a workload that comes back, left on the node
 
 
 class _PodState:
@@ -1253,11 +1304,20 @@ class _NodeDrain:
         self.seen = set()       # pod_instance_key of every pod planned so far
         self.late_refused = []  # failure entries of pods refused by a filter after the first LIST
         self.pdb_wait = PdbWaitTracker(engine.api.clock)
+        self.returns = ReturnTracker(node)   # Z3: workloads whose pods come back to this node
+        self.returning_filter = returning_filter(self.returns)
 
     def log(self, message):
         self.engine.log("node %s: %s" % (self.name, message))
 
     def run(self):
+        try:
+            self._run()
+        finally:
+            for returning in self.returns.returning():
+                self.result.returning_workloads.append(returning.to_dict())
+
+    def _run(self):
         options = self.options
         clock = self.api.clock
         deadline = Deadline(clock.now(), options.drain_timeout)
@@ -1282,10 +1342,12 @@ class _NodeDrain:
             return
         to_remove, to_wait, listed = plan.remove, plan.wait, (items, resource_version)
         forced = False
-        # Pods keep landing on a cordoned node (Z3: a Deployment tolerating every taint, pods bound by
-        # spec.nodeName): each round removes what the node holds, then post_drain_wait watches for newcomers.
-        # Every round but the first needs a newcomer, and newcomers after the deadline (after the one forced
-        # round, with force) fail the node, so this ends.
+        # Pods land on a cordoned node (Z3: a Deployment tolerating every taint, pods bound by spec.nodeName):
+        # each round removes what the node holds, then post_drain_wait watches for newcomers. A pod of a
+        # workload this drain removed pods of comes back at most once or twice before the returning filter
+        # stops evicting that workload (refused without force, left with it). Every round but the first needs
+        # a newcomer, and newcomers after the deadline (after the one forced round, with force) fail the node,
+        # so this ends.
         while True:
             remaining = []
             if not self.late_refused:
@@ -1315,6 +1377,11 @@ class _NodeDrain:
                                                **list_kwargs)
             to_remove, to_wait, listed = arrived.remove, arrived.wait, (items, resource_version)
         summary = "drained: %d pod(s) evicted, %d deleted" % (len(result.evicted), len(result.deleted))
+        returning = self.returns.returning()
+        if returning:
+            self._record_left(returning)
+            summary += "; left %s (force)" % "; ".join(
+                "%d pod(s) of %s" % (len(r.pods), r.describe()) for r in returning)
         if result.changed:
             self.api.record_event(self.node, REASON_DRAIN, summary, log=self.engine.log)
         self.log(summary)
@@ -1328,11 +1395,20 @@ class _NodeDrain:
         if not new:
             return None
         self.seen.update(pod_instance_key(pod) for pod in new)
-        plan = plan_node(new, self.options, self.api.daemonset_exists, datetime.datetime.now(UTC))
+        plan = plan_node(new, self.options, self.api.daemonset_exists, datetime.datetime.now(UTC),
+                         (self.returning_filter,))
         self.result.skipped.extend(plan.skipped)
         self.result.warnings.extend(plan.warnings)
-        self.late_refused.extend(dict(entry, reason="%s; it arrived during the drain" % entry["reason"])
+        for decision in plan.decisions:
+            returning = self.returns.flagged(decision.pod) if decision.action in (SKIP, REFUSE) else None
+            if returning is not None and decision.reason.startswith(returning.ref):
+                returning.pods.append(pod_ref(decision.pod))
+                self.log("%s: %s" % (pod_ref(decision.pod), decision.reason))
+        self.late_refused.extend(entry if entry["reason"].endswith(NOT_EVICTED_AGAIN)
+                                 else dict(entry, reason="%s; it arrived during the drain" % entry["reason"])
                                  for entry in plan.refused)
+        if self.options.force:
+            self._leave_returning()
         arrivals = [pod_ref(pod) for pod in plan.remove + plan.wait] + [entry["pod"] for entry in plan.refused]
         if arrivals:
             self.log("%d pod(s) arrived on the cordoned node: %s" % (len(arrivals), ", ".join(sorted(arrivals))))
@@ -1356,6 +1432,42 @@ class _NodeDrain:
                         **list_kwargs)
         return arrived[0] if arrived else None
 
+    def _leave_returning(self):
+        """Z3 with force: the queued removals of pods of workloads that come back are dropped; their pods are
+        left on the node (the jobs in flight see the flag in attempt_removal)."""
+        for job in self.engine.scheduler.cancel(lambda job: job.drain is self and self.returns.flagged(job.pod)):
+            self._leave(job.pod)
+
+    def _leave(self, pod):
+        returning = self.returns.flagged(pod)
+        if not self._settle(pod, SETTLED_LEFT, reason="%s; left on the node" % returning.ref):
+            return
+        ref = pod_ref(pod)
+        returning.pods.append(ref)
+        self.result.skipped.append(dict(pod=ref, reason="%s: %s; left on the node to go with it (force)"
+                                        % (returning.ref, returning.why)))
+        self.log("%s: not evicted: %s" % (ref, returning.describe()))
+
+    def _record_left(self, returning):
+        """Z3 with force: say which workloads' pods were left, on the node (so the check before its termination,
+        U5, lets them go with it) and in the warnings."""
+        for entry in returning:
+            self.result.warnings.append("%s; %d pod(s) left on the node to go with it (force): %s"
+                                        % (entry.describe(), len(entry.pods), ", ".join(sorted(entry.pods))))
+        value = json.dumps(dict(run_id=self.options.run_id, workloads=sorted(entry.ref for entry in returning)),
+                           sort_keys=True)
+        if (self.node["metadata"].get("annotations") or {}).get(LEFT_PODS_ANNOTATION) == value:
+            return
+        try:
+            self.node = self.api.patch_node(self.name, {"metadata": {"annotations": {LEFT_PODS_ANNOTATION: value}}})
+        except ApiException as exc:
+            # Best effort: without the mark the check before the termination refuses these pods (the safe side).
+            self.result.warnings.append("could not annotate the node %s (HTTP %s): terminating its instance will be "
+                                        "refused while these pods run" % (LEFT_PODS_ANNOTATION, exc.status))
+            return
+        self.result.changed = True
+        self.result.after = node_state(self.node)
+
     def _finish_failed(self):
         self.log(self.result.error)
         if not self.options.check_mode:
@@ -1369,6 +1481,7 @@ class _NodeDrain:
         a newcomer that a filter refuses ends the wait at once.
         """
         tracked = []
+        clock = self.api.clock
 
         def track(removals, waits):
             for pod in waits:
@@ -1381,7 +1494,9 @@ class _NodeDrain:
                 with self.lock:
                     self.in_flight += 1
                     state.job = job
-                self.engine.scheduler.submit(job)
+                # Z3: a pod of a workload that lost one to this drain and came back waits a jittered backoff.
+                delay = self.returns.take_delay(pod)
+                self.engine.scheduler.submit(job, deadline.next_attempt(clock.now(), delay) if delay else None)
 
         track(to_remove, to_wait)
 
@@ -1391,9 +1506,8 @@ class _NodeDrain:
                 track(plan.remove, plan.wait)
             if self.late_refused:
                 return True
-            return all(is_gone(s.pod, objects) or s.state == SETTLED_FAILED for s in tracked)
+            return all(is_gone(s.pod, objects) or s.state in (SETTLED_FAILED, SETTLED_LEFT) for s in tracked)
 
-        clock = self.api.clock
         list_kwargs = self.api.node_pod_selectors(self.name, self.options.pod_selectors)
         _done, objects = list_then_watch(self.api.list_pods, timeout=deadline.remaining(clock.now()),
                                          condition=settled, listed=listed, waker=self.waker, clock=clock,
@@ -1404,7 +1518,7 @@ class _NodeDrain:
         for state in tracked:
             if is_gone(state.pod, objects):
                 state.state = SETTLED_GONE
-            else:
+            elif state.state != SETTLED_LEFT:
                 left.append(state)
         return left, objects
 
@@ -1415,7 +1529,7 @@ class _NodeDrain:
         while True:
             for job in self.engine.scheduler.cancel(lambda job: job.drain is self):
                 self._settle(job.pod, SETTLED_FAILED, reason=self.pods[pod_instance_key(job.pod)].reason
-                             or "not removed within the deadline")
+                             or self._unremoved_reason(job))
             with self.lock:
                 if not self.in_flight:
                     self.stopped = False
@@ -1423,12 +1537,20 @@ class _NodeDrain:
                 # A job that was running during cancel() may have been queued again: cancel once more.
                 self.lock.wait(0.1)
 
+    def _unremoved_reason(self, job):
+        returning = self.returns.flagged(job.pod)
+        if returning is not None:
+            return "%s came back to the cordoned node; %s" % (returning.ref, NOT_EVICTED_AGAIN)
+        if job.deadline.expired(self.api.clock.now()):
+            return "not removed within the deadline"
+        return "not evicted: the drain of the node stopped"
+
     def _settle(self, pod, state, reason=None, pdb=None, pdb_related=False):
         """Record the final outcome of a pod's removal job (once: a job may sit in the queue twice)."""
         with self.lock:
             pod_state = self.pods[pod_instance_key(pod)]
             if pod_state.job.done:
-                return
+                return False
             pod_state.job.done = True
             pod_state.state = state
             if reason is not None:
@@ -1439,8 +1561,9 @@ class _NodeDrain:
             self.pdb_wait.release(pod_instance_key(pod))
             self.in_flight -= 1
             self.lock.notify_all()
-        if state == SETTLED_FAILED:
+        if state in (SETTLED_FAILED, SETTLED_LEFT):
             self.waker.wake()
+        return True
 
     def _held_by_pdb(self, job):
         """Count PDB wait for ``job``'s pod (caller holds self.lock); a settled job may still be finishing an
@@ -1455,6 +1578,13 @@ class _NodeDrain:
         if self.stopped or job.deadline.expired(now):
             self._settle(job.pod, SETTLED_FAILED, reason=pod_state.reason or "not removed within the deadline")
             return None
+        if self.returns.flagged(job.pod) is not None:
+            # Z3: its workload comes back to this node; evicting this pod would only bring another.
+            if self.options.force:
+                self._leave(job.pod)
+            else:
+                self._settle(job.pod, SETTLED_FAILED, reason=self._unremoved_reason(job))
+            return None
         gate = self.engine.gate
         if gate is not None and job.method == "evict":
             if not job.budget_known:
@@ -1468,15 +1598,7 @@ class _NodeDrain:
                     pod_state.pdb_related = True
                     self._held_by_pdb(job)
                 return job.deadline.next_attempt(now, PDB_RETRY_SECONDS * random.uniform(0.8, 1.2))
-        try:
-            self.api.remove_pod(job.pod, job.method, self.options.grace_period)
-            outcome = classify_eviction(200)
-        except ApiException as exc:
-            outcome = classify_eviction(exc.status, exc.headers, exc.body, job.attempt,
-                                        server_errors=job.server_errors)
-            job.server_errors += exc.status == 500
-        except TRANSPORT_ERRORS as exc:
-            outcome = classify_eviction(None, None, str(exc), job.attempt)
+        outcome = self._send(job)
         job.attempt += 1
         ref = pod_ref(job.pod)
         if outcome.kind == ACCEPTED:
@@ -1503,12 +1625,32 @@ class _NodeDrain:
         self._settle(job.pod, SETTLED_FAILED, reason=outcome.message, pdb=outcome.pdb, pdb_related=pdb_related)
         return None
 
+    def _send(self, job):
+        """One removal request; its EvictionOutcome. The ReturnTracker sees it sent and whether it was accepted
+        (a replacement may land before the answer)."""
+        self.returns.sending(job.pod)
+        outcome = None
+        try:
+            self.api.remove_pod(job.pod, job.method, self.options.grace_period)
+            outcome = classify_eviction(200)
+        except ApiException as exc:
+            outcome = classify_eviction(exc.status, exc.headers, exc.body, job.attempt,
+                                        server_errors=job.server_errors)
+            job.server_errors += exc.status == 500
+        except TRANSPORT_ERRORS as exc:
+            outcome = classify_eviction(None, None, str(exc), job.attempt)
+        finally:
+            self.returns.sent(job.pod, outcome is not None and outcome.kind == ACCEPTED)
+        return outcome
+
     def _record_failures(self, remaining, deadline):
         entries = list(self.late_refused)
         for state in remaining:
             reason = state.reason or ("still terminating" if state.state == REQUESTED else "not removed")
             if deadline.expired(self.api.clock.now()):
                 reason = "%s (drain_timeout=%d s)" % (reason, self.options.drain_timeout)
+            elif state.state != SETTLED_FAILED and self.returns.returning():
+                reason = "%s when the drain stopped" % reason
             elif state.state != SETTLED_FAILED:
                 reason = "%s when a pod that arrived was refused" % reason
             pdb = state.pdb
@@ -1521,8 +1663,16 @@ class _NodeDrain:
         details = ", ".join("%s (%s%s)" % (e["pod"], e["reason"],
                                            "; PodDisruptionBudget %s" % e["pdb"] if e["pdb"] else "")
                             for e in sorted(entries, key=lambda e: e["pod"]))
-        self.result.error = ("node %s stays cordoned: %d pod(s) could not be evicted: %s"
-                             % (self.name, len(entries), details))
+        lead = ""
+        for returning in self.returns.returning():
+            if self.options.force:
+                advice = "its pods were left on the node (force)"
+            else:
+                advice = ("stopped evicting it, it would never leave (%s, or drain with force to leave its pods to go "
+                          "with the node)" % returning.remedy)
+            lead += "%s; %s; " % (returning.describe(), advice)
+        self.result.error = ("node %s stays cordoned: %s%d pod(s) could not be evicted: %s"
+                             % (self.name, lead, len(entries), details))
 
 
 class _Engine:

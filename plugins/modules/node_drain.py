@@ -36,11 +36,20 @@ description:
     PodDisruptionBudgets that blocked them, and the node stays cordoned; with O(delete_options.force) the
     remaining pods are deleted instead (PodDisruptionBudgets bypassed)."
   - Deletion is awaited with one watch per node, not by polling each pod.
-  - "Pods that land on a node while it is drained (a Deployment that tolerates every taint, pods bound with
-    C(spec.nodeName)) are seen on that watch and removed the same way, until the node holds only skipped
-    pods; one that a filter refuses fails the node. Such pods still there when O(delete_options.wait_timeout)
-    passes fail the node with C(PodEvictionFailure) (with O(delete_options.force) they are deleted once, and
-    what lands after that fails the node)."
+  - "Pods that land on a node while it is drained are seen on that watch and removed the same way, until the
+    node holds only skipped pods; one that a filter refuses fails the node. Such pods still there when
+    O(delete_options.wait_timeout) passes fail the node with C(PodEvictionFailure) (with O(delete_options.force)
+    they are deleted once, and what lands after that fails the node)."
+  - "A workload whose pods come back to the cordoned node (a pod that lands there after a pod of the same
+    Deployment, StatefulSet or other controller was evicted from it: it tolerates every taint or the
+    C(node.kubernetes.io/unschedulable) taint, it is pinned to the node as a DaemonSet's pods are, or, a second
+    time, its controller binds it with C(spec.nodeName)) is not evicted again: evicting it only brings another
+    (an eviction storm, with the workload at 0 Ready). Without O(delete_options.force) the node fails at once
+    with C(PodEvictionFailure) naming the workload (C(Kind namespace/name)) and why, and stays cordoned. With
+    O(delete_options.force) its pods are left on the node to go with it, reported in RV(nodes.returning_workloads),
+    RV(nodes.skipped) and a warning, and the node is annotated C(eksops.nodegroup/left-pods) so that
+    C(asg_instance_terminate) lets these pods go with the instance (an uncordon removes the annotation). A pod
+    that comes back once with nothing in its spec to explain it is evicted again after a jittered backoff."
   - After a node is empty the module waits O(post_drain_wait) seconds so load balancers drop the node, watching
     its pods meanwhile; a pod that lands then is removed and the wait starts over.
   - Records a Kubernetes Event on each node it changes (reasons C(EksopsCordon), C(EksopsDrain),
@@ -112,6 +121,8 @@ options:
             exist; without it such pods block the drain of their node.
           - When O(delete_options.wait_timeout) passes, or a pod's eviction fails, delete the remaining pods
             (PodDisruptionBudgets are bypassed) instead of failing.
+          - Leave on the node the pods of a workload that comes back to it after each eviction, instead of failing
+            the node (see RV(nodes.returning_workloads)).
         type: bool
         default: false
       ignore_daemonsets:
@@ -263,7 +274,8 @@ nodes:
       type: list
       elements: str
     skipped:
-      description: Pods left on the node, with the reason (DaemonSet, mirror pod, long-terminating).
+      description: Pods left on the node, with the reason (DaemonSet, mirror pod, long-terminating, with
+        O(delete_options.force) a workload that comes back to the node).
       type: list
       elements: dict
       contains:
@@ -282,15 +294,45 @@ nodes:
           description: C(namespace/name).
           type: str
         reason:
-          description: Why (filter refusal, eviction error, timeout).
+          description: Why (filter refusal, eviction error, timeout, a workload that comes back to the node).
           type: str
         pdb:
           description: Name(s) of the PodDisruptionBudget(s) that blocked the pod, comma separated, or null.
           type: str
     warnings:
-      description: Pods removed with a warning (emptyDir data, no controller).
+      description: Pods removed with a warning (emptyDir data, no controller), and workloads left on the node
+        because they come back to it (O(delete_options.force)).
       type: list
       elements: str
+    returning_workloads:
+      description:
+        - Workloads whose pods came back to the cordoned node after an eviction, which the drain stopped
+          evicting (an eviction storm averted). Without O(delete_options.force) they fail the node; with it their
+          pods are left on the node.
+      type: list
+      elements: dict
+      contains:
+        workload:
+          description: C(Kind namespace/name), e.g. C(Deployment default/web) (a ReplicaSet's Deployment by its
+            C(pod-template-hash)).
+          type: str
+        cause:
+          description: C(tolerates_all), C(tolerates_cordon), C(pinned) (node affinity or selector on this node) or
+            C(bound) (its controller sets C(spec.nodeName)).
+          type: str
+        reason:
+          description: Why its pods come back, in words.
+          type: str
+        removed:
+          description: Its pods whose eviction (or deletion) from this node was accepted.
+          type: int
+        returned:
+          description: Its pods that landed on the node after that.
+          type: int
+        pods:
+          description: Its pods on the node that were not evicted again (C(namespace/name)).
+          type: list
+          elements: str
     pdb_wait_seconds:
       description:
         - Wall time, in seconds (one decimal), during which at least one pod of the node was held back by a
@@ -311,6 +353,7 @@ nodes:
       failed: []
       warnings: []
       pdb_wait_seconds: 12.4
+      returning_workloads: []
       error: null
 instances:
   description: With O(instance_ids), the node of each instance, or null when the instance has no node.

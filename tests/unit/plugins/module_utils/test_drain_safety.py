@@ -6,7 +6,6 @@ check before an instance is terminated, and a cordon that undoes only what it di
 
 from __future__ import annotations
 
-import itertools
 import os
 import sys
 import threading
@@ -14,7 +13,6 @@ import time
 
 import pytest
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import drain
 from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import (
     CORDONED_BY_ANNOTATION,
     EXCLUDE_LB_LABEL,
@@ -39,29 +37,6 @@ from test_drain import FakeCluster, fast_engine, make_pod, node, run_drain  # no
 from test_kube_watch import FakeResponse  # noqa: E402
 
 
-class RespawningCluster(FakeCluster):
-    """Pods of a ReplicaSet that tolerates every taint (Z3): each accepted removal of one of its pods brings a
-    replacement onto the same node ``respawn_delay`` s later, before the removed pod is gone (as a ReplicaSet
-    replaces a terminating pod at once)."""
-
-    def __init__(self, pods, respawn_delay=0.05, **kwargs):
-        kwargs.setdefault("termination_delay", 0.3)
-        super(RespawningCluster, self).__init__(pods, **kwargs)
-        self.respawn_delay = respawn_delay
-        self.generation = itertools.count(1)
-        self.respawned = []
-
-    def _remove(self, verb, name, namespace, delete_options):
-        response = super(RespawningCluster, self)._remove(verb, name, namespace, delete_options)
-        if name.startswith("everywhere"):
-            replacement = make_pod("everywhere-r%d" % next(self.generation), grace=0)
-            self.respawned.append("default/" + replacement["metadata"]["name"])
-            timer = threading.Timer(self.respawn_delay, self.pods.put, (replacement,))
-            timer.daemon = True
-            timer.start()
-        return response
-
-
 def later(seconds, fn, *args):
     timer = threading.Timer(seconds, fn, args)
     timer.daemon = True
@@ -73,35 +48,7 @@ def later(seconds, fn, *args):
 # Pods landing on the cordoned node during the drain
 # ----------------------------------------------------------------------------------------------------------
 
-def test_Z3_D14_tolerate_all_pods_that_keep_coming_back_fail_the_node_at_the_deadline():
-    cluster = RespawningCluster([make_pod("everywhere-0", grace=0), make_pod("web-0")])
-    started = time.monotonic()
-    result = run_drain(cluster, drain_timeout=1)
-    elapsed = time.monotonic() - started
-    assert 0.9 <= elapsed < 4   # the deadline ends it: neither success nor an endless chase
-    node_result = result.to_dict()["node-a"]
-    err = result.error()
-    assert err is not None and err.code == "PodEvictionFailure"
-    # every replacement that landed was evicted in turn; what was still on the node at the deadline failed it
-    assert len(node_result["evicted"]) >= 3 and "default/everywhere-r1" in node_result["evicted"]
-    assert node_result["failed"] and all(f["pod"].startswith("default/everywhere-") for f in node_result["failed"])
-    assert all("drain_timeout=1" in f["reason"] for f in node_result["failed"])
-    assert cluster.nodes["node-a"]["spec"]["unschedulable"] is True
-    # P1: the newcomers came from the one watch; no LIST or GET per newcomer or per second of waiting
-    assert len(cluster.verbs("list", "pods")) == 1 and len(cluster.verbs("watch", "pods")) <= 2
-    assert not [r for r in cluster.requests if r[0] == "get" and r[1] == "pod"]
-    assert len(cluster.verbs("evict")) == len(node_result["evicted"])
-
-
-def test_Z3_D14_with_force_the_chase_also_ends_at_the_force_deadline(monkeypatch):
-    monkeypatch.setattr(drain, "FORCE_WAIT_SLACK_SECONDS", 1)
-    cluster = RespawningCluster([make_pod("everywhere-0", grace=0)])
-    started = time.monotonic()
-    result = run_drain(cluster, drain_timeout=1, force=True)
-    assert time.monotonic() - started < 6
-    node_result = result.to_dict()["node-a"]
-    assert result.error().code == "PodEvictionFailure"
-    assert node_result["deleted"] and node_result["failed"]
+# Pods of a workload that come back after each eviction (Z3, issue 10 item 7) are in test_returning_pods.py.
 
 
 def test_U5_a_pod_that_lands_during_the_wait_for_deletion_is_evicted_too():
