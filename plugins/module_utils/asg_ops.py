@@ -102,6 +102,38 @@ def resume_processes(autoscaling, asg_name, processes):
             autoscaling.resume_processes(AutoScalingGroupName=asg_name, ScalingProcesses=list(processes))
 
 
+# SetInstanceProtection takes up to 50 instance ids (Amazon EC2 Auto Scaling API Reference).
+PROTECTION_CHUNK = 50
+SCALE_IN_PROTECTION_OURS, SCALE_IN_PROTECTION_THEIRS = "ours", "theirs"
+
+
+def scale_in_protection_owner(asg):
+    """Who manages the group's scale-in protection during an upgrade (issue 10 item 22): "theirs" when the
+    group protects new instances or any instance is protected already, else "ours"."""
+    if asg.get("NewInstancesProtectedFromScaleIn") or any(
+            i.get("ProtectedFromScaleIn") for i in asg.get("Instances", [])):
+        return SCALE_IN_PROTECTION_THEIRS
+    return SCALE_IN_PROTECTION_OURS
+
+
+def set_scale_in_protection(autoscaling, asg, protected):
+    """Protect (or unprotect) the group's InService instances whose setting differs, so a desired capacity
+    lowered behind the upgrade's back cannot terminate a node that still holds pods: "Instance scale-in protection
+    starts when the instance state is InService"; TerminateInstanceInAutoScalingGroup, which the upgrade uses,
+    still terminates protected instances (Auto Scaling user guide, "Use instance scale-in protection").
+    Returns the ids changed."""
+    name = asg["AutoScalingGroupName"]
+    ids = sorted(i["InstanceId"] for i in asg.get("Instances", [])
+                 if i.get("LifecycleState") == "InService" and bool(i.get("ProtectedFromScaleIn")) != protected)
+    for start in range(0, len(ids), PROTECTION_CHUNK):
+        chunk = ids[start:start + PROTECTION_CHUNK]
+        with translate_aws_errors("%s the scale-in protection of instances %s of %s"
+                                  % ("set" if protected else "remove", ", ".join(chunk), name)):
+            autoscaling.set_instance_protection(AutoScalingGroupName=name, InstanceIds=chunk,
+                                                ProtectedFromScaleIn=protected)
+    return ids
+
+
 def scaling_activities_since(autoscaling, asg_name, since, max_records=100):
     """The ASG's scaling activities that started at or after ``since`` (newest first, one page)."""
     with translate_aws_errors("describe scaling activities of %s" % asg_name):

@@ -48,6 +48,9 @@ FIELDS = (
     # The desired capacity a decrementing termination under way leaves (recorded before it, SPEC C3).
     ("desired_capacity_pending", _INT),
     ("surge", _INT),
+    # Issue 10 item 22: "ours" when the upgrade protects the group's instances from scale-in (and removes the
+    # protection at restore), "theirs" when the group used scale-in protection before and is left alone.
+    ("scale_in_protection", _STR),
 )
 FIELD_NAMES = tuple(name for name, _kind in FIELDS)
 _FIELD_KINDS = dict(FIELDS)

@@ -33,6 +33,9 @@ description:
     may be terminated. In check mode the same problems are reported as warnings."
   - When decrementing during an upgrade (an upgrade journal exists on the group), records the new desired
     capacity in the journal, and lowers MinSize if the decrement needs it (restore puts it back).
+  - During an upgrade, fails with C(ClusterAutoscalerActive) before any change when the group's desired capacity is
+    not the one the upgrade last set (someone else scaled it; SPEC C3), and protects the replacements from
+    scale-in when the upgrade protects the group (journal C(scale_in_protection=ours)).
 author:
   - eksops.nodegroup maintainers (@eksops)
 options:
@@ -185,11 +188,14 @@ import re
 import time
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
+    SCALE_IN_PROTECTION_OURS,
     GroupWatch,
     TerminationWait,
     asg_sizes,
+    autoscaler_error,
     describe_known_instances,
     list_nodegroup_nodes,
+    set_scale_in_protection,
     termination_hooks,
     terminate_or_gone,
     update_sizes,
@@ -213,8 +219,8 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC, find_nodegroup
-from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import LEAVING_STATES
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC, describe_asg, find_nodegroup
+from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import LEAVING_STATES, autoscaler_changed
 
 ARGUMENT_SPEC = dict(
     NODEGROUP_ARGUMENT_SPEC,
@@ -373,6 +379,11 @@ def run(module):
     to_terminate, leaving = classify_instances(ec2, asg, params["instance_ids"])
 
     before = asg_sizes(asg)
+    if journal is not None and autoscaler_changed(before["desired_capacity"], journal.desired_capacity_set,
+                                                  journal.desired_capacity_pending):
+        # SPEC C3, issue 10 items 22 and 24: someone else set the desired capacity during the upgrade; stop at this
+        # batch, before any change, not at the scale-down after every old node was replaced.
+        raise autoscaler_error(autoscaling, asg, journal)
     after = dict(before)
     if decrement and to_terminate:
         after["desired_capacity"] = before["desired_capacity"] - len(to_terminate)
@@ -426,6 +437,9 @@ def run(module):
             result["replacements"] = wait_for_replacements(
                 module, group, [i["InstanceId"] for i in asg.get("Instances", [])], to_terminate + leaving, started,
                 remaining)
+            if journal is not None and journal.scale_in_protection == SCALE_IN_PROTECTION_OURS:
+                # The replacements hold no pods yet but will: protected like every node of the upgrade (item 22).
+                set_scale_in_protection(autoscaling, describe_asg(autoscaling, name), True)
     result["elapsed_seconds"] = round(time.time() - started_clock, 1)
     return dict(changed=bool(to_terminate), asg_instance_terminate=result, diff=diff)
 

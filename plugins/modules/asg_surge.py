@@ -18,6 +18,10 @@ description:
   - Records the original sizes and the processes it suspends in the upgrade journal (tags on the ASG)
     B(before) changing anything, so a rerun never surges twice and M(eksops.nodegroup.nodegroup_scale_restore)
     can undo it.
+  - Protects the group's InService instances from scale-in before the group grows, and the new ones once they
+    are Ready, so a desired capacity set back behind the upgrade's back cannot terminate a node that still holds
+    pods (recorded as C(scale_in_protection=ours) in the journal; the restore removes the protection). A group
+    that used scale-in protection already is left alone (C(theirs)).
   - With O(wait), waits until every new instance has a Ready node (matched by its C(spec.providerID)) that
     carries the labels the node group's own tool sets (C(alpha.eksctl.io/nodegroup-name) for an eksctl group,
     none for a plain self-managed group) and, in C(rolling) mode, at least one new node is Ready in every
@@ -187,12 +191,15 @@ import time
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
     DEFAULT_SUSPENDED_PROCESSES,
+    SCALE_IN_PROTECTION_OURS,
     GroupWatch,
     advance_phase,
     asg_sizes,
     autoscaler_error,
     mark_scale_down_disabled,
     resolve_target,
+    scale_in_protection_owner,
+    set_scale_in_protection,
     suspend_processes,
     suspended_process_names,
     update_sizes,
@@ -283,6 +290,7 @@ def plan_journal(journal, asg, target, wanted_desired, surge, requested_processe
         desired_capacity_set=wanted_desired,
         desired_capacity_pending=wanted_desired - pending_decrement if pending_decrement else None,
         surge=surge,
+        scale_in_protection=base.scale_in_protection or scale_in_protection_owner(asg),
         launch_template_id=target["launch_template_id"],
         target_launch_template_version=str(target["launch_template_version"]),
         target_image_id=target["image_id"],
@@ -459,10 +467,17 @@ def run(module):
             with translate_aws_errors("write the upgrade journal on %s" % name):
                 write_journal(autoscaling, name, new_journal)
         suspend_processes(autoscaling, name, to_suspend)
+        # Issue 10 item 22: before the group grows, so that a desired capacity set back behind the upgrade's back
+        # (a Terraform apply, a person) cannot scale in nodes that hold pods.
+        protecting = new_journal.scale_in_protection == SCALE_IN_PROTECTION_OURS
+        if protecting and set_scale_in_protection(autoscaling, asg, True):
+            changed = True
         if after != before:
             update_sizes(autoscaling, name, max_size=after["max_size"], desired_capacity=after["desired_capacity"])
         if params["wait"]:
             new, nodes, new_journal = wait_for_new_nodes(module, group, target, new_journal, started)
+            if protecting:
+                set_scale_in_protection(autoscaling, describe_asg(autoscaling, name), True)
             relaunched = new_journal.desired_capacity_set - wanted
             if relaunched:
                 result["surge"] += relaunched

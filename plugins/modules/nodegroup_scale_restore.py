@@ -22,7 +22,8 @@ description:
     template version than the group's first, so after a rollback the new nodes go), drains their nodes like any
     other node (found by instance id when the drain starts), checks that none still runs pods other than
     DaemonSet, mirror or finished ones (C(PodEvictionFailure) otherwise), terminates them with a decrement,
-    restores MinSize, MaxSize and DesiredCapacity exactly, resumes only the processes the upgrade suspended,
+    restores MinSize, MaxSize and DesiredCapacity exactly, removes the scale-in protection the upgrade set (journal
+    C(scale_in_protection=ours)), resumes only the processes the upgrade suspended,
     removes the C(cluster-autoscaler.kubernetes.io/scale-down-disabled) annotation the upgrade put on nodes, and
     clears the journal last. Safe to rerun after a crash at any point.
 author:
@@ -130,6 +131,12 @@ nodegroup_scale_restore:
       type: list
       elements: str
       sample: [AZRebalance]
+    unprotected_instances:
+      description: Instances whose scale-in protection, set by the upgrade, was removed.
+      returned: when the upgrade had set scale-in protection
+      type: list
+      elements: str
+      sample: [i-0abc]
     unannotated_nodes:
       description: Nodes whose scale-down-disabled annotation was removed.
       type: list
@@ -144,12 +151,14 @@ nodegroup_scale_restore:
 import time
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
+    SCALE_IN_PROTECTION_OURS,
     WAIT_TIMEOUT,
     advance_phase,
     asg_sizes,
     autoscaler_error,
     list_nodegroup_nodes,
     resume_processes,
+    set_scale_in_protection,
     suspended_process_names,
     terminate_in_asg,
     unmark_scale_down_disabled,
@@ -325,6 +334,9 @@ def run(module):
         return autoscaler_stop(asg, changed=bool(surplus))
     if current != after:
         update_sizes(autoscaling, name, **after)
+    if journal.scale_in_protection == SCALE_IN_PROTECTION_OURS:
+        # The protection the upgrade set (issue 10 item 22), removed once the sizes are back.
+        result["unprotected_instances"] = set_scale_in_protection(autoscaling, describe_asg(autoscaling, name), False)
     resume_processes(autoscaling, name, to_resume)
     result["unannotated_nodes"] = unmark_scale_down_disabled(
         module.core_v1(), list_nodegroup_nodes(module.core_v1(), group.with_asg(asg)))

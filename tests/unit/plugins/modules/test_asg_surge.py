@@ -87,6 +87,14 @@ def test_u2_a1_journal_first_then_suspend_then_scale_and_rerun_is_idempotent(wor
     assert journal.target_image_id == world.new_ami
     assert journal.target_launch_template_version == str(world.target_version)
 
+    # Issue 10 item 22: the old instances were protected from scale-in before the group grew; without a wait the
+    # new ones are protected by the next run (with a wait, by this one once they are Ready).
+    assert journal.scale_in_protection == "ours"
+    protected = [i["ProtectedFromScaleIn"] for i in world.asg()["Instances"]]
+    assert protected.count(True) == 4
+
+    run(max_unavailable=8)
+    assert all(i["ProtectedFromScaleIn"] for i in world.asg()["Instances"])
     again = run(max_unavailable=8)
     assert not again.get("failed") and again["changed"] is False
     assert sizes(world) == (0, 12, 12)

@@ -155,6 +155,34 @@ def test_u6_restores_exactly_resumes_only_ours_and_clears_the_journal_last(surge
     assert not again.get("failed") and again["changed"] is False
 
 
+def test_the_scale_in_protection_the_upgrade_set_is_removed_and_no_other(world, capsys, run):
+    """Issue 10 item 22: the scale-up protected the group's instances ("ours"); the restore removes it. A group
+    that used scale-in protection before ("theirs") keeps its own."""
+    run_module_in_process(asg_surge.main, dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP,
+                                               kubeconfig="/unused", wait=False), capsys)
+    assert [i["ProtectedFromScaleIn"] for i in world.asg()["Instances"]].count(True) == 4
+    result = run(FakeCluster(world))
+    assert not result.get("failed"), result
+    remaining = world.asg()["Instances"]
+    # the old instances that stay were protected by the scale-up (the new ones only would be, after a wait)
+    assert result["nodegroup_scale_restore"]["unprotected_instances"]
+    assert set(result["nodegroup_scale_restore"]["unprotected_instances"]) <= set(i["InstanceId"] for i in remaining)
+    assert not any(i["ProtectedFromScaleIn"] for i in remaining)
+
+
+def test_a_group_protecting_its_own_instances_is_left_alone(world, capsys, run):
+    first = world.asg()["Instances"][0]["InstanceId"]
+    world.autoscaling.set_instance_protection(AutoScalingGroupName=ASG_NAME, InstanceIds=[first],
+                                              ProtectedFromScaleIn=True)
+    run_module_in_process(asg_surge.main, dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP,
+                                               kubeconfig="/unused", wait=False), capsys)
+    assert Journal.from_tags(world.asg()["Tags"]).scale_in_protection == "theirs"
+    result = run(FakeCluster(world))
+    assert not result.get("failed"), result
+    assert "unprotected_instances" not in result["nodegroup_scale_restore"]
+    assert all(i["ProtectedFromScaleIn"] == (i["InstanceId"] == first) for i in world.asg()["Instances"])
+
+
 @pytest.mark.parametrize("on_autoscaler", ["fail", "stop"])
 def test_c3_autoscaler_change_stops_without_restoring(surged, run, on_autoscaler):
     surged.autoscaling.set_desired_capacity(AutoScalingGroupName=ASG_NAME, DesiredCapacity=11)

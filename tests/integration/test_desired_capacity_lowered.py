@@ -1,0 +1,54 @@
+"""Issue 10 items 22 and 24: someone sets the group's desired capacity back to its original value (a Terraform
+apply, an operator) while the upgrade runs. Before, the group scaled in on its own and terminated cordoned old
+nodes that still held pods (9 pods lost, two PDBs at 0 ready), and the change was noticed only at the scale-down.
+Now every instance is protected from scale-in for the upgrade, and the next batch stops with
+ClusterAutoscalerActive before any change."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+
+from asg_helpers import journal_tags, workers_asg
+from sandbox_helpers import BIN_DIR, REPO_ROOT, ansible_env
+
+SCENARIO = "demo"
+
+
+def wait_for(predicate, timeout, what):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(0.3)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def test_a_desired_capacity_set_back_mid_upgrade_loses_no_pod(sandbox, tmp_path):
+    report_path = tmp_path / "report.json"
+    extra_vars = {"cluster_name": "demo", "nodegroup_name": "workers", "kubernetes_version": "1.30",
+                  "force": True, "drain_timeout": 20, "post_drain_wait": 0, "upgrade_report_path": str(report_path)}
+    upgrade = subprocess.Popen(  # pylint: disable=consider-using-with
+        [str(BIN_DIR / "ansible-playbook"), str(REPO_ROOT / "playbooks" / "upgrade_nodegroup.yml"),
+         "-e", json.dumps(extra_vars)], env=ansible_env(sandbox), cwd=REPO_ROOT,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_for(lambda: journal_tags(workers_asg(sandbox)).get("phase") == "upgrade", 300, "the upgrade phase")
+        asg = workers_asg(sandbox)
+        assert all(i["ProtectedFromScaleIn"] for i in asg["Instances"]), asg["Instances"]
+        sandbox.client("autoscaling").update_auto_scaling_group(
+            AutoScalingGroupName=asg["AutoScalingGroupName"], DesiredCapacity=6)
+        output, _ = upgrade.communicate(timeout=600)
+    finally:
+        if upgrade.poll() is None:
+            upgrade.kill()
+    assert upgrade.returncode != 0, output[-3000:]
+    error = json.loads(report_path.read_text())["error"]
+    assert error["code"] == "ClusterAutoscalerActive" and error["phase"] == "upgrade", error
+    report = sandbox.report()
+    assert report["pods_lost"] == [] and report["pdb_violations"] == []
+    # the group could not scale in: every instance the upgrade did not terminate itself is still there
+    asg = workers_asg(sandbox)
+    assert asg["DesiredCapacity"] == 6 and len(asg["Instances"]) > 6
+    assert all(i["ProtectedFromScaleIn"] for i in asg["Instances"] if i["LifecycleState"] == "InService")
