@@ -63,8 +63,8 @@ def render() -> str:
     ]
     for number, case in enumerate(table["cases"], 1):
         given = ", ".join("%s=%s" % (key, _cell(value)) for key, value in case["input"].items())
-        lines.append("| %d | %s | %s | `%s` | %s |" % (number, case["where"], given, case["parameter"],
-                                                        case["says"]))
+        row = (number, case["where"], given, case["parameter"], case["says"])
+        lines.append("| %d | %s | %s | `%s` | %s |" % row)
     return "\n".join(lines) + "\n"
 
 

@@ -104,8 +104,8 @@ def test_kubectl_get_deployments_shows_replica_counts_and_wide_template(cluster)
         ["4/4", "4", "4", "app", "app=web"]
     assert by_name["cache"]["READY"] == "1/1"
     assert by_name["web"]["IMAGES"] == "public.ecr.aws/nginx/nginx:1.27"
-    assert printed(kubectl(cluster, "get", "deploy").stdout)[0] == ["NAME", "READY", "UP-TO-DATE", "AVAILABLE",
-                                                                     "AGE"]
+    header = printed(kubectl(cluster, "get", "deploy").stdout)[0]
+    assert header == ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]
 
 
 def test_kubectl_get_nodes_wide_shows_addresses_and_node_info(cluster):

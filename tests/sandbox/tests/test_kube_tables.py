@@ -209,8 +209,8 @@ def test_pod_cells_for_waiting_terminated_and_restarted_containers():
         "name": "app", "ready": False, "restartCount": 3, "state": {"waiting": {"reason": "CrashLoopBackOff"}},
         "lastState": {"terminated": {"exitCode": 1, "finishedAt": ago(150)}}}]})
     assert tables.pod_row(crash)["cells"][1:4] == ["0/1", "CrashLoopBackOff", "3 (2m30s ago)"]
-    killed = pod({"phase": "Running", "containerStatuses": [{"name": "app", "restartCount": 0,
-                                                              "state": {"terminated": {"exitCode": 137}}}]})
+    terminated = {"name": "app", "restartCount": 0, "state": {"terminated": {"exitCode": 137}}}
+    killed = pod({"phase": "Running", "containerStatuses": [terminated]})
     assert tables.pod_row(killed)["cells"][2] == "ExitCode:137"
     done = pod({"phase": "Succeeded", "containerStatuses": [{"name": "app", "state": {"terminated": {
         "exitCode": 0, "reason": "Completed"}}}]})
@@ -243,8 +243,8 @@ def test_pod_cells_for_init_containers_gates_deletion_and_lost_nodes():
 
 
 def test_node_event_and_pdb_cells():
-    node = {"metadata": {"name": "n", "labels": {"node-role.kubernetes.io/worker": "", "kubernetes.io/role": "edge",
-                                                  "node-role.kubernetes.io/": ""}},
+    labels = {"node-role.kubernetes.io/worker": "", "kubernetes.io/role": "edge", "node-role.kubernetes.io/": ""}
+    node = {"metadata": {"name": "n", "labels": labels},
             "spec": {"unschedulable": True}, "status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}}
     assert tables.node_row(node)["cells"][1:3] == ["NotReady,SchedulingDisabled", "edge,worker"]
     assert tables.node_row({"metadata": {"name": "n"}})["cells"][1:] == [
@@ -255,8 +255,8 @@ def test_node_event_and_pdb_cells():
     assert tables.event_row(series)["cells"] == ["5s", "", "", "pod/p", "spec.x", "kubelet, n1", "backoff", "5m",
                                                  7, "e"]
     bare = {"metadata": {"name": "e"}, "involvedObject": {"kind": "Node"}, "firstTimestamp": ago(10)}
-    assert tables.event_row(bare)["cells"][0:4] + tables.event_row(bare)["cells"][7:9] == ["10s", "", "", "node",
-                                                                                          "10s", 1]
+    cells = tables.event_row(bare)["cells"]
+    assert cells[0:4] + cells[7:9] == ["10s", "", "", "node", "10s", 1]
     pdb = {"metadata": {"name": "b"}, "spec": {"maxUnavailable": "50%"}, "status": {"disruptionsAllowed": 0}}
     assert tables.pdb_row(pdb)["cells"][:4] == ["b", "N/A", "50%", 0]
 
