@@ -19,7 +19,7 @@ import time
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import translate_aws_errors
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import AUTOSCALER_ACTIVE, NOT_FOUND, UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import PHASES
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import PHASES, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import translate_k8s_errors
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import (
     Waker,
@@ -36,7 +36,11 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import 
     join_instances_nodes,
     target_lt_version,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import LEAVING_STATES, launch_failure
+from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
+    LEAVING_STATES,
+    autoscaler_changed,
+    launch_failure,
+)
 
 # SPEC A1: the processes that would replace or rebalance nodes behind our back.
 DEFAULT_SUSPENDED_PROCESSES = ["AZRebalance", "AlarmNotification", "ScheduledActions", "ReplaceUnhealthy"]
@@ -582,6 +586,27 @@ def autoscaler_error(autoscaling, asg, journal):
         % (name, asg["DesiredCapacity"], journal.desired_capacity_set),
         asg_name=name, desired_capacity=asg["DesiredCapacity"], desired_capacity_set=journal.desired_capacity_set,
         scaling_activities=activities)
+
+
+def check_capacity_unmoved(module, autoscaling, asg, journal):
+    """SPEC C3 before a module changes anything during an upgrade: the desired capacity is the one the upgrade last
+    set (or the one its decrementing termination under way leaves). Otherwise raise ClusterAutoscalerActive, or,
+    with the module's accept_current_capacity, adopt the change (Journal.adopt_desired_capacity) and write it to
+    the journal. Returns the journal to go on with."""
+    desired = asg["DesiredCapacity"]
+    if journal is None or not autoscaler_changed(desired, journal.desired_capacity_set, journal.desired_capacity_pending):
+        return journal
+    if not module.params["accept_current_capacity"]:
+        raise autoscaler_error(autoscaling, asg, journal)
+    adopted = journal.adopt_desired_capacity(desired)
+    name = asg["AutoScalingGroupName"]
+    module.warn("The desired capacity of %s is %d, not the %d this upgrade set: accepted (accept_current_capacity); "
+                "the group returns to %s at the end" % (name, desired, journal.desired_capacity_set,
+                                                        adopted.original_desired_capacity))
+    if not module.check_mode:
+        with translate_aws_errors("record the accepted desired capacity in the upgrade journal on %s" % name):
+            write_journal(autoscaling, name, adopted, previous=journal)
+    return adopted
 
 
 def resolve_target(ec2, asg, journal, image_id=None, launch_template_version=None):

@@ -148,6 +148,19 @@ class Journal:
         fields.update(changes)
         return Journal(**fields)
 
+    def adopt_desired_capacity(self, desired_now):
+        """Issue 10 item 23 (accept_current_capacity): keep the change someone else made to the desired capacity.
+        A raise (the cluster autoscaler adding nodes for pending pods) is kept on top of the size the group returns
+        to at the end; a lower value (a Terraform apply, a person) is the size wanted at the end when it is below
+        that size. ``desired_now`` becomes the capacity the upgrade set, so the upgrade goes on."""
+        desired_now = int(desired_now)
+        delta = desired_now - int(self.desired_capacity_set)
+        original = self.original_desired_capacity
+        if original is not None:
+            original = original + delta if delta > 0 else min(original, desired_now)
+        return self.replace(original_desired_capacity=original, desired_capacity_set=desired_now,
+                            desired_capacity_pending=None)
+
     def to_tags(self, asg_name):
         """create_or_update_tags entries for every set field (PropagateAtLaunch false)."""
         tags = []

@@ -62,6 +62,14 @@ options:
         plus the hooks' C(HeartbeatTimeout) (added up), counted from when it was first seen waiting.
     type: int
     default: 600
+  accept_current_capacity:
+    description:
+      - When the group's desired capacity is not the one the upgrade last set (the cluster autoscaler or a person
+        changed it; C(ClusterAutoscalerActive) otherwise), accept it and go on (issue 10 item 23). A raise is
+        kept on top of the size the group returns to at the end; a lower value is that size when it is below it.
+        Recorded in the journal before anything else changes.
+    type: bool
+    default: false
   wait_for_replacements:
     description:
       - Also wait until the group is back at its desired capacity and the replacement instances' nodes are
@@ -192,7 +200,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
     GroupWatch,
     TerminationWait,
     asg_sizes,
-    autoscaler_error,
+    check_capacity_unmoved,
     describe_known_instances,
     list_nodegroup_nodes,
     set_scale_in_protection,
@@ -220,7 +228,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC, describe_asg, find_nodegroup
-from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import LEAVING_STATES, autoscaler_changed
+from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import LEAVING_STATES
 
 ARGUMENT_SPEC = dict(
     NODEGROUP_ARGUMENT_SPEC,
@@ -230,6 +238,7 @@ ARGUMENT_SPEC = dict(
     wait_timeout=dict(type="int", default=600),
     wait_for_replacements=dict(type="bool", default=False),
     node_ready_timeout=dict(type="int", default=NODE_READY_TIMEOUT_DEFAULT),
+    accept_current_capacity=dict(type="bool", default=False),
 )
 
 INSTANCE_ID = re.compile(r"^i-[0-9a-f]{8,17}$")
@@ -379,11 +388,9 @@ def run(module):
     to_terminate, leaving = classify_instances(ec2, asg, params["instance_ids"])
 
     before = asg_sizes(asg)
-    if journal is not None and autoscaler_changed(before["desired_capacity"], journal.desired_capacity_set,
-                                                  journal.desired_capacity_pending):
-        # SPEC C3, issue 10 items 22 and 24: someone else set the desired capacity during the upgrade; stop at this
-        # batch, before any change, not at the scale-down after every old node was replaced.
-        raise autoscaler_error(autoscaling, asg, journal)
+    # SPEC C3, issue 10 items 22 and 24: someone else set the desired capacity during the upgrade; stop at this
+    # batch, before any change, not at the scale-down after every old node was replaced (or accept it, item 23).
+    journal = check_capacity_unmoved(module, autoscaling, asg, journal)
     after = dict(before)
     if decrement and to_terminate:
         after["desired_capacity"] = before["desired_capacity"] - len(to_terminate)

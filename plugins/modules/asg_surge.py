@@ -105,6 +105,14 @@ options:
       - Launch template version number of the new nodes. Defaults to the journal's target, else the version
         the ASG uses.
     type: str
+  accept_current_capacity:
+    description:
+      - When the group's desired capacity is not the one the upgrade last set (the cluster autoscaler or a person
+        changed it; C(ClusterAutoscalerActive) otherwise), accept it and go on (issue 10 item 23). A raise is
+        kept on top of the size the group returns to at the end; a lower value is that size when it is below it.
+        Recorded in the journal before anything else changes.
+    type: bool
+    default: false
   label_surge_nodes:
     description:
       - Annotate the new nodes C(cluster-autoscaler.kubernetes.io/scale-down-disabled=true) once they are
@@ -195,7 +203,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
     GroupWatch,
     advance_phase,
     asg_sizes,
-    autoscaler_error,
+    check_capacity_unmoved,
     mark_scale_down_disabled,
     resolve_target,
     scale_in_protection_owner,
@@ -242,6 +250,7 @@ ARGUMENT_SPEC = dict(
     image_id=dict(type="str"),
     launch_template_version=dict(type="str"),
     label_surge_nodes=dict(type="bool", default=True),
+    accept_current_capacity=dict(type="bool", default=False),
 )
 
 
@@ -426,9 +435,11 @@ def run(module):
     journal = Journal.from_tags(asg.get("Tags"), asg_name=name)
     before = asg_sizes(asg)
 
+    # Only a raise is someone else's here: the journal is written before the scale-up, so a crash in between
+    # leaves the group below the capacity set, which this run raises (SPEC C3).
     if journal is not None and journal.desired_capacity_set is not None \
             and before["desired_capacity"] > journal.desired_capacity_set:
-        raise autoscaler_error(autoscaling, asg, journal)
+        journal = check_capacity_unmoved(module, autoscaling, asg, journal)
 
     target = resolve_target(ec2, asg, journal, params["image_id"], params["launch_template_version"])
     original_desired = (journal.original_desired_capacity if journal is not None

@@ -37,6 +37,14 @@ options:
     type: str
     choices: [fail, stop]
     default: fail
+  accept_current_capacity:
+    description:
+      - When the group's desired capacity is not the one the upgrade last set (the cluster autoscaler or a person
+        changed it; C(ClusterAutoscalerActive) otherwise), accept it and go on (issue 10 item 23). A raise is
+        kept on top of the size the group returns to at the end; a lower value is that size when it is below it.
+        Recorded in the journal before anything else changes.
+    type: bool
+    default: false
   drain_timeout:
     description:
       - Seconds per surplus node for its pods to leave before failing with C(PodEvictionFailure).
@@ -156,6 +164,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
     advance_phase,
     asg_sizes,
     autoscaler_error,
+    check_capacity_unmoved,
     list_nodegroup_nodes,
     resume_processes,
     set_scale_in_protection,
@@ -200,6 +209,7 @@ ARGUMENT_SPEC = dict(
     force=dict(type="bool", default=False),
     grace_period=dict(type="int", default=-1),
     wait_timeout=dict(type="int", default=600),
+    accept_current_capacity=dict(type="bool", default=False),
 )
 
 
@@ -225,9 +235,11 @@ def restored_sizes(journal, before):
     def pick(original, current):
         return current if original is None else original
 
-    return dict(min_size=pick(journal.original_min_size, before["min_size"]),
-                max_size=pick(journal.original_max_size, before["max_size"]),
-                desired_capacity=pick(journal.original_desired_capacity, before["desired_capacity"]))
+    desired = pick(journal.original_desired_capacity, before["desired_capacity"])
+    # An accepted capacity (accept_current_capacity) may lie outside the original MinSize..MaxSize.
+    return dict(min_size=min(pick(journal.original_min_size, before["min_size"]), desired),
+                max_size=max(pick(journal.original_max_size, before["max_size"]), desired),
+                desired_capacity=desired)
 
 
 def surplus_instances(asg, nodes, count):
@@ -267,6 +279,9 @@ def run(module):
         return dict(changed=changed, autoscaler_detected=True, msg=err.msg,
                     scaling_activities=err.details["scaling_activities"], nodegroup_scale_restore=result)
 
+    if params["accept_current_capacity"] and autoscaler_active(journal, before["desired_capacity"]):
+        # Issue 10 item 23: the documented way out after ClusterAutoscalerActive.
+        journal = check_capacity_unmoved(module, autoscaling, asg, journal)
     if autoscaler_active(journal, before["desired_capacity"]):
         return autoscaler_stop(asg, changed=False)
 

@@ -39,7 +39,7 @@ def test_a_desired_capacity_set_back_mid_upgrade_loses_no_pod(sandbox, tmp_path)
         assert all(i["ProtectedFromScaleIn"] for i in asg["Instances"]), asg["Instances"]
         sandbox.client("autoscaling").update_auto_scaling_group(
             AutoScalingGroupName=asg["AutoScalingGroupName"], DesiredCapacity=6)
-        output, _ = upgrade.communicate(timeout=600)
+        output = upgrade.communicate(timeout=600)[0]
     finally:
         if upgrade.poll() is None:
             upgrade.kill()

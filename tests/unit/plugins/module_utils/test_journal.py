@@ -150,3 +150,13 @@ def test_write_with_a_known_previous_journal_deletes_only_what_it_drops():
     autoscaling.calls = []
     jr.write_journal(autoscaling, ASG_NAME, Journal(run_id="r", phase="upgrade"))
     assert len(autoscaling.calls[-1][1]) == len(jr.FIELD_NAMES) - 3
+
+
+@pytest.mark.parametrize("desired_now,original_after", [(14, 8), (12, 6), (9, 6), (4, 4)])
+def test_an_accepted_capacity_moves_the_size_the_group_returns_to(desired_now, original_after):
+    """Issue 10 item 23: a raise (the autoscaler) is kept on top of the original 6; a lower value is the size
+    wanted at the end when below it."""
+    journal = Journal(run_id="r", original_desired_capacity=6, desired_capacity_set=12, desired_capacity_pending=11)
+    adopted = journal.adopt_desired_capacity(desired_now)
+    assert (adopted.original_desired_capacity, adopted.desired_capacity_set, adopted.desired_capacity_pending) == (
+        original_after, desired_now, None)

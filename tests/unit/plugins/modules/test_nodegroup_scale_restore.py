@@ -183,6 +183,17 @@ def test_a_group_protecting_its_own_instances_is_left_alone(world, capsys, run):
     assert all(i["ProtectedFromScaleIn"] == (i["InstanceId"] == first) for i in world.asg()["Instances"])
 
 
+def test_accept_current_capacity_finishes_the_restore_keeping_the_autoscalers_nodes(surged, run):
+    """Issue 10 item 23: after ClusterAutoscalerActive, a rerun with accept_current_capacity restores MinSize,
+    MaxSize and processes, keeps the autoscaler's extra node on top of the original 4, and clears the journal."""
+    surged.autoscaling.set_desired_capacity(AutoScalingGroupName=ASG_NAME, DesiredCapacity=11)
+    result = run(FakeCluster(surged), accept_current_capacity=True)
+    assert not result.get("failed"), result
+    assert result["nodegroup_scale_restore"]["after"] == dict(min_size=0, max_size=12, desired_capacity=5)
+    assert sizes(surged) == (0, 12, 5) and len(result["nodegroup_scale_restore"]["removed_instances"]) == 6
+    assert not any(k.startswith("eksops.nodegroup/") for k in surged.tags())
+
+
 @pytest.mark.parametrize("on_autoscaler", ["fail", "stop"])
 def test_c3_autoscaler_change_stops_without_restoring(surged, run, on_autoscaler):
     surged.autoscaling.set_desired_capacity(AutoScalingGroupName=ASG_NAME, DesiredCapacity=11)
