@@ -70,6 +70,13 @@ options:
         Recorded in the journal before anything else changes.
     type: bool
     default: false
+  lease_id:
+    description:
+      - The id of the run this call belongs to (the playbooks draw one per run). Before its first change the module
+        claims the run's lease on the Auto Scaling group (tag C(eksops.nodegroup/lease)), and fails with
+        C(UpgradeInProgress), before any change, while another live run holds it (issue 10 item 21). Without it,
+        no lease is claimed or checked.
+    type: str
   wait_for_replacements:
     description:
       - Also wait until the group is back at its desired capacity and the replacement instances' nodes are
@@ -226,6 +233,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     invalid_parameter,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION, claim
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC, describe_asg, find_nodegroup
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import LEAVING_STATES
@@ -239,6 +247,7 @@ ARGUMENT_SPEC = dict(
     wait_for_replacements=dict(type="bool", default=False),
     node_ready_timeout=dict(type="int", default=NODE_READY_TIMEOUT_DEFAULT),
     accept_current_capacity=dict(type="bool", default=False),
+    **LEASE_OPTION
 )
 
 INSTANCE_ID = re.compile(r"^i-[0-9a-f]{8,17}$")
@@ -414,6 +423,8 @@ def run(module):
     hooks = termination_hooks(autoscaling, name) if params["wait"] and (to_terminate or leaving) else []
     result["lifecycle_hooks"] = hooks
     result["lifecycle_hook_waits"] = []
+    if to_terminate or after["min_size"] != before["min_size"]:
+        claim(module, autoscaling, asg)
     if not module.check_mode:
         if after["min_size"] != before["min_size"]:
             update_sizes(autoscaling, name, min_size=after["min_size"])

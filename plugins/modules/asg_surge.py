@@ -113,6 +113,13 @@ options:
         Recorded in the journal before anything else changes.
     type: bool
     default: false
+  lease_id:
+    description:
+      - The id of the run this call belongs to (the playbooks draw one per run). Before its first change the module
+        claims the run's lease on the Auto Scaling group (tag C(eksops.nodegroup/lease)), and fails with
+        C(UpgradeInProgress), before any change, while another live run holds it (issue 10 item 21). Without it,
+        no lease is claimed or checked.
+    type: str
   label_surge_nodes:
     description:
       - Annotate the new nodes C(cluster-autoscaler.kubernetes.io/scale-down-disabled=true) once they are
@@ -220,6 +227,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     invalid_parameter,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION, claim
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kinds import expected_node_labels
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC, describe_asg, find_nodegroup
@@ -251,6 +259,7 @@ ARGUMENT_SPEC = dict(
     launch_template_version=dict(type="str"),
     label_surge_nodes=dict(type="bool", default=True),
     accept_current_capacity=dict(type="bool", default=False),
+    **LEASE_OPTION
 )
 
 
@@ -470,6 +479,8 @@ def run(module):
     diff = dict(before=dict(before, suspended_processes=sorted(suspended_process_names(asg))),
                 after=dict(after, suspended_processes=sorted(set(suspended_process_names(asg)) | set(to_suspend))))
 
+    if changed:
+        claim(module, autoscaling, asg)
     if not module.check_mode:
         if params["wait"]:
             # SPEC K4: the Kubernetes API the wait will watch is proven to be cluster_name's before any change.

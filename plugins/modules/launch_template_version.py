@@ -85,6 +85,13 @@ options:
         any change, as is, always, one newer than the control plane (SPEC K6).
     type: bool
     default: false
+  lease_id:
+    description:
+      - The id of the run this call belongs to (the playbooks draw one per run). Before its first change the module
+        claims the run's lease on the Auto Scaling group (tag C(eksops.nodegroup/lease)), and fails with
+        C(UpgradeInProgress), before any change, while another live run holds it (issue 10 item 21). Without it,
+        no lease is claimed or checked.
+    type: str
   suspend_processes:
     description:
       - Auto Scaling processes to suspend for the duration of the upgrade, before the group is pointed at the
@@ -217,6 +224,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import translate_aws_errors
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import describe_cluster
+from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION, claim
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
     NODEGROUP_ARGUMENT_SPEC,
@@ -252,6 +260,7 @@ ARGUMENT_SPEC = dict(
     force_new_target=dict(type="bool", default=False),
     allow_downgrade=dict(type="bool", default=False),
     suspend_processes=dict(type="list", elements="str", default=list(DEFAULT_SUSPENDED_PROCESSES)),
+    **LEASE_OPTION
 )
 TARGET_OPTIONS = ["image_id", "kubernetes_version", "version"]
 
@@ -356,26 +365,33 @@ def apply_changes(module, asg, lt_id, plan, pin, set_default, journal, new_journ
     autoscaling, ec2 = module.aws("autoscaling"), module.aws("ec2")
     asg_name = asg["AutoScalingGroupName"]
     created_version = None
+    changed = []  # what is done already when a later step fails (issue 10 item 24: "Nothing was changed" was said)
     try:
         if plan["create"]:
             created_version = plan["target_version"] = create_version(module, ec2, lt_id, plan)
+            changed.append("created launch template version %s" % created_version)
             if new_journal is not None:
                 new_journal = new_journal.replace(target_launch_template_version=str(plan["target_version"]))
         if new_journal is not None:
             write_journal(autoscaling, asg_name, new_journal, previous=journal or Journal())
+            changed.append("wrote the upgrade journal")
         suspend_processes(autoscaling, asg_name, to_suspend)
+        if to_suspend:
+            changed.append("suspended processes %s" % ", ".join(to_suspend))
         if pin:
             pin_asg_launch_template(autoscaling, asg, lt_id, plan["target_version"])
+            changed.append("pointed the group at version %s" % plan["target_version"])
         if set_default:
             with translate_aws_errors("set the default version of launch template %s" % lt_id):
                 ec2.modify_launch_template(LaunchTemplateId=lt_id, DefaultVersion=str(plan["target_version"]))
     except UpgradeError as err:
-        if created_version is None:
+        if not changed:
             raise
-        # The new version exists: say so, a rerun reuses it.
-        module.fail_upgrade(err, changed=True, asg_name=asg_name,
-                            launch_template=dict(id=lt_id, version=created_version, image_id=plan["image_id"],
-                                                 created=True))
+        # Something is done already: say so (changed, and what), a rerun picks it up from the journal.
+        err.msg = "%s (before that, this run %s)" % (err.msg, "; ".join(changed))
+        details = dict(launch_template=dict(id=lt_id, version=created_version, image_id=plan["image_id"],
+                                            created=True)) if created_version is not None else {}
+        module.fail_upgrade(err, changed=True, asg_name=asg_name, **details)
     return new_journal
 
 
@@ -414,6 +430,8 @@ def run(module):
     default_version = int(template["DefaultVersionNumber"])
     set_default = params["set_default"] and default_version != plan["target_version"]
 
+    if plan["create"] or pin or set_default or new_journal is not None or to_suspend:
+        claim(module, autoscaling, asg)
     if not module.check_mode:
         new_journal = apply_changes(module, asg, lt_id, plan, pin, set_default, journal, new_journal, to_suspend)
     if set_default:

@@ -177,6 +177,13 @@ options:
       - Pods waiting for a PodDisruptionBudget do not count; they wait without sending requests.
     type: int
     default: 10
+  lease_id:
+    description:
+      - The id of the run this call belongs to (the playbooks draw one per run; needs O(nodegroup_name)). Before
+        the first cordon the module claims the run's lease on the node group's Auto Scaling group (tag
+        C(eksops.nodegroup/lease)), and fails with C(UpgradeInProgress), before any change, while another live
+        run holds it (issue 10 item 21). Without it, no lease is claimed or checked.
+    type: str
   run_id:
     description:
       - Identifier written to the C(eksops.nodegroup/cordoned-by) annotation of nodes this run cordons or labels.
@@ -384,6 +391,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import (
     resolve_instance_nodes,
     uncordon_nodes,
 )
+from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION, claim
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import find_nodegroup
 
@@ -411,6 +419,7 @@ ARGUMENT_SPEC = dict(
     eviction_concurrency=dict(type="int", default=10),
     run_id=dict(type="str"),
     cluster_name=dict(type="str"),
+    **LEASE_OPTION
 )
 
 
@@ -453,6 +462,11 @@ def run(module):
             return dict(changed=False, nodes={}, instances=instances, requests_made=requests_before)
     else:
         names = [params["name"]] if params["name"] else params["names"]
+    if params.get("lease_id") and params["state"] != "uncordon":
+        # Issue 10 item 21: the run's lease on the node group, before the first cordon.
+        claim(module, module.aws("autoscaling"), find_nodegroup(
+            module.aws("autoscaling"), module.aws("eks"), params["cluster_name"], params["nodegroup_name"],
+            params["asg_name"]).asg)
     state = params["state"]
     if state == "drain":
         result = drain_nodes(core_v1, names, drain_options(params, module.check_mode), log=module.log)
@@ -486,7 +500,7 @@ def main():
         supports_check_mode=True,
         mutually_exclusive=[("name", "names", "instance_ids")],
         required_one_of=[("name", "names", "instance_ids")],
-        required_by=dict(nodegroup_name="cluster_name", asg_name="nodegroup_name"),
+        required_by=dict(nodegroup_name="cluster_name", asg_name="nodegroup_name", lease_id="nodegroup_name"),
     )
     module.run(lambda: run(module))
 

@@ -45,6 +45,13 @@ options:
         Recorded in the journal before anything else changes.
     type: bool
     default: false
+  lease_id:
+    description:
+      - The id of the run this call belongs to (the playbooks draw one per run). Before its first change the module
+        claims the run's lease on the Auto Scaling group (tag C(eksops.nodegroup/lease)), and fails with
+        C(UpgradeInProgress), before any change, while another live run holds it (issue 10 item 21). Without it,
+        no lease is claimed or checked.
+    type: str
   drain_timeout:
     description:
       - Seconds per surplus node for its pods to leave before failing with C(PodEvictionFailure).
@@ -187,6 +194,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     invalid_parameter,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, clear_journal, write_journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION, claim
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
     NODEGROUP_ARGUMENT_SPEC,
@@ -210,6 +218,7 @@ ARGUMENT_SPEC = dict(
     grace_period=dict(type="int", default=-1),
     wait_timeout=dict(type="int", default=600),
     accept_current_capacity=dict(type="bool", default=False),
+    **LEASE_OPTION
 )
 
 
@@ -279,11 +288,13 @@ def run(module):
         return dict(changed=changed, autoscaler_detected=True, msg=err.msg,
                     scaling_activities=err.details["scaling_activities"], nodegroup_scale_restore=result)
 
-    if params["accept_current_capacity"] and autoscaler_active(journal, before["desired_capacity"]):
+    if autoscaler_active(journal, before["desired_capacity"]) and not params["accept_current_capacity"]:
+        return autoscaler_stop(asg, changed=False)
+    # Everything from here changes the group (the journal is cleared at the end): the run's lease first.
+    claim(module, autoscaling, asg)
+    if autoscaler_active(journal, before["desired_capacity"]):
         # Issue 10 item 23: the documented way out after ClusterAutoscalerActive.
         journal = check_capacity_unmoved(module, autoscaling, asg, journal)
-    if autoscaler_active(journal, before["desired_capacity"]):
-        return autoscaler_stop(asg, changed=False)
 
     after = restored_sizes(journal, before)
     nodes = list_nodegroup_nodes(module.core_v1(), group)

@@ -1,0 +1,174 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One run at a time on a node group (issue 10 item 21): a lease on the Auto Scaling group's tags.
+
+Two runs on one group (AWX's "allow simultaneous", two engineers at two terminals) drained and terminated side by
+side, because the journal says what an upgrade did, not whether the run that wrote it is alive. The playbooks
+draw a lease id per run (role nodegroup_upgrade) and pass it to every module that changes the group; before its
+first change, each module claims the lease:
+
+- tag ``eksops.nodegroup/lease`` = ``<lease id> <expiry, ISO 8601 UTC>``;
+- free, expired or already ours: written with a new expiry, then read back after a moment, so that of two runs
+  claiming together only the one whose write stayed goes on (tags are last-writer-wins; the window left is the
+  read-back delay, LEASE_SETTLE_SECONDS);
+- held by another run and not expired: refused with UpgradeInProgress, naming that run (the journal's run id and
+  start time) and when its lease ends;
+- renewed every LEASE_RENEW_SECONDS by a heartbeat thread while the module runs, so a long drain keeps it.
+
+A run that dies keeps the lease until it expires (LEASE_SECONDS): the rerun is refused until then and says when.
+A failed run releases it (module nodegroup_lease); the restore clears it with the journal. Modules called
+without a lease id (roles used on their own) neither claim nor check it.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import datetime
+import threading
+import time
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import translate_aws_errors
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import TAG_PREFIX, Journal, utc_now_iso
+
+LEASE_TAG = TAG_PREFIX + "lease"
+UPGRADE_IN_PROGRESS = "UpgradeInProgress"
+LEASE_SECONDS = 90
+LEASE_RENEW_SECONDS = 20
+LEASE_SETTLE_SECONDS = 1.0
+LEASE_OPTION = dict(lease_id=dict(type="str"))
+
+
+def _utc(now=None):
+    return now or datetime.datetime.now(datetime.timezone.utc)
+
+
+def parse_lease(value):
+    """(holder, expiry datetime) from the tag's value, or None when it is unreadable (then it is no lease)."""
+    holder, _sep, expiry = (value or "").partition(" ")
+    try:
+        expires = datetime.datetime.strptime(expiry, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+    except ValueError:
+        return None
+    return (holder, expires) if holder else None
+
+
+def lease_of(tags):
+    """The lease in an ASG's tags (AWS tag list), or None."""
+    for tag in tags or []:
+        if tag["Key"] == LEASE_TAG:
+            return parse_lease(tag.get("Value"))
+    return None
+
+
+def lease_value(lease_id, now=None, seconds=LEASE_SECONDS):
+    return "%s %s" % (lease_id, utc_now_iso(_utc(now) + datetime.timedelta(seconds=seconds)))
+
+
+def held_by_another(lease, lease_id, now=None):
+    """True when ``lease`` (parse_lease) belongs to another run and has not expired."""
+    return lease is not None and lease[0] != lease_id and lease[1] > _utc(now)
+
+
+def in_progress_error(asg, lease):
+    """UpgradeInProgress, naming the run that holds the lease (its journal's run id and start time)."""
+    name = asg["AutoScalingGroupName"]
+    journal = Journal.from_tags(asg.get("Tags"), asg_name=name)
+    run = ("run %s, started %s" % (journal.run_id, journal.started_at)) if journal is not None else "no journal yet"
+    expires = utc_now_iso(lease[1])
+    return UpgradeError(
+        UPGRADE_IN_PROGRESS,
+        "Another run is upgrading Auto Scaling group %s (%s; lease %s, renewed until %s): refusing, so that two runs "
+        "do not drain and terminate side by side. Wait for it to finish; if it is gone (killed), its lease ends at %s "
+        "and a rerun then takes over its journal." % (name, run, lease[0], expires, expires),
+        asg_name=name, lease_holder=lease[0], lease_expires=expires,
+        run_id=journal.run_id if journal is not None else None,
+        started_at=journal.started_at if journal is not None else None)
+
+
+def _write(autoscaling, asg_name, lease_id):
+    with translate_aws_errors("write the upgrade lease on %s" % asg_name):
+        autoscaling.create_or_update_tags(Tags=[dict(
+            ResourceId=asg_name, ResourceType="auto-scaling-group", Key=LEASE_TAG,
+            Value=lease_value(lease_id), PropagateAtLaunch=False)])
+
+
+def _read(autoscaling, asg_name):
+    with translate_aws_errors("read the upgrade lease on %s" % asg_name):
+        groups = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[asg_name])["AutoScalingGroups"]
+    return groups[0] if groups else {"AutoScalingGroupName": asg_name}
+
+
+class Heartbeat(object):
+    """Renews the lease every LEASE_RENEW_SECONDS while it is ours, until stop() or the end of the process
+    (daemon thread)."""
+
+    def __init__(self, autoscaling, asg_name, lease_id):
+        self.autoscaling = autoscaling
+        self.asg_name = asg_name
+        self.lease_id = lease_id
+        self.lost_to = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="eksops-lease-heartbeat")
+        self._thread.daemon = True
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+
+    def beat(self):
+        """One renewal; returns False (and remembers the holder) when another run has taken the lease."""
+        lease = lease_of(_read(self.autoscaling, self.asg_name).get("Tags"))
+        if lease is not None and lease[0] != self.lease_id:
+            self.lost_to = lease[0]
+            return False
+        _write(self.autoscaling, self.asg_name, self.lease_id)
+        return True
+
+    def _run(self):
+        while not self._stop.wait(LEASE_RENEW_SECONDS):
+            try:
+                if not self.beat():
+                    return
+            except Exception:  # pylint: disable=broad-except
+                pass  # the next beat tries again; the lease lasts LEASE_SECONDS
+
+
+def claim(module, autoscaling, asg, sleep=time.sleep):
+    """Claim the lease for ``module.params["lease_id"]`` before the module's first change (see the module
+    docstring); raise UpgradeInProgress when another live run holds it. Returns the Heartbeat, or None without a
+    lease id or in check mode (where a lease held by another run is refused all the same)."""
+    lease_id = module.params.get("lease_id")
+    if not lease_id:
+        return None
+    lease = lease_of(asg.get("Tags"))
+    if held_by_another(lease, lease_id):
+        raise in_progress_error(asg, lease)
+    if module.check_mode:
+        return None
+    name = asg["AutoScalingGroupName"]
+    _write(autoscaling, name, lease_id)
+    if lease is None or lease[0] != lease_id:
+        # Taken, not renewed: read back after a moment, in case another run wrote at the same time.
+        sleep(LEASE_SETTLE_SECONDS)
+        current = _read(autoscaling, name)
+        lease = lease_of(current.get("Tags"))
+        if lease is not None and lease[0] != lease_id:
+            raise in_progress_error(current, lease)
+    return Heartbeat(autoscaling, name, lease_id).start()
+
+
+def release(autoscaling, asg, lease_id):
+    """Delete the lease when ``lease_id`` holds it; returns whether it did."""
+    lease = lease_of(asg.get("Tags"))
+    if lease is None or lease[0] != lease_id:
+        return False
+    name = asg["AutoScalingGroupName"]
+    with translate_aws_errors("release the upgrade lease on %s" % name):
+        autoscaling.delete_tags(Tags=[dict(ResourceId=name, ResourceType="auto-scaling-group", Key=LEASE_TAG)])
+    return True

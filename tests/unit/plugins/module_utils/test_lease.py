@@ -1,0 +1,106 @@
+"""Issue 10 item 21: one run at a time on a node group, a lease on its Auto Scaling group (moto)."""
+
+from __future__ import annotations
+
+import datetime
+from types import SimpleNamespace
+
+import pytest
+from moto import mock_aws
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils import lease
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, clear_journal, write_journal
+
+from ..moto_nodegroup import MotoNodegroup
+
+NOW = datetime.datetime(2026, 11, 24, 6, 0, tzinfo=datetime.timezone.utc)
+
+
+@pytest.fixture
+def world():
+    with mock_aws():
+        yield MotoNodegroup(desired=2)
+
+
+def module(lease_id, check_mode=False):
+    return SimpleNamespace(params={"lease_id": lease_id}, check_mode=check_mode)
+
+
+def put_lease(world, value):
+    world.autoscaling.create_or_update_tags(Tags=[dict(ResourceId=world.asg_name, ResourceType="auto-scaling-group",
+                                                       Key=lease.LEASE_TAG, Value=value, PropagateAtLaunch=False)])
+
+
+def no_sleep(_seconds):
+    return None
+
+
+def test_parse_and_hold():
+    value = lease.lease_value("run-a", now=NOW)
+    holder, expires = lease.parse_lease(value)
+    assert holder == "run-a" and expires == NOW + datetime.timedelta(seconds=lease.LEASE_SECONDS)
+    assert lease.held_by_another((holder, expires), "run-b", now=NOW)
+    assert not lease.held_by_another((holder, expires), "run-a", now=NOW)
+    assert not lease.held_by_another((holder, expires), "run-b", now=expires + datetime.timedelta(seconds=1))
+    assert lease.parse_lease("garbage") is None and lease.parse_lease("") is None
+
+
+def test_a_free_lease_is_taken_and_read_back(world):
+    heartbeat = lease.claim(module("run-a"), world.autoscaling, world.asg(), sleep=no_sleep)
+    heartbeat.stop()
+    assert lease.lease_of(world.asg()["Tags"])[0] == "run-a"
+    assert heartbeat.beat() is True
+
+
+def test_a_live_lease_of_another_run_is_refused_naming_its_run(world):
+    write_journal(world.autoscaling, world.asg_name, Journal.start(run_id="r-first", phase="upgrade"))
+    put_lease(world, lease.lease_value("run-a"))
+    with pytest.raises(UpgradeError) as err:
+        lease.claim(module("run-b"), world.autoscaling, world.asg(), sleep=no_sleep)
+    assert err.value.code == "UpgradeInProgress"
+    assert "r-first" in err.value.msg and "run-a" in err.value.msg and err.value.details["started_at"]
+    # in check mode too, and nothing was written
+    with pytest.raises(UpgradeError):
+        lease.claim(module("run-b", check_mode=True), world.autoscaling, world.asg(), sleep=no_sleep)
+    assert lease.lease_of(world.asg()["Tags"])[0] == "run-a"
+
+
+def test_an_expired_lease_is_taken_over(world):
+    put_lease(world, lease.lease_value("run-a", now=NOW - datetime.timedelta(hours=1)))
+    lease.claim(module("run-b"), world.autoscaling, world.asg(), sleep=no_sleep).stop()
+    assert lease.lease_of(world.asg()["Tags"])[0] == "run-b"
+
+
+def test_of_two_runs_claiming_together_only_the_last_writer_goes_on(world):
+    """The read-back after LEASE_SETTLE_SECONDS: run-b's write lands while run-a waits."""
+    def other_run_writes(_seconds):
+        put_lease(world, lease.lease_value("run-b"))
+
+    with pytest.raises(UpgradeError) as err:
+        lease.claim(module("run-a"), world.autoscaling, world.asg(), sleep=other_run_writes)
+    assert err.value.code == "UpgradeInProgress" and err.value.details["lease_holder"] == "run-b"
+
+
+def test_without_a_lease_id_nothing_is_claimed_or_checked(world):
+    put_lease(world, lease.lease_value("run-a"))
+    assert lease.claim(module(None), world.autoscaling, world.asg(), sleep=no_sleep) is None
+
+
+def test_the_heartbeat_stops_when_another_run_took_the_lease(world):
+    heartbeat = lease.claim(module("run-a"), world.autoscaling, world.asg(), sleep=no_sleep)
+    heartbeat.stop()
+    put_lease(world, lease.lease_value("run-b"))
+    assert heartbeat.beat() is False and heartbeat.lost_to == "run-b"
+    assert lease.lease_of(world.asg()["Tags"])[0] == "run-b"
+
+
+def test_release_only_our_own_and_the_journal_clear_removes_it(world):
+    put_lease(world, lease.lease_value("run-a"))
+    assert lease.release(world.autoscaling, world.asg(), "run-b") is False
+    assert lease.release(world.autoscaling, world.asg(), "run-a") is True
+    assert lease.lease_of(world.asg()["Tags"]) is None
+    put_lease(world, lease.lease_value("run-a"))
+    clear_journal(world.autoscaling, world.asg_name)
+    assert lease.lease_of(world.asg()["Tags"]) is None
+    assert Journal.from_tags(world.asg()["Tags"]) is None
