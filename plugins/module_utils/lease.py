@@ -35,8 +35,8 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import TA
 
 LEASE_TAG = TAG_PREFIX + "lease"
 UPGRADE_IN_PROGRESS = "UpgradeInProgress"
-LEASE_SECONDS = 90
-LEASE_RENEW_SECONDS = 20
+LEASE_SECONDS = 60
+LEASE_RENEW_SECONDS = 15
 LEASE_SETTLE_SECONDS = 1.0
 LEASE_OPTION = dict(lease_id=dict(type="str"))
 

@@ -16,7 +16,7 @@ description:
   - One run at a time upgrades a node group (issue 10 item 21). The modules that change the group claim the run's
     lease (tag C(eksops.nodegroup/lease) on its Auto Scaling group) before their first change, renew it while they
     work, and refuse with C(UpgradeInProgress) while another live run holds it; a lease nobody renews ends after
-    90 seconds.
+    60 seconds.
   - This module releases the lease when O(lease_id) holds it, so that a failed run's rerun does not wait for it
     to end. A lease held by another run is left alone. The upgrade journal, if any, stays.
 author:
