@@ -46,14 +46,59 @@ options:
     aliases: [aws_session_token, security_token, aws_security_token]
   endpoint_url:
     description:
-      - Send every AWS API call to this URL instead of the service's regional endpoint (for example a VPC
-        endpoint or a local test double).
-      - If not set, the E(AWS_ENDPOINT_URL) or E(EC2_URL) environment variable.
+      - Send every AWS API call of the module (Auto Scaling, EC2, EKS, SSM) to this one URL instead of each
+        service's endpoint. Meant for a single-endpoint test stack (moto, LocalStack); the EKS token never uses it
+        (see notes).
+      - For per-service endpoints, such as VPC interface endpoints (one per service) or FIPS endpoints, leave
+        this unset and set E(AWS_ENDPOINT_URL_<SERVICE>) (E(AWS_ENDPOINT_URL_AUTO_SCALING),
+        E(AWS_ENDPOINT_URL_EC2), E(AWS_ENDPOINT_URL_EKS), E(AWS_ENDPOINT_URL_SSM), E(AWS_ENDPOINT_URL_STS)) or the
+        C(services) section of the AWS config file; boto3 resolves those itself, a service's own setting before
+        E(AWS_ENDPOINT_URL) and the profile's C(endpoint_url), which apply to all services.
+      - If not set, the E(AWS_URL) or E(EC2_URL) environment variable. E(AWS_ENDPOINT_URL) is not read into this
+        option (boto3 reads it, below any service-specific endpoint).
     type: str
     aliases: [aws_endpoint_url, ec2_url]
+  aws_validate_certs:
+    description:
+      - When V(false), the TLS certificates of the AWS API endpoints are not verified.
+      - Strongly discouraged; to trust a private CA (a TLS-inspecting proxy, a test stack) set O(aws_ca_bundle)
+        instead.
+      - This is the C(validate_certs) option of C(amazon.aws) modules under another name. In this collection
+        C(validate_certs) is the Kubernetes API server's option (as in C(kubernetes.core)) wherever a module talks
+        to Kubernetes, and does not affect AWS.
+    type: bool
+    default: true
+  aws_ca_bundle:
+    description:
+      - Path to a CA bundle to verify the AWS API endpoints' TLS certificates with.
+      - If not set, the E(AWS_CA_BUNDLE) environment variable, then the profile's C(ca_bundle).
+    type: path
+  aws_config:
+    description:
+      - "Settings of the botocore client configuration, as keyword arguments of
+        U(https://botocore.amazonaws.com/v1/documentation/api/latest/reference/config.html), for example
+        C({retries: {mode: adaptive, total_max_attempts: 20}, connect_timeout: 10})."
+      - C(retries) is merged key by key over the collection's defaults (C(standard) mode, 10 attempts in total);
+        C(max_attempts) counts retries only, C(total_max_attempts) includes the first call.
+      - A C(user_agent_extra) is appended to the collection's.
+    type: dict
 notes:
+  - "AWS endpoints, per client: with O(endpoint_url) set, every AWS API client of the module uses it. Without it,
+    boto3 resolves each service's endpoint: E(AWS_ENDPOINT_URL_<SERVICE>), then E(AWS_ENDPOINT_URL), then the
+    profile's C(services) section, then the profile's C(endpoint_url), then the service's regional endpoint
+    (E(AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true) skips all but the last)."
+  - "The EKS token (how the modules that talk to Kubernetes authenticate with C(cluster_name) alone) is a
+    GetCallerIdentity request presigned for the regional STS endpoint of O(region) as botocore resolves it (for
+    example C(sts.us-west-2.amazonaws.com), C(sts.cn-north-1.amazonaws.com.cn) in the China partition,
+    C(sts-fips.us-east-1.amazonaws.com) with E(AWS_USE_FIPS_ENDPOINT=true)), even where
+    E(AWS_STS_REGIONAL_ENDPOINTS) or the profile says C(legacy): the cluster's authenticator replays it and
+    accepts only STS's own host names. O(endpoint_url), E(AWS_ENDPOINT_URL) and the profile's C(endpoint_url) do
+    not apply to it; an endpoint set for STS alone (E(AWS_ENDPOINT_URL_STS) or C(sts) in the profile's
+    C(services) section) does, and the cluster answers 401 if its authenticator does not accept that host. An
+    STS VPC endpoint with private DNS needs no setting: the regional host name resolves to it."
   - AWS calls are retried with jittered exponential backoff on throttling (botocore C(standard) retry mode, 10
-    attempts).
+    attempts in total). O(aws_config), else E(AWS_RETRY_MODE)/E(AWS_MAX_ATTEMPTS) or the profile's
+    C(retry_mode)/C(max_attempts), override the mode and the number of attempts.
   - AWS errors are reported with C(code) set to an EKS-style code where one fits (C(AccessDenied),
     C(InstanceLimitExceeded), ...), the AWS error code in C(aws_error_code).
 requirements:

@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import contextlib
+import os
 
 from ansible.module_utils.basic import env_fallback
 
@@ -25,6 +26,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
 
 try:
     import boto3
+    import botocore.session
     from botocore.config import Config as BotoConfig
     from botocore.exceptions import (
         BotoCoreError,
@@ -45,8 +47,11 @@ except ImportError as exc:  # pragma: no cover - exercised only without boto3
 COLLECTION_VERSION = "0.1.0"
 USER_AGENT_EXTRA = "eksops.nodegroup/%s" % COLLECTION_VERSION
 # botocore "standard" retry mode: jittered exponential backoff on throttling and transient errors; 10 attempts
-# in total (the first call and 9 retries).
+# in total (the first call and 9 retries). aws_config, AWS_RETRY_MODE / AWS_MAX_ATTEMPTS or the profile override them.
+RETRY_MODE = "standard"
 RETRY_MAX_ATTEMPTS = 10
+# botocore's service-specific endpoint variable for STS (AWS_ENDPOINT_URL_<SERVICE ID>).
+STS_ENDPOINT_ENV = "AWS_ENDPOINT_URL_STS"
 
 AWS_ARGUMENT_SPEC = dict(
     region=dict(
@@ -77,11 +82,18 @@ AWS_ARGUMENT_SPEC = dict(
         fallback=(env_fallback, ["AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "EC2_SECURITY_TOKEN"]),
         no_log=True,
     ),
+    # One URL for every AWS API call of the module (a single-endpoint test stack). Not AWS_ENDPOINT_URL: botocore
+    # reads that one itself, below the service-specific AWS_ENDPOINT_URL_<SERVICE> (see aws_client).
     endpoint_url=dict(
         type="str",
         aliases=["aws_endpoint_url", "ec2_url"],
-        fallback=(env_fallback, ["AWS_ENDPOINT_URL", "EC2_URL"]),
+        fallback=(env_fallback, ["AWS_URL", "EC2_URL"]),
     ),
+    # amazon.aws spells this one validate_certs; in this collection validate_certs is the Kubernetes API server's
+    # option (kubernetes.core) in every module that talks to Kubernetes, so AWS's carries the aws_ prefix.
+    aws_validate_certs=dict(type="bool", default=True),
+    aws_ca_bundle=dict(type="path", fallback=(env_fallback, ["AWS_CA_BUNDLE"])),
+    aws_config=dict(type="dict"),
 )
 
 AWS_OPTION_NAMES = tuple(AWS_ARGUMENT_SPEC)
@@ -102,9 +114,11 @@ _ACCESS_DENIED_CODES = frozenset([
     "IncompleteSignature",
     "MissingAuthenticationToken",
 ])
+# Not ValidationError / ValidationException (issue 10 item 24): Auto Scaling answers ValidationError to a request
+# the group's state refuses, as much as to a malformed one (an instance already leaving the group, a desired
+# capacity outside sizes someone just changed), and the collection names the parameter itself wherever an input of
+# the user reaches AWS. Such an error is ApiError, never "InvalidParameter ... correct the parameter".
 _INVALID_PARAMETER_CODES = frozenset([
-    "ValidationError",
-    "ValidationException",
     "InvalidParameter",
     "InvalidParameterValue",
     "InvalidParameterValueException",
@@ -135,7 +149,7 @@ def _require_boto3():
                            import_error=str(BOTO3_IMPORT_ERROR))
 
 
-def aws_session(params):
+def aws_session(params, botocore_session=None):
     """A boto3 Session from the module's AWS options (unset options fall back to boto3's own chain)."""
     _require_boto3()
     if params.get("profile") and (params.get("access_key") or params.get("secret_key")):
@@ -151,25 +165,125 @@ def aws_session(params):
             aws_session_token=params.get("session_token") or None,
             region_name=params.get("region") or None,
             profile_name=params.get("profile") or None,
+            botocore_session=botocore_session,
         )
     if not session.region_name:
         raise invalid_parameter("region", "No AWS region: set the region option or AWS_REGION")
     return session
 
 
-def client_config():
-    """The botocore Config every client of the collection uses."""
-    return BotoConfig(
-        retries={"mode": "standard", "total_max_attempts": RETRY_MAX_ATTEMPTS},
-        user_agent_extra=USER_AGENT_EXTRA,
-    )
+def _botocore_session(session):
+    # boto3 has no public accessor for the botocore session it wraps.
+    return session._session  # pylint: disable=protected-access
+
+
+def _configured_in_botocore(botocore_session, config_name, env_name):
+    """Whether the user set a botocore setting (environment or the profile), as opposed to its default."""
+    if os.environ.get(env_name):
+        return True
+    with translate_aws_errors("read the AWS config file"):
+        return bool(botocore_session.get_scoped_config().get(config_name))
+
+
+def _default_retries(botocore_session):
+    """The collection's retry defaults, for what the user did not set through botocore's own settings.
+
+    AWS_RETRY_MODE / AWS_MAX_ATTEMPTS and the profile's retry_mode / max_attempts win over the defaults; botocore
+    applies them itself when the client config leaves them out.
+    """
+    retries = {}
+    if botocore_session is None or not _configured_in_botocore(botocore_session, "retry_mode", "AWS_RETRY_MODE"):
+        retries["mode"] = RETRY_MODE
+    if botocore_session is None or botocore_session.get_config_variable("max_attempts") is None:
+        retries["total_max_attempts"] = RETRY_MAX_ATTEMPTS
+    return retries
+
+
+def client_config(params=None, session=None):
+    """The botocore Config of the collection's clients: the user's ``aws_config`` over the collection's defaults.
+
+    Defaults: ``standard`` retries (jittered exponential backoff on throttling and transient errors), 10 attempts
+    in total, and the collection's user agent. ``aws_config.retries`` is merged key by key, so
+    ``{"retries": {"mode": "adaptive"}}`` keeps the 10 attempts; a ``user_agent_extra`` is appended to ours.
+    """
+    _require_boto3()
+    user = dict((params or {}).get("aws_config") or {})
+    retries = _default_retries(_botocore_session(session) if session is not None else None)
+    user_retries = user.pop("retries", None) or {}
+    if not isinstance(user_retries, dict):
+        raise invalid_parameter("aws_config", "aws_config.retries must be a dictionary (mode, total_max_attempts or "
+                                "max_attempts), not %r" % (user_retries,))
+    if "max_attempts" in user_retries or "total_max_attempts" in user_retries:
+        # botocore: total_max_attempts wins over max_attempts (which counts retries only); drop ours for theirs.
+        retries.pop("total_max_attempts", None)
+    retries.update(user_retries)
+    theirs = user.pop("user_agent_extra", None)
+    user_agent_extra = "%s %s" % (USER_AGENT_EXTRA, theirs) if theirs else USER_AGENT_EXTRA
+    try:
+        return BotoConfig(retries=retries, user_agent_extra=user_agent_extra, **user)
+    except (TypeError, ValueError, BotoCoreError) as exc:
+        raise invalid_parameter("aws_config", "aws_config is not a valid botocore client configuration: %s" % exc)
+
+
+def _verify(params):
+    """botocore's ``verify``: False, a CA bundle path, or None (botocore's own: AWS_CA_BUNDLE, profile ca_bundle)."""
+    if params.get("aws_validate_certs") is False:
+        return False
+    return params.get("aws_ca_bundle") or None
 
 
 def aws_client(params, service, session=None):
-    """A botocore client for ``service`` with standard jittered retries and the collection's user agent."""
+    """A botocore client for ``service``: the collection's retries and user agent, ``aws_config`` over them.
+
+    Endpoint: the ``endpoint_url`` option when set (one URL for every client of the module: a single-endpoint test
+    stack); otherwise botocore's own resolution, which reads AWS_ENDPOINT_URL_<SERVICE>, then AWS_ENDPOINT_URL,
+    then the profile's ``services`` section and ``endpoint_url`` (and honours AWS_IGNORE_CONFIGURED_ENDPOINT_URLS),
+    then the service's regional endpoint. So VPC endpoints, which are per service, are configured per service.
+    """
     session = session or aws_session(params)
+    config = client_config(params, session)
     with translate_aws_errors("create %s client" % service):
-        return session.client(service, endpoint_url=params.get("endpoint_url") or None, config=client_config())
+        return session.client(service, endpoint_url=params.get("endpoint_url") or None, config=config,
+                              verify=_verify(params))
+
+
+def _explicit_sts_endpoint(botocore_session, config):
+    """The STS endpoint the user configured for STS itself (AWS_ENDPOINT_URL_STS, or ``sts`` in the profile's
+    ``services`` section), None when there is none or configured endpoints are ignored."""
+    if config.ignore_configured_endpoint_urls or botocore_session.get_config_variable(
+            "ignore_configured_endpoint_urls"):
+        return None
+    if os.environ.get(STS_ENDPOINT_ENV):
+        return os.environ[STS_ENDPOINT_ENV]
+    with translate_aws_errors("read the AWS config file"):
+        section = botocore_session.get_scoped_config().get("services")
+        if not section:
+            return None
+        services = botocore_session.full_config.get("services", {}).get(section) or {}
+    return (services.get("sts") or {}).get("endpoint_url") or None
+
+
+def eks_token_sts_client(params):
+    """The STS client that EKS tokens are presigned with (a presigned GetCallerIdentity URL; no call is made).
+
+    The EKS authenticator replays the URL against STS and accepts only STS's own host names, so the token is
+    always presigned against the regional STS endpoint of the session's region as botocore resolves it (e.g.
+    sts.us-west-2.amazonaws.com, sts.cn-north-1.amazonaws.com.cn; FIPS when AWS_USE_FIPS_ENDPOINT asks for it),
+    even where botocore's sts_regional_endpoints setting says ``legacy``. Neither the ``endpoint_url`` option nor
+    AWS_ENDPOINT_URL / the profile's global ``endpoint_url`` apply: they address the other services. Only an
+    endpoint configured for STS itself (AWS_ENDPOINT_URL_STS, or ``sts`` in the profile's ``services`` section)
+    is kept: the user named STS explicitly.
+    """
+    _require_boto3()
+    botocore_session = botocore.session.Session()
+    botocore_session.set_config_variable("sts_regional_endpoints", "regional")
+    session = aws_session(params, botocore_session=botocore_session)
+    config = client_config(params, session)
+    explicit = _explicit_sts_endpoint(botocore_session, config)
+    # Without an explicit STS endpoint, botocore must not fall back to AWS_ENDPOINT_URL or the profile's one.
+    config = config.merge(BotoConfig(ignore_configured_endpoint_urls=True))
+    with translate_aws_errors("create sts client for the EKS token"):
+        return session.client("sts", endpoint_url=explicit, config=config, verify=_verify(params))
 
 
 def _client_error_to_upgrade_error(exc, operation_hint):
@@ -255,6 +369,7 @@ __all__ = [
     "aws_session",
     "aws_tags_to_dict",
     "client_config",
+    "eks_token_sts_client",
     "paginate",
     "translate_aws_errors",
 ]

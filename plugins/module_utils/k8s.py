@@ -23,7 +23,7 @@ from ansible.module_utils.basic import env_fallback
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import (
     USER_AGENT_EXTRA,
     aws_client,
-    aws_session,
+    eks_token_sts_client,
     translate_aws_errors,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
@@ -202,8 +202,8 @@ def auth_method(params, environ=None):
 
 
 def _eks_token_refresher(aws_params, cluster_name):
-    session = aws_session(aws_params)
-    sts = aws_client(aws_params, "sts", session=session)
+    # Always the regional STS endpoint (or one set for STS alone), never endpoint_url: see eks_token_sts_client.
+    sts = eks_token_sts_client(aws_params)
     return EksTokenRefresher(lambda: mint_eks_token(sts, cluster_name))
 
 

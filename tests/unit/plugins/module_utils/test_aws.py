@@ -33,7 +33,11 @@ def client_error(code, message="boom", operation="DescribeThings"):
     ("InvalidLaunchTemplateId.VersionNotFound", "ResourceNotFound"),
     ("ResourceNotFoundException", "ResourceNotFound"),
     ("ParameterNotFound", "ResourceNotFound"),
-    ("ValidationError", "InvalidParameter"),
+    # issue 10 item 24: AWS's validation of a request in the group's state (a race) is not the user's input
+    ("ValidationError", "ApiError"),
+    ("ValidationException", "ApiError"),
+    ("ScalingActivityInProgress", "ApiError"),
+    ("ResourceContention", "ApiError"),
     ("InvalidParameterValue", "InvalidParameter"),
     ("Throttling", "ApiError"),
     ("InternalFailure", "ApiError"),
@@ -129,15 +133,25 @@ def _parse(args, monkeypatch, env):
 
 def test_aliases_and_environment_fallbacks(monkeypatch):
     for name in ("AWS_REGION", "AWS_DEFAULT_REGION", "EC2_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
-                 "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_ENDPOINT_URL"):
+                 "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_URL", "EC2_URL", "AWS_CA_BUNDLE"):
         monkeypatch.delenv(name, raising=False)
     params = _parse({"aws_region": "eu-west-1", "aws_access_key_id": "AK", "aws_secret_access_key": "SK"},
                     monkeypatch, {})
     assert (params["region"], params["access_key"], params["secret_key"]) == ("eu-west-1", "AK", "SK")
-    params = _parse({}, monkeypatch, {"AWS_DEFAULT_REGION": "ap-south-1", "AWS_ENDPOINT_URL": "http://127.0.0.1:1",
-                                      "AWS_SESSION_TOKEN": "tok"})
-    assert (params["region"], params["endpoint_url"], params["session_token"]) == (
-        "ap-south-1", "http://127.0.0.1:1", "tok")
+    assert (params["aws_validate_certs"], params["aws_ca_bundle"], params["aws_config"]) == (True, None, None)
+    params = _parse({}, monkeypatch, {"AWS_DEFAULT_REGION": "ap-south-1", "AWS_URL": "http://127.0.0.1:1",
+                                      "AWS_SESSION_TOKEN": "tok", "AWS_CA_BUNDLE": "/etc/ca.pem"})
+    assert (params["region"], params["endpoint_url"], params["session_token"], params["aws_ca_bundle"]) == (
+        "ap-south-1", "http://127.0.0.1:1", "tok", "/etc/ca.pem")
+
+
+def test_aws_endpoint_url_is_left_to_botocore(monkeypatch):
+    """Issue 10 item 13: AWS_ENDPOINT_URL is not read into endpoint_url, which would hide AWS_ENDPOINT_URL_<SERVICE>
+    (an explicit endpoint_url wins over every configured endpoint in botocore)."""
+    for name in ("AWS_URL", "EC2_URL"):
+        monkeypatch.delenv(name, raising=False)
+    params = _parse({"region": "us-west-2"}, monkeypatch, {"AWS_ENDPOINT_URL": "http://127.0.0.1:1"})
+    assert params["endpoint_url"] is None
 
 
 def test_secrets_are_no_log():

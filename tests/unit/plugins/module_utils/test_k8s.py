@@ -45,9 +45,15 @@ def test_eks_token_header_does_not_leak_into_other_sts_calls():
     assert "x-k8s-aws-id" not in urllib.parse.parse_qs(urllib.parse.urlparse(url).query)["X-Amz-SignedHeaders"][0]
 
 
-def test_eks_token_uses_the_endpoint_url():
-    sts = aws.aws_client(dict(AWS_PARAMS, endpoint_url="http://127.0.0.1:5999"), "sts")
-    assert decode_token(k8s.mint_eks_token(sts, "demo")).startswith("http://127.0.0.1:5999/")
+def test_eks_token_is_presigned_for_regional_sts_not_the_endpoint_url(monkeypatch):
+    """Issue 10 item 13: endpoint_url and AWS_ENDPOINT_URL address the other services, never the token."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:5998")
+    monkeypatch.delenv("AWS_ENDPOINT_URL_STS", raising=False)
+    params = dict(NO_K8S, host="https://10.1.1.1", cluster_name="demo",
+                  **dict(AWS_PARAMS, endpoint_url="http://127.0.0.1:5999"))
+    bearer = k8s.k8s_api_client(params).configuration.auth_settings()["BearerToken"]["value"]
+    url = urllib.parse.urlparse(decode_token(bearer[len("Bearer "):]))
+    assert (url.scheme, url.netloc) == ("https", "sts.us-west-2.amazonaws.com")
 
 
 class FakeClock:
