@@ -9,6 +9,8 @@ Public API (stable, used by asg_surge / nodegroup_scale_restore):
 - ``cordon_nodes(core_v1, node_names, *, run_id, exclude_from_load_balancers=True, check_mode=False, log=None)``
 - ``uncordon_nodes(core_v1, node_names, *, run_id=None, check_mode=False, log=None)``
 - ``resolve_instance_nodes(core_v1, instance_ids, node_selector=None)`` (nodes by spec.providerID)
+- ``read_nodes(core_v1, node_names)`` (the nodes, before any change)
+- ``parse_label_selector(text)`` (a pod_selectors string checked as the API server parses it)
 - ``undrained_instances(core_v1, instance_ids, node_selector=None)`` (the check before a termination, U5)
 
 ``options`` is a dict (or DrainOptions) with the SPEC names: drain_timeout, grace_period, force,
@@ -156,6 +158,13 @@ class DrainOptions:
         selectors = values["pod_selectors"]
         if isinstance(selectors, (list, tuple)):
             selectors = ",".join(s.strip() for s in selectors if s and s.strip())
+        try:
+            # What the pod LISTs will send as labelSelector, refused here as the API server would refuse it, so
+            # that no node is cordoned for a drain that cannot list its pods (issue 10 item 24).
+            parse_label_selector(selectors)
+        except ValueError as exc:
+            raise invalid_parameter("pod_selectors", "pod_selectors %r is not a Kubernetes label selector: %s (the "
+                                    "syntax: %s)" % (selectors, exc, SELECTOR_SYNTAX), value=selectors)
         values["pod_selectors"] = selectors or None
         if not values["run_id"]:
             values["run_id"] = datetime.datetime.now(UTC).strftime("drain-%Y%m%dT%H%M%SZ")
@@ -662,8 +671,19 @@ def is_gone(pod, objects):
 # PDB matching (for failure messages)
 # --------------------------------------------------------------------------------------------------------
 
+def _integer(text):
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        return None
+
+
 def selector_matches(selector, labels):
-    """A metav1.LabelSelector (dict) against a label dict; a null selector matches nothing, {} everything."""
+    """A metav1.LabelSelector (dict) against a label dict; a null selector matches nothing, {} everything.
+
+    Also takes what parse_label_selector makes of a selector string: its Gt and Lt requirements hold, as in
+    the API server's labels.Selector, for a label whose value is an integer greater (or less) than the one given.
+    """
     if selector is None:
         return False
     labels = labels or {}
@@ -681,7 +701,179 @@ def selector_matches(selector, labels):
             return False
         if operator == "DoesNotExist" and key in labels:
             return False
+        if operator in ("Gt", "Lt"):
+            have, limit = _integer(labels.get(key)), _integer(values[0] if values else None)
+            if have is None or limit is None or not (have > limit if operator == "Gt" else have < limit):
+                return False
     return True
+
+
+# --------------------------------------------------------------------------------------------------------
+# Label selector strings (pod_selectors), parsed as the API server parses the labelSelector parameter
+# (k8s.io/apimachinery/pkg/labels/selector.go: its lexer, Parser and NewRequirement's checks), so that a selector
+# the server would refuse is refused before the first cordon (issue 10 item 24).
+# --------------------------------------------------------------------------------------------------------
+
+SELECTOR_SYNTAX = ("key, !key, key=value, key==value, key!=value, key in (v1,v2), key notin (v1,v2), key>n or "
+                   "key<n, joined by commas")
+_SELECTOR_SYMBOLS = frozenset("=!(),<>")
+_SELECTOR_TOKENS = frozenset(["(", ")", ",", "!", "=", "==", "!=", ">", "<"])
+_SELECTOR_SPACE = frozenset(" \t\r\n")
+_SELECTOR_OPERATORS = {"in": "In", "notin": "NotIn", "=": "In", "==": "In", "!=": "NotIn", ">": "Gt", "<": "Lt"}
+# k8s.io/apimachinery/pkg/util/validation: IsQualifiedName (label keys) and IsValidLabelValue.
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_SIGNED_INTEGER = re.compile(r"^[+-]?[0-9]+$")
+
+
+def _selector_tokens(text):
+    """[(kind, literal)]: kind "id", "in", "notin", a symbol, or "end" (the lexer of labels.Parse)."""
+    tokens, index = [], 0
+    while index < len(text):
+        char = text[index]
+        if char in _SELECTOR_SPACE:
+            index += 1
+        elif char in _SELECTOR_SYMBOLS:
+            # The longest run of symbols that is still a token ("!=", "=="); the next symbol starts a new one.
+            end = index + 1
+            while end < len(text) and text[end] in _SELECTOR_SYMBOLS and text[index:end + 1] in _SELECTOR_TOKENS:
+                end += 1
+            tokens.append((text[index:end], text[index:end]))
+            index = end
+        else:
+            end = index
+            while end < len(text) and text[end] not in _SELECTOR_SPACE and text[end] not in _SELECTOR_SYMBOLS:
+                end += 1
+            word = text[index:end]
+            tokens.append((word if word in ("in", "notin") else "id", word))
+            index = end
+    tokens.append(("end", ""))
+    return tokens
+
+
+def _check_label_key(key):
+    parts = key.split("/")
+    if len(parts) > 2:
+        raise ValueError("invalid label key %r: a key is a name with an optional DNS prefix and one '/'" % key)
+    name = parts[-1]
+    if len(parts) == 2 and not (parts[0] and len(parts[0]) <= 253 and _DNS1123_SUBDOMAIN.match(parts[0])):
+        raise ValueError("invalid label key %r: its prefix must be a lowercase DNS subdomain (e.g. example.com)"
+                         % key)
+    if not name or len(name) > 63 or not _QUALIFIED_NAME.match(name):
+        raise ValueError("invalid label key %r: the name must be 1 to 63 letters, digits, '-', '_' or '.', starting "
+                         "and ending with a letter or digit" % key)
+
+
+def _check_label_value(key, value, operator):
+    if len(value) > 63 or not _LABEL_VALUE.match(value):
+        raise ValueError("invalid label value %r for key %r: at most 63 letters, digits, '-', '_' or '.', starting "
+                         "and ending with a letter or digit" % (value, key))
+    if operator in ("Gt", "Lt") and not _SIGNED_INTEGER.match(value):
+        raise ValueError("for key %r, the value of '>' and '<' must be an integer, got %r" % (key, value))
+
+
+class _SelectorParser:
+    def __init__(self, text):
+        self.tokens = _selector_tokens(text)
+        self.position = 0
+
+    def peek(self, values=True):
+        kind, literal = self.tokens[self.position]
+        # In a place where values are read, "in" and "notin" are plain words (a key or a value may be "in").
+        return ("id" if values and kind in ("in", "notin") else kind), literal
+
+    def take(self, values=True):
+        token = self.peek(values)
+        self.position += 1
+        return token
+
+    def parse(self):
+        expressions = []
+        while True:
+            kind, literal = self.peek()
+            if kind == "end":
+                return expressions
+            if kind not in ("id", "!"):
+                raise ValueError("found '%s', expected: !, identifier, or 'end of string'" % literal)
+            expressions.append(self.requirement())
+            kind, literal = self.take()
+            if kind == "end":
+                return expressions
+            if kind != ",":
+                raise ValueError("found '%s', expected: ',' or 'end of string'" % literal)
+            kind, literal = self.peek()
+            if kind not in ("id", "!"):
+                raise ValueError("found '%s', expected: identifier after ','" % literal)
+
+    def requirement(self):
+        negated = self.peek()[0] == "!"
+        if negated:
+            self.take()
+        kind, key = self.take()
+        if kind != "id":
+            raise ValueError("found '%s', expected: identifier" % key)
+        _check_label_key(key)
+        if self.peek()[0] in ("end", ","):
+            return dict(key=key, operator="DoesNotExist" if negated else "Exists")
+        if negated:
+            raise ValueError("found '%s', expected: ',' or 'end of string' after !%s" % (self.peek()[1], key))
+        kind, literal = self.take(values=False)
+        operator = _SELECTOR_OPERATORS.get(kind)
+        if operator is None:
+            raise ValueError("found '%s', expected: in, notin, =, ==, !=, >, <" % literal)
+        values = self.value_set() if kind in ("in", "notin") else self.exact_value()
+        for value in values:
+            _check_label_value(key, value, operator)
+        return dict(key=key, operator=operator, values=values)
+
+    def exact_value(self):
+        kind, literal = self.peek()
+        if kind in ("end", ","):
+            return [""]
+        self.take()
+        if kind != "id":
+            raise ValueError("found '%s', expected: identifier" % literal)
+        return [literal]
+
+    def value_set(self):
+        kind, literal = self.take()
+        if kind != "(":
+            raise ValueError("found '%s', expected: '('" % literal)
+        kind, literal = self.peek()
+        if kind == ")":
+            self.take()
+            return [""]
+        if kind not in ("id", ","):
+            raise ValueError("found '%s', expected: ',', ')' or identifier" % literal)
+        values = []
+        while True:
+            kind, literal = self.take()
+            if kind == "id":
+                values.append(literal)
+                kind, literal = self.peek()
+                if kind == ")":
+                    self.take()
+                    return sorted(set(values))
+                if kind != ",":
+                    raise ValueError("found '%s', expected: ',' or ')'" % literal)
+            elif kind == ",":
+                # "(,a)", "(a,)" and "(a,,b)" hold the empty value, as for the API server.
+                if not values or self.peek()[0] in (",", ")"):
+                    values.append("")
+                if self.peek()[0] == ")":
+                    self.take()
+                    return sorted(set(values))
+            else:
+                raise ValueError("found '%s', expected: ',', or identifier" % literal)
+
+
+def parse_label_selector(text):
+    """A label selector string (``app=web,tier in (a,b),!canary``) as a metav1.LabelSelector dict for
+    selector_matches: every requirement in ``matchExpressions`` (``=``/``==`` as In and ``!=`` as NotIn with one
+    value, ``>``/``<`` as Gt/Lt). Raises ValueError, saying what is wrong where the API server would refuse it;
+    an empty string is the empty selector (every pod)."""
+    return dict(matchExpressions=_SelectorParser(text or "").parse())
 
 
 def matching_pdbs(pod, pdbs):
@@ -923,6 +1115,15 @@ def _cordon(api, names, run_id, exclude_from_load_balancers, check_mode, log):
         return node, result
 
     return dict(zip(names, _in_parallel(cordon, names)))
+
+
+def read_nodes(core_v1, node_names):
+    """({name: raw node}, requests made) for ``node_names``; ResourceNotFound naming the first unknown node."""
+    names = _validate_names(node_names)
+    api = KubeApi(core_v1)
+    with translate_k8s_errors("read nodes"):
+        nodes = dict(zip(names, _in_parallel(api.get_node, names)))
+    return nodes, api.requests_made
 
 
 def cordon_nodes(core_v1, node_names, *, run_id, exclude_from_load_balancers=True, check_mode=False, log=None):
@@ -1726,7 +1927,7 @@ def drain_nodes(core_v1, node_names, options, *, log=None):
 
 
 __all__ = [
-    "DrainOptions", "DrainResult", "NodeResult", "drain_nodes", "cordon_nodes", "uncordon_nodes",
-    "resolve_instance_nodes", "undrained_instances", "termination_problems_message",
+    "DrainOptions", "DrainResult", "NodeResult", "drain_nodes", "cordon_nodes", "uncordon_nodes", "read_nodes",
+    "parse_label_selector", "resolve_instance_nodes", "undrained_instances", "termination_problems_message",
     "EXCLUDE_LB_LABEL", "CORDONED_BY_ANNOTATION", "AUTOSCALER_TAINT",
 ]

@@ -78,7 +78,14 @@ options:
     elements: str
   nodegroup_name:
     description:
-      - The node group the nodes belong to (needs O(cluster_name)). With O(instance_ids), where its kind labels
+      - "The node group the nodes belong to (needs O(cluster_name)), and a scope that is checked: every node named
+        (O(name), O(names), or the nodes of O(instance_ids)) must be the group's, that is its C(spec.providerID)
+        names an instance of the group's Auto Scaling group (or one the group is terminating, still tagged
+        C(aws:autoscaling:groupName) with it). Otherwise the module fails with C(InvalidParameter) before any
+        change, naming each node outside, its instance and the Auto Scaling group (and node-group label) it has.
+        Without O(nodegroup_name) any node can be named. An instance of O(instance_ids) that has no node is not
+        checked: there is nothing to act on."
+      - With O(instance_ids), where its kind labels
         its nodes (C(eks.amazonaws.com/nodegroup), C(alpha.eksctl.io/nodegroup-name)) the nodes are looked for among those
         first (one smaller LIST); instances not found there, or all of them for a kind without a label, are
         looked for among all nodes. Nodes are matched to instances by C(spec.providerID) either way.
@@ -156,6 +163,11 @@ options:
   pod_selectors:
     description:
       - Label selectors; only pods matching all of them are drained.
+      - In the syntax of C(kubectl --selector) (the API server's C(labelSelector)) C(key), C(!key), C(key=value),
+        C(key==value), C(key!=value), C(key in (v1,v2)), C(key notin (v1,v2)), C(key>n), C(key<n), joined by
+        commas; keys may have a DNS prefix (C(example.com/tier)).
+      - They are checked as the API server parses them before anything is requested. An invalid selector fails
+        with C(InvalidParameter) naming O(pod_selectors), and no node is cordoned.
     type: list
     elements: str
     aliases: [label_selectors]
@@ -388,12 +400,14 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import (
     DrainOptions,
     cordon_nodes,
     drain_nodes,
+    read_nodes,
     resolve_instance_nodes,
     uncordon_nodes,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION, claim
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import find_nodegroup
+from ansible_collections.eksops.nodegroup.plugins.module_utils.node_scope import check_nodes_in_nodegroup
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import find_nodegroup, instance_id_of
 
 DELETE_OPTIONS_SPEC = dict(
     terminate_grace_period=dict(type="int", default=-1, aliases=["grace_period"]),
@@ -443,25 +457,43 @@ def drain_options(params, check_mode):
     )
 
 
+ACTIONS = dict(drain="cordon or drain", cordon="cordon", uncordon="uncordon")
+
+
 def run(module):
     params = module.params
+    # Every option, pod_selectors too, is checked before the first request: a selector the API server refuses
+    # used to be found only by the first pod LIST, after the nodes were cordoned (issue 10 item 24).
+    options = drain_options(params, module.check_mode)
     core_v1 = module.core_v1()
+    group = None
+    if params["nodegroup_name"]:
+        group = find_nodegroup(module.aws("autoscaling"), module.aws("eks"), params["cluster_name"],
+                               params["nodegroup_name"], params["asg_name"])
+    action = ACTIONS[params["state"]]
     instances = None
     requests_before = 0
     if params["instance_ids"] is not None:
-        selector = None
-        if params["nodegroup_name"]:
-            selector = find_nodegroup(module.aws("autoscaling"), module.aws("eks"), params["cluster_name"],
-                                      params["nodegroup_name"], params["asg_name"]).node_selector
-        instances, requests_before = resolve_instance_nodes(core_v1, params["instance_ids"], selector)
+        instances, requests_before = resolve_instance_nodes(core_v1, params["instance_ids"],
+                                                            group.node_selector if group else None)
         for instance_id, node_name in sorted(instances.items()):
             if node_name is None:
                 module.log("instance %s has no node: nothing to %s" % (instance_id, params["state"]))
         names = sorted(set(name for name in instances.values() if name))
+        if group is not None:
+            # nodegroup_name is a scope: only the group's nodes are touched (issue 10 item 24).
+            check_nodes_in_nodegroup(group, dict((name, instance_id) for instance_id, name in instances.items() if name),
+                                     module.aws, "instance_ids", action)
         if not names:
             return dict(changed=False, nodes={}, instances=instances, requests_made=requests_before)
     else:
         names = [params["name"]] if params["name"] else params["names"]
+        if group is not None:
+            nodes, requests_before = read_nodes(core_v1, names)
+            check_nodes_in_nodegroup(group, dict((name, instance_id_of(node)) for name, node in nodes.items()),
+                                     module.aws, "name" if params["name"] else "names", action,
+                                     node_labels=dict((name, (node.get("metadata") or {}).get("labels"))
+                                                      for name, node in nodes.items()))
     if params.get("lease_id") and params["state"] != "uncordon":
         # Issue 10 item 21: the run's lease on the node group, before the first cordon.
         claim(module, module.aws("autoscaling"), find_nodegroup(
@@ -469,9 +501,8 @@ def run(module):
             params["asg_name"]).asg)
     state = params["state"]
     if state == "drain":
-        result = drain_nodes(core_v1, names, drain_options(params, module.check_mode), log=module.log)
+        result = drain_nodes(core_v1, names, options, log=module.log)
     elif state == "cordon":
-        options = drain_options(params, module.check_mode)
         result = cordon_nodes(core_v1, names, run_id=options.run_id,
                               exclude_from_load_balancers=options.exclude_from_load_balancers,
                               check_mode=module.check_mode, log=module.log)

@@ -179,6 +179,21 @@ def test_autoscaler_tainted_node_is_refused_C1(sandbox):
     assert [t.key for t in live.spec.taints] == ["ToBeDeletedByClusterAutoscaler"]
 
 
+def test_issue10_item24_an_invalid_pod_selector_is_refused_before_the_node_is_cordoned(sandbox):
+    """`app in ((` was refused by the API server at the first pod LIST, after the node had been cordoned and
+    labelled: now it is refused by name before any request."""
+    node = next(n.metadata.name for n in sandbox.core_v1().list_node().items
+                if not n.spec.unschedulable and not n.spec.taints)  # one the drain would cordon
+    before = requests_of(sandbox.report(), "node_drain")
+    result = drain(sandbox, {"name": node, "pod_selectors": ["app in (("], "cluster_name": "demo",
+                             "nodegroup_name": "workers"})
+    assert result["failed"] and (result["code"], result["parameter"]) == ("InvalidParameter", "pod_selectors"), result
+    assert "app in ((" in result["msg"] and "is not a Kubernetes label selector" in result["msg"]
+    live = sandbox.core_v1().read_node(node)
+    assert not live.spec.unschedulable and EXCLUDE_LB_LABEL not in (live.metadata.labels or {})
+    assert requests_of(sandbox.report(), "node_drain") == before  # not one Kubernetes request
+
+
 # --------------------------------------------------------------------------------------------------------
 # fault scenarios
 # --------------------------------------------------------------------------------------------------------
@@ -361,6 +376,31 @@ def test_a_pod_bound_to_the_node_mid_drain_fails_the_drain_naming_it_U5_D8(late_
                for p, r in failed.items())
     assert "default/late-bound" in pods_by_node(sandbox)[node]
     assert core.read_node(node).spec.unschedulable
+
+
+@pytest.mark.parametrize("named_by", ["names", "instance_ids"])
+def test_issue10_item24_nodegroup_name_is_a_scope_another_groups_node_is_refused(late_pods_sandbox, named_by):
+    """node_drain with nodegroup_name=workers cordoned a node of group solo: now refused before any change, naming
+    the node, its instance and the Auto Scaling group it is in."""
+    sandbox = late_pods_sandbox
+    core = sandbox.core_v1()
+    node, own = nodegroup_node(sandbox, "solo"), nodegroup_node(sandbox, "workers")
+    instance_id = core.read_node(node).spec.provider_id.rsplit("/", 1)[-1]
+    own_instance = core.read_node(own).spec.provider_id.rsplit("/", 1)[-1]
+    cordoned = dict((name, core.read_node(name).spec.unschedulable) for name in (node, own))
+    before = requests_of(sandbox.report(), "node_drain")
+    args = {"names": [own, node]} if named_by == "names" else {"instance_ids": [own_instance, instance_id]}
+    result = drain(sandbox, dict(args, state="cordon", cluster_name="late_pods", nodegroup_name="workers"))
+    assert result["failed"] and (result["code"], result["parameter"]) == ("InvalidParameter", named_by), result
+    solo_asg = asg_name_of(sandbox, "solo")
+    assert "node %s (instance %s) is in Auto Scaling group %s" % (node, instance_id, solo_asg) in result["msg"]
+    assert "outside node group workers of cluster late_pods" in result["msg"] and own not in result["msg"]
+    assert result["outside"] == [dict(node=node, instance_id=instance_id, asg_name=solo_asg, nodegroup=None)]
+    assert dict((name, core.read_node(name).spec.unschedulable) for name in (node, own)) == cordoned
+    made = requests_of(sandbox.report(), "node_drain") - before
+    # read only: the API version (first contact), then the two nodes read or one LIST of the nodes
+    assert made == Counter({("get", "version", "200"): 1, ("get", "nodes", "200"): 2} if named_by == "names"
+                           else {("get", "version", "200"): 1, ("list", "nodes", "200"): 1}), made
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -50,6 +50,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import (
     force_wait_seconds,
     is_gone,
     matching_pdbs,
+    parse_label_selector,
     parse_time,
     plan_node,
     refusal_message,
@@ -404,6 +405,66 @@ def test_options_defaults_are_the_upgrade_defaults():
             options.post_drain_wait, options.force) == (900, -1, True, True, 60, False)
     assert options.pod_selectors == "app=web,tier=front"
     assert options.run_id.startswith("drain-")
+
+
+# --- Issue 10 item 24: pod_selectors parsed as the API server's labels.Parse, before any change -----------------
+
+@pytest.mark.parametrize("text, labels, expected", [
+    ("app=web", {"app": "web"}, True),
+    ("app==web", {"app": "db"}, False),
+    ("app!=web", {}, True),
+    ("app!=web", {"app": "web"}, False),
+    ("app in (web, api)", {"app": "api"}, True),
+    ("app notin (web,api)", {"app": "db"}, True),
+    ("app notin (web)", {}, True),
+    ("tier", {"tier": ""}, True),
+    ("!tier", {"tier": "x"}, False),
+    ("  app = web ,  !canary  ", {"app": "web"}, True),
+    ("example.com/tier=front,app", {"example.com/tier": "front", "app": "x"}, True),
+    ("in=notin", {"in": "notin"}, True),  # keywords are plain words where a key or a value is read
+    ("app in ()", {"app": ""}, True),
+    ("app in (,web)", {"app": ""}, True),
+    ("app=", {"app": ""}, True),
+    ("generation>3", {"generation": "4"}, True),
+    ("generation>3", {"generation": "3"}, False),
+    ("generation<3", {"generation": "x"}, False),
+    ("", {"any": "x"}, True),
+])
+def test_issue10_item24_label_selector_strings_parse_and_match_as_the_api_server_does(text, labels, expected):
+    assert selector_matches(parse_label_selector(text), labels) is expected
+
+
+@pytest.mark.parametrize("text, says", [
+    ("app in ((", "found '(', expected: ',', ')' or identifier"),
+    ("app in (web", "found '', expected: ',' or ')'"),
+    ("app in web", "expected: '('"),
+    ("app=web=x", "found '=', expected: ',' or 'end of string'"),
+    ("=web", "expected: !, identifier"),
+    (",", "expected: !, identifier"),
+    ("app,,tier", "expected: identifier after ','"),
+    ("app web", "expected: in, notin, =, ==, !=, >, <"),
+    ("!app=web", "found '='"),
+    ("app=web tier", "found 'tier'"),
+    ("a/b/c=x", "invalid label key 'a/b/c'"),
+    ("Example.com/tier=x", "prefix must be a lowercase DNS subdomain"),
+    ("-app=x", "invalid label key '-app'"),
+    ("app=-web", "invalid label value '-web'"),
+    ("app=" + "x" * 64, "invalid label value"),
+    ("generation>three", "must be an integer"),
+])
+def test_issue10_item24_invalid_label_selectors_are_refused_saying_why(text, says):
+    with pytest.raises(ValueError) as info:
+        parse_label_selector(text)
+    assert says in str(info.value)
+
+
+def test_issue10_item24_drain_options_refuse_an_invalid_pod_selector_naming_pod_selectors():
+    with pytest.raises(UpgradeError) as info:
+        DrainOptions(pod_selectors=["app=web", "tier in (("])
+    assert (info.value.code, info.value.details["parameter"]) == ("InvalidParameter", "pod_selectors")
+    assert "app=web,tier in ((" in info.value.msg and "key in (v1,v2)" in info.value.msg
+    # Ansible splits a string option on commas: the pieces of one set requirement are joined back before parsing
+    assert DrainOptions(pod_selectors=["app in (web", "api)"]).pod_selectors == "app in (web,api)"
 
 
 def test_verdict_equality():

@@ -151,13 +151,14 @@ def group_world(request):
     """Node group workers of cluster demo, of a kind that labels no node or of one that does (SPEC K1)."""
     kind, convention = request.param
     with mock_aws():
-        world = MotoNodegroup(desired=0, kind=kind, convention=convention or TERRAFORM)
+        world = MotoNodegroup(desired=2, kind=kind, convention=convention or TERRAFORM)
+        world.members = sorted(i["InstanceId"] for i in world.asg()["Instances"])
         world.selector = "alpha.eksctl.io/nodegroup-name=workers" if kind == SELF_MANAGED_EKSCTL else None
         yield world
 
 
 def group_module(world, cluster, params):
-    return FakeModule(cluster, params, aws=dict(autoscaling=world.autoscaling, eks=world.eks))
+    return FakeModule(cluster, params, aws=dict(autoscaling=world.autoscaling, eks=world.eks, ec2=world.ec2))
 
 
 def group_node(world, name, instance_id):
@@ -168,11 +169,12 @@ def group_node(world, name, instance_id):
 def test_instance_ids_drain_the_nodes_found_by_provider_id_and_report_instances_without_one(group_world):
     """U5: an instance that had no node when the batch was planned may have joined since: drained all the same.
     K2: nodes are matched by providerID, the LIST narrowed by the group's label where its kind sets one."""
-    nodes = [group_node(group_world, "node-a", "i-0a"), group_node(group_world, "node-b", "i-0b")]
+    first, second = group_world.members
+    nodes = [group_node(group_world, "node-a", first), group_node(group_world, "node-b", second)]
     cluster = NodeListing([make_pod("web-0"), make_pod("web-1", node="node-b")], nodes=nodes)
-    params = _params(instance_ids=["i-0a", "i-0b", "i-0c"], nodegroup_name="workers", cluster_name="demo")
+    params = _params(instance_ids=[first, second, "i-0c"], nodegroup_name="workers", cluster_name="demo")
     result = node_drain.run(group_module(group_world, cluster, params))
-    assert result["instances"] == {"i-0a": "node-a", "i-0b": "node-b", "i-0c": None}
+    assert result["instances"] == {first: "node-a", second: "node-b", "i-0c": None}
     assert sorted(result["nodes"]) == ["node-a", "node-b"]
     assert result["nodes"]["node-b"]["evicted"] == ["default/web-1"]
     assert result["requests_made"] == len(cluster.requests)
@@ -204,6 +206,81 @@ def test_an_unknown_node_group_is_named_before_anything_changes(group_world):
         node_drain.run(group_module(group_world, cluster, params))
     assert (raised.value.code, raised.value.details["parameter"]) == ("ResourceNotFound", "nodegroup_name")
     assert not cluster.verbs("patch") and not cluster.verbs("evict")
+
+
+# --- Issue 10 item 24 ---------------------------------------------------------------------------------------------
+
+def test_issue10_item24_an_invalid_pod_selector_is_refused_before_any_request():
+    """`app in ((` used to be refused by the API server at the first pod LIST, after the node was cordoned."""
+    cluster = FakeCluster(nodes=[node("node-a")])
+    with pytest.raises(UpgradeError) as raised:
+        node_drain.run(FakeModule(cluster, _params(name="node-a", pod_selectors=["app in (("])))
+    assert (raised.value.code, raised.value.details["parameter"]) == ("InvalidParameter", "pod_selectors")
+    assert "app in ((" in raised.value.msg
+    assert cluster.requests == []
+
+
+def other_group_instance(world):
+    """An instance of another Auto Scaling group of the cluster (EC2 tags it aws:autoscaling:groupName=other)."""
+    world.autoscaling.create_auto_scaling_group(
+        AutoScalingGroupName="other", MinSize=1, MaxSize=1, DesiredCapacity=1,
+        LaunchTemplate=dict(LaunchTemplateId=world.lt_id, Version="1"), VPCZoneIdentifier=world.subnets[0])
+    return world.asg("other")["Instances"][0]["InstanceId"]
+
+
+@pytest.mark.parametrize("state", ["drain", "cordon", "uncordon"])
+def test_issue10_item24_nodegroup_name_refuses_a_named_node_of_another_group_before_any_change(group_world, state):
+    """nodegroup_name=workers with a node of another group: refused, naming the node, its instance and its group,
+    before any node is read for a change (no PATCH, no eviction, no Event)."""
+    stray_instance = other_group_instance(group_world)
+    nodes = [group_node(group_world, "node-a", group_world.members[0]),
+             ec2_node("stray", stray_instance, nodegroup="other", unschedulable=state == "uncordon")]
+    cluster = NodeListing([make_pod("web-0", node="stray")], nodes=nodes)
+    params = _params(names=["node-a", "stray"], nodegroup_name="workers", cluster_name="demo", state=state)
+    with pytest.raises(UpgradeError) as raised:
+        node_drain.run(group_module(group_world, cluster, params))
+    err = raised.value
+    assert (err.code, err.details["parameter"]) == ("InvalidParameter", "names")
+    assert "node stray (instance %s) is in Auto Scaling group other" % stray_instance in err.msg
+    assert "node group other" in err.msg and "node group workers" in err.msg and "node-a" not in err.msg
+    assert err.details["outside"] == [dict(node="stray", instance_id=stray_instance, asg_name="other",
+                                           nodegroup="other")]
+    assert [r[0] for r in cluster.requests] == ["get", "get"]
+
+
+def test_issue10_item24_nodegroup_name_refuses_an_instance_of_another_group(group_world):
+    stray_instance = other_group_instance(group_world)
+    nodes = [group_node(group_world, "node-a", group_world.members[0]), ec2_node("stray", stray_instance)]
+    cluster = NodeListing(nodes=nodes)
+    params = _params(instance_ids=[group_world.members[0], stray_instance], nodegroup_name="workers",
+                     cluster_name="demo", state="cordon")
+    with pytest.raises(UpgradeError) as raised:
+        node_drain.run(group_module(group_world, cluster, params))
+    assert (raised.value.code, raised.value.details["parameter"]) == ("InvalidParameter", "instance_ids")
+    assert "node stray (instance %s) is in Auto Scaling group other" % stray_instance in raised.value.msg
+    assert not cluster.verbs("patch") and not cluster.verbs("get")
+
+
+def test_issue10_item24_a_node_without_an_ec2_instance_is_outside_every_node_group(group_world):
+    cluster = NodeListing(nodes=[node("fargate-ip-10-0-1-1")])
+    params = _params(name="fargate-ip-10-0-1-1", nodegroup_name="workers", cluster_name="demo", state="cordon")
+    with pytest.raises(UpgradeError) as raised:
+        node_drain.run(group_module(group_world, cluster, params))
+    assert raised.value.details["parameter"] == "name"
+    assert "node fargate-ip-10-0-1-1 has no EC2 instance in its spec.providerID" in raised.value.msg
+    assert not cluster.verbs("patch")
+
+
+def test_issue10_item24_the_groups_own_nodes_are_cordoned_without_asking_ec2(group_world, monkeypatch):
+    nodes = [group_node(group_world, name, instance_id) for name, instance_id in zip(("node-a", "node-b"),
+                                                                                      group_world.members)]
+    cluster = NodeListing(nodes=nodes)
+    module = group_module(group_world, cluster, _params(names=["node-a", "node-b"], nodegroup_name="workers",
+                                                         cluster_name="demo", state="cordon"))
+    monkeypatch.delitem(module.aws_clients, "ec2")  # KeyError if the check asked EC2
+    result = node_drain.run(module)
+    assert result["changed"] and sorted(n for n, r in result["nodes"].items() if r["cordoned"]) == ["node-a", "node-b"]
+    assert result["requests_made"] == len(cluster.requests)
 
 
 def test_nodegroup_name_needs_cluster_name(capsys):
