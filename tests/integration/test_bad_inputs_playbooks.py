@@ -3,6 +3,8 @@ Kubernetes change, with a message naming the parameter, and say "Nothing was cha
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from bad_inputs import case_id, cases
@@ -28,3 +30,10 @@ def test_a_bad_input_is_refused_before_any_change(sandbox, case):
     assert case["parameter"] in failure and case["says"] in failure, result.stdout[-3000:]
     assert changes_by_the_collection(before, call_counts(sandbox)) == {}, failure
     assert "PLAY RECAP" in result.stdout and "changed=0" in result.stdout.split("PLAY RECAP")[1]
+    # Issue 10 item 24: an input error is answered with "correct it", not "rerun the same job"; the summary says
+    # "Auto Scaling group not found" only when that is the error, and names the group when it is known.
+    resume = re.findall(r"To resume: (.*?)\"", result.stdout)
+    assert all(advice.startswith("Nothing was changed for this reason; correct the parameter named above")
+               for advice in resume), resume
+    if "Auto Scaling group not found" in result.stdout:
+        assert case["parameter"] in ("nodegroup_name", "asg_name"), failure

@@ -224,6 +224,33 @@ def test_documentation_matches_the_argument_spec():
                            merged_argument_spec(launch_template_version.ARGUMENT_SPEC, uses_aws=True))
 
 
+def test_issue10_item24_a_race_refused_by_aws_after_the_journal_is_neither_input_nor_nothing_changed(world, run):
+    """The version existed (nothing to create), the journal was written and the processes suspended, then AWS
+    refused UpdateAutoScalingGroup with ValidationError in the group's state (a race). Reported as it is: ApiError,
+    changed, saying what was done; the role's advice then never says "Nothing was changed"."""
+    from unittest import mock
+
+    from botocore.exceptions import ClientError
+
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import translate_aws_errors
+
+    world.add_version(ImageId=world.new_ami)
+
+    def refused(*_args, **_kwargs):
+        with translate_aws_errors("point Auto Scaling group %s at launch template version 2" % world.asg_name):
+            raise ClientError({"Error": {"Code": "ValidationError", "Message": "Scaling activity in progress"}},
+                              "UpdateAutoScalingGroup")
+
+    with mock.patch.object(launch_template_version, "pin_asg_launch_template", side_effect=refused):
+        failed = run(image_id=world.new_ami)
+    assert failed["failed"] is True and failed["changed"] is True, failed
+    assert (failed["code"], failed["aws_error_code"]) == ("ApiError", "ValidationError")
+    assert "ValidationError: Scaling activity in progress" in failed["msg"]
+    assert "before that, this run wrote the upgrade journal; suspended processes AZRebalance" in failed["msg"]
+    assert "launch_template" not in failed  # no version was created
+    assert journal_tags(world)["phase"] == "setup"
+
+
 def test_failure_after_creating_the_version_reports_it(world, run):
     """A rerun reuses the version; the failed run says it changed something."""
     from unittest import mock
