@@ -233,15 +233,14 @@ def test_issue10_item24_a_race_refused_by_aws_after_the_journal_is_neither_input
     from botocore.exceptions import ClientError
 
     from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import translate_aws_errors
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 
     world.add_version(ImageId=world.new_ami)
-
-    def refused(*_args, **_kwargs):
+    with pytest.raises(UpgradeError) as refused:
         with translate_aws_errors("point Auto Scaling group %s at launch template version 2" % world.asg_name):
             raise ClientError({"Error": {"Code": "ValidationError", "Message": "Scaling activity in progress"}},
                               "UpdateAutoScalingGroup")
-
-    with mock.patch.object(launch_template_version, "pin_asg_launch_template", side_effect=refused):
+    with mock.patch.object(launch_template_version, "pin_asg_launch_template", side_effect=refused.value):
         failed = run(image_id=world.new_ami)
     assert failed["failed"] is True and failed["changed"] is True, failed
     assert (failed["code"], failed["aws_error_code"]) == ("ApiError", "ValidationError")

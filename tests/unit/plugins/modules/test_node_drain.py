@@ -272,11 +272,10 @@ def test_issue10_item24_a_node_without_an_ec2_instance_is_outside_every_node_gro
 
 
 def test_issue10_item24_the_groups_own_nodes_are_cordoned_without_asking_ec2(group_world, monkeypatch):
-    nodes = [group_node(group_world, name, instance_id) for name, instance_id in zip(("node-a", "node-b"),
-                                                                                      group_world.members)]
-    cluster = NodeListing(nodes=nodes)
-    module = group_module(group_world, cluster, _params(names=["node-a", "node-b"], nodegroup_name="workers",
-                                                         cluster_name="demo", state="cordon"))
+    pairs = zip(("node-a", "node-b"), group_world.members)
+    cluster = NodeListing(nodes=[group_node(group_world, name, instance_id) for name, instance_id in pairs])
+    params = _params(names=["node-a", "node-b"], nodegroup_name="workers", cluster_name="demo", state="cordon")
+    module = group_module(group_world, cluster, params)
     monkeypatch.delitem(module.aws_clients, "ec2")  # KeyError if the check asked EC2
     result = node_drain.run(module)
     assert result["changed"] and sorted(n for n, r in result["nodes"].items() if r["cordoned"]) == ["node-a", "node-b"]
