@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from common import REPO_ROOT
-from sandbox_helpers import BIN_DIR, SandboxHandle, ansible_env
+from sandbox_helpers import BIN_DIR, SandboxHandle, ansible_env, kill_playbook
 
 PLAYBOOK = REPO_ROOT / "playbooks" / "upgrade_nodegroup.yml"
 SURGE_PLAYBOOK = REPO_ROOT / "playbooks" / "surge_upgrade.yml"
@@ -100,7 +100,8 @@ def run_upgrade(sandbox: SandboxHandle, extra_vars: dict[str, Any], timeout: flo
                 if pid:
                     exited = status, usage
                 elif time.monotonic() > deadline:
-                    os.killpg(process.pid, signal.SIGKILL)
+                    # The whole job, the modules Ansible's workers run in sessions of their own too.
+                    kill_playbook(process, sandbox)
                     killed = True
                     exited = os.wait4(process.pid, 0)[1:]
                 else:

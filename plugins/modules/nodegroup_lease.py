@@ -24,8 +24,10 @@ author:
 attributes:
   check_mode:
     support: full
+    description: Reports whether the lease would be released and changes nothing.
   diff_mode:
     support: none
+    description: The lease is bookkeeping of the run, not a state of the node group to show.
 options:
   lease_id:
     description: The id of the run whose lease to release.

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -192,3 +193,25 @@ def run_playbook(sandbox: SandboxHandle, playbook_path: str | os.PathLike, extra
         command.append("--check")
     return subprocess.run(command, capture_output=True, text=True, env=ansible_env(sandbox, **(env or {})),
                           timeout=timeout, check=False, cwd=REPO_ROOT)
+
+
+def kill_playbook(process: subprocess.Popen, sandbox: SandboxHandle) -> None:
+    """SIGKILL an ansible-playbook started with start_new_session=True and every process it started, as when an
+    AWX job's container is killed. Its process group is not enough: Ansible's workers call setsid() (ansible-core
+    executor/process/worker.py), so a module they run lives on in a session of its own, still changing the group
+    (and renewing the run's lease). Those are found by the sandbox's Ansible temp directory in their command line
+    (ansible_env: ANSIBLE_REMOTE_TEMP) and by the playbook's own command line (the workers are its forks)."""
+    marker = str(sandbox.state_dir / "ansible-tmp").encode()
+    command = b"\0".join(part.encode() for part in process.args)
+    os.killpg(process.pid, signal.SIGKILL)
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % entry, "rb") as handle:
+                cmdline = handle.read()
+        except OSError:
+            continue
+        if marker in cmdline or cmdline.rstrip(b"\0") == command:
+            with contextlib.suppress(OSError):
+                os.kill(int(entry), signal.SIGKILL)

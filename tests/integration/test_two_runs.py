@@ -7,21 +7,22 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 
 from asg_helpers import journal_tags, workers_asg
-from sandbox_helpers import BIN_DIR, REPO_ROOT, ansible_env
+from sandbox_helpers import BIN_DIR, REPO_ROOT, ansible_env, kill_playbook
 
 SCENARIO = "surge5"
 
 
-def start(sandbox, report_path):
+def start(sandbox, report_path, **extra):
     extra_vars = {"cluster_name": "surge5", "nodegroup_name": "workers", "kubernetes_version": "1.30",
                   "max_unavailable": 2, "drain_timeout": 60, "post_drain_wait": 0,
-                  "upgrade_report_path": str(report_path)}
+                  "upgrade_report_path": str(report_path), **extra}
     return subprocess.Popen(  # pylint: disable=consider-using-with
         [str(BIN_DIR / "ansible-playbook"), str(REPO_ROOT / "playbooks" / "upgrade_nodegroup.yml"),
          "-e", json.dumps(extra_vars)], env=ansible_env(sandbox), cwd=REPO_ROOT,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
 
 def test_two_runs_started_together_one_upgrades_the_other_refuses(sandbox, tmp_path):
@@ -51,3 +52,34 @@ def test_two_runs_started_together_one_upgrades_the_other_refuses(sandbox, tmp_p
     terminations = sum(count for key, count in report["aws_calls"].items()
                        if key.startswith("TerminateInstanceInAutoScalingGroup"))
     assert terminations == 5 + winner["surplus_removed"].__len__()
+
+
+def test_a_killed_runs_lease_refuses_the_immediate_rerun_until_it_ends(sandbox, tmp_path):
+    """A cancelled AWX job (its process group killed) keeps its lease: the rerun right after is refused, saying
+    when the lease ends; once it has ended (here: the tag deleted, as the docs allow when the run is known to be
+    gone), the rerun takes over the journal and finishes. Runs after the test above: back to 1.29."""
+    back = {"kubernetes_version": "1.29", "allow_downgrade": True}
+    killed = start(sandbox, tmp_path / "killed.json", **back)
+    deadline = time.time() + 300
+    while journal_tags(workers_asg(sandbox)).get("phase") != "upgrade" and time.time() < deadline:
+        time.sleep(0.3)
+    kill_playbook(killed, sandbox)
+    killed.communicate(timeout=60)
+    lease = journal_tags(workers_asg(sandbox))["lease"]
+
+    refused = start(sandbox, tmp_path / "refused.json", **back)
+    refused.communicate(timeout=600)
+    error = json.loads((tmp_path / "refused.json").read_text())["error"]
+    assert error["code"] == "UpgradeInProgress" and lease.split(" ")[1] in error["msg"], error
+
+    asg = workers_asg(sandbox)
+    sandbox.client("autoscaling").delete_tags(Tags=[dict(ResourceId=asg["AutoScalingGroupName"],
+                                                         ResourceType="auto-scaling-group",
+                                                         Key="eksops.nodegroup/lease")])
+    rerun = start(sandbox, tmp_path / "rerun.json", **back)
+    output = rerun.communicate(timeout=900)[0]
+    assert rerun.returncode == 0, output[-3000:]
+    assert json.loads((tmp_path / "rerun.json").read_text())["status"] == "succeeded"
+    assert journal_tags(workers_asg(sandbox)) == {}
+    report = sandbox.report()
+    assert report["pods_lost"] == [] and report["pdb_violations"] == []
