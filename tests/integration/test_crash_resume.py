@@ -146,6 +146,8 @@ def test_rerun_after_sigkill_in_phase_finishes_the_upgrade(sandbox, tmp_path, ph
     report = json.loads(report_path.read_text())
     assert report["status"] == "succeeded"
     assert report["launch_template"]["image_id"] == target_ami
+    # the group's size before the upgrade, not the surged size the rerun found
+    assert report["nodes_before"] == sizes_before[2]
     _assert_upgraded(sandbox, target_ami, sizes_before)
 
 
