@@ -20,6 +20,7 @@ import time
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import translate_aws_errors
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import AUTOSCALER_ACTIVE, NOT_FOUND, UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import PHASES, write_journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import claim
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import translate_k8s_errors
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import (
     Waker,
@@ -603,6 +604,8 @@ def check_capacity_unmoved(module, autoscaling, asg, journal):
     module.warn("The desired capacity of %s is %d, not the %d this upgrade set: accepted (accept_current_capacity); "
                 "the group returns to %s at the end" % (name, desired, journal.desired_capacity_set,
                                                         adopted.original_desired_capacity))
+    # The run's lease before this first change: a live run's journal is never rewritten by another.
+    claim(module, autoscaling, asg)
     if not module.check_mode:
         with translate_aws_errors("record the accepted desired capacity in the upgrade journal on %s" % name):
             write_journal(autoscaling, name, adopted, previous=journal)

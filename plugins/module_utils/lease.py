@@ -124,8 +124,13 @@ class Heartbeat(object):
     def beat(self):
         """One renewal; returns False (and remembers the holder) when another run has taken the lease."""
         lease = lease_of(_read(self.autoscaling, self.asg_name).get("Tags"))
-        if lease is not None and lease[0] != self.lease_id:
-            self.lost_to = lease[0]
+        if lease is None or lease[0] != self.lease_id:
+            # Taken by another run, or gone (the journal cleared, a person who knew the run was dead): not ours
+            # to write back.
+            self.lost_to = lease[0] if lease is not None else None
+            self.stop()
+            return False
+        if self._stop.is_set():
             return False
         _write(self.autoscaling, self.asg_name, self.lease_id)
         return True

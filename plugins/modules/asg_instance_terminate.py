@@ -236,7 +236,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Jo
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION, claim
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC, describe_asg, find_nodegroup
-from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import LEAVING_STATES
+from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import LEAVING_STATES, persistent_launch_failure
 
 ARGUMENT_SPEC = dict(
     NODEGROUP_ARGUMENT_SPEC,
@@ -326,7 +326,7 @@ class ReplacementsReady:
         return problems
 
     def __call__(self, snapshot):
-        return bool(snapshot.failures) or not self.problems(snapshot)
+        return persistent_launch_failure(snapshot.failures) is not None or not self.problems(snapshot)
 
 
 def check_drained(module, group, instance_ids):
@@ -365,8 +365,8 @@ def wait_for_replacements(module, group, initial_ids, terminated_ids, started, t
     watch = GroupWatch(module.aws("autoscaling"), module.aws("ec2"), module.core_v1(), group,
                        activities_since=started)
     held, snapshot = watch.wait(condition, timeout)
-    if snapshot.failures:
-        failure = snapshot.failures[0]
+    failure = persistent_launch_failure(snapshot.failures)
+    if failure is not None:
         raise UpgradeError(failure["code"], "Auto Scaling group %s failed to launch a replacement in %s: %s: %s"
                            % (name, failure["availability_zone"], failure["cause"], failure["message"]),
                            asg_name=name, availability_zone=failure["availability_zone"],
@@ -423,9 +423,13 @@ def run(module):
     hooks = termination_hooks(autoscaling, name) if params["wait"] and (to_terminate or leaving) else []
     result["lifecycle_hooks"] = hooks
     result["lifecycle_hook_waits"] = []
-    if to_terminate or after["min_size"] != before["min_size"]:
+    if to_terminate or journal is not None:
         claim(module, autoscaling, asg)
     if not module.check_mode:
+        if journal is not None and journal.scale_in_protection == SCALE_IN_PROTECTION_OURS:
+            # The replacements the group launched for the previous batches hold the pods moved there: protected
+            # from scale-in like every node of the upgrade (issue 10 item 22).
+            set_scale_in_protection(autoscaling, asg, True)
         if after["min_size"] != before["min_size"]:
             update_sizes(autoscaling, name, min_size=after["min_size"])
         raced = [i for i in to_terminate if not terminate_or_gone(autoscaling, ec2, name, i, decrement)]

@@ -479,8 +479,8 @@ def run(module):
     diff = dict(before=dict(before, suspended_processes=sorted(suspended_process_names(asg))),
                 after=dict(after, suspended_processes=sorted(set(suspended_process_names(asg)) | set(to_suspend))))
 
-    if changed:
-        claim(module, autoscaling, asg)
+    # Whatever the plan, the module may protect, relaunch, annotate and journal below: the run's lease first.
+    claim(module, autoscaling, asg)
     if not module.check_mode:
         if params["wait"]:
             # SPEC K4: the Kubernetes API the wait will watch is proven to be cluster_name's before any change.

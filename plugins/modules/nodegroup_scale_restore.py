@@ -291,7 +291,7 @@ def run(module):
     if autoscaler_active(journal, before["desired_capacity"]) and not params["accept_current_capacity"]:
         return autoscaler_stop(asg, changed=False)
     # Everything from here changes the group (the journal is cleared at the end): the run's lease first.
-    claim(module, autoscaling, asg)
+    heartbeat = claim(module, autoscaling, asg)
     if autoscaler_active(journal, before["desired_capacity"]):
         # Issue 10 item 23: the documented way out after ClusterAutoscalerActive.
         journal = check_capacity_unmoved(module, autoscaling, asg, journal)
@@ -366,6 +366,8 @@ def run(module):
     resume_processes(autoscaling, name, to_resume)
     result["unannotated_nodes"] = unmark_scale_down_disabled(
         module.core_v1(), list_nodegroup_nodes(module.core_v1(), group.with_asg(asg)))
+    if heartbeat is not None:
+        heartbeat.stop()  # the lease goes with the journal
     with translate_aws_errors("clear the upgrade journal on %s" % name):
         clear_journal(autoscaling, name)
     result["elapsed_seconds"] = round(time.time() - started_clock, 1)

@@ -50,7 +50,15 @@ def test_a_free_lease_is_taken_and_read_back(world):
     heartbeat = lease.claim(module("run-a"), world.autoscaling, world.asg(), sleep=no_sleep)
     heartbeat.stop()
     assert lease.lease_of(world.asg()["Tags"])[0] == "run-a"
-    assert heartbeat.beat() is True
+    assert lease.Heartbeat(world.autoscaling, world.asg_name, "run-a").beat() is True
+
+
+def test_a_heartbeat_never_writes_back_a_lease_that_is_gone(world):
+    """Cleared with the journal at the end of the restore, or deleted by a person who knows the run is dead."""
+    lease.claim(module("run-a"), world.autoscaling, world.asg(), sleep=no_sleep).stop()
+    clear_journal(world.autoscaling, world.asg_name)
+    heartbeat = lease.Heartbeat(world.autoscaling, world.asg_name, "run-a")
+    assert heartbeat.beat() is False and lease.lease_of(world.asg()["Tags"]) is None
 
 
 def test_a_live_lease_of_another_run_is_refused_naming_its_run(world):
