@@ -105,21 +105,6 @@ options:
       - Launch template version number of the new nodes. Defaults to the journal's target, else the version
         the ASG uses.
     type: str
-  accept_current_capacity:
-    description:
-      - When the group's desired capacity is not the one the upgrade last set (the cluster autoscaler or a person
-        changed it; C(ClusterAutoscalerActive) otherwise), accept it and go on (issue 10 item 23). A raise is
-        kept on top of the size the group returns to at the end; a lower value is that size when it is below it.
-        Recorded in the journal before anything else changes.
-    type: bool
-    default: false
-  lease_id:
-    description:
-      - The id of the run this call belongs to (the playbooks draw one per run). Before its first change the module
-        claims the run's lease on the Auto Scaling group (tag C(eksops.nodegroup/lease)), and fails with
-        C(UpgradeInProgress), before any change, while another live run holds it (issue 10 item 21). Without it,
-        no lease is claimed or checked.
-    type: str
   label_surge_nodes:
     description:
       - Annotate the new nodes C(cluster-autoscaler.kubernetes.io/scale-down-disabled=true) once they are
@@ -129,6 +114,8 @@ options:
     default: true
 extends_documentation_fragment:
   - eksops.nodegroup.nodegroup
+  - eksops.nodegroup.lease
+  - eksops.nodegroup.capacity_change
   - eksops.nodegroup.aws
   - eksops.nodegroup.k8s
 notes:

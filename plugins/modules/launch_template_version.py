@@ -85,13 +85,6 @@ options:
         any change, as is, always, one newer than the control plane (SPEC K6).
     type: bool
     default: false
-  lease_id:
-    description:
-      - The id of the run this call belongs to (the playbooks draw one per run). Before its first change the module
-        claims the run's lease on the Auto Scaling group (tag C(eksops.nodegroup/lease)), and fails with
-        C(UpgradeInProgress), before any change, while another live run holds it (issue 10 item 21). Without it,
-        no lease is claimed or checked.
-    type: str
   suspend_processes:
     description:
       - Auto Scaling processes to suspend for the duration of the upgrade, before the group is pointed at the
@@ -102,6 +95,7 @@ options:
     default: [AZRebalance, AlarmNotification, ScheduledActions, ReplaceUnhealthy]
 extends_documentation_fragment:
   - eksops.nodegroup.nodegroup
+  - eksops.nodegroup.lease
   - eksops.nodegroup.aws
 notes:
   - Without O(asg_name), when no Auto Scaling group carries the node group's tags, the Auto Scaling group of
