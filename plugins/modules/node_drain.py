@@ -496,9 +496,8 @@ def run(module):
                                                       for name, node in nodes.items()))
     if params.get("lease_id") and params["state"] != "uncordon":
         # Issue 10 item 21: the run's lease on the node group, before the first cordon.
-        claim(module, module.aws("autoscaling"), find_nodegroup(
-            module.aws("autoscaling"), module.aws("eks"), params["cluster_name"], params["nodegroup_name"],
-            params["asg_name"]).asg)
+        # lease_id requires nodegroup_name, so the group was found above.
+        claim(module, module.aws("autoscaling"), group.asg)
     state = params["state"]
     if state == "drain":
         result = drain_nodes(core_v1, names, options, log=module.log)
