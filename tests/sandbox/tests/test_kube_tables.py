@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from types import SimpleNamespace
 
 import pytest
 import requests
@@ -185,8 +186,17 @@ def test_watch_as_table_sends_column_definitions_with_the_first_event_only(clust
 
 # -- the print functions on their own, for states the controllers do not produce --
 
+# A whole second, frozen: ages printed from wall-clock time flaked when a fractional timestamp straddled a second.
+NOW = 1_700_000_000.0
+
+
+@pytest.fixture
+def frozen_clock(monkeypatch):
+    monkeypatch.setattr(tables, "time", SimpleNamespace(time=lambda: NOW, strftime=time.strftime, gmtime=time.gmtime))
+
+
 def ago(seconds):
-    return rfc3339(time.time() - seconds)
+    return rfc3339(NOW - seconds)
 
 
 def pod(status=None, spec=None, **meta):
@@ -204,7 +214,7 @@ def test_human_duration_is_the_api_servers(seconds, printed):
     assert tables.human_duration(seconds) == printed
 
 
-def test_pod_cells_for_waiting_terminated_and_restarted_containers():
+def test_pod_cells_for_waiting_terminated_and_restarted_containers(frozen_clock):
     crash = pod({"phase": "Running", "containerStatuses": [{
         "name": "app", "ready": False, "restartCount": 3, "state": {"waiting": {"reason": "CrashLoopBackOff"}},
         "lastState": {"terminated": {"exitCode": 1, "finishedAt": ago(150)}}}]})
@@ -221,7 +231,7 @@ def test_pod_cells_for_waiting_terminated_and_restarted_containers():
                                                     "<none>"]
 
 
-def test_pod_cells_for_init_containers_gates_deletion_and_lost_nodes():
+def test_pod_cells_for_init_containers_gates_deletion_and_lost_nodes(frozen_clock):
     init = {"initContainers": [{"name": "setup"}, {"name": "proxy", "restartPolicy": "Always"}]}
     waiting = pod({"phase": "Pending", "initContainerStatuses": [
         {"name": "setup", "restartCount": 0, "state": {"waiting": {"reason": "PodInitializing"}}}]}, init)
@@ -242,15 +252,16 @@ def test_pod_cells_for_init_containers_gates_deletion_and_lost_nodes():
     assert tables.pod_row(scheduling_gated)["cells"][2] == "SchedulingGated"
 
 
-def test_node_event_and_pdb_cells():
+def test_node_event_and_pdb_cells(frozen_clock):
     labels = {"node-role.kubernetes.io/worker": "", "kubernetes.io/role": "edge", "node-role.kubernetes.io/": ""}
     node = {"metadata": {"name": "n", "labels": labels},
             "spec": {"unschedulable": True}, "status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}}
     assert tables.node_row(node)["cells"][1:3] == ["NotReady,SchedulingDisabled", "edge,worker"]
     assert tables.node_row({"metadata": {"name": "n"}})["cells"][1:] == [
         "Unknown", "<none>", "<unknown>", "", "<none>", "<none>", "<unknown>", "<unknown>", "<unknown>"]
+    # A MicroTime 300.877 s ago: "5m" (HumanDuration floors), where an unparsed fraction would print "5m1s".
     series = {"metadata": {"name": "e"}, "involvedObject": {"kind": "Pod", "name": "p", "fieldPath": "spec.x"},
-              "eventTime": ago(300) .replace("Z", ".123456Z"), "series": {"count": 7, "lastObservedTime": ago(5)},
+              "eventTime": ago(301).replace("Z", ".123456Z"), "series": {"count": 7, "lastObservedTime": ago(5)},
               "reportingComponent": "kubelet", "reportingInstance": "n1", "message": "  backoff \n"}
     assert tables.event_row(series)["cells"] == ["5s", "", "", "pod/p", "spec.x", "kubelet, n1", "backoff", "5m",
                                                  7, "e"]
