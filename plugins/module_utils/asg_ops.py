@@ -607,8 +607,7 @@ def check_capacity_unmoved(module, autoscaling, asg, journal):
     # The run's lease before this first change: a live run's journal is never rewritten by another.
     claim(module, autoscaling, asg)
     if not module.check_mode:
-        with translate_aws_errors("record the accepted desired capacity in the upgrade journal on %s" % name):
-            write_journal(autoscaling, name, adopted, previous=journal)
+        write_journal(autoscaling, name, adopted, previous=journal)
     return adopted
 
 

@@ -15,6 +15,7 @@ __metaclass__ = type
 import datetime
 import uuid
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import translate_aws_errors
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     INVALID_PARAMETER,
     UpgradeError,
@@ -204,13 +205,18 @@ def write_journal(autoscaling, asg_name, journal, previous=None):
 
     ``previous``: the journal on the ASG now, when the caller knows it (``Journal()`` for none); then only
     the fields it has and ``journal`` lacks are deleted, instead of every unset field.
+    An AWS error is an UpgradeError with a U8 code (as are those of read_journal and clear_journal): callers
+    need no translate_aws_errors of their own.
     """
-    autoscaling.create_or_update_tags(Tags=journal.to_tags(asg_name))
+    tags = journal.to_tags(asg_name)
     unset = journal.unset_fields()
     if previous is not None:
         already_unset = set(previous.unset_fields())
         unset = [name for name in unset if name not in already_unset]
-    _delete_tags(autoscaling, asg_name, [tag_key(name) for name in unset])
+    with translate_aws_errors("write the upgrade journal (run %s, phase %s) on Auto Scaling group %s"
+                              % (journal.run_id or "?", journal.phase or "?", asg_name)):
+        autoscaling.create_or_update_tags(Tags=tags)
+        _delete_tags(autoscaling, asg_name, [tag_key(name) for name in unset])
 
 
 def _asg_tags(autoscaling, asg_name):
@@ -220,13 +226,16 @@ def _asg_tags(autoscaling, asg_name):
 
 def read_journal(autoscaling, asg_name):
     """The journal on the ASG now, or None."""
-    return Journal.from_tags(_asg_tags(autoscaling, asg_name), asg_name=asg_name)
+    with translate_aws_errors("read the upgrade journal on Auto Scaling group %s" % asg_name):
+        tags = _asg_tags(autoscaling, asg_name)
+    return Journal.from_tags(tags, asg_name=asg_name)
 
 
 def clear_journal(autoscaling, asg_name, tags=None):
     """Remove every journal tag from the ASG (``tags``: the ASG's tags if already described). Returns the keys."""
-    if tags is None:
-        tags = _asg_tags(autoscaling, asg_name)
-    keys = sorted(tag["Key"] for tag in tags if tag["Key"].startswith(TAG_PREFIX))
-    _delete_tags(autoscaling, asg_name, keys)
+    with translate_aws_errors("clear the upgrade journal on Auto Scaling group %s" % asg_name):
+        if tags is None:
+            tags = _asg_tags(autoscaling, asg_name)
+        keys = sorted(tag["Key"] for tag in tags if tag["Key"].startswith(TAG_PREFIX))
+        _delete_tags(autoscaling, asg_name, keys)
     return keys

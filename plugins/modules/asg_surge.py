@@ -207,7 +207,6 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
     update_sizes,
     utc_now,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import translate_aws_errors
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     NODE_CREATION_FAILURE,
     UpgradeError,
@@ -369,13 +368,12 @@ def launch_failure_error(failure, asg_name):
         cause=failure["cause"], activity_id=failure["activity_id"])
 
 
-def relaunch(autoscaling, asg_name, journal, validation, az):
-    """One more instance for ``az`` (NewNodeValidation.az_to_relaunch): desired capacity and MaxSize up by one,
-    recorded in the journal first (SPEC C3: the capacity we set). Returns the journal written."""
+def relaunch(autoscaling, asg_name, journal, validation):
+    """One more instance for the AZ that NewNodeValidation.az_to_relaunch named: desired capacity and MaxSize up
+    by one, recorded in the journal first (SPEC C3: the capacity we set). Returns the journal written."""
     wanted = validation.wanted_desired + 1
     updated = journal.replace(desired_capacity_set=wanted, surge=(journal.surge or 0) + 1)
-    with translate_aws_errors("record the relaunch for %s in the upgrade journal on %s" % (az, asg_name)):
-        write_journal(autoscaling, asg_name, updated, previous=journal)
+    write_journal(autoscaling, asg_name, updated, previous=journal)
     asg = describe_asg(autoscaling, asg_name)
     update_sizes(autoscaling, asg_name, max_size=max(asg["MaxSize"], wanted), desired_capacity=wanted)
     validation.wanted_desired = wanted
@@ -402,7 +400,7 @@ def wait_for_new_nodes(module, group, target, journal, started):
             break
         module.warn("A launch in %s failed for lack of capacity and Auto Scaling launched elsewhere; asking for one "
                     "more instance there" % az)
-        journal = relaunch(module.aws("autoscaling"), name, journal, validation, az)
+        journal = relaunch(module.aws("autoscaling"), name, journal, validation)
     new = validation.new_instances(snapshot)
     if not held:
         problems = validation.problems(snapshot)
@@ -473,8 +471,7 @@ def run(module):
             # SPEC K4: the Kubernetes API the wait will watch is proven to be cluster_name's before any change.
             module.k8s()
         if new_journal != journal:
-            with translate_aws_errors("write the upgrade journal on %s" % name):
-                write_journal(autoscaling, name, new_journal)
+            write_journal(autoscaling, name, new_journal)
         suspend_processes(autoscaling, name, to_suspend)
         # Issue 10 item 22: before the group grows, so that a desired capacity set back behind the upgrade's back
         # (a Terraform apply, a person) cannot scale in nodes that hold pods.
@@ -501,8 +498,7 @@ def run(module):
         # The new capacity is there: the old nodes are next (a rerun must not take them for a scale-up).
         upgrading = new_journal.replace(phase=advance_phase(new_journal.phase, "upgrade"))
         if upgrading != new_journal:
-            with translate_aws_errors("record phase upgrade in the upgrade journal on %s" % name):
-                write_journal(autoscaling, name, upgrading, previous=new_journal)
+            write_journal(autoscaling, name, upgrading, previous=new_journal)
             changed = True
     result["elapsed_seconds"] = round(time.time() - started_clock, 1)
     return dict(changed=changed, asg_surge=result, diff=diff)

@@ -221,12 +221,30 @@ def _copy_source_version(client):
     return client
 
 
-def _aws_client_like_aws(params, service, session=None, calls=None):
+def _refusing(errors):
+    """A botocore before-call handler: an operation named in ``errors`` ({operation: (code, message)}) gets AWS's
+    error answer instead of moto's, so botocore raises the ClientError AWS would have caused."""
+    from botocore.awsrequest import AWSResponse
+
+    def refuse(model, **_kwargs):
+        if model.name not in errors:
+            return None
+        code, message = errors[model.name]
+        body = {"Error": {"Code": code, "Message": message},
+                "ResponseMetadata": {"RequestId": "refused-1", "HTTPStatusCode": 403}}
+        return AWSResponse("https://aws.invalid/", 403, {}, None), body
+
+    return refuse
+
+
+def _aws_client_like_aws(params, service, session=None, calls=None, errors=None):
     from ansible_collections.eksops.nodegroup.plugins.module_utils import aws
 
     client = aws.aws_client(params, service, session=session)
     if calls is not None:
         client.meta.events.register("provide-client-params.*.*", lambda model, **_kwargs: calls.append(model.name))
+    if errors:
+        client.meta.events.register("before-call.*.*", _refusing(errors))
     return _copy_source_version(client) if service == "ec2" else client
 
 
@@ -238,10 +256,11 @@ def mutating(calls):
     return [name for name in calls if not name.startswith(READ_ONLY_PREFIXES)]
 
 
-def run_module_in_process(main, args, capsys, check=False, diff=False, aws_calls=None):
+def run_module_in_process(main, args, capsys, check=False, diff=False, aws_calls=None, aws_errors=None):
     """Run a module's main() in this process (so moto's mock applies) and return its result dict.
 
     ``aws_calls``: a list that receives the name of every AWS operation the module calls.
+    ``aws_errors``: {operation name: (AWS error code, message)}: those operations fail as AWS fails them.
     """
     import json
     from unittest import mock
@@ -256,7 +275,7 @@ def run_module_in_process(main, args, capsys, check=False, diff=False, aws_calls
             "ansible_collections.eksops.nodegroup.plugins.module_utils.module.aws_session", _reused_session), \
             mock.patch("ansible_collections.eksops.nodegroup.plugins.module_utils.module.aws_client",
                        lambda params, service, session=None: _aws_client_like_aws(params, service, session,
-                                                                                  aws_calls)):
+                                                                                  aws_calls, aws_errors)):
         try:
             main()
         except SystemExit:

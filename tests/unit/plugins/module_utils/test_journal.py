@@ -160,3 +160,53 @@ def test_an_accepted_capacity_moves_the_size_the_group_returns_to(desired_now, o
     adopted = journal.adopt_desired_capacity(desired_now)
     assert (adopted.original_desired_capacity, adopted.desired_capacity_set, adopted.desired_capacity_pending) == (
         original_after, desired_now, None)
+
+
+def stubbed_autoscaling():
+    """A real botocore Auto Scaling client whose answers the Stubber gives (no endpoint is reached)."""
+    import boto3
+    from botocore.stub import Stubber
+
+    client = boto3.client("autoscaling", region_name="us-west-2", aws_access_key_id="testing",
+                          aws_secret_access_key="testing")
+    return client, Stubber(client)
+
+
+ACCESS_DENIED_MESSAGE = ("User: arn:aws:sts::123456789012:assumed-role/upgrader/run is not authorized to perform: "
+                         "autoscaling:CreateOrUpdateTags")
+
+
+@pytest.mark.parametrize("call, operation, doing", [
+    (lambda client: jr.write_journal(client, ASG_NAME, Journal(run_id="r7", phase="setup")),
+     "create_or_update_tags", "write the upgrade journal (run r7, phase setup)"),
+    (lambda client: jr.read_journal(client, ASG_NAME), "describe_auto_scaling_groups", "read the upgrade journal"),
+    (lambda client: jr.clear_journal(client, ASG_NAME), "describe_auto_scaling_groups", "clear the upgrade journal"),
+])
+def test_issue12_an_aws_error_in_the_journal_is_an_upgrade_error_with_a_code(call, operation, doing):
+    """Issue 12 (SPEC U8): each journal function translates its own AWS errors, so no caller needs a
+    translate_aws_errors around it and none ends in a traceback: AccessDenied on the ASG's tags is AccessDenied,
+    the message says what the journal was doing and on which group."""
+    client, stubber = stubbed_autoscaling()
+    stubber.add_client_error(operation, service_error_code="AccessDenied", service_message=ACCESS_DENIED_MESSAGE,
+                             http_status_code=403)
+    with stubber, pytest.raises(UpgradeError) as raised:
+        call(client)
+    err = raised.value
+    assert err.code == "AccessDenied"
+    assert err.details["aws_error_code"] == "AccessDenied"
+    assert err.msg.startswith(doing) and ("Auto Scaling group %s failed" % ASG_NAME) in err.msg, err.msg
+    assert ACCESS_DENIED_MESSAGE in err.msg
+
+
+def test_issue12_a_failed_delete_of_dropped_fields_is_translated_too():
+    """The second call of write_journal (DeleteTags of the fields the new journal drops) is under the same
+    translation as the first."""
+    client, stubber = stubbed_autoscaling()
+    stubber.add_response("create_or_update_tags", {})
+    stubber.add_client_error("delete_tags", service_error_code="Throttling", service_message="Rate exceeded",
+                             http_status_code=400)
+    with stubber, pytest.raises(UpgradeError) as raised:
+        jr.write_journal(client, ASG_NAME, Journal(run_id="r", phase="upgrade"),
+                         previous=Journal(run_id="r", phase="scale_up", surge=6))
+    assert raised.value.details["aws_operation"] == "DeleteTags"
+    assert "write the upgrade journal (run r, phase upgrade)" in raised.value.msg

@@ -360,3 +360,36 @@ def test_a_target_newer_than_the_control_plane_is_refused_before_any_change(worl
     refused = run(image_id=newer)
     assert refused["failed"] and refused["parameter"] == "image_id" and "control plane" in refused["msg"], refused
     assert state(world) == before
+
+
+JOURNAL_DENIED = ("User: arn:aws:sts::123456789012:assumed-role/upgrader/run is not authorized to perform: "
+                  "autoscaling:CreateOrUpdateTags on resource: autoScalingGroup:%s" % ASG_NAME)
+
+
+def test_issue12_an_aws_error_writing_the_journal_fails_with_a_code_not_a_traceback(world, capsys):
+    """Issue 12 (SPEC U8): AWS refuses the journal's CreateOrUpdateTags after the new version was created. The
+    module fails with AccessDenied and a message naming the journal write and the group (no Python traceback),
+    says what it did before (changed), and the group is not pointed at a version no journal records."""
+    result = run_module_in_process(launch_template_version.main, dict(BASE, image_id=world.new_ami), capsys,
+                                   aws_errors={"CreateOrUpdateTags": ("AccessDenied", JOURNAL_DENIED)})
+    assert result["failed"] is True and result["changed"] is True, result
+    assert (result["code"], result["aws_error_code"], result["aws_operation"]) == (
+        "AccessDenied", "AccessDenied", "CreateOrUpdateTags")
+    assert result["msg"].startswith("write the upgrade journal (run "), result["msg"]
+    assert "on Auto Scaling group %s failed: AccessDenied: %s" % (ASG_NAME, JOURNAL_DENIED) in result["msg"]
+    assert "before that, this run created launch template version 2" in result["msg"]
+    assert "exception" not in result and "Traceback" not in result["msg"]
+    assert world.asg()["LaunchTemplate"]["Version"] == "1"
+    assert journal_tags(world) == {}
+
+
+def test_issue12_a_journal_write_refused_before_any_change_fails_with_a_code(world, capsys):
+    """The version exists already, so the journal is the first write: the failure says nothing was changed."""
+    version = world.add_version(ImageId=world.new_ami)
+    result = run_module_in_process(launch_template_version.main, dict(BASE, version=version), capsys,
+                                   aws_errors={"CreateOrUpdateTags": ("AccessDenied", JOURNAL_DENIED)})
+    assert result["failed"] is True and not result.get("changed"), result
+    assert result["code"] == "AccessDenied" and "write the upgrade journal" in result["msg"]
+    assert "before that" not in result["msg"]
+    assert world.asg()["LaunchTemplate"]["Version"] == "1"
+    assert journal_tags(world) == {}
