@@ -37,7 +37,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
 )
 
 try:
-    from kubernetes.client import ApiClient, Configuration
+    from kubernetes.client import ApiClient, AppsV1Api, Configuration, CoreV1Api, PolicyV1Api, VersionApi
     from kubernetes.client.exceptions import ApiException
     from kubernetes.config import load_kube_config
     from kubernetes.config.config_exception import ConfigException
@@ -288,6 +288,23 @@ def k8s_api_client(params, aws_params=None, user_agent=None):
     client = ApiClient(configuration=k8s_configuration(params, aws_params))
     client.user_agent = user_agent or USER_AGENT_EXTRA
     return client
+
+
+# The typed API objects over one ApiClient: built here only (a test scans the code for others).
+def core_v1(api_client):
+    return CoreV1Api(api_client)
+
+
+def apps_v1(api_client):
+    return AppsV1Api(api_client)
+
+
+def policy_v1(api_client):
+    return PolicyV1Api(api_client)
+
+
+def version_api(api_client):
+    return VersionApi(api_client)
 
 
 def _api_exception_message(exc):

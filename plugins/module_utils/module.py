@@ -26,16 +26,13 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import (
     K8S_ARGUMENT_SPEC,
     KUBERNETES_IMPORT_ERROR,
     auth_method,
+    core_v1,
     describe_eks_cluster,
     k8s_api_client,
     translate_k8s_errors,
+    version_api,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import SYSTEM_CLOCK, retry_api_call
-
-try:
-    from kubernetes.client import CoreV1Api, VersionApi
-except ImportError:  # pragma: no cover - HAS_KUBERNETES reports it
-    CoreV1Api = VersionApi = None
 
 # The first request to the Kubernetes API retries for this long only: a cluster that cannot be reached (or that
 # refuses the credentials) at the start fails in seconds, before the module changes anything. Later calls retry
@@ -119,18 +116,18 @@ class EksopsModule:
             params = self.module.params
             with translate_k8s_errors("connect to the Kubernetes API"):
                 client = k8s_api_client(params, user_agent=self.user_agent)
-                retry_api_call(VersionApi(client).get_code,
+                retry_api_call(version_api(client).get_code,
                                deadline=SYSTEM_CLOCK.now() + FIRST_CONTACT_RETRY_SECONDS)
             # Credentials built from cluster_name use DescribeCluster's endpoint: proven by construction.
             if params.get("cluster_name") and auth_method(params) != "cluster_name":
                 eks_endpoint = describe_eks_cluster(self.aws("eks"), params["cluster_name"])[0]
-                prove_cluster(params, self.aws, CoreV1Api(client), client.configuration.host, eks_endpoint)
+                prove_cluster(params, self.aws, core_v1(client), client.configuration.host, eks_endpoint)
             self._k8s_client = client
         return self._k8s_client
 
     def core_v1(self):
         if self._core_v1 is None:
-            self._core_v1 = CoreV1Api(self.k8s())
+            self._core_v1 = core_v1(self.k8s())
         return self._core_v1
 
     def fail_upgrade(self, err, **result):

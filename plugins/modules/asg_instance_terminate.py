@@ -208,10 +208,6 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.cluster_proof imp
     NODE_READY_TIMEOUT_DEFAULT,
     nodeless_instances,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import (
-    termination_check,
-    termination_problems_message,
-)
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     CLUSTER_UNREACHABLE,
     NODE_CREATION_FAILURE,
@@ -223,6 +219,10 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Jo
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION, claim
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC, describe_asg, find_nodegroup
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodes import (
+    termination_check,
+    termination_problems_message,
+)
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import LEAVING_STATES, persistent_launch_failure
 
 ARGUMENT_SPEC = dict(

@@ -79,16 +79,12 @@ pods_examined:
 import re
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import list_nodegroup_nodes
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC, find_nodegroup
-from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import AUTOSCALER_TAINT, selector_matches
-from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import translate_k8s_errors
+from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import AUTOSCALER_TAINT, is_mirror
+from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import apps_v1, policy_v1, translate_k8s_errors
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import list_all
+from ansible_collections.eksops.nodegroup.plugins.module_utils.label_selector import selector_matches
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
-
-try:
-    from kubernetes.client import AppsV1Api, PolicyV1Api
-except ImportError:  # EksopsModule reports the missing library
-    pass
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC, find_nodegroup
 
 _SLEEP = re.compile(r"\bsleep\s+(\d+)")
 # The cluster autoscaler's soft taint on nodes it considers removing (cluster-autoscaler FAQ, "How does scale-down
@@ -161,7 +157,7 @@ def preflight_findings(pods, deployments, pdbs):
     labels_by_namespace = {}
     for pod in pods:
         labels_by_namespace.setdefault(_meta(pod).get("namespace"), []).append(_meta(pod).get("labels") or {})
-        if not _controlled(pod) and "kubernetes.io/config.mirror" not in (_meta(pod).get("annotations") or {}):
+        if not _controlled(pod) and not is_mirror(pod):
             findings.append(_finding("unmanaged_pod", "Pod", pod,
                                      "Pod %s has no controller: only force removes it, and nothing recreates it."
                                      % _ref(pod)))
@@ -228,8 +224,8 @@ def run(module):
             node_pods, _version = list_all(core.list_pod_for_all_namespaces,
                                            field_selector="spec.nodeName=%s" % node.metadata.name)
             pods.extend(node_pods)
-        deployments, _version = list_all(AppsV1Api(module.k8s()).list_deployment_for_all_namespaces)
-        pdbs, _version = list_all(PolicyV1Api(module.k8s()).list_pod_disruption_budget_for_all_namespaces)
+        deployments, _version = list_all(apps_v1(module.k8s()).list_deployment_for_all_namespaces)
+        pdbs, _version = list_all(policy_v1(module.k8s()).list_pod_disruption_budget_for_all_namespaces)
     findings = node_findings([node.raw for node in nodes]) + preflight_findings(pods, deployments, pdbs)
     return dict(changed=False, warnings_found=findings, blocking=[f for f in findings if f["blocking"]],
                 pods_examined=len(pods))

@@ -169,12 +169,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
     wait_terminated,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import translate_aws_errors
-from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import (
-    drain_nodes,
-    resolve_instance_nodes,
-    termination_problems_message,
-    undrained_instances,
-)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import drain_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     POD_EVICTION_FAILURE,
     UpgradeError,
@@ -189,6 +184,11 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import 
     describe_asg,
     find_nodegroup,
     join_instances_nodes,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodes import (
+    resolve_instance_nodes,
+    termination_problems_message,
+    undrained_instances,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
     LEAVING_STATES,

@@ -17,48 +17,57 @@ import time
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import drain
-from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import (
-    ACCEPTED,
+from ansible_collections.eksops.nodegroup.plugins.module_utils._drain import api as drain_api, deadlines, eviction, filters, pods as drain_pods
+from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.budget_gate import matching_pdbs
+from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.cordon import (
     AUTOSCALER_TAINT,
-    CORDONED_BY_ANNOTATION,
     EXCLUDE_LB_LABEL,
+    apply_merge_patch,
+    check_not_autoscaler_target,
+    cordon_patch,
+    uncordon_patch,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.deadlines import (
+    Deadline,
+    PdbWaitTracker,
+    force_wait_seconds,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.eviction import (
+    ACCEPTED,
     FAILED,
     GONE,
     MULTIPLE_PDBS,
     PDB_BLOCKED,
-    REFUSE,
-    REMOVE,
-    SKIP,
     TERMINATING_NAMESPACE,
     THROTTLED,
     TRANSIENT,
+    classify_eviction,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.filters import (
+    REFUSE,
+    REMOVE,
+    SKIP,
+    Verdict,
     WAIT,
     WARN,
-    Deadline,
-    DrainOptions,
-    EvictionScheduler,
-    PdbWaitTracker,
-    Verdict,
-    apply_merge_patch,
-    check_not_autoscaler_target,
-    classify_eviction,
-    cordon_nodes,
-    cordon_patch,
     decide_pod,
-    drain_nodes,
-    force_wait_seconds,
-    is_gone,
-    matching_pdbs,
-    parse_label_selector,
-    parse_time,
     plan_node,
     refusal_message,
-    selector_matches,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.pods import is_gone, parse_time
+from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.scheduler import EvictionScheduler
+from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import (
+    DrainOptions,
+    cordon_nodes,
+    drain_nodes,
     uncordon_nodes,
-    uncordon_patch,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import CORDONED_BY_ANNOTATION
+from ansible_collections.eksops.nodegroup.plugins.module_utils.label_selector import (
+    parse_label_selector,
+    selector_matches,
+)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_kube_watch import FakeClock, FakeResponse, FakeStore, api_error  # noqa: E402  (shared fake API server)
@@ -177,7 +186,7 @@ def test_D3_filter_order_first_refusal_decides():
 
 
 def test_D3_each_filter_in_order():
-    assert [f.__name__ for f in drain.POD_FILTERS] == [
+    assert [f.__name__ for f in filters.POD_FILTERS] == [
         "deleting_filter", "daemonset_filter", "mirror_filter", "local_storage_filter", "unreplicated_filter"]
 
 
@@ -243,15 +252,15 @@ def test_D13_classification(status, headers, body, kind, pdb):
 
 def test_D13_a_plain_500_is_retried_a_few_times_then_fails_the_pod():
     retried = [classify_eviction(500, None, '{"message": "etcd timeout"}', server_errors=n)
-               for n in range(drain.SERVER_ERROR_RETRIES)]
+               for n in range(eviction.SERVER_ERROR_RETRIES)]
     assert all(o.kind == TRANSIENT for o in retried)
-    assert [o.retry_in > 0 for o in retried] == [True] * drain.SERVER_ERROR_RETRIES
-    last = classify_eviction(500, None, '{"message": "etcd timeout"}', server_errors=drain.SERVER_ERROR_RETRIES)
+    assert [o.retry_in > 0 for o in retried] == [True] * eviction.SERVER_ERROR_RETRIES
+    last = classify_eviction(500, None, '{"message": "etcd timeout"}', server_errors=eviction.SERVER_ERROR_RETRIES)
     assert last.kind == FAILED and "etcd timeout" in last.message
 
 
 def test_D13_pdb_refusal_retries_every_5s_with_jitter(monkeypatch):
-    monkeypatch.setattr(drain, "PDB_RETRY_SECONDS", 5.0)
+    monkeypatch.setattr(eviction, "PDB_RETRY_SECONDS", 5.0)
     delays = [classify_eviction(429, {}, PDB_STATUS, rng=random.Random(seed)).retry_in for seed in range(30)]
     assert all(4.0 <= d <= 6.0 for d in delays) and len(set(delays)) > 1
 
@@ -313,9 +322,9 @@ def test_pdb_wait_stops_when_the_blocked_pod_is_evicted_and_runs_while_it_is_not
 
 def test_force_wait_covers_the_longest_grace_period():
     pods = [make_pod("a", grace=10), make_pod("b", grace=120), make_pod("c")]
-    assert force_wait_seconds(pods, -1) == 120 + drain.FORCE_WAIT_SLACK_SECONDS
-    assert force_wait_seconds([make_pod("c")], -1) == drain.DEFAULT_POD_GRACE_SECONDS + drain.FORCE_WAIT_SLACK_SECONDS
-    assert force_wait_seconds(pods, 0) == drain.FORCE_WAIT_SLACK_SECONDS
+    assert force_wait_seconds(pods, -1) == 120 + deadlines.FORCE_WAIT_SLACK_SECONDS
+    assert force_wait_seconds([make_pod("c")], -1) == drain_pods.DEFAULT_POD_GRACE_SECONDS + deadlines.FORCE_WAIT_SLACK_SECONDS
+    assert force_wait_seconds(pods, 0) == deadlines.FORCE_WAIT_SLACK_SECONDS
 
 
 def test_D15_gone_means_deleted_or_replaced_by_another_uid():
@@ -644,9 +653,9 @@ class FakeCluster:
 
 @pytest.fixture(autouse=True)
 def fast_engine(monkeypatch):
-    monkeypatch.setattr(drain, "PolicyV1Api", lambda api_client: api_client)
-    monkeypatch.setattr(drain, "AppsV1Api", lambda api_client: api_client)
-    monkeypatch.setattr(drain, "PDB_RETRY_SECONDS", 0.05)
+    monkeypatch.setattr(drain_api, "policy_v1", lambda api_client: api_client)
+    monkeypatch.setattr(drain_api, "apps_v1", lambda api_client: api_client)
+    monkeypatch.setattr(eviction, "PDB_RETRY_SECONDS", 0.05)
 
 
 def run_drain(cluster, names=("node-a",), **options):
@@ -791,7 +800,7 @@ def test_D13_a_passing_500_on_an_eviction_does_not_fail_the_drain():
 
 
 def test_D13_a_persistent_500_fails_that_pod_before_the_deadline(monkeypatch):
-    monkeypatch.setattr(drain, "SERVER_ERROR_RETRIES", 2)
+    monkeypatch.setattr(eviction, "SERVER_ERROR_RETRIES", 2)
     cluster = FakeCluster([make_pod("web-0"), make_pod("web-1")])
     cluster.scripts[("default", "web-0")] = [api_error(500, body={"message": "admission webhook timed out"})]
     started = time.monotonic()
@@ -995,7 +1004,7 @@ def budget(name="web-pdb", allowed=1, app="web"):
 
 
 def test_S5_evictions_follow_the_budget_instead_of_collecting_429s(monkeypatch):
-    monkeypatch.setattr(drain, "PDB_RETRY_SECONDS", 5.0)
+    monkeypatch.setattr(eviction, "PDB_RETRY_SECONDS", 5.0)
     cluster = FakeCluster([make_pod("web-%d" % i) for i in range(8)] + [make_pod("db-0", labels={"app": "db"})],
                           pdbs=[budget(allowed=1)])
     started = time.monotonic()
@@ -1009,7 +1018,7 @@ def test_S5_evictions_follow_the_budget_instead_of_collecting_429s(monkeypatch):
 
 
 def test_S5_a_blocked_budget_is_probed_once_per_interval_not_once_per_pod(monkeypatch):
-    monkeypatch.setattr(drain, "PDB_RETRY_SECONDS", 0.2)
+    monkeypatch.setattr(eviction, "PDB_RETRY_SECONDS", 0.2)
     cluster = FakeCluster([make_pod("web-%d" % i) for i in range(6)], pdbs=[budget(allowed=0)])
     result = run_drain(cluster, drain_timeout=1)
     failed = result.to_dict()["node-a"]["failed"]
@@ -1132,7 +1141,7 @@ def test_D11_eviction_responses_are_read_before_their_connection_is_reused(monke
     monkeypatch.undo()  # the real PolicyV1Api/AppsV1Api classes
     configuration = Configuration(host="http://127.0.0.1:%d" % slow_body_server.server_address[1])
     configuration.connection_pool_maxsize = 1
-    api = drain.KubeApi(CoreV1Api(ApiClient(configuration)))
+    api = drain_api.KubeApi(CoreV1Api(ApiClient(configuration)))
     pods = [make_pod("web-%d" % i) for i in range(3)]
     for pod in pods:
         api.remove_pod(pod, "evict", -1)

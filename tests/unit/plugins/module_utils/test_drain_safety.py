@@ -13,20 +13,22 @@ import time
 
 import pytest
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import (
-    CORDONED_BY_ANNOTATION,
+from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.api import KubeApi
+from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.cordon import (
     EXCLUDE_LB_LABEL,
-    KubeApi,
     apply_merge_patch,
     cordon_mark,
     cordon_patch,
-    nodes_of_instances,
     parse_cordon_mark,
+    uncordon_patch,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import CORDONED_BY_ANNOTATION
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodes import (
+    nodes_of_instances,
     pod_outlives_node,
     termination_check,
     termination_problem,
     termination_problems_message,
-    uncordon_patch,
     undrained_instances,
 )
 

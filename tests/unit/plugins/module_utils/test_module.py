@@ -10,6 +10,7 @@ from unittest import mock
 import pytest
 
 from ansible.module_utils.testing import patch_module_args
+from kubernetes.client import VersionApi
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils import module as module_utils
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
@@ -131,7 +132,7 @@ def aws(monkeypatch):
 @pytest.fixture
 def probes(monkeypatch):
     probed = []
-    monkeypatch.setattr(module_utils.VersionApi, "get_code", lambda api: probed.append(api.api_client))
+    monkeypatch.setattr(VersionApi, "get_code", lambda api: probed.append(api.api_client))
     return probed
 
 
@@ -234,7 +235,7 @@ def proxied_module(make, tmp_path, monkeypatch, world, nodes, node_ready_timeout
     from ..moto_nodegroup import AWS_PARAMS, CLUSTER, NODEGROUP
 
     store = FakeStore(nodes)
-    monkeypatch.setattr(module_utils, "CoreV1Api", lambda client: mock.Mock(list_node=store.list_func))
+    monkeypatch.setattr(module_utils, "core_v1", lambda client: mock.Mock(list_node=store.list_func))
     spec = dict(cluster_name=dict(type="str", required=True), nodegroup_name=dict(type="str", required=True),
                 asg_name=dict(type="str"), node_ready_timeout=dict(type="int"))
     args = dict(AWS_PARAMS, cluster_name=CLUSTER, nodegroup_name=NODEGROUP, node_ready_timeout=node_ready_timeout,

@@ -17,12 +17,12 @@ import time
 import pytest
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils import returning_pods
-from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import (
+from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.cordon import (
     LEFT_PODS_ANNOTATION,
     left_pods_mark,
-    termination_problem,
     uncordon_patch,
 )
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodes import termination_problem
 from ansible_collections.eksops.nodegroup.plugins.module_utils.returning_pods import (
     BOUND,
     PINNED,

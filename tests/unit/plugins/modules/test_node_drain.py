@@ -12,7 +12,7 @@ import pytest
 import yaml
 from moto import mock_aws
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import drain
+from ansible_collections.eksops.nodegroup.plugins.module_utils._drain import api as drain_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.modules import node_drain
 
@@ -106,8 +106,8 @@ class FakeModule:
 
 @pytest.fixture(autouse=True)
 def fake_api_classes(monkeypatch):
-    monkeypatch.setattr(drain, "PolicyV1Api", lambda api_client: api_client)
-    monkeypatch.setattr(drain, "AppsV1Api", lambda api_client: api_client)
+    monkeypatch.setattr(drain_api, "policy_v1", lambda api_client: api_client)
+    monkeypatch.setattr(drain_api, "apps_v1", lambda api_client: api_client)
 
 
 def test_drain_result_shape_and_warnings():

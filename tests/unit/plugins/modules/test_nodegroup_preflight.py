@@ -147,9 +147,9 @@ def test_run_examines_the_pods_of_the_groups_nodes_only(capsys, kind, convention
         core_v1 = mock.Mock(list_node=nodes.list_func, list_pod_for_all_namespaces=pods.list_func)
         with mock.patch.object(EksopsModule, "core_v1", lambda self: core_v1), \
                 mock.patch.object(EksopsModule, "k8s", lambda self: None), \
-                mock.patch.object(nodegroup_preflight, "AppsV1Api", lambda client: mock.Mock(
+                mock.patch.object(nodegroup_preflight, "apps_v1", lambda client: mock.Mock(
                     list_deployment_for_all_namespaces=deployments.list_func)), \
-                mock.patch.object(nodegroup_preflight, "PolicyV1Api", lambda client: mock.Mock(
+                mock.patch.object(nodegroup_preflight, "policy_v1", lambda client: mock.Mock(
                     list_pod_disruption_budget_for_all_namespaces=budgets.list_func)):
             result = run_module_in_process(nodegroup_preflight.main, dict(cluster_name=CLUSTER,
                                                                           nodegroup_name=NODEGROUP), capsys)

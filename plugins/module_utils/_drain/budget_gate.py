@@ -1,0 +1,152 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Evictions paced by the PodDisruptionBudgets' own disruptionsAllowed (P1, P4, S5)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import threading
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils._drain import eviction
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import (
+    Waker,
+    list_then_watch,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.label_selector import selector_matches
+
+
+# How long a drain waits for the first LIST of a namespace's PDBs before evicting without pacing.
+FIRST_LIST_WAIT_SECONDS = 30
+PDB_WATCH_SECONDS = 300
+
+
+def matching_pdbs(pod, pdbs):
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    return sorted((pdb.get("metadata") or {}).get("name") for pdb in pdbs
+                  if selector_matches((pdb.get("spec") or {}).get("selector"), labels))
+
+
+class BudgetGate:
+    """Paces evictions by the PodDisruptionBudgets' own ``status.disruptionsAllowed`` (P1, P4, S5).
+
+    kubectl sends every eviction at once and retries each refused pod every 5 s, so a budget that allows one
+    disruption at a time costs a 429 per blocked pod per 5 s. Here one LIST+WATCH of the PDBs per namespace
+    keeps the budgets' state current; an eviction of a pod covered by exactly one PDB is sent only while that
+    budget has a disruption left (counted down locally as evictions are accepted, corrected by every watch
+    event). Pods waiting for a budget hold no worker and cost no request: they are parked and released when
+    the watch shows the budget has room again. In case our view is behind the server's, one eviction per
+    budget is still sent every eviction.PDB_RETRY_SECONDS (kubectl's retry interval, but per budget instead of per
+    pod). Pods covered by no PDB or by several go straight to the server, which decides.
+    """
+
+    def __init__(self, api, scheduler, log):
+        self.api = api
+        self.scheduler = scheduler
+        self.log = log
+        self._lock = threading.Lock()
+        self._namespaces = {}   # namespace -> {"ready": Event, "pdbs": list or None, "waker": Waker}
+        self._allowed = {}      # (namespace, pdb name) -> disruptions we may still spend
+        self._parked = {}       # (namespace, pdb name) -> [jobs]
+        self._last_probe = {}   # (namespace, pdb name) -> clock time of the last eviction sent without room
+        self._stopped = False
+
+    def budget_of(self, pod):
+        """The (namespace, name) of the pod's only PDB, or None (no PDB, several, or PDBs not watchable)."""
+        namespace = pod["metadata"].get("namespace")
+        state = self._namespace(namespace)
+        state["ready"].wait(FIRST_LIST_WAIT_SECONDS)
+        pdbs = state["pdbs"]
+        if not pdbs:
+            return None
+        names = matching_pdbs(pod, pdbs)
+        return (namespace, names[0]) if len(names) == 1 else None
+
+    def admit(self, job, now):
+        """Whether ``job`` may send its eviction now; otherwise it is parked until the budget has room."""
+        if job.budget is None:
+            return True
+        with self._lock:
+            if self._allowed.get(job.budget, 0) > 0:
+                self._allowed[job.budget] -= 1
+                return True
+            last_probe = self._last_probe.get(job.budget)
+            if last_probe is None or now - last_probe >= eviction.PDB_RETRY_SECONDS:
+                self._last_probe[job.budget] = now
+                return True
+            self._park(job)
+            return False
+
+    def refused(self, job):
+        """The server refused although our view had room: our view was stale."""
+        if job.budget is None:
+            return
+        with self._lock:
+            self._allowed[job.budget] = 0
+            self._park(job)
+
+    def _park(self, job):
+        parked = self._parked.setdefault(job.budget, [])
+        if job not in parked:
+            parked.append(job)
+
+    def stop(self):
+        with self._lock:
+            self._stopped = True
+            states = list(self._namespaces.values())
+        for state in states:
+            state["waker"].wake()
+
+    def _namespace(self, namespace):
+        with self._lock:
+            state = self._namespaces.get(namespace)
+            if state is None:
+                state = dict(ready=threading.Event(), pdbs=None, waker=Waker())
+                self._namespaces[namespace] = state
+                thread = threading.Thread(target=self._watch, args=(namespace, state),
+                                          name="eksops-pdb-%s" % namespace)
+                thread.daemon = True
+                thread.start()
+        return state
+
+    def _watch(self, namespace, state):
+        list_func = self.api.counted(self.api.policy.list_namespaced_pod_disruption_budget)
+
+        def update(objects):
+            self._update(namespace, state, objects)
+            return self._stopped
+
+        try:
+            while not self._stopped:
+                list_then_watch(list_func, timeout=PDB_WATCH_SECONDS, condition=update, waker=state["waker"],
+                                clock=self.api.clock, namespace=namespace)
+        except Exception as exc:  # pylint: disable=broad-except
+            # Without the PDBs' state every eviction goes to the server, as kubectl does.
+            self.log("cannot watch PodDisruptionBudgets in namespace %s (%s); evicting without pacing"
+                     % (namespace, exc))
+            with self._lock:
+                state["pdbs"] = []
+                released = [job for key, jobs in self._parked.items() if key[0] == namespace for job in jobs]
+                for key in [key for key in self._parked if key[0] == namespace]:
+                    del self._parked[key]
+            for job in released:
+                job.budget = None
+                self.scheduler.submit(job)
+        finally:
+            state["ready"].set()
+
+    def _update(self, namespace, state, objects):
+        released = []
+        with self._lock:
+            state["pdbs"] = list(objects.values())
+            for pdb in state["pdbs"]:
+                key = (namespace, pdb["metadata"]["name"])
+                allowed = int((pdb.get("status") or {}).get("disruptionsAllowed") or 0)
+                self._allowed[key] = allowed
+                parked = self._parked.get(key) or []
+                while parked and len(released) < allowed:
+                    released.append(parked.pop(0))
+        state["ready"].set()
+        for job in released:
+            self.scheduler.submit(job)

@@ -1,0 +1,79 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Reading pods: references, phase, timestamps, storage, grace period (pure, over raw pod dicts)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import datetime
+import itertools
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.returning_pods import controller_ref
+
+
+MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+# Pods without terminationGracePeriodSeconds get the Kubernetes default.
+DEFAULT_POD_GRACE_SECONDS = 30
+
+
+def pod_ref(pod):
+    """"namespace/name" of a pod dict."""
+    metadata = pod.get("metadata") or {}
+    return "%s/%s" % (metadata.get("namespace"), metadata.get("name"))
+
+
+def pod_key(pod):
+    metadata = pod.get("metadata") or {}
+    return (metadata.get("namespace") or "", metadata.get("name"))
+
+
+def pod_uid(pod):
+    return (pod.get("metadata") or {}).get("uid")
+
+
+def pod_instance_key(pod):
+    """(namespace, name, uid): a pod recreated under the same name (StatefulSet) is another pod."""
+    return pod_key(pod) + (pod_uid(pod),)
+
+
+controller_of = controller_ref  # the ownerReference with controller: true, or None
+
+
+def is_finished(pod):
+    return ((pod.get("status") or {}).get("phase")) in ("Succeeded", "Failed")
+
+
+def parse_time(value):
+    """An RFC 3339 timestamp as an aware datetime (None stays None)."""
+    if not value:
+        return None
+    text = value.replace("Z", "+00:00")
+    if "." in text:
+        # Python 3.8's fromisoformat wants exactly 3 or 6 fractional digits.
+        head, dummy, rest = text.partition(".")
+        digits = "".join(itertools.takewhile(str.isdigit, rest))
+        text = head + "." + (digits + "000000")[:6] + rest[len(digits):]
+    return datetime.datetime.fromisoformat(text)
+
+
+def has_local_storage(pod):
+    """emptyDir volumes count as local storage (D7); hostPath does not."""
+    return any("emptyDir" in volume for volume in (pod.get("spec") or {}).get("volumes") or [])
+
+
+def pod_grace(pod):
+    value = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
+    return DEFAULT_POD_GRACE_SECONDS if value is None else int(value)
+
+
+def is_gone(pod, objects):
+    """D15: gone when deleted, or when a pod of that name now has another UID."""
+    current = objects.get(pod_key(pod))
+    return current is None or pod_uid(current) != pod_uid(pod)
+
+
+def is_mirror(pod):
+    """D6: a static pod's mirror; the API server refuses to evict it."""
+    return MIRROR_POD_ANNOTATION in ((pod.get("metadata") or {}).get("annotations") or {})

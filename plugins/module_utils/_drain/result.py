@@ -1,0 +1,94 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a drain did, per node and in all (D16): the module's return values, its diff and its error."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
+    POD_EVICTION_FAILURE,
+    UpgradeError,
+)
+
+
+class NodeResult:
+    def __init__(self, name):
+        self.name = name
+        self.cordoned = False
+        self.changed = False
+        self.evicted = []
+        self.deleted = []
+        self.skipped = []
+        self.failed = []
+        self.warnings = []
+        self.error = None
+        self.pdb_wait_seconds = 0.0
+        # Z3: workloads whose pods came back to the cordoned node (Returning.to_dict()); not evicted again.
+        self.returning_workloads = []
+        self.before = None
+        self.after = None
+
+    @property
+    def ok(self):
+        return self.error is None
+
+    def fail_eviction(self, entries, returning, force):
+        """U5: the node stays cordoned; ``entries`` ({pod, reason, pdb}) could not be evicted, and the workloads
+        ``returning`` to the node (Z3) are named first with what the drain did about them."""
+        self.failed.extend(entries)
+        details = ", ".join("%s (%s%s)" % (e["pod"], e["reason"],
+                                           "; PodDisruptionBudget %s" % e["pdb"] if e["pdb"] else "")
+                            for e in sorted(entries, key=lambda e: e["pod"]))
+        lead = ""
+        for workload in returning:
+            if force:
+                advice = "its pods were left on the node (force)"
+            else:
+                advice = ("stopped evicting it, it would never leave (%s, or drain with force to leave its pods to go "
+                          "with the node)" % workload.remedy)
+            lead += "%s; %s; " % (workload.describe(), advice)
+        self.error = ("node %s stays cordoned: %s%d pod(s) could not be evicted: %s"
+                      % (self.name, lead, len(entries), details))
+
+    def to_dict(self):
+        return dict(cordoned=self.cordoned, changed=self.changed, evicted=sorted(self.evicted),
+                    deleted=sorted(self.deleted), skipped=sorted(self.skipped, key=lambda e: e["pod"]),
+                    failed=sorted(self.failed, key=lambda e: e["pod"]), warnings=list(self.warnings),
+                    pdb_wait_seconds=round(self.pdb_wait_seconds, 1),
+                    returning_workloads=sorted(self.returning_workloads, key=lambda e: e["workload"]), error=self.error)
+
+
+class DrainResult:
+    def __init__(self, node_names):
+        self.nodes = dict((name, NodeResult(name)) for name in node_names)
+        self.requests_made = 0
+
+    @property
+    def changed(self):
+        return any(node.changed for node in self.nodes.values())
+
+    @property
+    def failed_nodes(self):
+        return sorted(name for name, node in self.nodes.items() if not node.ok)
+
+    def to_dict(self):
+        return dict((name, node.to_dict()) for name, node in self.nodes.items())
+
+    def diff(self):
+        return dict(before=dict((n, r.before) for n, r in self.nodes.items() if r.before is not None),
+                    after=dict((n, r.after) for n, r in self.nodes.items() if r.after is not None))
+
+    def error(self):
+        """The PodEvictionFailure for the failed nodes (they stay cordoned), or None."""
+        failed = self.failed_nodes
+        if not failed:
+            return None
+        return UpgradeError(POD_EVICTION_FAILURE, " | ".join(self.nodes[name].error for name in failed),
+                            failed_nodes=failed, nodes=self.to_dict())
+
+    def raise_for_failure(self):
+        err = self.error()
+        if err is not None:
+            raise err
