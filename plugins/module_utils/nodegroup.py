@@ -31,7 +31,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
     int_or_none,
     pick_batch,
     resolve_max_unavailable,
-    rolling_surge,
+    rolling_parallelism,
     surge_steps,
     validate_surge_settings,
 )
@@ -669,10 +669,10 @@ def upgrade_plan(old, node_count, az_count, update_strategy="default", max_unava
         strategy, surge, batch_size = "surge", max_surge, max_surge + max_unavailable
         steps = surge_steps(len(old), max_surge, max_unavailable)
     else:
-        max_unavailable = resolve_max_unavailable(max_unavailable, max_unavailable_percentage, size)
         strategy = "minimal" if update_strategy == "minimal" else "rolling"
-        surge = 0 if strategy == "minimal" else rolling_surge(az_count, max_unavailable)
-        batch_size = max_unavailable
+        resolved = rolling_parallelism(size, az_count, max_unavailable, max_unavailable_percentage,
+                                       minimal=strategy == "minimal")
+        max_unavailable, surge, batch_size = resolved["max_unavailable"], resolved["surge"], resolved["batch_size"]
         steps = None
     if seed is None:
         seed = random.SystemRandom().randrange(2 ** 31)

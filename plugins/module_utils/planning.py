@@ -74,6 +74,20 @@ def rolling_surge(az_count, max_unavailable):
     return max(2 * az_count, max_unavailable)
 
 
+def rolling_parallelism(group_size, az_count, max_unavailable=None, max_unavailable_percentage=None, minimal=False):
+    """The parallelism of a rolling (or, with ``minimal``, a minimal) upgrade, resolved once (issue 12):
+    {max_unavailable, surge, batch_size}.
+
+    ``group_size`` is the group's desired capacity before the upgrade (the journal's while one is under way), the
+    base of a percentage, never the surged group (SPEC U1). The scale-up adds ``surge`` nodes (U2: the larger of
+    twice the AZ count and max_unavailable; none for minimal, U7) and the old nodes go ``batch_size`` at a time
+    (U5): both from the one resolved max_unavailable, so asg_surge and the upgrade plan cannot disagree.
+    """
+    max_unavailable = resolve_max_unavailable(max_unavailable, max_unavailable_percentage, group_size)
+    surge = 0 if minimal else rolling_surge(az_count, max_unavailable)
+    return dict(max_unavailable=max_unavailable, surge=surge, batch_size=max_unavailable)
+
+
 def scaled_up_sizes(min_size, max_size, target_desired):
     """ASG sizes that run ``target_desired`` instances: MaxSize only grows, MinSize is untouched."""
     return {

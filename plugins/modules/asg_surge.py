@@ -63,8 +63,9 @@ options:
     type: int
   max_unavailable_percentage:
     description:
-      - Nodes upgraded in parallel as a percentage (1 to 100) of the node count before the upgrade, rounded
-        down, at least 1. Mutually exclusive with O(max_unavailable).
+      - Nodes upgraded in parallel as a percentage (1 to 100) of the group's desired capacity before the upgrade
+        (the one recorded in the journal while an upgrade is under way), rounded up, at least 1. Mutually
+        exclusive with O(max_unavailable).
     type: int
   suspend_processes:
     description:
@@ -224,7 +225,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
     persistent_launch_failure,
     plan_suspension,
     resolve_max_unavailable,
-    rolling_surge,
+    rolling_parallelism,
     scaled_up_sizes,
     split_old_new,
     validate_suspend_processes,
@@ -273,9 +274,9 @@ def target_desired(params, asg, original_desired):
     if mode == "explicit":
         surge = params["surge"]
     else:
-        max_unavailable = resolve_max_unavailable(params["max_unavailable"], params["max_unavailable_percentage"],
-                                                  original_desired)
-        surge = rolling_surge(len(asg.get("AvailabilityZones", [])), max_unavailable)
+        # The same resolution as the upgrade plan's batches (nodegroup.upgrade_plan), from the same base.
+        surge = rolling_parallelism(original_desired, len(asg.get("AvailabilityZones", [])), params["max_unavailable"],
+                                    params["max_unavailable_percentage"])["surge"]
     return original_desired + surge, surge
 
 
