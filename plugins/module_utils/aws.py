@@ -44,6 +44,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without boto3
     HAS_BOTO3 = False
     BOTO3_IMPORT_ERROR = exc
 
+# galaxy.yml's version, copied: a module runs on the managed host from an AnsiballZ payload that carries its
+# module_utils but no galaxy.yml or MANIFEST.json to read it from. test_aws checks that the two are equal.
 COLLECTION_VERSION = "0.1.0"
 USER_AGENT_EXTRA = "eksops.nodegroup/%s" % COLLECTION_VERSION
 # botocore "standard" retry mode: jittered exponential backoff on throttling and transient errors; 10 attempts

@@ -24,8 +24,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
 TAG_PREFIX = "eksops.nodegroup/"
 # Set and read by the drain engine on the nodes it cordons (drain.py imports it from here).
 CORDONED_BY_ANNOTATION = TAG_PREFIX + "cordoned-by"
-# AWS limits for Auto Scaling group tags.
-MAX_TAG_KEY_LENGTH = 128
+# AWS's limit on the value of an Auto Scaling group tag.
 MAX_TAG_VALUE_LENGTH = 256
 
 PHASES = ("setup", "scale_up", "upgrade", "scale_down")

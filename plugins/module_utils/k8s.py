@@ -72,8 +72,6 @@ K8S_ARGUMENT_SPEC = dict(
     ca_cert=dict(type="path", aliases=["ssl_ca_cert"], fallback=(env_fallback, ["K8S_AUTH_SSL_CA_CERT"])),
 )
 
-K8S_OPTION_NAMES = tuple(K8S_ARGUMENT_SPEC)
-
 EKS_TOKEN_PREFIX = "k8s-aws-v1."
 EKS_CLUSTER_HEADER = "x-k8s-aws-id"
 # The presigned URL is valid for 60 s at the authenticator, which then accepts the token for 15 minutes.

@@ -90,6 +90,17 @@ def test_client_uses_standard_retries_and_user_agent():
     assert client.meta.region_name == "us-west-2"
 
 
+def test_collection_version_is_galaxy_ymls():
+    """Issue 12: COLLECTION_VERSION (in the user agent) is a copy of galaxy.yml's version, which a module cannot
+    read on the managed host; this keeps the two from drifting apart."""
+    import pathlib
+
+    import yaml
+
+    galaxy = pathlib.Path(aws.__file__).resolve().parents[2] / "galaxy.yml"
+    assert aws.COLLECTION_VERSION == str(yaml.safe_load(galaxy.read_text())["version"])
+
+
 def test_endpoint_url_is_used_for_every_service():
     params = dict(PARAMS, endpoint_url="http://127.0.0.1:5999")
     for service in ("ec2", "autoscaling", "eks", "ssm", "sts"):
