@@ -28,12 +28,12 @@ from unittest import mock
 from common import REPO_ROOT, argument_parser, print_table, write_json
 
 UNIT_TESTS = REPO_ROOT / "tests" / "unit" / "plugins"
-sys.path[:0] = [str(UNIT_TESTS), str(UNIT_TESTS / "module_utils")]
+sys.path[:0] = [str(UNIT_TESTS)]
 
 import moto_nodegroup  # noqa: E402  (sets MOTO_EC2_LOAD_DEFAULT_AMIS before moto loads)
 from ansible.module_utils.testing import patch_module_args  # noqa: E402
 from moto import mock_aws  # noqa: E402
-from test_kube_watch import FakeStore  # noqa: E402  (the unit tests' fake API server)
+from fakes import FakeStore  # noqa: E402  (the unit tests' fake API server)
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils import module as module_utils  # noqa: E402
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule  # noqa: E402

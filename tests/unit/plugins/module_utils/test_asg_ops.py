@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime
-from unittest import mock
 
 import pytest
 
@@ -16,7 +15,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import 
     join_instances_nodes,
 )
 
-from .test_kube_watch import FakeClock as KubeClock, FakeStore, api_error
+from ..fakes import FakeClock, FakeCoreV1, FakeTime, api_error
 
 
 def raw_node(name, instance_id, ready="True", annotations=None, labels=None):
@@ -50,17 +49,6 @@ def test_parse_utc_time():
     assert asg_ops.parse_utc_time("garbage") is None and asg_ops.parse_utc_time(None) is None
 
 
-class FakeClock:
-    def __init__(self):
-        self.now = 0.0
-
-    def time(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.now += seconds
-
-
 class FakeEc2:
     """Instances that reach 'terminated' after a number of describe calls."""
 
@@ -82,17 +70,17 @@ class FakeEc2:
 
 
 def test_wait_terminated_polls_until_done():
-    clock = FakeClock()
+    clock = FakeTime()
     ec2 = FakeEc2({"i-1": 1, "i-2": 3})
     assert asg_ops.wait_terminated(ec2, ["i-1", "i-2"], timeout=60, poll=2, clock=clock) == []
     assert ec2.calls == 3 and clock.now == 0.5 + 1
 
 
 def test_wait_terminated_sees_a_quick_shutdown_quickly_and_backs_off_to_poll():
-    clock = FakeClock()
+    clock = FakeTime()
     assert asg_ops.wait_terminated(FakeEc2({"i-1": 2}), ["i-1"], timeout=60, clock=clock) == []
     assert clock.now == asg_ops.EC2_FIRST_POLL_SECONDS == 0.5
-    clock = FakeClock()
+    clock = FakeTime()
     slow = FakeEc2({"i-1": 1000})
     assert asg_ops.wait_terminated(slow, ["i-1"], timeout=60, poll=2, clock=clock) == ["i-1"]
     # looks at 0, 0.5, 1.5, then every 2 s until the timeout: about 30 DescribeInstances a minute, not more
@@ -100,39 +88,15 @@ def test_wait_terminated_sees_a_quick_shutdown_quickly_and_backs_off_to_poll():
 
 
 def test_wait_terminated_returns_the_stragglers_at_timeout():
-    clock = FakeClock()
+    clock = FakeTime()
     assert asg_ops.wait_terminated(FakeEc2({"i-1": 100}), ["i-1"], timeout=10, poll=2, clock=clock) == ["i-1"]
     assert clock.now == 10
 
 
-class FakeResponse:
-    """A _preload_content=False response that must be read before its connection goes back to the pool."""
-
-    def __init__(self):
-        self.read = False
-
-    @property
-    def data(self):
-        self.read = True
-        return b"{}"
-
-    def release_conn(self):
-        assert self.read, "connection released with the response body unread"
-
-
-class FakeCoreV1:
-    def __init__(self):
-        self.patches = []
-
-    def patch_node(self, name, body, _content_type=None, _preload_content=True):
-        self.patches.append((name, body, _content_type))
-        return FakeResponse()
-
-
 def node_store(*raw_nodes):
-    """The fake API server of test_kube_watch holding ``raw_nodes``, and a CoreV1Api whose node LIST it answers."""
-    store = FakeStore(raw_nodes)
-    return store, mock.Mock(list_node=store.list_func)
+    """The fake API server holding ``raw_nodes``, and the fake CoreV1Api whose node LIST it answers."""
+    core_v1 = FakeCoreV1(raw_nodes)
+    return core_v1.store, core_v1
 
 
 def group(kind, instance_ids, nodegroup="workers"):
@@ -189,7 +153,7 @@ def test_list_all_nodes_with_and_without_a_selector():
 @pytest.mark.parametrize("status", [500, 503, 429])
 def test_a_failed_node_list_is_retried_P3(monkeypatch, status):
     """The fault soak's "list nodes ... failed: 500": one transient error is retried."""
-    clock = KubeClock()
+    clock = FakeClock()
     monkeypatch.setattr(kube_watch, "SYSTEM_CLOCK", clock)
     store, core_v1 = node_store(raw_node("n1", "i-1"))
     store.faults["list"].append(api_error(status))
@@ -201,7 +165,7 @@ def test_a_failed_node_list_is_retried_P3(monkeypatch, status):
 @pytest.mark.parametrize("kind, named", [(kinds.SELF_MANAGED_EKSCTL, "alpha.eksctl.io/nodegroup-name=workers"),
                                          (kinds.SELF_MANAGED, "workers")])
 def test_a_node_list_that_keeps_failing_says_what_it_listed(monkeypatch, kind, named):
-    monkeypatch.setattr(kube_watch, "SYSTEM_CLOCK", KubeClock())
+    monkeypatch.setattr(kube_watch, "SYSTEM_CLOCK", FakeClock())
     store, core_v1 = node_store()
     store.faults["list"].extend(api_error(500) for dummy in range(100))
     with pytest.raises(UpgradeError) as raised:
@@ -262,6 +226,6 @@ class PurgingEc2(FakeEc2):
 
 
 def test_wait_terminated_counts_purged_instances_as_terminated():
-    clock = FakeClock()
+    clock = FakeTime()
     ec2 = PurgingEc2({"i-1": 2})
     assert asg_ops.wait_terminated(ec2, ["i-gone", "i-1"], timeout=60, poll=2, clock=clock) == []

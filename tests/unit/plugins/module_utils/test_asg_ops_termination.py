@@ -13,21 +13,12 @@ from botocore.exceptions import ClientError
 from ansible_collections.eksops.nodegroup.plugins.module_utils import asg_ops
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 
+from ..fakes import FakeTime
+
 OLD, NEW, OTHER = "i-0000000000000001", "i-0000000000000002", "i-0000000000000003"
 HOOK = {"LifecycleHookName": "drain", "AutoScalingGroupName": "workers",
         "LifecycleTransition": "autoscaling:EC2_INSTANCE_TERMINATING", "HeartbeatTimeout": 60,
         "GlobalTimeout": 6000, "DefaultResult": "CONTINUE"}
-
-
-class Clock:
-    def __init__(self):
-        self.now = 0.0
-
-    def time(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.now += seconds
 
 
 def not_found(ids, name_them=True):
@@ -199,7 +190,7 @@ def held_world(clock, released_at, terminated_at):
 def test_item14_an_instance_held_by_a_hook_is_waited_for_beyond_wait_timeout():
     """Issue 10 item 14: an instance held in Terminating:Wait longer than wait_timeout is waited for, up to the
     hook's heartbeat timeout; the wait says which hook it waited for."""
-    clock = Clock()
+    clock = FakeTime()
     autoscaling, ec2 = held_world(clock, released_at=40, terminated_at=42)
     hooks = asg_ops.termination_hooks(autoscaling, "workers")
     waiter = asg_ops.TerminationWait(ec2, autoscaling, "workers", hooks, clock=clock)
@@ -213,7 +204,7 @@ def test_item14_an_instance_held_by_a_hook_is_waited_for_beyond_wait_timeout():
 
 
 def test_item14_without_the_hooks_the_same_instance_times_out_at_wait_timeout():
-    clock = Clock()
+    clock = FakeTime()
     autoscaling, ec2 = held_world(clock, released_at=40, terminated_at=42)
     waiter = asg_ops.TerminationWait(ec2, autoscaling, "workers", [], clock=clock)
     assert waiter.run([OLD], timeout=10) == [OLD]
@@ -221,7 +212,7 @@ def test_item14_without_the_hooks_the_same_instance_times_out_at_wait_timeout():
 
 
 def test_item14_a_hook_held_past_its_heartbeat_timeout_is_a_timeout_naming_the_hook():
-    clock = Clock()
+    clock = FakeTime()
     autoscaling, ec2 = held_world(clock, released_at=10 ** 6, terminated_at=10 ** 6)
     hooks = asg_ops.termination_hooks(autoscaling, "workers")
     waiter = asg_ops.TerminationWait(ec2, autoscaling, "workers", hooks, clock=clock)
@@ -237,7 +228,7 @@ def test_item14_a_hook_held_past_its_heartbeat_timeout_is_a_timeout_naming_the_h
 
 
 def test_item14_while_every_instance_waits_for_a_hook_the_group_is_polled_gently():
-    clock = Clock()
+    clock = FakeTime()
     autoscaling, ec2 = held_world(clock, released_at=10 ** 6, terminated_at=10 ** 6)
     waiter = asg_ops.TerminationWait(ec2, autoscaling, "workers", asg_ops.termination_hooks(autoscaling, "workers"),
                                      clock=clock)
@@ -247,7 +238,7 @@ def test_item14_while_every_instance_waits_for_a_hook_the_group_is_polled_gently
 
 
 def test_item14_an_instance_not_held_times_out_with_its_states():
-    clock = Clock()
+    clock = FakeTime()
     autoscaling = Autoscaling({OLD: "Terminating"}, hooks=[HOOK], clock=clock)
     waiter = asg_ops.TerminationWait(Ec2({OLD: "shutting-down"}, clock=clock), autoscaling, "workers",
                                      asg_ops.termination_hooks(autoscaling, "workers"), clock=clock)

@@ -14,6 +14,8 @@ from kubernetes.client.exceptions import ApiException
 from ansible_collections.eksops.nodegroup.plugins.module_utils import aws, k8s
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 
+from ..fakes import FakeTime
+
 AWS_PARAMS = dict(region="us-west-2", access_key="AKIDTEST", secret_key="secret", session_token=None, profile=None,
                   endpoint_url=None)
 NO_K8S = dict(kubeconfig=None, context=None, host=None, api_key=None, validate_certs=None, ca_cert=None)
@@ -56,16 +58,8 @@ def test_eks_token_is_presigned_for_regional_sts_not_the_endpoint_url(monkeypatc
     assert (url.scheme, url.netloc) == ("https", "sts.us-west-2.amazonaws.com")
 
 
-class FakeClock:
-    def __init__(self):
-        self.now = 1000.0
-
-    def __call__(self):
-        return self.now
-
-
 def test_token_is_refreshed_before_14_minutes():
-    clock = FakeClock()
+    clock = FakeTime(1000.0)
     minted = []
     refresher = k8s.EksTokenRefresher(lambda: minted.append(len(minted)) or "token-%d" % len(minted), clock=clock)
 

@@ -1,14 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""kube_watch: paged LIST, LIST-then-WATCH (SPEC P1), retries (P3). No server: FakeStore plays the API.
-
-FakeStore is also used by test_drain.py.
-"""
+"""kube_watch: paged LIST, LIST-then-WATCH (SPEC P1), retries (P3). No server: FakeStore (../fakes.py) plays the API."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 
@@ -27,171 +23,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import
     retry_api_call,
 )
 
-
-# ----------------------------------------------------------------------------------------------------------
-# Fakes
-# ----------------------------------------------------------------------------------------------------------
-
-def api_error(status, body=None, retry_after=None):
-    exc = ApiException(status=status, reason="error %d" % status)
-    exc.headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
-    exc.body = json.dumps(body if body is not None else {"kind": "Status", "code": status, "message": "boom"})
-    return exc
-
-
-class FakeResponse:
-    def __init__(self, payload):
-        self.data = json.dumps(payload).encode()
-        self.released = False
-
-    def release_conn(self):
-        self.released = True
-
-
-class FakeWatchResponse:
-    """A streaming watch: yields the store's events after `since`, until closed, timed out or shut down."""
-
-    def __init__(self, store, since, matches, timeout_seconds, prelude=()):
-        self.store = store
-        self.cursor = since
-        self.matches = matches
-        self.ends_at = time.monotonic() + (timeout_seconds or 3600)
-        self.prelude = list(prelude)
-        self.closed = False
-
-    def stream(self, amt=None, decode_content=True):
-        for event in self.prelude:
-            yield (json.dumps(event) + "\n").encode()
-        while True:
-            with self.store.cond:
-                while True:
-                    if self.closed or self.store.drop_streams or time.monotonic() >= self.ends_at:
-                        return
-                    pending = [e for e in self.store.history if e[0] > self.cursor and self.matches(e[2])]
-                    if pending:
-                        break
-                    self.store.cond.wait(0.02)
-            for version, event_type, obj in pending:
-                self.cursor = version
-                yield (json.dumps({"type": event_type, "object": obj}) + "\n").encode()
-
-    def shutdown(self):
-        with self.store.cond:
-            self.closed = True
-            self.store.cond.notify_all()
-
-    def close(self):
-        self.closed = True
-
-    def release_conn(self):
-        pass
-
-
-def _field_matcher(field_selector):
-    if not field_selector:
-        return lambda obj: True
-    field, dummy, value = field_selector.partition("=")
-    assert field == "spec.nodeName", field_selector
-    return lambda obj: (obj.get("spec") or {}).get("nodeName") == value
-
-
-def _label_matcher(label_selector):
-    if not label_selector:
-        return lambda obj: True
-    pairs = [term.split("=", 1) for term in label_selector.split(",")]
-    return lambda obj: all(((obj.get("metadata") or {}).get("labels") or {}).get(k) == v for k, v in pairs)
-
-
-class FakeStore:
-    """An in-memory collection with resourceVersions, paging, selectors, watch history and injected faults."""
-
-    def __init__(self, objects=()):
-        self.cond = threading.Condition()
-        self.version = 100
-        self.objects = {}
-        self.history = []
-        self.calls = []          # (kind, kwargs) of every list/watch request
-        self.faults = {"list": [], "watch": []}
-        self.watch_preludes = []  # extra events sent first on the next watch streams
-        self.gone_before = 0      # watches from an older resourceVersion get 410
-        self.drop_streams = False
-        self.watch_responses = []
-        for obj in objects:
-            self.put(obj, record=False)
-
-    @staticmethod
-    def key(obj):
-        return (obj["metadata"].get("namespace") or "", obj["metadata"]["name"])
-
-    def put(self, obj, record=True):
-        with self.cond:
-            self.version += 1
-            obj = json.loads(json.dumps(obj))
-            obj["metadata"]["resourceVersion"] = str(self.version)
-            event_type = "MODIFIED" if self.key(obj) in self.objects else "ADDED"
-            self.objects[self.key(obj)] = obj
-            if record:
-                self.history.append((self.version, event_type, obj))
-            self.cond.notify_all()
-            return obj
-
-    def delete(self, key):
-        with self.cond:
-            obj = self.objects.pop(key, None)
-            if obj is None:
-                return None
-            self.version += 1
-            obj = dict(obj, metadata=dict(obj["metadata"], resourceVersion=str(self.version)))
-            self.history.append((self.version, "DELETED", obj))
-            self.cond.notify_all()
-            return obj
-
-    def list_func(self, **kwargs):
-        kind = "watch" if kwargs.get("watch") else "list"
-        self.calls.append((kind, kwargs))
-        if self.faults[kind]:
-            raise self.faults[kind].pop(0)
-        field = _field_matcher(kwargs.get("field_selector"))
-        label = _label_matcher(kwargs.get("label_selector"))
-        namespace = kwargs.get("namespace")
-
-        def matches(obj):
-            in_namespace = namespace is None or obj["metadata"].get("namespace") == namespace
-            return in_namespace and field(obj) and label(obj)
-
-        with self.cond:
-            if kind == "watch":
-                since = int(kwargs.get("resource_version") or self.version)
-                if since < self.gone_before:
-                    raise api_error(410)
-                prelude = self.watch_preludes.pop(0) if self.watch_preludes else ()
-                response = FakeWatchResponse(self, since, matches, kwargs.get("timeout_seconds"), prelude)
-                self.watch_responses.append(response)
-                return response
-            items = sorted((o for o in self.objects.values() if matches(o)), key=self.key)
-            start = int(kwargs.get("_continue") or 0)
-            limit = kwargs.get("limit") or len(items)
-            page = items[start:start + limit]
-            metadata = {"resourceVersion": str(self.version)}
-            if start + limit < len(items):
-                metadata["continue"] = str(start + limit)
-            return FakeResponse({"kind": "List", "metadata": metadata, "items": page})
-
-    def kinds(self):
-        return [kind for kind, dummy in self.calls]
-
-
-class FakeClock:
-    def __init__(self):
-        self.time = 1000.0
-        self.sleeps = []
-
-    def now(self):
-        return self.time
-
-    def sleep(self, seconds):
-        self.sleeps.append(seconds)
-        self.time += max(0.0, seconds)
+from ..fakes import FakeClock, FakeStore, FakeWatchResponse, api_error
 
 
 def pod(name, node="node-a", namespace="default", uid=None, labels=None):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime
 import json
 import socket
-from unittest import mock
 
 import pytest
 
@@ -231,16 +230,16 @@ def moto_group(monkeypatch):
 
 def proxied_module(make, tmp_path, monkeypatch, world, nodes, node_ready_timeout=900):
     """A module of node group workers whose kubeconfig points at a proxy; its node LIST answers ``nodes``."""
-    from ..module_utils.test_kube_watch import FakeStore
+    from ..fakes import FakeCoreV1
     from ..moto_nodegroup import AWS_PARAMS, CLUSTER, NODEGROUP
 
-    store = FakeStore(nodes)
-    monkeypatch.setattr(module_utils, "core_v1", lambda client: mock.Mock(list_node=store.list_func))
+    core_v1 = FakeCoreV1(nodes)
+    monkeypatch.setattr(module_utils, "core_v1", lambda client: core_v1)
     spec = dict(cluster_name=dict(type="str", required=True), nodegroup_name=dict(type="str", required=True),
                 asg_name=dict(type="str"), node_ready_timeout=dict(type="int"))
     args = dict(AWS_PARAMS, cluster_name=CLUSTER, nodegroup_name=NODEGROUP, node_ready_timeout=node_ready_timeout,
                 kubeconfig=write_kubeconfig(tmp_path, PROXY))
-    return make(args, spec=spec, uses_k8s=True), store
+    return make(args, spec=spec, uses_k8s=True), core_v1.store
 
 
 def test_k4_another_endpoint_is_proven_by_the_groups_nodes(make, tmp_path, monkeypatch, probes, moto_group):

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import random
-import sys
 import threading
 import time
 
@@ -38,10 +36,9 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.returning_pods im
     workload_ref,
 )
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-# fast_engine is a fixture: importing it is what makes it apply here.
-# pylint: disable-next=unused-import
-from test_drain import FakeCluster, fast_engine, make_pod, node, run_drain  # noqa: E402,F401
+from ..fakes import FakeCluster, make_pod, node, run_drain
+
+pytestmark = pytest.mark.usefixtures("fast_engine")
 
 TOLERATE_ALL = [{"operator": "Exists"}]
 POD_HASH = "5d8f9c7b6"

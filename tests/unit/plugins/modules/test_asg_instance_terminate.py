@@ -26,7 +26,7 @@ def world():
 
 @pytest.fixture
 def undrained(monkeypatch):
-    """The cluster side of the U5 check (tested with a fake API in test_drain_safety.py): every node drained
+    """The cluster side of the U5 check (tested with a fake API in module_utils/test_nodes.py): every node drained
     unless a test lists problems here."""
     problems = []
     checked = []

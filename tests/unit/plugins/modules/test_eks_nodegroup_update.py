@@ -18,7 +18,7 @@ from botocore.stub import Stubber
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.modules import eks_nodegroup_update
 
-from ..module_utils.test_kube_watch import FakeClock
+from ..fakes import FakeClock
 from ..moto_nodegroup import REGION, run_module_in_process
 
 CLUSTER = "demo"

@@ -5,22 +5,17 @@
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
 import yaml
 from moto import mock_aws
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils._drain import api as drain_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.modules import node_drain
 
+from ..fakes import FakeCluster, NodeListing, ec2_node, make_pod, node
 from ..moto_nodegroup import SELF_MANAGED, SELF_MANAGED_EKSCTL, TERRAFORM, MotoNodegroup, run_module_in_process
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "module_utils"))
-from test_drain import FakeCluster, make_pod, node  # noqa: E402  (shared fake API server)
-from test_drain_safety import NodeListing, ec2_node  # noqa: E402
+pytestmark = pytest.mark.usefixtures("fake_api_classes")
 
 
 def _documented_options():
@@ -102,12 +97,6 @@ class FakeModule:
     def fail_upgrade(self, err, **result):
         self.failure = (err, result)
         raise ModuleFailed(err.msg)
-
-
-@pytest.fixture(autouse=True)
-def fake_api_classes(monkeypatch):
-    monkeypatch.setattr(drain_api, "policy_v1", lambda api_client: api_client)
-    monkeypatch.setattr(drain_api, "apps_v1", lambda api_client: api_client)
 
 
 def test_drain_result_shape_and_warnings():

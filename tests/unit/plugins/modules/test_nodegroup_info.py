@@ -12,25 +12,16 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Jo
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.modules import nodegroup_info
 
-from ..module_utils.test_kube_watch import FakeClock, FakeStore, api_error
+from ..fakes import FakeClock, FakeCoreV1, api_error
 from ..moto_nodegroup import ASG_NAME, CLUSTER, NODEGROUP, MotoNodegroup, raw_node, run_module_in_process
 
 BASE = dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP, kubeconfig="/unused")
 
 
-class FakeCoreV1:
-    """Nodes for the ASG's instances, as their kubelets register them (with the labels the group's kind gives
-    them, SPEC K1), served by test_kube_watch's fake API server (``store``: paging, selectors, injected faults)."""
-
-    def __init__(self, world, unschedulable=(), extra_nodes=()):
-        nodes = world.raw_nodes(unschedulable=unschedulable) + list(extra_nodes)
-        self.store = FakeStore(nodes)
-        self.list_node = self.store.list_func
-
-    @property
-    def calls(self):
-        """The label selector of each node LIST (None: every node)."""
-        return [kwargs.get("label_selector") for dummy, kwargs in self.store.calls]
+def registered_nodes(world, unschedulable=(), extra_nodes=()):
+    """A FakeCoreV1 listing the nodes of the ASG's instances, as their kubelets register them (with the labels the
+    group's kind gives them, SPEC K1), and ``extra_nodes``."""
+    return FakeCoreV1(world.raw_nodes(unschedulable=unschedulable) + list(extra_nodes))
 
 
 @pytest.fixture
@@ -49,7 +40,7 @@ def run(capsys):
 
 def test_describes_the_group_and_plans_a_rolling_upgrade(world, run):
     """U1/U2: default target is the ASG's version, so every instance is new and nothing is planned."""
-    core_v1 = FakeCoreV1(world)
+    core_v1 = registered_nodes(world)
     result = run(core_v1, seed=5)
     assert result["changed"] is False, result
     group = result["nodegroup"]
@@ -69,7 +60,7 @@ def test_describes_the_group_and_plans_a_rolling_upgrade(world, run):
 
 def test_a_server_error_on_the_node_list_is_retried(world, run):
     """P3: a LIST is idempotent, so one 500 (as injected in the fault soak) is retried, not fatal."""
-    core_v1 = FakeCoreV1(world)
+    core_v1 = registered_nodes(world)
     core_v1.store.faults["list"].append(api_error(500))
     clock = FakeClock()
     with mock.patch.object(kube_watch, "SYSTEM_CLOCK", clock):
@@ -82,7 +73,7 @@ def test_a_server_error_on_the_node_list_is_retried(world, run):
 
 def test_target_image_splits_old_from_new_and_batches_the_old(world, run):
     """U5: every old instance in exactly one batch of at most max_unavailable."""
-    core_v1 = FakeCoreV1(world)
+    core_v1 = registered_nodes(world)
     result = run(core_v1, target=world.new_ami, max_unavailable=3, seed=11)
     group = result["nodegroup"]
     all_ids = sorted(i["instance_id"] for i in group["instances"])
@@ -98,14 +89,14 @@ def test_target_image_splits_old_from_new_and_batches_the_old(world, run):
 
 def test_target_launch_template_version(world, run):
     version = world.add_version(ImageId=world.new_ami)
-    group = run(FakeCoreV1(world), target=str(version))["nodegroup"]
+    group = run(registered_nodes(world), target=str(version))["nodegroup"]
     assert (group["launch_template"]["target_version"], group["launch_template"]["target_image_id"]) == (
         version, world.new_ami)
     assert len(group["old_instances"]) == 4
 
 
 def test_surge_and_minimal_plans(world, run):
-    core_v1 = FakeCoreV1(world)
+    core_v1 = registered_nodes(world)
     surge = run(core_v1, target=world.new_ami, max_surge=2, max_unavailable=1, seed=1)["nodegroup"]["plan"]
     assert (surge["strategy"], surge["batch_size"], surge["steps"][0]["desired_after_launch"]) == ("surge", 3, 6)
     minimal = run(core_v1, target=world.new_ami, update_strategy="minimal", seed=1)["nodegroup"]["plan"]
@@ -115,7 +106,7 @@ def test_surge_and_minimal_plans(world, run):
 def test_journal_and_cordoned_nodes_are_reported(world, run):
     first = world.asg()["Instances"][0]["InstanceId"]
     write_journal(world.autoscaling, world.asg_name, Journal(run_id="r9", phase="upgrade", surge=6))
-    group = run(FakeCoreV1(world, unschedulable=[first]), target=world.new_ami, max_unavailable=2, seed=3)["nodegroup"]
+    group = run(registered_nodes(world, unschedulable=[first]), target=world.new_ami, max_unavailable=2, seed=3)["nodegroup"]
     assert group["journal"]["run_id"] == "r9" and group["journal"]["surge"] == 6
     assert first in group["plan"]["batches"][0]
     assert [i["unschedulable"] for i in group["instances"] if i["instance_id"] == first] == [True]
@@ -126,7 +117,7 @@ def test_a_percentage_is_of_the_group_before_the_upgrade(capsys):
     journal recording the 5 it had; never a percentage of the surged group."""
     with mock_aws():
         world = MotoNodegroup(desired=5)
-        core_v1 = FakeCoreV1(world)
+        core_v1 = registered_nodes(world)
         with mock.patch.object(EksopsModule, "core_v1", lambda self: core_v1):
             before = run_module_in_process(nodegroup_info.main, dict(
                 BASE, target=world.new_ami, max_unavailable_percentage=50, seed=1), capsys)["nodegroup"]["plan"]
@@ -150,9 +141,9 @@ def test_a_labelled_node_whose_instance_left_the_group_is_an_orphan(capsys):
     """Only a kind that labels its nodes tells a node of the group without its instance (eksctl here)."""
     with mock_aws():
         world = MotoNodegroup(desired=2, kind=kinds.SELF_MANAGED_EKSCTL)
-        core_v1 = FakeCoreV1(world, extra_nodes=[stray({"alpha.eksctl.io/nodegroup-name": NODEGROUP}),
-                                                 raw_node("batch-1", "i-0000000000000b01", "us-west-2a",
-                                                          {"alpha.eksctl.io/nodegroup-name": "batch"})])
+        core_v1 = registered_nodes(world, extra_nodes=[stray({"alpha.eksctl.io/nodegroup-name": NODEGROUP}),
+                                                       raw_node("batch-1", "i-0000000000000b01", "us-west-2a",
+                                                                {"alpha.eksctl.io/nodegroup-name": "batch"})])
         with mock.patch.object(EksopsModule, "core_v1", lambda self: core_v1):
             group = run_module_in_process(nodegroup_info.main, BASE, capsys)["nodegroup"]
     assert group["kind"] == kinds.SELF_MANAGED_EKSCTL
@@ -164,7 +155,7 @@ def test_a_labelled_node_whose_instance_left_the_group_is_an_orphan(capsys):
 
 def test_a_self_managed_group_has_no_orphans_to_tell(world, run):
     """No label marks a plain self-managed group's nodes: a node of no instance of the group is not its own."""
-    group = run(FakeCoreV1(world, extra_nodes=[stray({})]))["nodegroup"]
+    group = run(registered_nodes(world, extra_nodes=[stray({})]))["nodegroup"]
     assert group["orphan_nodes"] == [] and STRAY_ID not in [i["instance_id"] for i in group["instances"]]
 
 
@@ -172,7 +163,7 @@ def test_a_managed_node_group_is_described_and_left_to_eks_to_plan(capsys):
     """K1/K3: the kind, EKS's record and the instances, but no plan (EKS plans a managed group's update)."""
     with mock_aws():
         world = MotoNodegroup(desired=2, kind=kinds.MANAGED)
-        core_v1 = FakeCoreV1(world)
+        core_v1 = registered_nodes(world)
         with mock.patch.object(EksopsModule, "core_v1", lambda self: core_v1):
             result = run_module_in_process(nodegroup_info.main, dict(BASE, target=world.new_ami), capsys)
     assert not result.get("failed"), result
@@ -212,13 +203,13 @@ def test_managed_summary_of_a_custom_launch_template():
     (dict(max_surge=30), "max_surge"),
 ])
 def test_bad_input_names_the_parameter(world, run, args, parameter):
-    result = run(FakeCoreV1(world), **args)
+    result = run(registered_nodes(world), **args)
     assert result["failed"] is True
     assert result["parameter"] == parameter, result
 
 
 def test_exclusive_parallelism_options(world, run):
-    result = run(FakeCoreV1(world), max_unavailable=1, max_unavailable_percentage=10)
+    result = run(registered_nodes(world), max_unavailable=1, max_unavailable_percentage=10)
     assert result["failed"] and "mutually exclusive" in result["msg"]
 
 
@@ -245,7 +236,7 @@ def test_a_thousand_instances_take_a_fixed_handful_of_calls(capsys):
 
     with mock_aws():
         world = MotoNodegroup(desired=1000)
-        core_v1 = FakeCoreV1(world)
+        core_v1 = registered_nodes(world)
         with mock.patch.object(EksopsModule, "core_v1", lambda self: core_v1), \
                 mock.patch.object(aws_utils, "aws_client", counting_aws_client):
             result = run_module_in_process(nodegroup_info.main, dict(BASE, target=world.new_ami,

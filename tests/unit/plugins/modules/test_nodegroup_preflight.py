@@ -13,7 +13,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import 
 from ansible_collections.eksops.nodegroup.plugins.modules import nodegroup_preflight
 from ansible_collections.eksops.nodegroup.plugins.modules.nodegroup_preflight import node_findings, preflight_findings
 
-from ..module_utils.test_kube_watch import FakeStore
+from ..fakes import FakeStore
 from ..moto_nodegroup import CLUSTER, NODEGROUP, MotoNodegroup, node_labels, raw_node, run_module_in_process
 
 

@@ -1,0 +1,456 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The unit tests' fakes, in one place. Tests import them (``from ..fakes import FakeCluster``); the benchmarks,
+which put tests/unit/plugins on sys.path, ``import fakes``. Fixtures that install fakes are in conftest.py.
+
+- A fake Kubernetes API server: ``api_error``, ``FakeResponse``, ``FakeStore`` (a collection with
+  resourceVersions, paging, selectors, watch history and injected faults) and its watch streams;
+  ``FakeCoreV1`` (node LIST and PATCH); ``FakeCluster`` (CoreV1 + PolicyV1 + AppsV1 for the drain engine, with
+  scripted evictions and PDBs that spend their budget) and ``NodeListing`` (FakeCluster plus LIST nodes).
+- Objects: ``make_pod``, ``node``, ``ec2_node``; the PDB refusal ``PDB_STATUS`` / ``pdb_refusal``.
+- ``run_drain``: drain_nodes with the test defaults (run-1, no post_drain_wait, drain_timeout=5).
+- Clocks: ``FakeClock`` for kube_watch's Clock protocol (``now()``), ``FakeTime`` for the time module's
+  (``time()``, ``sleep()``) or a plain time function; two protocols, so two fakes."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import threading
+import time
+
+from kubernetes.client.exceptions import ApiException
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.cordon import apply_merge_patch
+from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import drain_nodes
+from ansible_collections.eksops.nodegroup.plugins.module_utils.label_selector import selector_matches
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The API server: responses, errors, collections with watch history
+# ----------------------------------------------------------------------------------------------------------
+
+def api_error(status, body=None, retry_after=None):
+    exc = ApiException(status=status, reason="error %d" % status)
+    exc.headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
+    exc.body = json.dumps(body if body is not None else {"kind": "Status", "code": status, "message": "boom"})
+    return exc
+
+
+class FakeResponse:
+    """A ``_preload_content=False`` response whose ``data`` is ``payload`` as JSON. With ``must_be_read``,
+    releasing its connection before the body was read fails the test (a connection handed back unread is reused
+    too early)."""
+
+    def __init__(self, payload, must_be_read=False):
+        self._data = json.dumps(payload).encode()
+        self.must_be_read = must_be_read
+        self.was_read = False
+        self.released = False
+
+    @property
+    def data(self):
+        self.was_read = True
+        return self._data
+
+    def release_conn(self):
+        assert self.was_read or not self.must_be_read, "connection released with the response body unread"
+        self.released = True
+
+
+class FakeWatchResponse:
+    """A streaming watch: yields the store's events after `since`, until closed, timed out or shut down."""
+
+    def __init__(self, store, since, matches, timeout_seconds, prelude=()):
+        self.store = store
+        self.cursor = since
+        self.matches = matches
+        self.ends_at = time.monotonic() + (timeout_seconds or 3600)
+        self.prelude = list(prelude)
+        self.closed = False
+
+    def stream(self, amt=None, decode_content=True):
+        for event in self.prelude:
+            yield (json.dumps(event) + "\n").encode()
+        while True:
+            with self.store.cond:
+                while True:
+                    if self.closed or self.store.drop_streams or time.monotonic() >= self.ends_at:
+                        return
+                    pending = [e for e in self.store.history if e[0] > self.cursor and self.matches(e[2])]
+                    if pending:
+                        break
+                    self.store.cond.wait(0.02)
+            for version, event_type, obj in pending:
+                self.cursor = version
+                yield (json.dumps({"type": event_type, "object": obj}) + "\n").encode()
+
+    def shutdown(self):
+        with self.store.cond:
+            self.closed = True
+            self.store.cond.notify_all()
+
+    def close(self):
+        self.closed = True
+
+    def release_conn(self):
+        pass
+
+
+def _field_matcher(field_selector):
+    if not field_selector:
+        return lambda obj: True
+    field, dummy, value = field_selector.partition("=")
+    assert field == "spec.nodeName", field_selector
+    return lambda obj: (obj.get("spec") or {}).get("nodeName") == value
+
+
+def _label_matcher(label_selector):
+    if not label_selector:
+        return lambda obj: True
+    pairs = [term.split("=", 1) for term in label_selector.split(",")]
+    return lambda obj: all(((obj.get("metadata") or {}).get("labels") or {}).get(k) == v for k, v in pairs)
+
+
+class FakeStore:
+    """An in-memory collection with resourceVersions, paging, selectors, watch history and injected faults."""
+
+    def __init__(self, objects=()):
+        self.cond = threading.Condition()
+        self.version = 100
+        self.objects = {}
+        self.history = []
+        self.calls = []          # (kind, kwargs) of every list/watch request
+        self.faults = {"list": [], "watch": []}
+        self.watch_preludes = []  # extra events sent first on the next watch streams
+        self.gone_before = 0      # watches from an older resourceVersion get 410
+        self.drop_streams = False
+        self.watch_responses = []
+        for obj in objects:
+            self.put(obj, record=False)
+
+    @staticmethod
+    def key(obj):
+        return (obj["metadata"].get("namespace") or "", obj["metadata"]["name"])
+
+    def put(self, obj, record=True):
+        with self.cond:
+            self.version += 1
+            obj = json.loads(json.dumps(obj))
+            obj["metadata"]["resourceVersion"] = str(self.version)
+            event_type = "MODIFIED" if self.key(obj) in self.objects else "ADDED"
+            self.objects[self.key(obj)] = obj
+            if record:
+                self.history.append((self.version, event_type, obj))
+            self.cond.notify_all()
+            return obj
+
+    def delete(self, key):
+        with self.cond:
+            obj = self.objects.pop(key, None)
+            if obj is None:
+                return None
+            self.version += 1
+            obj = dict(obj, metadata=dict(obj["metadata"], resourceVersion=str(self.version)))
+            self.history.append((self.version, "DELETED", obj))
+            self.cond.notify_all()
+            return obj
+
+    def list_func(self, **kwargs):
+        kind = "watch" if kwargs.get("watch") else "list"
+        self.calls.append((kind, kwargs))
+        if self.faults[kind]:
+            raise self.faults[kind].pop(0)
+        field = _field_matcher(kwargs.get("field_selector"))
+        label = _label_matcher(kwargs.get("label_selector"))
+        namespace = kwargs.get("namespace")
+
+        def matches(obj):
+            in_namespace = namespace is None or obj["metadata"].get("namespace") == namespace
+            return in_namespace and field(obj) and label(obj)
+
+        with self.cond:
+            if kind == "watch":
+                since = int(kwargs.get("resource_version") or self.version)
+                if since < self.gone_before:
+                    raise api_error(410)
+                prelude = self.watch_preludes.pop(0) if self.watch_preludes else ()
+                response = FakeWatchResponse(self, since, matches, kwargs.get("timeout_seconds"), prelude)
+                self.watch_responses.append(response)
+                return response
+            items = sorted((o for o in self.objects.values() if matches(o)), key=self.key)
+            start = int(kwargs.get("_continue") or 0)
+            limit = kwargs.get("limit") or len(items)
+            page = items[start:start + limit]
+            metadata = {"resourceVersion": str(self.version)}
+            if start + limit < len(items):
+                metadata["continue"] = str(start + limit)
+            return FakeResponse({"kind": "List", "metadata": metadata, "items": page})
+
+    def kinds(self):
+        return [kind for kind, dummy in self.calls]
+
+
+class FakeCoreV1:
+    """CoreV1Api's node calls: LIST from a FakeStore of ``nodes`` (``store``: paging, selectors, injected faults)
+    and PATCH, recorded in ``patches`` and answered with a response that must be read before it is released."""
+
+    def __init__(self, nodes=()):
+        self.store = FakeStore(nodes)
+        self.list_node = self.store.list_func
+        self.patches = []
+
+    @property
+    def calls(self):
+        """The label selector of each node LIST (None: every node)."""
+        return [kwargs.get("label_selector") for dummy, kwargs in self.store.calls]
+
+    def patch_node(self, name, body, _content_type=None, _preload_content=True):
+        self.patches.append((name, body, _content_type))
+        return FakeResponse({}, must_be_read=True)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Clocks
+# ----------------------------------------------------------------------------------------------------------
+
+class FakeClock:
+    """kube_watch's Clock (``now()``, ``sleep()``), from 1000 s; ``sleeps`` records every sleep asked for, and a
+    negative one leaves the time as it is."""
+
+    def __init__(self):
+        self.time = 1000.0
+        self.sleeps = []
+
+    def now(self):
+        return self.time
+
+    def sleep(self, seconds):
+        self.sleeps.append(seconds)
+        self.time += max(0.0, seconds)
+
+
+class FakeTime:
+    """The time module's ``time()`` and ``sleep()`` (asg_ops), or a time function called for the time
+    (k8s.EksTokenRefresher): ``now`` moves only when slept through or set. Unlike FakeClock, nothing records the
+    sleeps and a negative sleep moves the time back."""
+
+    def __init__(self, now=0.0):
+        self.now = now
+
+    def __call__(self):
+        return self.now
+
+    def time(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Pods, nodes and PDB refusals
+# ----------------------------------------------------------------------------------------------------------
+
+NOW = datetime.datetime(2024, 6, 1, 12, 0, 0, tzinfo=datetime.timezone.utc)
+
+
+def make_pod(name, node="node-a", namespace="default", owner="ReplicaSet", phase="Running", empty_dir=False,
+             mirror=False, deleting_for=None, labels=None, uid=None, grace=None):
+    metadata = {"name": name, "namespace": namespace, "uid": uid or "uid-" + name,
+                "labels": labels if labels is not None else {"app": "web"}}
+    if owner:
+        metadata["ownerReferences"] = [{"kind": owner, "name": owner.lower() + "-1", "controller": True,
+                                        "apiVersion": "apps/v1", "uid": "owner"}]
+    if mirror:
+        metadata["annotations"] = {"kubernetes.io/config.mirror": "hash"}
+    if deleting_for is not None:
+        metadata["deletionTimestamp"] = (NOW - datetime.timedelta(seconds=deleting_for)).strftime(
+            "%Y-%m-%dT%H:%M:%SZ")
+    spec = {"nodeName": node, "volumes": [{"name": "v", "emptyDir": {}}] if empty_dir
+            else [{"name": "h", "hostPath": {"path": "/var"}}]}
+    if grace is not None:
+        spec["terminationGracePeriodSeconds"] = grace
+    return {"metadata": metadata, "spec": spec, "status": {"phase": phase}}
+
+
+def node(name="node-a", unschedulable=False, labels=None, annotations=None, taints=None):
+    return {"metadata": {"name": name, "uid": "uid-" + name, "labels": dict(labels or {}),
+                         "annotations": dict(annotations or {})},
+            "spec": {"unschedulable": unschedulable, "taints": taints or []}}
+
+
+EKSCTL_LABEL = "alpha.eksctl.io/nodegroup-name"
+EKSCTL_SELECTOR = EKSCTL_LABEL + "=workers"
+
+
+def ec2_node(name, instance_id, nodegroup=None, unschedulable=False):
+    """A node whose spec.providerID names its instance; ``nodegroup``: the eksctl node-group label it carries
+    (none: a node of a plain self-managed group, which carries no node-group label, SPEC K1)."""
+    result = node(name, unschedulable=unschedulable, labels={EKSCTL_LABEL: nodegroup} if nodegroup else {})
+    result["spec"]["providerID"] = "aws:///us-west-2a/%s" % instance_id
+    return result
+
+
+PDB_STATUS = {"kind": "Status", "code": 429, "reason": "TooManyRequests",
+              "message": "Cannot evict pod as it would violate the pod's disruption budget.",
+              "details": {"causes": [{"type": "DisruptionBudget",
+                                      "message": "The disruption budget web-pdb needs 3 healthy pods and has 3 "
+                                                 "currently"}]}}
+
+
+def pdb_refusal(name="web-pdb"):
+    body = dict(PDB_STATUS)
+    body["details"] = {"causes": [{"type": "DisruptionBudget",
+                                   "message": "The disruption budget %s needs 3 healthy pods and has 3 currently"
+                                              % name}]}
+    return api_error(429, body=body)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The drain engine's cluster
+# ----------------------------------------------------------------------------------------------------------
+
+class FakeCluster:
+    """CoreV1Api + PolicyV1Api + AppsV1Api stand-in over FakeStores; evictions follow per-pod scripts.
+
+    A script is a list of responses consumed per eviction request: an int status (2xx evicts) or an
+    ApiException. When a script runs out the last entry repeats. Evicted pods go away after
+    `termination_delay` seconds.
+    """
+
+    def __init__(self, pods=(), nodes=None, pdbs=(), daemonsets=("daemonset-1",), termination_delay=0.05):
+        self.api_client = self
+        self.pods = FakeStore(pods)
+        self.nodes = dict((n["metadata"]["name"], n) for n in (nodes or [node("node-a")]))
+        self.pdbs = FakeStore(pdbs)
+        self.daemonsets = set(daemonsets)
+        self.scripts = {}
+        self.termination_delay = termination_delay
+        self.budget_refill = 0.1
+        self.lock = threading.Lock()
+        self.requests = []
+        self.events = []
+        self.in_flight = 0
+        self.peak_in_flight = 0
+
+    def _record(self, what):
+        with self.lock:
+            self.requests.append(what)
+
+    # nodes
+    def read_node(self, name, _preload_content=True):
+        self._record(("get", "node", name))
+        if name not in self.nodes:
+            raise api_error(404)
+        return FakeResponse(self.nodes[name])
+
+    def patch_node(self, name, body, _content_type=None, _preload_content=True):
+        self._record(("patch", "node", name, json.dumps(body, sort_keys=True)))
+        assert _content_type == "application/merge-patch+json"
+        self.nodes[name] = apply_merge_patch(self.nodes[name], body)
+        return FakeResponse(self.nodes[name])
+
+    # pods
+    def list_pod_for_all_namespaces(self, **kwargs):
+        self._record(("watch" if kwargs.get("watch") else "list", "pods", kwargs.get("field_selector")))
+        return self.pods.list_func(**kwargs)
+
+    def create_namespaced_pod_eviction(self, name, namespace, body, _preload_content=True):
+        return self._remove("evict", name, namespace, body.delete_options)
+
+    def delete_namespaced_pod(self, name, namespace, body, _preload_content=True):
+        return self._remove("delete", name, namespace, body)
+
+    def _remove(self, verb, name, namespace, delete_options):
+        with self.lock:
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            time.sleep(0.005)
+            self._record((verb, "pod", "%s/%s" % (namespace, name), delete_options.grace_period_seconds))
+            key = (namespace, name)
+            current = self.pods.objects.get(key)
+            if current is None:
+                raise api_error(404)
+            if delete_options.preconditions.uid != current["metadata"]["uid"]:
+                raise api_error(409)
+            response = 201
+            if verb == "evict":
+                response = self._spend_budget(current)
+            if verb == "evict" and key in self.scripts:
+                script = self.scripts[key]
+                response = script.pop(0) if len(script) > 1 else script[0]
+            if isinstance(response, Exception):
+                raise response
+            timer = threading.Timer(self.termination_delay, self.pods.delete, (key,))
+            timer.daemon = True
+            timer.start()
+            return FakeResponse({"kind": "Status", "status": "Success"})
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+    def _spend_budget(self, pod):
+        """E4 for PDBs that carry a status: spend a disruption, given back `budget_refill` s later."""
+        budgets = [p for p in self.pdbs.objects.values() if "status" in p
+                   and p["metadata"]["namespace"] == pod["metadata"]["namespace"]
+                   and selector_matches(p["spec"]["selector"], pod["metadata"]["labels"])]
+        if not budgets:
+            return 201
+        [pdb] = budgets
+        with self.pdbs.cond:
+            allowed = pdb["status"]["disruptionsAllowed"]
+            if allowed <= 0:
+                return pdb_refusal(pdb["metadata"]["name"])
+            self.pdbs.put(dict(pdb, status={"disruptionsAllowed": allowed - 1}))
+        timer = threading.Timer(self.budget_refill, self._refill, (self.pdbs.key(pdb),))
+        timer.daemon = True
+        timer.start()
+        return 201
+
+    def _refill(self, key):
+        with self.pdbs.cond:
+            pdb = self.pdbs.objects[key]
+            self.pdbs.put(dict(pdb, status={"disruptionsAllowed": pdb["status"]["disruptionsAllowed"] + 1}))
+
+    # events, daemonsets, pdbs
+    def create_namespaced_event(self, namespace, body, _preload_content=True):
+        self._record(("create", "event", body.involved_object.name))
+        self.events.append((namespace, body))
+        return FakeResponse({})
+
+    def read_namespaced_daemon_set(self, name, namespace, _preload_content=True):
+        self._record(("get", "daemonset", name))
+        if name not in self.daemonsets:
+            raise api_error(404)
+        return FakeResponse({"metadata": {"name": name}})
+
+    def list_namespaced_pod_disruption_budget(self, namespace, **kwargs):
+        self._record(("watch" if kwargs.get("watch") else "list", "pdbs", namespace))
+        return self.pdbs.list_func(namespace=namespace, **kwargs)
+
+    def verbs(self, verb, kind=None):
+        return [r for r in self.requests if r[0] == verb and (kind is None or r[1] == kind)]
+
+    def event_reasons(self):
+        return [body.reason for _ns, body in self.events]
+
+
+class NodeListing(FakeCluster):
+    """FakeCluster plus LIST nodes (label selector only, as the API server for spec.providerID)."""
+
+    def list_node(self, **kwargs):
+        selector = kwargs.get("label_selector")
+        self._record(("list", "nodes", selector))
+        key, _eq, value = (selector or "").partition("=")
+        items = [n for n in self.nodes.values() if not selector or n["metadata"]["labels"].get(key) == value]
+        return FakeResponse({"kind": "NodeList", "metadata": {"resourceVersion": "7"}, "items": items})
+
+
+def run_drain(cluster, names=("node-a",), **options):
+    options.setdefault("run_id", "run-1")
+    options.setdefault("post_drain_wait", 0)
+    options.setdefault("drain_timeout", 5)
+    return drain_nodes(cluster, list(names), options)
