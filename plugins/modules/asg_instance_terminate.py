@@ -203,7 +203,6 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
     update_sizes,
     utc_now,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import translate_aws_errors
 from ansible_collections.eksops.nodegroup.plugins.module_utils.cluster_proof import (
     NODE_READY_TIMEOUT_DEFAULT,
     nodeless_instances,
@@ -431,8 +430,7 @@ def run(module):
         # Journal after the change: a crash in between leaves the group below desired_capacity_set, which is
         # never mistaken for the autoscaler scaling up (SPEC C3).
         if decrement and to_terminate and journal is not None:
-            with translate_aws_errors("record the desired capacity in the upgrade journal on %s" % name):
-                write_journal(autoscaling, name, journal.replace(desired_capacity_set=after["desired_capacity"]))
+            write_journal(autoscaling, name, journal.replace(desired_capacity_set=after["desired_capacity"]))
         extension = 0.0
         if params["wait"]:
             waiter = TerminationWait(ec2, autoscaling, name, hooks)

@@ -168,7 +168,6 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
     update_sizes,
     wait_terminated,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import translate_aws_errors
 from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import drain_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     POD_EVICTION_FAILURE,
@@ -301,8 +300,7 @@ def run(module):
         phase=advance_phase(journal.phase, "scale_down"), desired_capacity_pending=None,
         desired_capacity_set=before["desired_capacity"] if journal.desired_capacity_set is not None else None)
     if scaling_down != journal:
-        with translate_aws_errors("record phase scale_down in the upgrade journal on %s" % name):
-            write_journal(autoscaling, name, scaling_down)
+        write_journal(autoscaling, name, scaling_down)
         journal = scaling_down
 
     # The nodes are found again now: an instance that had no node a moment ago may have joined since (U6: the
@@ -333,8 +331,7 @@ def run(module):
             terminate_in_asg(autoscaling, instance_id, True)
         desired_now = before["desired_capacity"] - len(surplus)
         journal = journal.replace(desired_capacity_set=desired_now)
-        with translate_aws_errors("record the desired capacity in the upgrade journal on %s" % name):
-            write_journal(autoscaling, name, journal)
+        write_journal(autoscaling, name, journal)
         pending = wait_terminated(module.aws("ec2"), surplus_ids, params["wait_timeout"])
         if pending:
             raise UpgradeError(WAIT_TIMEOUT, "Surplus instances %s of %s were not terminated within %d s "
@@ -355,8 +352,7 @@ def run(module):
         module.core_v1(), list_nodegroup_nodes(module.core_v1(), group.with_asg(asg)))
     if heartbeat is not None:
         heartbeat.stop()  # the lease goes with the journal
-    with translate_aws_errors("clear the upgrade journal on %s" % name):
-        clear_journal(autoscaling, name)
+    clear_journal(autoscaling, name)
     result["elapsed_seconds"] = round(time.time() - started_clock, 1)
     return dict(changed=True, autoscaler_detected=False, nodegroup_scale_restore=result, diff=diff)
 
