@@ -25,7 +25,6 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.api import
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.budget_gate import BudgetGate
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.cordon import (
     AUTOSCALER_TAINT,
-    EXCLUDE_LB_LABEL,
     cordon,
     cordon_nodes,
     read_nodes,
@@ -38,12 +37,8 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.options im
     validate_names,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.pods import is_mirror
-from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.result import (
-    DrainResult,
-    NodeResult,
-)
+from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.result import DrainResult
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.scheduler import EvictionScheduler
-from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import CORDONED_BY_ANNOTATION
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import translate_k8s_errors
 
 
@@ -110,6 +105,6 @@ def drain_nodes(core_v1, node_names, options, *, log=None):
 
 
 __all__ = [
-    "DrainOptions", "DrainResult", "NodeResult", "drain_nodes", "cordon_nodes", "uncordon_nodes", "read_nodes",
-    "is_mirror", "EXCLUDE_LB_LABEL", "CORDONED_BY_ANNOTATION", "AUTOSCALER_TAINT",
+    "DrainOptions", "DrainResult", "drain_nodes", "cordon_nodes", "uncordon_nodes", "read_nodes", "is_mirror",
+    "AUTOSCALER_TAINT",
 ]
