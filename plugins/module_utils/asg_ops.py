@@ -17,7 +17,7 @@ import re
 import threading
 import time
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import translate_aws_errors
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import AUTOSCALER_ACTIVE, NOT_FOUND, UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import PHASES, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import claim
@@ -85,28 +85,6 @@ def suspended_process_names(asg):
     return [process["ProcessName"] for process in asg.get("SuspendedProcesses", [])]
 
 
-def update_sizes(autoscaling, asg_name, min_size=None, max_size=None, desired_capacity=None):
-    """UpdateAutoScalingGroup with only the sizes given."""
-    request = dict(AutoScalingGroupName=asg_name)
-    for key, value in (("MinSize", min_size), ("MaxSize", max_size), ("DesiredCapacity", desired_capacity)):
-        if value is not None:
-            request[key] = value
-    with translate_aws_errors("update the sizes of Auto Scaling group %s" % asg_name):
-        autoscaling.update_auto_scaling_group(**request)
-
-
-def suspend_processes(autoscaling, asg_name, processes):
-    if processes:
-        with translate_aws_errors("suspend processes %s of %s" % (", ".join(processes), asg_name)):
-            autoscaling.suspend_processes(AutoScalingGroupName=asg_name, ScalingProcesses=list(processes))
-
-
-def resume_processes(autoscaling, asg_name, processes):
-    if processes:
-        with translate_aws_errors("resume processes %s of %s" % (", ".join(processes), asg_name)):
-            autoscaling.resume_processes(AutoScalingGroupName=asg_name, ScalingProcesses=list(processes))
-
-
 # SetInstanceProtection takes up to 50 instance ids (Amazon EC2 Auto Scaling API Reference).
 PROTECTION_CHUNK = 50
 SCALE_IN_PROTECTION_OURS, SCALE_IN_PROTECTION_THEIRS = "ours", "theirs"
@@ -132,18 +110,13 @@ def set_scale_in_protection(autoscaling, asg, protected):
                  if i.get("LifecycleState") == "InService" and bool(i.get("ProtectedFromScaleIn")) != protected)
     for start in range(0, len(ids), PROTECTION_CHUNK):
         chunk = ids[start:start + PROTECTION_CHUNK]
-        with translate_aws_errors("%s the scale-in protection of instances %s of %s"
-                                  % ("set" if protected else "remove", ", ".join(chunk), name)):
-            autoscaling.set_instance_protection(AutoScalingGroupName=name, InstanceIds=chunk,
-                                                ProtectedFromScaleIn=protected)
+        autoscaling_api.set_instance_protection(autoscaling, name, chunk, protected)
     return ids
 
 
 def scaling_activities_since(autoscaling, asg_name, since, max_records=100):
     """The ASG's scaling activities that started at or after ``since`` (newest first, one page)."""
-    with translate_aws_errors("describe scaling activities of %s" % asg_name):
-        activities = autoscaling.describe_scaling_activities(
-            AutoScalingGroupName=asg_name, MaxRecords=max_records)["Activities"]
+    activities = autoscaling_api.describe_scaling_activities(autoscaling, asg_name, max_records)
     return [activity for activity in activities if activity.get("StartTime") is None or activity["StartTime"] >= since]
 
 
@@ -158,12 +131,6 @@ def activity_summary(activity):
         cause=activity.get("Cause"),
         status_message=activity.get("StatusMessage"),
     )
-
-
-def terminate_in_asg(autoscaling, instance_id, decrement):
-    with translate_aws_errors("terminate instance %s through its Auto Scaling group" % instance_id):
-        autoscaling.terminate_instance_in_auto_scaling_group(
-            InstanceId=instance_id, ShouldDecrementDesiredCapacity=decrement)
 
 
 def describe_known_instances(ec2, instance_ids):
@@ -215,7 +182,7 @@ def terminate_or_gone(autoscaling, ec2, asg_name, instance_id, decrement):
     already"; any other refusal (e.g. a decrement below MinSize) is raised as it came.
     """
     try:
-        terminate_in_asg(autoscaling, instance_id, decrement)
+        autoscaling_api.terminate_instance_in_auto_scaling_group(autoscaling, instance_id, decrement)
         return True
     except UpgradeError as err:
         if err.details.get("aws_error_code") != "ValidationError":
@@ -239,8 +206,7 @@ def termination_hooks(autoscaling, asg_name):
     """The group's lifecycle hooks on autoscaling:EC2_INSTANCE_TERMINATING, by name, in snake_case:
     {name, heartbeat_timeout, global_timeout, default_result}. One DescribeLifecycleHooks call (it is not paged:
     a group has at most 50 hooks)."""
-    with translate_aws_errors("describe the lifecycle hooks of Auto Scaling group %s" % asg_name):
-        hooks = autoscaling.describe_lifecycle_hooks(AutoScalingGroupName=asg_name).get("LifecycleHooks", [])
+    hooks = autoscaling_api.describe_lifecycle_hooks(autoscaling, asg_name)
     found = [dict(name=hook["LifecycleHookName"],
                   heartbeat_timeout=hook.get("HeartbeatTimeout") or HOOK_HEARTBEAT_DEFAULT,
                   global_timeout=hook.get("GlobalTimeout"),

@@ -8,6 +8,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import contextlib
+import functools
+import inspect
 import os
 
 from ansible.module_utils.basic import env_fallback
@@ -342,6 +344,41 @@ def translate_aws_errors(operation_hint):
         raise
 
 
+def _described(value):
+    """An argument as an error message shows it: a list as "a, b"; anything else as it is."""
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return ", ".join(str(item) for item in value)
+    return value
+
+
+def aws_call(description):
+    """Decorate a function that makes one AWS API call: its botocore errors become UpgradeError with U8 codes
+    (translate_aws_errors), and the message says what was attempted. ``description`` is filled from the function's
+    arguments by name (``"describe Auto Scaling group {asg_name}"``; a list argument reads "a, b"), or is a
+    function of those arguments, for a message that summarises them.
+
+    Every AWS API call of the collection is such a function, one file per service under module_utils/aws_api/.
+    """
+
+    def decorate(function):
+        signature = inspect.signature(function)
+
+        @functools.wraps(function)
+        def call(*args, **kwargs):
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            if callable(description):
+                hint = description(**bound.arguments)
+            else:
+                hint = description.format(**dict((name, _described(value)) for name, value in bound.arguments.items()))
+            with translate_aws_errors(hint):
+                return function(*args, **kwargs)
+
+        return call
+
+    return decorate
+
+
 def aws_tags_to_dict(tags):
     """[{"Key": k, "Value": v}, ...] (any AWS tag shape) -> {k: v}; a dict is returned as a copy."""
     if tags is None:
@@ -366,6 +403,7 @@ __all__ = [
     "HAS_BOTO3",
     "BOTO3_IMPORT_ERROR",
     "USER_AGENT_EXTRA",
+    "aws_call",
     "aws_client",
     "aws_error_code",
     "aws_session",

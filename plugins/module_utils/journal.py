@@ -15,8 +15,9 @@ __metaclass__ = type
 import datetime
 import uuid
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import translate_aws_errors
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
+    API_ERROR,
     INVALID_PARAMETER,
     UpgradeError,
 )
@@ -161,18 +162,19 @@ class Journal:
         return self.replace(original_desired_capacity=original, desired_capacity_set=desired_now,
                             desired_capacity_pending=None)
 
-    def to_tags(self, asg_name):
-        """create_or_update_tags entries for every set field (PropagateAtLaunch false)."""
-        tags = []
+    def to_tags(self):
+        """{tag key: value} of every set field, in field order."""
+        tags = {}
         for name in FIELD_NAMES:
             value = getattr(self, name)
             if value is None:
                 continue
             encoded = _encode(name, value)
             if len(encoded) > MAX_TAG_VALUE_LENGTH:
-                raise ValueError("journal field %s is longer than %d characters" % (name, MAX_TAG_VALUE_LENGTH))
-            tags.append(dict(ResourceId=asg_name, ResourceType="auto-scaling-group", Key=tag_key(name),
-                             Value=encoded, PropagateAtLaunch=False))
+                raise UpgradeError(API_ERROR, "The upgrade journal cannot record %s: its value is longer than the "
+                                   "%d characters an Auto Scaling tag value may have" % (name, MAX_TAG_VALUE_LENGTH),
+                                   journal_field=name, value=encoded)
+            tags[tag_key(name)] = encoded
         return tags
 
     def unset_fields(self):
@@ -193,48 +195,36 @@ class Journal:
         return "Journal(%s)" % ", ".join("%s=%r" % item for item in self.to_dict().items() if item[1] is not None)
 
 
-def _delete_tags(autoscaling, asg_name, keys):
-    if keys:
-        autoscaling.delete_tags(Tags=[dict(ResourceId=asg_name, ResourceType="auto-scaling-group", Key=key)
-                                      for key in keys])
-
-
 def write_journal(autoscaling, asg_name, journal, previous=None):
     """Record ``journal`` on the ASG: set fields are written, unset ones removed.
 
     ``previous``: the journal on the ASG now, when the caller knows it (``Journal()`` for none); then only
     the fields it has and ``journal`` lacks are deleted, instead of every unset field.
-    An AWS error is an UpgradeError with a U8 code (as are those of read_journal and clear_journal): callers
-    need no translate_aws_errors of their own.
+    An AWS error is an UpgradeError with a U8 code (aws_api translates it), as are those of read_journal and
+    clear_journal.
     """
-    tags = journal.to_tags(asg_name)
     unset = journal.unset_fields()
     if previous is not None:
         already_unset = set(previous.unset_fields())
         unset = [name for name in unset if name not in already_unset]
-    with translate_aws_errors("write the upgrade journal (run %s, phase %s) on Auto Scaling group %s"
-                              % (journal.run_id or "?", journal.phase or "?", asg_name)):
-        autoscaling.create_or_update_tags(Tags=tags)
-        _delete_tags(autoscaling, asg_name, [tag_key(name) for name in unset])
+    autoscaling_api.create_or_update_tags(autoscaling, asg_name, journal.to_tags())
+    autoscaling_api.delete_tags(autoscaling, asg_name, [tag_key(name) for name in unset])
 
 
 def _asg_tags(autoscaling, asg_name):
-    groups = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[asg_name])["AutoScalingGroups"]
-    return groups[0].get("Tags", []) if groups else []
+    group = autoscaling_api.describe_auto_scaling_group(autoscaling, asg_name)
+    return group.get("Tags", []) if group else []
 
 
 def read_journal(autoscaling, asg_name):
     """The journal on the ASG now, or None."""
-    with translate_aws_errors("read the upgrade journal on Auto Scaling group %s" % asg_name):
-        tags = _asg_tags(autoscaling, asg_name)
-    return Journal.from_tags(tags, asg_name=asg_name)
+    return Journal.from_tags(_asg_tags(autoscaling, asg_name), asg_name=asg_name)
 
 
 def clear_journal(autoscaling, asg_name, tags=None):
     """Remove every journal tag from the ASG (``tags``: the ASG's tags if already described). Returns the keys."""
-    with translate_aws_errors("clear the upgrade journal on Auto Scaling group %s" % asg_name):
-        if tags is None:
-            tags = _asg_tags(autoscaling, asg_name)
-        keys = sorted(tag["Key"] for tag in tags if tag["Key"].startswith(TAG_PREFIX))
-        _delete_tags(autoscaling, asg_name, keys)
+    if tags is None:
+        tags = _asg_tags(autoscaling, asg_name)
+    keys = sorted(tag["Key"] for tag in tags if tag["Key"].startswith(TAG_PREFIX))
+    autoscaling_api.delete_tags(autoscaling, asg_name, keys)
     return keys

@@ -26,6 +26,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import (
     eks_token_sts_client,
     translate_aws_errors,
 )
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import eks as eks_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     ACCESS_DENIED,
     API_ERROR,
@@ -147,8 +148,7 @@ class EksTokenRefresher:
 def describe_cluster(eks_client, cluster_name):
     """DescribeCluster's answer for an EKS cluster; errors name ``cluster_name``."""
     try:
-        with translate_aws_errors("describe EKS cluster %s" % cluster_name):
-            return eks_client.describe_cluster(name=cluster_name)["cluster"]
+        return eks_api.describe_cluster(eks_client, cluster_name)
     except UpgradeError as err:
         if err.code == NOT_FOUND:
             raise not_found("cluster_name", "EKS cluster %r (cluster_name) was not found: %s" % (cluster_name, err.msg),

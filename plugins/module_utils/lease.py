@@ -29,7 +29,7 @@ import datetime
 import threading
 import time
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import translate_aws_errors
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import TAG_PREFIX, Journal, utc_now_iso
 
@@ -89,16 +89,11 @@ def in_progress_error(asg, lease):
 
 
 def _write(autoscaling, asg_name, lease_id):
-    with translate_aws_errors("write the upgrade lease on %s" % asg_name):
-        autoscaling.create_or_update_tags(Tags=[dict(
-            ResourceId=asg_name, ResourceType="auto-scaling-group", Key=LEASE_TAG,
-            Value=lease_value(lease_id), PropagateAtLaunch=False)])
+    autoscaling_api.create_or_update_tags(autoscaling, asg_name, {LEASE_TAG: lease_value(lease_id)})
 
 
 def _read(autoscaling, asg_name):
-    with translate_aws_errors("read the upgrade lease on %s" % asg_name):
-        groups = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[asg_name])["AutoScalingGroups"]
-    return groups[0] if groups else {"AutoScalingGroupName": asg_name}
+    return autoscaling_api.describe_auto_scaling_group(autoscaling, asg_name) or {"AutoScalingGroupName": asg_name}
 
 
 class Heartbeat(object):
@@ -174,6 +169,5 @@ def release(autoscaling, asg, lease_id):
     if lease is None or lease[0] != lease_id:
         return False
     name = asg["AutoScalingGroupName"]
-    with translate_aws_errors("release the upgrade lease on %s" % name):
-        autoscaling.delete_tags(Tags=[dict(ResourceId=name, ResourceType="auto-scaling-group", Key=LEASE_TAG)])
+    autoscaling_api.delete_tags(autoscaling, name, [LEASE_TAG])
     return True

@@ -12,11 +12,11 @@ import random
 import re
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils import kinds
-from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import (
-    aws_tags_to_dict,
-    paginate,
-    translate_aws_errors,
-)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import aws_tags_to_dict
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import ec2 as ec2_api
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import eks as eks_api
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import ssm as ssm_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     NOT_FOUND,
     UpgradeError,
@@ -65,19 +65,17 @@ def check_names(cluster_name, nodegroup_name):
 
 def describe_asg(autoscaling, asg_name, parameter="asg_name"):
     """The ASG description; ResourceNotFound naming ``parameter`` when it does not exist."""
-    with translate_aws_errors("describe Auto Scaling group %s" % asg_name):
-        groups = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[asg_name])["AutoScalingGroups"]
-    if not groups:
+    group = autoscaling_api.describe_auto_scaling_group(autoscaling, asg_name)
+    if group is None:
         raise not_found(parameter, "Auto Scaling group %r (%s) does not exist" % (asg_name, parameter),
                         asg_name=asg_name)
-    return groups[0]
+    return group
 
 
 def describe_managed_nodegroup(eks, cluster_name, nodegroup_name):
     """DescribeNodegroup's answer, or None when EKS has no managed node group of that name (self-managed)."""
     try:
-        with translate_aws_errors("describe EKS node group %s" % nodegroup_name):
-            return eks.describe_nodegroup(clusterName=cluster_name, nodegroupName=nodegroup_name)["nodegroup"]
+        return eks_api.describe_nodegroup(eks, cluster_name, nodegroup_name)
     except UpgradeError as err:
         if err.code == NOT_FOUND:
             return None
@@ -148,12 +146,9 @@ def _candidates(autoscaling, eks, cluster_name, nodegroup_name):
     managed = describe_managed_nodegroup(eks, cluster_name, nodegroup_name)
     for group in ((managed or {}).get("resources") or {}).get("autoScalingGroups") or []:
         found.append((kinds.MANAGED, describe_asg(autoscaling, group["name"], parameter="nodegroup_name"), managed))
-    with translate_aws_errors("find the Auto Scaling groups of node group %s" % nodegroup_name):
-        eksctl = paginate(autoscaling, "describe_auto_scaling_groups", "AutoScalingGroups", Filters=[
-            dict(Name="tag:%s" % kinds.EKSCTL_CLUSTER_TAG, Values=[cluster_name]),
-            dict(Name="tag:%s" % kinds.EKSCTL_NODEGROUP_TAG, Values=[nodegroup_name])])
-        tagged = paginate(autoscaling, "describe_auto_scaling_groups", "AutoScalingGroups", Filters=[
-            dict(Name="tag-key", Values=[kinds.cluster_tag(cluster_name)])])
+    eksctl = autoscaling_api.find_auto_scaling_groups(autoscaling, {
+        kinds.EKSCTL_CLUSTER_TAG: cluster_name, kinds.EKSCTL_NODEGROUP_TAG: nodegroup_name})
+    tagged = autoscaling_api.find_auto_scaling_groups(autoscaling, {kinds.cluster_tag(cluster_name): None})
     found.extend((kinds.SELF_MANAGED_EKSCTL, asg, None) for asg in eksctl)
     found.extend((kinds.SELF_MANAGED, asg, None) for asg in tagged
                  if kinds.self_managed_match(asg["AutoScalingGroupName"], _tags(asg), cluster_name, nodegroup_name))
@@ -235,15 +230,9 @@ def asg_summary(asg):
 
 def pin_asg_launch_template(autoscaling, asg, lt_id, version):
     """Point the ASG at one exact launch template version number."""
-    spec = dict(LaunchTemplateId=lt_id, Version=str(version))
-    name = asg["AutoScalingGroupName"]
-    with translate_aws_errors("update Auto Scaling group %s to launch template version %s" % (name, version)):
-        if asg_launch_template_spec(asg)["mixed"]:
-            autoscaling.update_auto_scaling_group(
-                AutoScalingGroupName=name,
-                MixedInstancesPolicy=dict(LaunchTemplate=dict(LaunchTemplateSpecification=spec)))
-        else:
-            autoscaling.update_auto_scaling_group(AutoScalingGroupName=name, LaunchTemplate=spec)
+    autoscaling_api.set_launch_template(autoscaling, asg["AutoScalingGroupName"],
+                                        dict(LaunchTemplateId=lt_id, Version=str(version)),
+                                        mixed=asg_launch_template_spec(asg)["mixed"])
 
 
 # --- Launch templates -------------------------------------------------------------------------------------
@@ -251,18 +240,16 @@ def pin_asg_launch_template(autoscaling, asg, lt_id, version):
 def describe_lt_version(ec2, lt_id, version, parameter="version"):
     """One launch template version (number, "$Latest" or "$Default"); ResourceNotFound naming ``parameter``."""
     try:
-        with translate_aws_errors("describe version %s of launch template %s" % (version, lt_id)):
-            versions = ec2.describe_launch_template_versions(
-                LaunchTemplateId=lt_id, Versions=[str(version)])["LaunchTemplateVersions"]
+        described = ec2_api.describe_launch_template_version(ec2, lt_id, version)
     except UpgradeError as err:
         if err.code == NOT_FOUND or "NotFound" in err.details.get("aws_error_code", ""):
             raise not_found(parameter, "Launch template %s has no version %s (%s)" % (lt_id, version, parameter),
                             launch_template_id=lt_id, **err.details)
         raise
-    if not versions:
+    if described is None:
         raise not_found(parameter, "Launch template %s has no version %s (%s)" % (lt_id, version, parameter),
                         launch_template_id=lt_id)
-    return versions[0]
+    return described
 
 
 def lt_version_image(version_description):
@@ -281,17 +268,16 @@ def target_lt_version(ec2, lt_id, asg_version, named=None, parameter="launch_tem
 def describe_image(ec2, image_id, parameter="image_id"):
     """The AMI description; ResourceNotFound naming ``parameter`` when it does not exist (or is not visible)."""
     try:
-        with translate_aws_errors("describe AMI %s" % image_id):
-            images = ec2.describe_images(ImageIds=[image_id])["Images"]
+        image = ec2_api.describe_image(ec2, image_id)
     except UpgradeError as err:
         if err.code == NOT_FOUND or err.details.get("aws_error_code", "").startswith("InvalidAMIID"):
             raise not_found(parameter, "AMI %s (%s) does not exist or is not visible to this account"
                             % (image_id, parameter), image_id=image_id)
         raise
-    if not images:
+    if image is None:
         raise not_found(parameter, "AMI %s (%s) does not exist or is not visible to this account"
                         % (image_id, parameter), image_id=image_id)
-    return images[0]
+    return image
 
 
 # --- EKS-optimized AMIs (SSM public parameters) -----------------------------------------------------------
@@ -450,8 +436,7 @@ def resolve_eks_ami(ssm, image_name, kubernetes_version):
     """(image_id, parameter name) of the recommended EKS-optimized AMI for ``kubernetes_version``."""
     parameter_name = eks_ami_ssm_parameter(image_name, kubernetes_version)
     try:
-        with translate_aws_errors("read SSM parameter %s" % parameter_name):
-            value = ssm.get_parameter(Name=parameter_name)["Parameter"]["Value"]
+        value = ssm_api.get_parameter(ssm, parameter_name)
     except UpgradeError as err:
         if err.code == NOT_FOUND:
             msg = ("No EKS-optimized AMI is published for Kubernetes %s (kubernetes_version) in the family of the "
@@ -468,7 +453,7 @@ def resolve_eks_ami(ssm, image_name, kubernetes_version):
                            AL2_LAST_KUBERNETES_VERSION[0], AL2_LAST_KUBERNETES_VERSION[1], kubernetes_version))
             raise invalid_parameter("kubernetes_version", msg, ssm_parameter=parameter_name, image_name=image_name)
         raise
-    return value.strip(), parameter_name
+    return value, parameter_name
 
 
 # --- Instances and nodes ----------------------------------------------------------------------------------
@@ -479,11 +464,8 @@ def describe_instances(ec2, instance_ids):
     ids = sorted(set(instance_ids))
     for start in range(0, len(ids), DESCRIBE_INSTANCES_CHUNK):
         chunk = ids[start:start + DESCRIBE_INSTANCES_CHUNK]
-        with translate_aws_errors("describe %d EC2 instances" % len(chunk)):
-            reservations = paginate(ec2, "describe_instances", "Reservations", InstanceIds=chunk)
-        for reservation in reservations:
-            for instance in reservation.get("Instances", []):
-                found[instance["InstanceId"]] = instance
+        for instance in ec2_api.describe_instances(ec2, chunk):
+            found[instance["InstanceId"]] = instance
     return found
 
 
@@ -574,20 +556,18 @@ def resolve_launch_template_id(ec2, spec):
     """The launch template id of an ASG's spec (which may name the template instead)."""
     if spec.get("id"):
         return spec["id"]
-    with translate_aws_errors("describe launch template %s" % spec.get("name")):
-        templates = ec2.describe_launch_templates(LaunchTemplateNames=[spec["name"]])["LaunchTemplates"]
-    if not templates:
+    template = ec2_api.describe_launch_template_named(ec2, spec["name"])
+    if template is None:
         raise not_found("asg_name", "The ASG's launch template %s does not exist" % spec.get("name"))
-    return templates[0]["LaunchTemplateId"]
+    return template["LaunchTemplateId"]
 
 
 def describe_launch_template(ec2, lt_id):
     """The launch template (name, DefaultVersionNumber, LatestVersionNumber)."""
-    with translate_aws_errors("describe launch template %s" % lt_id):
-        templates = ec2.describe_launch_templates(LaunchTemplateIds=[lt_id])["LaunchTemplates"]
-    if not templates:
+    template = ec2_api.describe_launch_template(ec2, lt_id)
+    if template is None:
         raise not_found("asg_name", "Launch template %s does not exist" % lt_id, launch_template_id=lt_id)
-    return templates[0]
+    return template
 
 
 # --- Pure decisions -----------------------------------------------------------------------------------------

@@ -200,9 +200,9 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
     set_scale_in_protection,
     termination_hooks,
     terminate_or_gone,
-    update_sizes,
     utc_now,
 )
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.cluster_proof import (
     NODE_READY_TIMEOUT_DEFAULT,
     nodeless_instances,
@@ -417,7 +417,7 @@ def run(module):
             # from scale-in like every node of the upgrade (issue 10 item 22).
             set_scale_in_protection(autoscaling, asg, True)
         if after["min_size"] != before["min_size"]:
-            update_sizes(autoscaling, name, min_size=after["min_size"])
+            autoscaling_api.update_sizes(autoscaling, name, min_size=after["min_size"])
         raced = [i for i in to_terminate if not terminate_or_gone(autoscaling, ec2, name, i, decrement)]
         if raced:
             # Terminated by someone else since the group was described (issue 10 item 11): not this run's change,

@@ -203,11 +203,10 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
     resolve_target,
     scale_in_protection_owner,
     set_scale_in_protection,
-    suspend_processes,
     suspended_process_names,
-    update_sizes,
     utc_now,
 )
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     NODE_CREATION_FAILURE,
     UpgradeError,
@@ -376,7 +375,7 @@ def relaunch(autoscaling, asg_name, journal, validation):
     updated = journal.replace(desired_capacity_set=wanted, surge=(journal.surge or 0) + 1)
     write_journal(autoscaling, asg_name, updated, previous=journal)
     asg = describe_asg(autoscaling, asg_name)
-    update_sizes(autoscaling, asg_name, max_size=max(asg["MaxSize"], wanted), desired_capacity=wanted)
+    autoscaling_api.update_sizes(autoscaling, asg_name, max_size=max(asg["MaxSize"], wanted), desired_capacity=wanted)
     validation.wanted_desired = wanted
     validation.relaunches_left -= 1
     return updated
@@ -473,14 +472,14 @@ def run(module):
             module.k8s()
         if new_journal != journal:
             write_journal(autoscaling, name, new_journal)
-        suspend_processes(autoscaling, name, to_suspend)
+        autoscaling_api.suspend_processes(autoscaling, name, to_suspend)
         # Issue 10 item 22: before the group grows, so that a desired capacity set back behind the upgrade's back
         # (a Terraform apply, a person) cannot scale in nodes that hold pods.
         protecting = new_journal.scale_in_protection == SCALE_IN_PROTECTION_OURS
         if protecting and set_scale_in_protection(autoscaling, asg, True):
             changed = True
         if after != before:
-            update_sizes(autoscaling, name, max_size=after["max_size"], desired_capacity=after["desired_capacity"])
+            autoscaling_api.update_sizes(autoscaling, name, max_size=after["max_size"], desired_capacity=after["desired_capacity"])
         if params["wait"]:
             new, nodes, new_journal = wait_for_new_nodes(module, group, target, new_journal, started)
             if protecting:

@@ -347,7 +347,9 @@ code:
 
 import time
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import paginate, translate_aws_errors
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import eks as eks_api
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import ssm as ssm_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     NOT_FOUND,
     UpgradeError,
@@ -414,8 +416,7 @@ def read_expected_release(ssm, target, nodegroup):
     """The release EKS picks for a kubernetes_version target, from the public SSM parameter."""
     name = target["ssm_parameter"]
     try:
-        with translate_aws_errors("read SSM parameter %s" % name):
-            return ssm.get_parameter(Name=name)["Parameter"]["Value"].strip()
+        return ssm_api.get_parameter(ssm, name)
     except UpgradeError as err:
         if err.code == NOT_FOUND:
             raise invalid_parameter(
@@ -428,9 +429,7 @@ def read_expected_release(ssm, target, nodegroup):
 def describe_update(eks, nodegroup, update_id, parameter=None):
     """DescribeUpdate's answer; with ``parameter``, an unknown update is ResourceNotFound naming it."""
     try:
-        with translate_aws_errors("describe update %s of node group %s" % (update_id, nodegroup["nodegroupName"])):
-            return eks.describe_update(name=nodegroup["clusterName"], nodegroupName=nodegroup["nodegroupName"],
-                                       updateId=update_id)["update"]
+        return eks_api.describe_update(eks, nodegroup["clusterName"], nodegroup["nodegroupName"], update_id)
     except UpgradeError as err:
         if parameter and err.code == NOT_FOUND:
             raise not_found(parameter, "Node group %s has no update %s (%s)" % (nodegroup["nodegroupName"],
@@ -440,9 +439,7 @@ def describe_update(eks, nodegroup, update_id, parameter=None):
 
 def updates_in_progress(eks, nodegroup):
     """The node group's updates whose status is InProgress (ListUpdates gives ids only)."""
-    with translate_aws_errors("list the updates of node group %s" % nodegroup["nodegroupName"]):
-        update_ids = paginate(eks, "list_updates", "updateIds", name=nodegroup["clusterName"],
-                              nodegroupName=nodegroup["nodegroupName"])
+    update_ids = eks_api.list_updates(eks, nodegroup["clusterName"], nodegroup["nodegroupName"])
     described = [describe_update(eks, nodegroup, update_id) for update_id in update_ids]
     return [update for update in described if not is_finished(update)]
 
@@ -451,19 +448,16 @@ def read_progress(autoscaling, nodegroup):
     names = [group["name"] for group in (nodegroup.get("resources") or {}).get("autoScalingGroups") or []]
     if not names:
         return update_progress([])
-    with translate_aws_errors("describe the Auto Scaling groups of node group %s" % nodegroup["nodegroupName"]):
-        groups = paginate(autoscaling, "describe_auto_scaling_groups", "AutoScalingGroups",
-                          AutoScalingGroupNames=names)
-    return update_progress(groups)
+    return update_progress(autoscaling_api.describe_auto_scaling_groups(autoscaling, names))
 
 
 # --- Changing the node group (EKS API only) -----------------------------------------------------------------
 
-def start_update(call, request, operation_hint):
-    """Send an Update* request; EKS's ResourceInUseException becomes a clear "another update" refusal."""
+def start_update(call, eks, request):
+    """Send an Update* request (``call``: an aws_api.eks function); EKS's ResourceInUseException becomes a clear
+    "another update" refusal."""
     try:
-        with translate_aws_errors(operation_hint):
-            return call(**request)["update"]
+        return call(eks, request)
     except UpgradeError as err:
         if err.details.get("aws_error_code") == "ResourceInUseException":
             raise UpgradeError(
@@ -503,16 +497,14 @@ def carry_out(module, eks, nodegroup, plan, in_progress, result, follow_for):
         return follow(by_id[plan["follow_update_id"]], wait=params["wait"])
     config_update = by_id.get(plan["pending_config_update_id"])
     if plan["config_update"]:
-        config_update = start_update(eks.update_nodegroup_config, plan["config_update"],
-                                     "update the updateConfig of node group %s" % nodegroup["nodegroupName"])
+        config_update = start_update(eks_api.update_nodegroup_config, eks, plan["config_update"])
         result["changed"] = True
     if config_update is not None:
         # EKS takes the version update only once the configuration update has ended.
         config_update = follow(config_update)
         if config_update["status"] != "Successful":
             return config_update
-    update = start_update(eks.update_nodegroup_version, plan["version_update"],
-                          "update the version of node group %s" % nodegroup["nodegroupName"])
+    update = start_update(eks_api.update_nodegroup_version, eks, plan["version_update"])
     result["changed"] = True
     return follow(update, wait=params["wait"])
 

@@ -208,14 +208,14 @@ journal:
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
     DEFAULT_SUSPENDED_PROCESSES,
-    suspend_processes,
     suspended_process_names,
 )
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import ec2 as ec2_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     UPGRADE_TARGET_CONFLICT,
     UpgradeError,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import translate_aws_errors
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import describe_cluster
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION, claim
@@ -346,11 +346,7 @@ def create_version(module, ec2, lt_id, plan):
     """Create the new version from SourceVersion with only the AMI replaced; returns its number."""
     description = module.params["description"] or "eksops.nodegroup: %s from version %s" % (
         plan["image_id"], plan["source_version"])
-    with translate_aws_errors("create a version of launch template %s" % lt_id):
-        created = ec2.create_launch_template_version(
-            LaunchTemplateId=lt_id, SourceVersion=str(plan["source_version"]), VersionDescription=description,
-            LaunchTemplateData=dict(ImageId=plan["image_id"]))["LaunchTemplateVersion"]
-    return int(created["VersionNumber"])
+    return ec2_api.create_launch_template_version(ec2, lt_id, plan["source_version"], plan["image_id"], description)
 
 
 def apply_changes(module, asg, lt_id, plan, pin, set_default, journal, new_journal, to_suspend):
@@ -369,15 +365,14 @@ def apply_changes(module, asg, lt_id, plan, pin, set_default, journal, new_journ
         if new_journal is not None:
             write_journal(autoscaling, asg_name, new_journal, previous=journal or Journal())
             changed.append("wrote the upgrade journal")
-        suspend_processes(autoscaling, asg_name, to_suspend)
+        autoscaling_api.suspend_processes(autoscaling, asg_name, to_suspend)
         if to_suspend:
             changed.append("suspended processes %s" % ", ".join(to_suspend))
         if pin:
             pin_asg_launch_template(autoscaling, asg, lt_id, plan["target_version"])
             changed.append("pointed the group at version %s" % plan["target_version"])
         if set_default:
-            with translate_aws_errors("set the default version of launch template %s" % lt_id):
-                ec2.modify_launch_template(LaunchTemplateId=lt_id, DefaultVersion=str(plan["target_version"]))
+            ec2_api.set_default_launch_template_version(ec2, lt_id, plan["target_version"])
     except UpgradeError as err:
         if not changed:
             raise

@@ -160,14 +160,12 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
     autoscaler_error,
     check_capacity_unmoved,
     list_nodegroup_nodes,
-    resume_processes,
     set_scale_in_protection,
     suspended_process_names,
-    terminate_in_asg,
     unmark_scale_down_disabled,
-    update_sizes,
     wait_terminated,
 )
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import drain_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     POD_EVICTION_FAILURE,
@@ -328,7 +326,7 @@ def run(module):
             module.fail_upgrade(UpgradeError(POD_EVICTION_FAILURE, termination_problems_message(problems),
                                              undrained=problems), changed=True, nodegroup_scale_restore=result)
         for instance_id in surplus_ids:
-            terminate_in_asg(autoscaling, instance_id, True)
+            autoscaling_api.terminate_instance_in_auto_scaling_group(autoscaling, instance_id, True)
         desired_now = before["desired_capacity"] - len(surplus)
         journal = journal.replace(desired_capacity_set=desired_now)
         write_journal(autoscaling, name, journal)
@@ -343,11 +341,11 @@ def run(module):
     if autoscaler_active(journal, current["desired_capacity"]):
         return autoscaler_stop(asg, changed=bool(surplus))
     if current != after:
-        update_sizes(autoscaling, name, **after)
+        autoscaling_api.update_sizes(autoscaling, name, **after)
     if journal.scale_in_protection == SCALE_IN_PROTECTION_OURS:
         # The protection the upgrade set (issue 10 item 22), removed once the sizes are back.
         result["unprotected_instances"] = set_scale_in_protection(autoscaling, describe_asg(autoscaling, name), False)
-    resume_processes(autoscaling, name, to_resume)
+    autoscaling_api.resume_processes(autoscaling, name, to_resume)
     result["unannotated_nodes"] = unmark_scale_down_disabled(
         module.core_v1(), list_nodegroup_nodes(module.core_v1(), group.with_asg(asg)))
     if heartbeat is not None:

@@ -6,6 +6,9 @@
 - one Kubernetes client factory: typed API objects (``CoreV1Api(...)``, ``ApiClient(...)``) are built only in
   module_utils/k8s.py;
 - one AWS client factory: boto3 and botocore are imported only in module_utils/aws.py;
+- AWS API calls in one place per service: only module_utils/aws_api/ calls an operation of the services the
+  collection uses (an attribute named after a botocore operation, on anything but an imported module, or an
+  operation name given to paginate/get_paginator), each under aws.aws_call's error translation;
 - no file over 450 lines and no function over 60. The files and functions still over the bar are listed with
   their size today: each may shrink, none may grow, and none may join the list.
 """
@@ -16,7 +19,9 @@ import ast
 import pathlib
 import re
 
+import botocore.session
 import pytest
+from botocore import xform_name
 
 PLUGINS = pathlib.Path(__file__).resolve().parents[3] / "plugins"
 K8S_FACTORY = "module_utils/k8s.py"
@@ -24,6 +29,9 @@ AWS_FACTORY = "module_utils/aws.py"
 MAX_FILE_LINES = 450
 MAX_FUNCTION_LINES = 60
 TYPED_API = re.compile(r"^(ApiClient|[A-Z]\w*Api)$")
+AWS_CALLS = "module_utils/aws_api/"
+AWS_SERVICES = ("autoscaling", "ec2", "eks", "ssm", "sts")
+OPERATION_NAME_CALLS = frozenset(["paginate", "get_paginator"])
 
 # Still over the bar (issue 12 splits them next): lines today.
 OVERSIZED_FILES = {
@@ -129,3 +137,67 @@ def test_no_function_grows_past_the_bar(name, path):
             length = node.end_lineno - node.lineno + 1
             limit = LONG_FUNCTIONS.get((name, node.name), MAX_FUNCTION_LINES)
             assert length <= limit, "%s: %s() has %d lines" % (name, node.name, length)
+
+
+def aws_operations():
+    """The snake_case operation names of the services the collection calls, from botocore's service models."""
+    session = botocore.session.get_session()
+    return frozenset(xform_name(name) for service in AWS_SERVICES
+                     for name in session.get_service_model(service).operation_names)
+
+
+OPERATIONS = aws_operations()
+
+
+def imported_names(tree):
+    """Names bound by import statements: an attribute of one is a module's function, not a client's method."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+    return names
+
+
+def aws_operation_calls(tree):
+    """(line, operation) of every AWS operation a file reaches for: ``client.describe_instances``, or
+    ``paginate(client, "describe_instances", ...)`` / ``client.get_paginator("describe_instances")``."""
+    modules = imported_names(tree)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in OPERATIONS:
+            if not (isinstance(node.value, ast.Name) and node.value.id in modules):
+                found.append((node.lineno, node.attr))
+        elif isinstance(node, ast.Call) and called_name(node) in OPERATION_NAME_CALLS:
+            found.extend((node.lineno, arg.value) for arg in node.args
+                         if isinstance(arg, ast.Constant) and arg.value in OPERATIONS)
+    return sorted(found)
+
+
+def test_the_scan_finds_aws_calls_outside_the_api_files():
+    tree = ast.parse("from x import ec2_api\nimport y\n"
+                     "ec2.describe_instances(InstanceIds=[])\nec2_api.describe_instances(c, [])\n"
+                     "paginate(c, 'describe_auto_scaling_groups', 'AutoScalingGroups')\n"
+                     "c.get_paginator('list_updates')\nself.eks.update_nodegroup_version(**r)\n"
+                     "call = client.suspend_processes\ny.client.describe_images()\n")
+    assert aws_operation_calls(tree) == [(3, "describe_instances"), (5, "describe_auto_scaling_groups"),
+                                         (6, "list_updates"), (7, "update_nodegroup_version"),
+                                         (8, "suspend_processes"), (9, "describe_images")]
+
+
+@pytest.mark.parametrize("name, path", sources())
+def test_aws_is_called_only_from_the_api_files(name, path):
+    if name.startswith(AWS_CALLS):
+        return
+    calls = aws_operation_calls(ast.parse(path.read_text()))
+    assert calls == [], "%s calls AWS directly (%s); add a function to module_utils/aws_api/<service>.py" % (
+        name, ", ".join("line %d: %s" % call for call in calls))
+
+
+@pytest.mark.parametrize("name, path", [(name, path) for name, path in sources() if name.startswith(AWS_CALLS)])
+def test_every_aws_call_is_under_the_error_translation(name, path):
+    tree = ast.parse(path.read_text())
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+            decorators = [called_name(decorator) for decorator in node.decorator_list
+                          if isinstance(decorator, ast.Call)]
+            assert decorators == ["aws_call"], "%s: %s() is not decorated with aws_call" % (name, node.name)

@@ -174,3 +174,24 @@ def test_aws_tags_to_dict_accepts_lists_and_dicts():
     assert aws.aws_tags_to_dict([{"Key": "a", "Value": "1"}, {"Key": "b"}]) == {"a": "1", "b": ""}
     assert aws.aws_tags_to_dict({"a": "1"}) == {"a": "1"}
     assert aws.aws_tags_to_dict(None) == {}
+
+
+def test_aws_call_keeps_the_function_and_passes_other_errors_through():
+    """Issue 12: the decorator translates botocore errors only; the function keeps its name and docstring."""
+
+    @aws.aws_call("describe {what} of {names}")
+    def describe(client, what, names=("a", "b")):
+        """Doc."""
+        if client == "refused":
+            raise client_error("Throttling", "Rate exceeded")
+        if client == "bug":
+            raise KeyError("Instances")
+        return what
+
+    assert (describe.__name__, describe.__doc__) == ("describe", "Doc.")
+    assert describe("ok", "x") == "x"
+    with pytest.raises(UpgradeError) as raised:
+        describe("refused", "hooks")
+    assert raised.value.msg == "describe hooks of a, b failed: Throttling: Rate exceeded"
+    with pytest.raises(KeyError):
+        describe("bug", "hooks")

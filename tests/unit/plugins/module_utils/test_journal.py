@@ -23,21 +23,20 @@ FULL = dict(run_id="r1", phase="upgrade", strategy="rolling", started_at="2026-0
 
 def test_round_trip_through_tags():
     journal = Journal(**FULL)
-    tags = journal.to_tags(ASG_NAME)
-    assert all(tag["PropagateAtLaunch"] is False and tag["ResourceId"] == ASG_NAME for tag in tags)
-    assert {tag["Key"] for tag in tags} == {"eksops.nodegroup/" + name for name in FULL}
+    tags = journal.to_tags()
+    assert set(tags) == {"eksops.nodegroup/" + name for name in FULL}
+    assert tags["eksops.nodegroup/suspended_processes"] == "AZRebalance,ReplaceUnhealthy"
     assert Journal.from_tags(tags) == journal
-    as_dict = dict((tag["Key"], tag["Value"]) for tag in tags)
-    assert as_dict["eksops.nodegroup/suspended_processes"] == "AZRebalance,ReplaceUnhealthy"
-    assert Journal.from_tags(as_dict) == journal
+    as_aws_list = [dict(Key=key, Value=value) for key, value in tags.items()]
+    assert Journal.from_tags(as_aws_list) == journal
 
 
 def test_unset_fields_are_not_written_and_read_back_as_none():
     journal = Journal(run_id="r1", phase="setup")
-    assert [tag["Key"] for tag in journal.to_tags(ASG_NAME)] == ["eksops.nodegroup/run_id",
+    assert list(journal.to_tags()) == ["eksops.nodegroup/run_id",
                                                                  "eksops.nodegroup/phase",
                                                                  "eksops.nodegroup/suspended_processes"]
-    back = Journal.from_tags(journal.to_tags(ASG_NAME))
+    back = Journal.from_tags(journal.to_tags())
     assert back.original_min_size is None and back.suspended_processes == []
     assert "original_min_size" in back.unset_fields()
 
@@ -73,8 +72,9 @@ def test_fields_are_checked():
 
 def test_values_over_the_aws_limit_are_refused():
     journal = Journal(phase="setup", suspended_processes=["P%03d" % i for i in range(100)])
-    with pytest.raises(ValueError):
-        journal.to_tags(ASG_NAME)
+    with pytest.raises(UpgradeError) as raised:
+        journal.to_tags()
+    assert raised.value.code == "ApiError" and raised.value.details["journal_field"] == "suspended_processes"
 
 
 def test_start_fills_run_id_and_utc_timestamp():
@@ -108,7 +108,7 @@ def test_replace_and_targets():
     surge=st.none() | st.integers(0, 100),
 ))
 def test_any_journal_survives_the_round_trip(journal):
-    assert Journal.from_tags(journal.to_tags(ASG_NAME)) == journal
+    assert Journal.from_tags(journal.to_tags()) == journal
 
 
 @mock_aws
@@ -178,14 +178,14 @@ ACCESS_DENIED_MESSAGE = ("User: arn:aws:sts::123456789012:assumed-role/upgrader/
 
 @pytest.mark.parametrize("call, operation, doing", [
     (lambda client: jr.write_journal(client, ASG_NAME, Journal(run_id="r7", phase="setup")),
-     "create_or_update_tags", "write the upgrade journal (run r7, phase setup)"),
-    (lambda client: jr.read_journal(client, ASG_NAME), "describe_auto_scaling_groups", "read the upgrade journal"),
-    (lambda client: jr.clear_journal(client, ASG_NAME), "describe_auto_scaling_groups", "clear the upgrade journal"),
+     "create_or_update_tags", "set tags eksops.nodegroup/run_id, eksops.nodegroup/phase"),
+    (lambda client: jr.read_journal(client, ASG_NAME), "describe_auto_scaling_groups", "describe Auto Scaling group"),
+    (lambda client: jr.clear_journal(client, ASG_NAME), "describe_auto_scaling_groups", "describe Auto Scaling group"),
 ])
 def test_issue12_an_aws_error_in_the_journal_is_an_upgrade_error_with_a_code(call, operation, doing):
     """Issue 12 (SPEC U8): each journal function translates its own AWS errors, so no caller needs a
     translate_aws_errors around it and none ends in a traceback: AccessDenied on the ASG's tags is AccessDenied,
-    the message says what the journal was doing and on which group."""
+    the message names the call, the journal's tags and the group."""
     client, stubber = stubbed_autoscaling()
     stubber.add_client_error(operation, service_error_code="AccessDenied", service_message=ACCESS_DENIED_MESSAGE,
                              http_status_code=403)
@@ -209,4 +209,4 @@ def test_issue12_a_failed_delete_of_dropped_fields_is_translated_too():
         jr.write_journal(client, ASG_NAME, Journal(run_id="r", phase="upgrade"),
                          previous=Journal(run_id="r", phase="scale_up", surge=6))
     assert raised.value.details["aws_operation"] == "DeleteTags"
-    assert "write the upgrade journal (run r, phase upgrade)" in raised.value.msg
+    assert "delete tags eksops.nodegroup/surge from Auto Scaling group %s" % ASG_NAME in raised.value.msg

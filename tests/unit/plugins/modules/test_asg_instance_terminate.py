@@ -244,10 +244,11 @@ def test_replacements_ready_needs_the_group_back_at_desired_with_ready_nodes():
 def terminated_by_someone_else_first(world, monkeypatch, victim):
     """Another actor (a concurrent run, a scale-in) terminates ``victim`` between the module's look at the group
     and its TerminateInstanceInAutoScalingGroup call, which AWS then refuses as for any instance in no group."""
-    from ansible_collections.eksops.nodegroup.plugins.module_utils import asg_ops
+    from ansible_collections.eksops.nodegroup.plugins.module_utils import aws
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
     from botocore.exceptions import ClientError
 
-    real = asg_ops.terminate_in_asg
+    real = autoscaling_api.terminate_instance_in_auto_scaling_group
 
     def racing(autoscaling, instance_id, decrement):
         if instance_id != victim:
@@ -255,12 +256,12 @@ def terminated_by_someone_else_first(world, monkeypatch, victim):
         world.autoscaling.detach_instances(InstanceIds=[victim], AutoScalingGroupName=ASG_NAME,
                                            ShouldDecrementDesiredCapacity=True)
         world.ec2.terminate_instances(InstanceIds=[victim])
-        with asg_ops.translate_aws_errors("terminate instance %s through its Auto Scaling group" % instance_id):
+        with aws.translate_aws_errors("terminate instance %s through its Auto Scaling group" % instance_id):
             raise ClientError({"Error": {"Code": "ValidationError", "Message": "Instance Id not found - No managed "
                                          "instance found for instance ID: %s" % victim}},
                               "TerminateInstanceInAutoScalingGroup")
 
-    monkeypatch.setattr(asg_ops, "terminate_in_asg", racing)
+    monkeypatch.setattr(autoscaling_api, "terminate_instance_in_auto_scaling_group", racing)
 
 
 def test_item11_an_instance_terminated_by_someone_else_meanwhile_is_already_gone(world, run, monkeypatch):

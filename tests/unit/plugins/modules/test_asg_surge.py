@@ -7,6 +7,7 @@ from moto import mock_aws
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils import kinds
 from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import GroupSnapshot
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NodegroupRef
 from ansible_collections.eksops.nodegroup.plugins.modules import asg_surge
@@ -140,13 +141,13 @@ def test_journal_phase_scale_up_before_the_change_then_upgrade(world, run, monke
     """DEVELOPERS resume rule, SPEC U2: phase scale_up is on the group before the sizes change; once the scale-up
     is done the journal moves on to upgrade (never back), so a rerun knows where it stopped."""
     seen = []
-    update_sizes = asg_surge.update_sizes
+    update_sizes = autoscaling_api.update_sizes
 
     def spy(autoscaling, name, **sizes_):
         seen.append(Journal.from_tags(world.asg()["Tags"]).phase)
         return update_sizes(autoscaling, name, **sizes_)
 
-    monkeypatch.setattr(asg_surge, "update_sizes", spy)
+    monkeypatch.setattr(autoscaling_api, "update_sizes", spy)
     assert not run().get("failed")
     assert seen == ["scale_up"]
     assert Journal.from_tags(world.asg()["Tags"]).phase == "upgrade"

@@ -316,7 +316,9 @@ def test_a1_a_crash_between_the_journal_and_the_suspension_is_resumed(world, run
 
     from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 
-    with mock.patch.object(launch_template_version, "suspend_processes",
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
+
+    with mock.patch.object(autoscaling_api, "suspend_processes",
                            side_effect=UpgradeError("AccessDenied", "suspend processes: AccessDenied")):
         failed = run(image_id=world.new_ami)
     assert failed["failed"] is True
@@ -368,14 +370,14 @@ JOURNAL_DENIED = ("User: arn:aws:sts::123456789012:assumed-role/upgrader/run is 
 
 def test_issue12_an_aws_error_writing_the_journal_fails_with_a_code_not_a_traceback(world, capsys):
     """Issue 12 (SPEC U8): AWS refuses the journal's CreateOrUpdateTags after the new version was created. The
-    module fails with AccessDenied and a message naming the journal write and the group (no Python traceback),
+    module fails with AccessDenied and a message naming the journal's tags and the group (no Python traceback),
     says what it did before (changed), and the group is not pointed at a version no journal records."""
     result = run_module_in_process(launch_template_version.main, dict(BASE, image_id=world.new_ami), capsys,
                                    aws_errors={"CreateOrUpdateTags": ("AccessDenied", JOURNAL_DENIED)})
     assert result["failed"] is True and result["changed"] is True, result
     assert (result["code"], result["aws_error_code"], result["aws_operation"]) == (
         "AccessDenied", "AccessDenied", "CreateOrUpdateTags")
-    assert result["msg"].startswith("write the upgrade journal (run "), result["msg"]
+    assert result["msg"].startswith("set tags eksops.nodegroup/run_id, "), result["msg"]
     assert "on Auto Scaling group %s failed: AccessDenied: %s" % (ASG_NAME, JOURNAL_DENIED) in result["msg"]
     assert "before that, this run created launch template version 2" in result["msg"]
     assert "exception" not in result and "Traceback" not in result["msg"]
@@ -389,7 +391,7 @@ def test_issue12_a_journal_write_refused_before_any_change_fails_with_a_code(wor
     result = run_module_in_process(launch_template_version.main, dict(BASE, version=version), capsys,
                                    aws_errors={"CreateOrUpdateTags": ("AccessDenied", JOURNAL_DENIED)})
     assert result["failed"] is True and not result.get("changed"), result
-    assert result["code"] == "AccessDenied" and "write the upgrade journal" in result["msg"]
+    assert result["code"] == "AccessDenied" and "set tags eksops.nodegroup/run_id" in result["msg"]
     assert "before that" not in result["msg"]
     assert world.asg()["LaunchTemplate"]["Version"] == "1"
     assert journal_tags(world) == {}

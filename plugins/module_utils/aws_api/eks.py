@@ -1,0 +1,46 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Amazon EKS API calls (the client is ``aws_client(params, "eks")``).
+
+Each function is one call, its errors translated by aws_call; what to make of an answer is the caller's.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import aws_call, paginate
+
+
+@aws_call("describe EKS cluster {cluster_name}")
+def describe_cluster(eks, cluster_name):
+    return eks.describe_cluster(name=cluster_name)["cluster"]
+
+
+@aws_call("describe EKS node group {nodegroup_name}")
+def describe_nodegroup(eks, cluster_name, nodegroup_name):
+    return eks.describe_nodegroup(clusterName=cluster_name, nodegroupName=nodegroup_name)["nodegroup"]
+
+
+@aws_call("describe update {update_id} of node group {nodegroup_name}")
+def describe_update(eks, cluster_name, nodegroup_name, update_id):
+    return eks.describe_update(name=cluster_name, nodegroupName=nodegroup_name, updateId=update_id)["update"]
+
+
+@aws_call("list the updates of node group {nodegroup_name}")
+def list_updates(eks, cluster_name, nodegroup_name):
+    """The ids of the node group's updates (all pages)."""
+    return paginate(eks, "list_updates", "updateIds", name=cluster_name, nodegroupName=nodegroup_name)
+
+
+@aws_call(lambda eks, request: "update the updateConfig of node group %s" % request["nodegroupName"])
+def update_nodegroup_config(eks, request):
+    """UpdateNodegroupConfig with ``request`` (clusterName, nodegroupName, ...); returns the update started."""
+    return eks.update_nodegroup_config(**request)["update"]
+
+
+@aws_call(lambda eks, request: "update the version of node group %s" % request["nodegroupName"])
+def update_nodegroup_version(eks, request):
+    """UpdateNodegroupVersion with ``request`` (clusterName, nodegroupName, ...); returns the update started."""
+    return eks.update_nodegroup_version(**request)["update"]
