@@ -29,14 +29,9 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import
     read_body,
     retry_api_call,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
-    asg_launch_template,
-    describe_asg,
-    describe_instances,
-    find_instance_nodes,
-    join_instances_nodes,
-    target_lt_version,
-)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import describe_instances, find_instance_nodes, join_instances_nodes
+from ansible_collections.eksops.nodegroup.plugins.module_utils.launch_templates import target_lt_version
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import asg_launch_template, describe_asg
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
     LEAVING_STATES,
     autoscaler_changed,
@@ -364,7 +359,7 @@ class _Obj:
 
 
 def node_view(raw):
-    """A raw node dict (as kube_watch yields) with the attribute shape nodegroup.join_instances_nodes reads."""
+    """A raw node dict (as kube_watch yields) with the attribute shape instances.join_instances_nodes reads."""
     metadata = raw.get("metadata") or {}
     spec = raw.get("spec") or {}
     conditions = [_Obj(type=c.get("type"), status=c.get("status"))
@@ -420,7 +415,7 @@ def list_all_nodes(core_v1, label_selector=None, purpose="list nodes"):
 
 def list_nodegroup_nodes(core_v1, group):
     """The nodes of the group's instances as node_view objects, matched by spec.providerID and narrowed by the
-    kind's node label where it has one (nodegroup.find_instance_nodes)."""
+    kind's node label where it has one (instances.find_instance_nodes)."""
     instance_ids = [instance["InstanceId"] for instance in group.asg.get("Instances", [])]
     with translate_k8s_errors("list the nodes of node group %s (%s)"
                               % (group.nodegroup_name, group.node_selector or "every node")):

@@ -23,11 +23,8 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
     utc_now,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import CLUSTER_UNREACHABLE, UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
-    describe_instances,
-    find_nodegroup,
-    join_instances_nodes,
-)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import describe_instances, join_instances_nodes
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import find_nodegroup
 
 try:
     from urllib.parse import urlsplit
@@ -55,7 +52,7 @@ def same_endpoint(first, second):
 def node_evidence(instances, now, node_ready_timeout):
     """What the group's instances say about the cluster in use: {proven, with_node, missing}.
 
-    ``instances``: nodegroup.join_instances_nodes records (node_name set when a node has the instance's
+    ``instances``: instances.join_instances_nodes records (node_name set when a node has the instance's
     providerID). ``missing`` lists the InService instances older than ``node_ready_timeout`` without a node.
     """
     in_service = [i for i in instances if i.get("lifecycle_state") == "InService"]

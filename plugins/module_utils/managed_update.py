@@ -23,7 +23,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     UpgradeError,
     invalid_parameter,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import check_kubernetes_version
+from ansible_collections.eksops.nodegroup.plugins.module_utils.eks_amis import check_kubernetes_version
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import resolve_max_unavailable
 
 TARGET_OPTIONS = ("kubernetes_version", "release_version", "launch_template_version", "image_id")

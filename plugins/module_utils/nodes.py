@@ -17,7 +17,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.pods impor
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import translate_k8s_errors
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import list_all
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import find_instance_nodes
+from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import find_instance_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.returning_pods import (
     workload_of,
     workload_ref,
@@ -25,7 +25,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.returning_pods im
 
 
 def nodes_of_instances(api, instance_ids, node_selector=None):
-    """nodegroup.find_instance_nodes through this engine's counted API."""
+    """instances.find_instance_nodes through this engine's counted API."""
     return find_instance_nodes(api.counted(api.core.list_node), instance_ids, node_selector, clock=api.clock)
 
 

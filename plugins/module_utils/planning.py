@@ -4,7 +4,7 @@
 """Pure decisions of a node-group upgrade: sizes, batches, schedules, node validation.
 
 Nothing here talks to AWS or Kubernetes; every function takes plain values (the instance records of
-``nodegroup.join_instances_nodes``: dicts with instance_id, availability_zone, lifecycle_state,
+``instances.join_instances_nodes``: dicts with instance_id, availability_zone, lifecycle_state,
 launch_template_version, image_id, node_name, ready, unschedulable, labels) and returns plain values.
 """
 

@@ -273,7 +273,7 @@ def target_desired(params, asg, original_desired):
     if mode == "explicit":
         surge = params["surge"]
     else:
-        # The same resolution as the upgrade plan's batches (nodegroup.upgrade_plan), from the same base.
+        # The same resolution as the upgrade plan's batches (upgrade_plan.upgrade_plan), from the same base.
         surge = rolling_parallelism(original_desired, len(asg.get("AvailabilityZones", [])), params["max_unavailable"],
                                     params["max_unavailable_percentage"])["surge"]
     return original_desired + surge, surge

@@ -375,11 +375,8 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.managed_update im
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import describe_cluster
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
-    describe_lt_version,
-    describe_managed_nodegroup,
-    resolve_launch_template_id,
-)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.launch_templates import describe_lt_version, resolve_launch_template_id
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import describe_managed_nodegroup
 
 ARGUMENT_SPEC = dict(
     cluster_name=dict(type="str", required=True),

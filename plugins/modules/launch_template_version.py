@@ -220,23 +220,23 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Jo
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import describe_cluster
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION, claim
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
-    NODEGROUP_ARGUMENT_SPEC,
-    asg_launch_template_spec,
+from ansible_collections.eksops.nodegroup.plugins.module_utils.eks_amis import (
     check_kubernetes_version,
     check_not_newer_than_control_plane,
     check_version_change,
+    resolve_eks_ami,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.launch_templates import (
     describe_image,
     describe_launch_template,
     describe_lt_version,
-    find_nodegroup,
     journal_conflict,
     lt_version_image,
     pin_asg_launch_template,
     plan_launch_template_version,
-    resolve_eks_ami,
     resolve_launch_template_id,
 )
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import asg_launch_template_spec, find_nodegroup, NODEGROUP_ARGUMENT_SPEC
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
     plan_suspension,
     validate_suspend_processes,

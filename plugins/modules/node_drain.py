@@ -397,16 +397,12 @@ code:
 """
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import (
-    DrainOptions,
-    cordon_nodes,
-    drain_nodes,
-    read_nodes,
-    uncordon_nodes,
-)
+    DrainOptions, cordon_nodes, drain_nodes, read_nodes, uncordon_nodes)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import instance_id_of
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION, claim
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.node_scope import check_nodes_in_nodegroup
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import find_nodegroup, instance_id_of
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import find_nodegroup
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodes import resolve_instance_nodes
 
 DELETE_OPTIONS_SPEC = dict(

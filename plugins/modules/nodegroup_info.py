@@ -209,20 +209,15 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import li
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kinds import MANAGED
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
-    NODEGROUP_ARGUMENT_SPEC,
-    asg_launch_template_spec,
-    asg_summary,
+from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import describe_instances, instance_id_of, join_instances_nodes
+from ansible_collections.eksops.nodegroup.plugins.module_utils.launch_templates import (
     describe_image,
-    describe_instances,
     describe_launch_template,
-    find_nodegroup,
-    instance_id_of,
-    join_instances_nodes,
     resolve_launch_template_id,
     target_lt_version,
-    upgrade_plan,
 )
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import asg_launch_template_spec, asg_summary, find_nodegroup, NODEGROUP_ARGUMENT_SPEC
+from ansible_collections.eksops.nodegroup.plugins.module_utils.upgrade_plan import upgrade_plan
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
     SURGE_CAP_DEFAULT,
     split_old_new,

@@ -175,13 +175,8 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, clear_journal, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION, claim
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
-    NODEGROUP_ARGUMENT_SPEC,
-    asg_launch_template,
-    describe_asg,
-    find_nodegroup,
-    join_instances_nodes,
-)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import join_instances_nodes
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import asg_launch_template, describe_asg, find_nodegroup, NODEGROUP_ARGUMENT_SPEC
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodes import (
     resolve_instance_nodes,
     termination_problems_message,

@@ -9,8 +9,9 @@
 - AWS API calls in one place per service: only module_utils/aws_api/ calls an operation of the services the
   collection uses (an attribute named after a botocore operation, on anything but an imported module, or an
   operation name given to paginate/get_paginator), each under aws.aws_call's error translation;
-- no file over 450 lines and no function over 60. The files and functions still over the bar are listed with
-  their size today: each may shrink, none may grow, and none may join the list.
+- no file over 450 lines of code (a module's DOCUMENTATION, EXAMPLES and RETURN aside) and no function over 60.
+  The files and functions still over the bar are listed with their size today: each may shrink, none may grow,
+  and none may join the list.
 """
 
 from __future__ import annotations
@@ -35,14 +36,8 @@ OPERATION_NAME_CALLS = frozenset(["paginate", "get_paginator"])
 
 # Still over the bar (issue 12 splits them next): lines today.
 OVERSIZED_FILES = {
-    "module_utils/asg_ops.py": 626,
+    "module_utils/asg_ops.py": 587,
     "module_utils/managed_update.py": 512,
-    "module_utils/nodegroup.py": 705,
-    "modules/asg_instance_terminate.py": 462,
-    "modules/asg_surge.py": 518,
-    "modules/eks_nodegroup_update.py": 608,
-    "modules/launch_template_version.py": 476,
-    "modules/node_drain.py": 539,
 }
 LONG_FUNCTIONS = {
     ("modules/asg_instance_terminate.py", "run"): 84,
@@ -123,10 +118,25 @@ def test_boto3_and_botocore_are_imported_by_the_one_aws_client_factory(name, pat
     assert not imported & {"boto3", "botocore"}, "%s imports boto3/botocore; use module_utils/aws.py" % name
 
 
+DOC_STRINGS = frozenset(["DOCUMENTATION", "EXAMPLES", "RETURN"])
+
+
+def code_lines(source):
+    """A file's lines, less a module's DOCUMENTATION, EXAMPLES and RETURN: its documentation is not code to read."""
+    tree = ast.parse(source)
+    docs = sum(node.end_lineno - node.lineno + 1 for node in tree.body if isinstance(node, ast.Assign)
+               and any(isinstance(target, ast.Name) and target.id in DOC_STRINGS for target in node.targets))
+    return len(source.splitlines()) - docs
+
+
+def test_documentation_is_not_counted_as_code():
+    assert code_lines('import x\nDOCUMENTATION = """\na\nb\n"""\nRETURN = "c"\ny = 1\n') == 2
+
+
 @pytest.mark.parametrize("name, path", sources())
 def test_no_file_grows_past_the_bar(name, path):
-    lines = len(path.read_text().splitlines())
-    assert lines <= OVERSIZED_FILES.get(name, MAX_FILE_LINES), "%s has %d lines" % (name, lines)
+    lines = code_lines(path.read_text())
+    assert lines <= OVERSIZED_FILES.get(name, MAX_FILE_LINES), "%s has %d lines of code" % (name, lines)
 
 
 @pytest.mark.parametrize("name, path", sources())

@@ -9,11 +9,8 @@ import pytest
 from ansible_collections.eksops.nodegroup.plugins.module_utils import asg_ops, kinds, kube_watch
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
-    NodegroupRef,
-    instance_id_of,
-    join_instances_nodes,
-)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import instance_id_of, join_instances_nodes
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NodegroupRef
 
 from ..fakes import FakeClock, FakeCoreV1, FakeTime, api_error
 

@@ -33,9 +33,8 @@ def test_round_trip_through_tags():
 
 def test_unset_fields_are_not_written_and_read_back_as_none():
     journal = Journal(run_id="r1", phase="setup")
-    assert list(journal.to_tags()) == ["eksops.nodegroup/run_id",
-                                                                 "eksops.nodegroup/phase",
-                                                                 "eksops.nodegroup/suspended_processes"]
+    assert list(journal.to_tags()) == ["eksops.nodegroup/run_id", "eksops.nodegroup/phase",
+                                       "eksops.nodegroup/suspended_processes"]
     back = Journal.from_tags(journal.to_tags())
     assert back.original_min_size is None and back.suspended_processes == []
     assert "original_min_size" in back.unset_fields()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, strategies as st
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils import planning
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import upgrade_plan
+from ansible_collections.eksops.nodegroup.plugins.module_utils.upgrade_plan import upgrade_plan
 from ansible_collections.eksops.nodegroup.plugins.modules import asg_surge
 
 AZS = ["us-west-2a", "us-west-2b", "us-west-2c"]

@@ -1,0 +1,121 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Launch templates: the versions an upgrade reads, creates and points the group at (SPEC U1)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import ec2 as ec2_api
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import NOT_FOUND, UpgradeError, not_found
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import asg_launch_template_spec
+
+
+def pin_asg_launch_template(autoscaling, asg, lt_id, version):
+    """Point the ASG at one exact launch template version number."""
+    autoscaling_api.set_launch_template(autoscaling, asg["AutoScalingGroupName"],
+                                        dict(LaunchTemplateId=lt_id, Version=str(version)),
+                                        mixed=asg_launch_template_spec(asg)["mixed"])
+
+
+def describe_lt_version(ec2, lt_id, version, parameter="version"):
+    """One launch template version (number, "$Latest" or "$Default"); ResourceNotFound naming ``parameter``."""
+    try:
+        described = ec2_api.describe_launch_template_version(ec2, lt_id, version)
+    except UpgradeError as err:
+        if err.code == NOT_FOUND or "NotFound" in err.details.get("aws_error_code", ""):
+            raise not_found(parameter, "Launch template %s has no version %s (%s)" % (lt_id, version, parameter),
+                            launch_template_id=lt_id, **err.details)
+        raise
+    if described is None:
+        raise not_found(parameter, "Launch template %s has no version %s (%s)" % (lt_id, version, parameter),
+                        launch_template_id=lt_id)
+    return described
+
+
+def lt_version_image(version_description):
+    """The AMI of a launch template version description, or None."""
+    return (version_description.get("LaunchTemplateData") or {}).get("ImageId")
+
+
+def target_lt_version(ec2, lt_id, asg_version, named=None, parameter="launch_template_version"):
+    """(version number, AMI) of the launch template version new nodes run: ``named`` when given
+    (ResourceNotFound naming ``parameter``), else the one the ASG points at (``asg_version``, a number or
+    "$Latest"/"$Default"; ResourceNotFound naming asg_name)."""
+    described = describe_lt_version(ec2, lt_id, named or asg_version, parameter=parameter if named else "asg_name")
+    return int(described["VersionNumber"]), lt_version_image(described)
+
+
+def describe_image(ec2, image_id, parameter="image_id"):
+    """The AMI description; ResourceNotFound naming ``parameter`` when it does not exist (or is not visible)."""
+    try:
+        image = ec2_api.describe_image(ec2, image_id)
+    except UpgradeError as err:
+        if err.code == NOT_FOUND or err.details.get("aws_error_code", "").startswith("InvalidAMIID"):
+            raise not_found(parameter, "AMI %s (%s) does not exist or is not visible to this account"
+                            % (image_id, parameter), image_id=image_id)
+        raise
+    if image is None:
+        raise not_found(parameter, "AMI %s (%s) does not exist or is not visible to this account"
+                        % (image_id, parameter), image_id=image_id)
+    return image
+
+
+def resolve_launch_template_id(ec2, spec):
+    """The launch template id of an ASG's spec (which may name the template instead)."""
+    if spec.get("id"):
+        return spec["id"]
+    template = ec2_api.describe_launch_template_named(ec2, spec["name"])
+    if template is None:
+        raise not_found("asg_name", "The ASG's launch template %s does not exist" % spec.get("name"))
+    return template["LaunchTemplateId"]
+
+
+def describe_launch_template(ec2, lt_id):
+    """The launch template (name, DefaultVersionNumber, LatestVersionNumber)."""
+    template = ec2_api.describe_launch_template(ec2, lt_id)
+    if template is None:
+        raise not_found("asg_name", "Launch template %s does not exist" % lt_id, launch_template_id=lt_id)
+    return template
+
+
+def plan_launch_template_version(asg_version, current, latest, target_image_id=None, named=None):
+    """What launch_template_version must do (SPEC U1), given descriptions of LT versions.
+
+    ``asg_version``: the version string on the ASG now; ``current``: the version it resolves to (the source);
+    ``latest``: $Latest; ``named``: the version the user named, else ``target_image_id`` is the new AMI.
+    Reuses, rather than creates, a version whose data already is the source's with the new image: the
+    current one, or $Latest (a rerun after a crash between create and pin).
+    Returns {source_version, target_version (predicted when create), create, pin, image_id, previous_image_id}.
+    """
+    source_version = int(current["VersionNumber"])
+    create = False
+    if named is not None:
+        target_version = int(named["VersionNumber"])
+        target_image_id = lt_version_image(named)
+    else:
+        if not target_image_id:
+            raise ValueError("plan_launch_template_version needs target_image_id or named")
+        wanted_data = dict(current.get("LaunchTemplateData") or {}, ImageId=target_image_id)
+        if (current.get("LaunchTemplateData") or {}) == wanted_data:
+            target_version = source_version
+        elif (latest.get("LaunchTemplateData") or {}) == wanted_data:
+            target_version = int(latest["VersionNumber"])
+        else:
+            target_version = int(latest["VersionNumber"]) + 1
+            create = True
+    return dict(
+        source_version=source_version,
+        target_version=target_version,
+        create=create,
+        pin=str(asg_version) != str(target_version),
+        image_id=target_image_id,
+        previous_image_id=lt_version_image(current),
+    )
+
+
+def journal_conflict(journal, lt_id, target_version):
+    """True when an upgrade journal exists for another launch template version than this target."""
+    return journal is not None and not journal.targets(lt_id, target_version)

@@ -1,0 +1,82 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The upgrade plan: strategy, parallelism, surge and the random batches (SPEC U2, U5, U7, S1-S4)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import random
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import invalid_parameter
+from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
+    SURGE_CAP_DEFAULT,
+    pick_batch,
+    resolve_max_unavailable,
+    rolling_parallelism,
+    surge_steps,
+    validate_surge_settings,
+)
+
+
+def random_batches(old, batch_size, rng):
+    """All old instances split into batches of instance ids, each drawn with planning.pick_batch (SPEC U5)."""
+    batches = []
+    remaining = list(old)
+    while remaining:
+        batch = pick_batch(remaining, batch_size, rng)
+        if not batch:
+            raise ValueError("batch_size must be > 0 while old instances remain")
+        chosen = set(instance["instance_id"] for instance in batch)
+        batches.append([instance["instance_id"] for instance in batch])
+        remaining = [instance for instance in remaining if instance["instance_id"] not in chosen]
+    return batches
+
+
+def upgrade_plan(old, node_count, az_count, update_strategy="default", max_unavailable=None,
+                 max_unavailable_percentage=None, max_surge=None, surge_cap=SURGE_CAP_DEFAULT, seed=None,
+                 group_size=None):
+    """The upgrade plan for the given parameters: strategy, parallelism, surge and the random batches.
+
+    ``max_surge`` given selects the surge strategy (SPEC S1-S4, max_unavailable may then be 0); otherwise
+    ``update_strategy`` default (U2: pre-scale by max(2 x AZs, max_unavailable)) or minimal (U7: no pre-scale).
+    A percentage is of ``group_size``, the group's size before the upgrade (``node_count``, the nodes there are
+    now, when not given), so a resumed run, with the group surged, keeps the same parallelism (issue 10 item 4).
+    ``seed`` makes the batches reproducible; without one a seed is drawn and reported.
+    """
+    size = node_count if group_size is None else group_size
+    if max_surge is not None:
+        if update_strategy == "minimal":
+            raise invalid_parameter("max_surge", "max_surge selects the surge strategy; it cannot be combined "
+                                    "with update_strategy=minimal")
+        if max_unavailable is None and max_unavailable_percentage is not None:
+            max_unavailable = resolve_max_unavailable(None, max_unavailable_percentage, size)
+        max_unavailable = max_unavailable or 0
+        validate_surge_settings(max_surge, max_unavailable, surge_cap)
+        strategy, surge, batch_size = "surge", max_surge, max_surge + max_unavailable
+        steps = surge_steps(len(old), max_surge, max_unavailable)
+    else:
+        strategy = "minimal" if update_strategy == "minimal" else "rolling"
+        resolved = rolling_parallelism(size, az_count, max_unavailable, max_unavailable_percentage,
+                                       minimal=strategy == "minimal")
+        max_unavailable, surge, batch_size = resolved["max_unavailable"], resolved["surge"], resolved["batch_size"]
+        steps = None
+    if seed is None:
+        seed = random.SystemRandom().randrange(2 ** 31)
+    return dict(
+        strategy=strategy,
+        node_count=node_count,
+        group_size=size,
+        # The desired capacity while the old nodes are replaced (rolling and minimal: the scale-up's; surge: the
+        # highest step's), for a person to read (a dry run, issue 10 item 9).
+        desired_capacity_during=size + surge,
+        old_count=len(old),
+        max_unavailable=max_unavailable,
+        max_surge=max_surge,
+        surge=surge,
+        batch_size=batch_size,
+        seed=seed,
+        batches=random_batches(old, batch_size, random.Random(seed)),
+        steps=steps,
+    )
