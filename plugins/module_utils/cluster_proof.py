@@ -17,11 +17,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
-    list_all_nodes,
-    parse_utc_time,
-    utc_now,
-)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import parse_utc_time, utc_now
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import list_all_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import CLUSTER_UNREACHABLE, UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import describe_instances, join_instances_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import find_nodegroup

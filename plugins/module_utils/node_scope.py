@@ -14,7 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils import kinds
-from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import describe_known_instances
+from ansible_collections.eksops.nodegroup.plugins.module_utils.termination import describe_known_instances
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import aws_tags_to_dict
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import invalid_parameter
 

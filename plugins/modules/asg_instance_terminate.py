@@ -190,17 +190,19 @@ import re
 import time
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
-    SCALE_IN_PROTECTION_OURS,
-    GroupWatch,
-    TerminationWait,
     asg_sizes,
     check_capacity_unmoved,
-    describe_known_instances,
-    list_nodegroup_nodes,
+    SCALE_IN_PROTECTION_OURS,
     set_scale_in_protection,
-    termination_hooks,
-    terminate_or_gone,
     utc_now,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.group_watch import GroupWatch
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import list_nodegroup_nodes
+from ansible_collections.eksops.nodegroup.plugins.module_utils.termination import (
+    describe_known_instances,
+    terminate_or_gone,
+    termination_hooks,
+    TerminationWait,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.cluster_proof import (

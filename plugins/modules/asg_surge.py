@@ -193,19 +193,19 @@ asg_surge:
 import time
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
-    DEFAULT_SUSPENDED_PROCESSES,
-    SCALE_IN_PROTECTION_OURS,
-    GroupWatch,
     advance_phase,
     asg_sizes,
     check_capacity_unmoved,
-    mark_scale_down_disabled,
+    DEFAULT_SUSPENDED_PROCESSES,
     resolve_target,
+    SCALE_IN_PROTECTION_OURS,
     scale_in_protection_owner,
     set_scale_in_protection,
     suspended_process_names,
     utc_now,
 )
+from ansible_collections.eksops.nodegroup.plugins.module_utils.group_watch import GroupWatch
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import mark_scale_down_disabled
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     NODE_CREATION_FAILURE,

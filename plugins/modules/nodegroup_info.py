@@ -205,7 +205,7 @@ nodegroup:
 """
 
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import list_all_nodes
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import list_all_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kinds import MANAGED
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule

@@ -78,7 +78,7 @@ pods_examined:
 
 import re
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import list_nodegroup_nodes
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import list_nodegroup_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import AUTOSCALER_TAINT, is_mirror
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import apps_v1, policy_v1, translate_k8s_errors
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import list_all

@@ -153,18 +153,16 @@ nodegroup_scale_restore:
 import time
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
-    SCALE_IN_PROTECTION_OURS,
-    WAIT_TIMEOUT,
     advance_phase,
     asg_sizes,
     autoscaler_error,
     check_capacity_unmoved,
-    list_nodegroup_nodes,
+    SCALE_IN_PROTECTION_OURS,
     set_scale_in_protection,
     suspended_process_names,
-    unmark_scale_down_disabled,
-    wait_terminated,
 )
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import list_nodegroup_nodes, unmark_scale_down_disabled
+from ansible_collections.eksops.nodegroup.plugins.module_utils.termination import wait_terminated, WAIT_TIMEOUT
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import drain_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (

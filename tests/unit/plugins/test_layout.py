@@ -36,7 +36,6 @@ OPERATION_NAME_CALLS = frozenset(["paginate", "get_paginator"])
 
 # Still over the bar (issue 12 splits them next): lines today.
 OVERSIZED_FILES = {
-    "module_utils/asg_ops.py": 587,
     "module_utils/managed_update.py": 512,
 }
 LONG_FUNCTIONS = {

@@ -6,7 +6,7 @@ import datetime
 
 import pytest
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import asg_ops, kinds, kube_watch
+from ansible_collections.eksops.nodegroup.plugins.module_utils import asg_ops, kinds, kube_watch, nodegroup_nodes, termination
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import instance_id_of, join_instances_nodes
@@ -24,8 +24,8 @@ def raw_node(name, instance_id, ready="True", annotations=None, labels=None):
 
 
 def test_node_view_feeds_join_instances_nodes():
-    nodes = [asg_ops.node_view(raw_node("n1", "i-0000000000000001")),
-             asg_ops.node_view(raw_node("n2", "i-0000000000000002", ready="False"))]
+    nodes = [nodegroup_nodes.node_view(raw_node("n1", "i-0000000000000001")),
+             nodegroup_nodes.node_view(raw_node("n2", "i-0000000000000002", ready="False"))]
     joined = join_instances_nodes([{"InstanceId": "i-0000000000000001", "AvailabilityZone": "us-west-2a"},
                                    {"InstanceId": "i-0000000000000002", "AvailabilityZone": "us-west-2a"},
                                    {"InstanceId": "i-0000000000000003", "AvailabilityZone": "us-west-2b"}], {}, nodes)
@@ -69,24 +69,24 @@ class FakeEc2:
 def test_wait_terminated_polls_until_done():
     clock = FakeTime()
     ec2 = FakeEc2({"i-1": 1, "i-2": 3})
-    assert asg_ops.wait_terminated(ec2, ["i-1", "i-2"], timeout=60, poll=2, clock=clock) == []
+    assert termination.wait_terminated(ec2, ["i-1", "i-2"], timeout=60, poll=2, clock=clock) == []
     assert ec2.calls == 3 and clock.now == 0.5 + 1
 
 
 def test_wait_terminated_sees_a_quick_shutdown_quickly_and_backs_off_to_poll():
     clock = FakeTime()
-    assert asg_ops.wait_terminated(FakeEc2({"i-1": 2}), ["i-1"], timeout=60, clock=clock) == []
-    assert clock.now == asg_ops.EC2_FIRST_POLL_SECONDS == 0.5
+    assert termination.wait_terminated(FakeEc2({"i-1": 2}), ["i-1"], timeout=60, clock=clock) == []
+    assert clock.now == termination.EC2_FIRST_POLL_SECONDS == 0.5
     clock = FakeTime()
     slow = FakeEc2({"i-1": 1000})
-    assert asg_ops.wait_terminated(slow, ["i-1"], timeout=60, poll=2, clock=clock) == ["i-1"]
+    assert termination.wait_terminated(slow, ["i-1"], timeout=60, poll=2, clock=clock) == ["i-1"]
     # looks at 0, 0.5, 1.5, then every 2 s until the timeout: about 30 DescribeInstances a minute, not more
     assert clock.now == 60 and slow.calls == 33
 
 
 def test_wait_terminated_returns_the_stragglers_at_timeout():
     clock = FakeTime()
-    assert asg_ops.wait_terminated(FakeEc2({"i-1": 100}), ["i-1"], timeout=10, poll=2, clock=clock) == ["i-1"]
+    assert termination.wait_terminated(FakeEc2({"i-1": 100}), ["i-1"], timeout=10, poll=2, clock=clock) == ["i-1"]
     assert clock.now == 10
 
 
@@ -111,7 +111,7 @@ def test_a_self_managed_groups_nodes_are_its_instances_nodes_by_provider_id_K2()
     fargate = raw_node("fargate-ip-10-0-0-1", "i-3")
     fargate["spec"]["providerID"] = "aws:///us-west-2a/fargate-ip-10-0-0-1"
     store, core_v1 = node_store(raw_node("n1", "i-1"), raw_node("n2", "i-2"), raw_node("other", "i-9"), fargate)
-    nodes = asg_ops.list_nodegroup_nodes(core_v1, group(kinds.SELF_MANAGED, ["i-1", "i-2", "i-3"]))
+    nodes = nodegroup_nodes.list_nodegroup_nodes(core_v1, group(kinds.SELF_MANAGED, ["i-1", "i-2", "i-3"]))
     assert sorted((n.metadata.name, instance_id_of(n)) for n in nodes) == [("n1", "i-1"), ("n2", "i-2")]
     assert [kwargs.get("label_selector") for dummy, kwargs in store.calls] == [None]
 
@@ -122,7 +122,7 @@ def test_a_labelling_kinds_nodes_are_listed_by_label_P2():
     other = raw_node("other", "i-9", labels={"alpha.eksctl.io/nodegroup-name": "batch"})
     store, core_v1 = node_store(raw_node("n1", "i-1", labels=EKSCTL), raw_node("n2", "i-2", labels=EKSCTL),
                                 raw_node("gone", "i-8", labels=EKSCTL), other)
-    nodes = asg_ops.list_nodegroup_nodes(core_v1, group(kinds.SELF_MANAGED_EKSCTL, ["i-1", "i-2"]))
+    nodes = nodegroup_nodes.list_nodegroup_nodes(core_v1, group(kinds.SELF_MANAGED_EKSCTL, ["i-1", "i-2"]))
     assert [(n.metadata.name, instance_id_of(n)) for n in nodes] == [("n1", "i-1"), ("n2", "i-2")]
     assert [kwargs["label_selector"] for dummy, kwargs in store.calls] == ["alpha.eksctl.io/nodegroup-name=workers"]
 
@@ -132,7 +132,7 @@ def test_a_node_without_its_kinds_label_is_still_its_instances_node_K2():
     providerID among all nodes: it must not pass for an instance without a node."""
     store, core_v1 = node_store(raw_node("n1", "i-1", labels=EKSCTL), raw_node("plain", "i-2"),
                                 raw_node("elsewhere", "i-7"))
-    nodes = asg_ops.list_nodegroup_nodes(core_v1, group(kinds.SELF_MANAGED_EKSCTL, ["i-1", "i-2"]))
+    nodes = nodegroup_nodes.list_nodegroup_nodes(core_v1, group(kinds.SELF_MANAGED_EKSCTL, ["i-1", "i-2"]))
     assert [(n.metadata.name, instance_id_of(n)) for n in nodes] == [("n1", "i-1"), ("plain", "i-2")]
     assert [kwargs.get("label_selector") for dummy, kwargs in store.calls] == [
         "alpha.eksctl.io/nodegroup-name=workers", None]
@@ -140,8 +140,8 @@ def test_a_node_without_its_kinds_label_is_still_its_instances_node_K2():
 
 def test_list_all_nodes_with_and_without_a_selector():
     store, core_v1 = node_store(raw_node("n1", "i-1", labels=EKSCTL), raw_node("n2", "i-2"))
-    assert [n.metadata.name for n in asg_ops.list_all_nodes(core_v1)] == ["n1", "n2"]
-    assert [n.metadata.name for n in asg_ops.list_all_nodes(core_v1, "alpha.eksctl.io/nodegroup-name=workers")] \
+    assert [n.metadata.name for n in nodegroup_nodes.list_all_nodes(core_v1)] == ["n1", "n2"]
+    assert [n.metadata.name for n in nodegroup_nodes.list_all_nodes(core_v1, "alpha.eksctl.io/nodegroup-name=workers")] \
         == ["n1"]
     assert [kwargs.get("label_selector") for dummy, kwargs in store.calls] == [
         None, "alpha.eksctl.io/nodegroup-name=workers"]
@@ -154,7 +154,7 @@ def test_a_failed_node_list_is_retried_P3(monkeypatch, status):
     monkeypatch.setattr(kube_watch, "SYSTEM_CLOCK", clock)
     store, core_v1 = node_store(raw_node("n1", "i-1"))
     store.faults["list"].append(api_error(status))
-    assert [n.metadata.name for n in asg_ops.list_nodegroup_nodes(core_v1, group(kinds.SELF_MANAGED, ["i-1"]))] \
+    assert [n.metadata.name for n in nodegroup_nodes.list_nodegroup_nodes(core_v1, group(kinds.SELF_MANAGED, ["i-1"]))] \
         == ["n1"]
     assert store.kinds() == ["list", "list"] and len(clock.sleeps) == 1
 
@@ -166,26 +166,26 @@ def test_a_node_list_that_keeps_failing_says_what_it_listed(monkeypatch, kind, n
     store, core_v1 = node_store()
     store.faults["list"].extend(api_error(500) for dummy in range(100))
     with pytest.raises(UpgradeError) as raised:
-        asg_ops.list_nodegroup_nodes(core_v1, group(kind, ["i-1"]))
+        nodegroup_nodes.list_nodegroup_nodes(core_v1, group(kind, ["i-1"]))
     assert "list the nodes of node group workers" in str(raised.value) and named in str(raised.value)
     assert len(store.calls) > 1
 
 
 def test_c2_mark_skips_nodes_already_annotated_and_unmark_removes_only_ours():
     core_v1 = FakeCoreV1()
-    ours = asg_ops.node_view(raw_node("n1", "i-1"))
-    theirs = asg_ops.node_view(raw_node("n2", "i-2", annotations={asg_ops.SCALE_DOWN_DISABLED_ANNOTATION: "true"}))
-    assert asg_ops.mark_scale_down_disabled(core_v1, [ours, theirs], "run-1") == ["n1"]
+    ours = nodegroup_nodes.node_view(raw_node("n1", "i-1"))
+    theirs = nodegroup_nodes.node_view(raw_node("n2", "i-2", annotations={nodegroup_nodes.SCALE_DOWN_DISABLED_ANNOTATION: "true"}))
+    assert nodegroup_nodes.mark_scale_down_disabled(core_v1, [ours, theirs], "run-1") == ["n1"]
     assert core_v1.patches == [("n1", {"metadata": {"annotations": {
-        asg_ops.SCALE_DOWN_DISABLED_ANNOTATION: "true", asg_ops.SCALE_DOWN_DISABLED_BY_ANNOTATION: "run-1"}}},
-        asg_ops.MERGE_PATCH)]
+        nodegroup_nodes.SCALE_DOWN_DISABLED_ANNOTATION: "true", nodegroup_nodes.SCALE_DOWN_DISABLED_BY_ANNOTATION: "run-1"}}},
+        nodegroup_nodes.MERGE_PATCH)]
     core_v1.patches = []
-    marked = asg_ops.node_view(raw_node("n1", "i-1", annotations={
-        asg_ops.SCALE_DOWN_DISABLED_ANNOTATION: "true", asg_ops.SCALE_DOWN_DISABLED_BY_ANNOTATION: "run-1"}))
-    assert asg_ops.unmark_scale_down_disabled(core_v1, [marked, theirs]) == ["n1"]
+    marked = nodegroup_nodes.node_view(raw_node("n1", "i-1", annotations={
+        nodegroup_nodes.SCALE_DOWN_DISABLED_ANNOTATION: "true", nodegroup_nodes.SCALE_DOWN_DISABLED_BY_ANNOTATION: "run-1"}))
+    assert nodegroup_nodes.unmark_scale_down_disabled(core_v1, [marked, theirs]) == ["n1"]
     assert core_v1.patches == [("n1", {"metadata": {"annotations": {
-        asg_ops.SCALE_DOWN_DISABLED_ANNOTATION: None, asg_ops.SCALE_DOWN_DISABLED_BY_ANNOTATION: None}}},
-        asg_ops.MERGE_PATCH)]
+        nodegroup_nodes.SCALE_DOWN_DISABLED_ANNOTATION: None, nodegroup_nodes.SCALE_DOWN_DISABLED_BY_ANNOTATION: None}}},
+        nodegroup_nodes.MERGE_PATCH)]
 
 
 class FakeAutoscaling:
@@ -225,4 +225,4 @@ class PurgingEc2(FakeEc2):
 def test_wait_terminated_counts_purged_instances_as_terminated():
     clock = FakeTime()
     ec2 = PurgingEc2({"i-1": 2})
-    assert asg_ops.wait_terminated(ec2, ["i-gone", "i-1"], timeout=60, poll=2, clock=clock) == []
+    assert termination.wait_terminated(ec2, ["i-gone", "i-1"], timeout=60, poll=2, clock=clock) == []

@@ -8,7 +8,7 @@ import pytest
 from moto import mock_aws
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils import kinds
-from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import GroupSnapshot
+from ansible_collections.eksops.nodegroup.plugins.module_utils.group_watch import GroupSnapshot
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
 from ansible_collections.eksops.nodegroup.plugins.modules import asg_instance_terminate
 

@@ -8,10 +8,10 @@ from unittest import mock
 import pytest
 from moto import mock_aws
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import (
+    node_view,
     SCALE_DOWN_DISABLED_ANNOTATION,
     SCALE_DOWN_DISABLED_BY_ANNOTATION,
-    node_view,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import DrainResult
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal

@@ -1,4 +1,4 @@
-"""Unit tests of asg_ops' termination helpers: instances EC2 does not know (issue 10 item 11) and the wait through
+"""Unit tests of termination.py: instances EC2 does not know (issue 10 item 11) and the wait through
 termination lifecycle hooks (issue 10 item 14). Fakes follow AWS's documented answers: InvalidInstanceID.NotFound
 naming the unknown ids, TerminateInstanceInAutoScalingGroup's ValidationError for an instance in no group, and
 Terminating:Wait while a hook holds an instance (its EC2 instance still running)."""
@@ -10,7 +10,8 @@ import types
 import pytest
 from botocore.exceptions import ClientError
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import asg_ops
+from ansible_collections.eksops.nodegroup.plugins.module_utils import group_watch
+from ansible_collections.eksops.nodegroup.plugins.module_utils import termination
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 
 from ..fakes import FakeTime
@@ -93,14 +94,14 @@ class Autoscaling:
 
 def test_item11_describe_known_instances_drops_the_ids_ec2_names_and_describes_the_rest():
     ec2 = Ec2({OLD: "running", OTHER: "running"}, unknown=[NEW])
-    found, unknown = asg_ops.describe_known_instances(ec2, [OLD, NEW, OTHER])
+    found, unknown = termination.describe_known_instances(ec2, [OLD, NEW, OTHER])
     assert sorted(found) == [OLD, OTHER] and unknown == [NEW]
     assert ec2.calls == [[OLD, NEW, OTHER], [OLD, OTHER]], "one retry without the id the error named"
 
 
 def test_item11_describe_known_instances_asks_one_by_one_when_the_error_names_no_id():
     ec2 = Ec2({OLD: "running"}, unknown=[NEW], name_them=False)
-    found, unknown = asg_ops.describe_known_instances(ec2, [OLD, NEW])
+    found, unknown = termination.describe_known_instances(ec2, [OLD, NEW])
     assert list(found) == [OLD] and unknown == [NEW]
 
 
@@ -110,7 +111,7 @@ def test_item11_other_errors_are_raised():
             raise ClientError({"Error": {"Code": "UnauthorizedOperation", "Message": "no"}}, "DescribeInstances")
 
     with pytest.raises(UpgradeError) as excinfo:
-        asg_ops.describe_known_instances(Denied({}), [OLD])
+        termination.describe_known_instances(Denied({}), [OLD])
     assert excinfo.value.code == "AccessDenied"
 
 
@@ -123,7 +124,7 @@ def test_item11_the_group_watch_takes_a_just_launched_instance_as_not_yet_visibl
     watch must not fail on it, and describes the instance once EC2 knows it."""
     autoscaling = Autoscaling({OLD: "InService", NEW: "Pending"})
     ec2 = Ec2({OLD: "running", NEW: "pending"}, unknown=[NEW])
-    watch = asg_ops.GroupWatch(autoscaling, ec2, None, group_ref())
+    watch = group_watch.GroupWatch(autoscaling, ec2, None, group_ref())
     watch.poll()
     snapshot = watch.snapshot([])
     assert [i["instance_id"] for i in snapshot.instances] == [OLD, NEW]
@@ -138,11 +139,11 @@ def test_item11_an_instance_another_actor_terminated_meanwhile_is_gone_already()
     message = "Instance Id not found - No managed instance found for instance ID: %s"
     autoscaling = Autoscaling({OLD: None}, terminate_error=message)
     for state in ("terminated", "shutting-down"):
-        assert asg_ops.terminate_or_gone(autoscaling, Ec2({OLD: state}), "workers", OLD, False) is False
-    assert asg_ops.terminate_or_gone(autoscaling, Ec2({}, unknown=[OLD]), "workers", OLD, False) is False
+        assert termination.terminate_or_gone(autoscaling, Ec2({OLD: state}), "workers", OLD, False) is False
+    assert termination.terminate_or_gone(autoscaling, Ec2({}, unknown=[OLD]), "workers", OLD, False) is False
     # Still in the group, being terminated by someone else: gone already too.
     leaving = Autoscaling({OLD: "Terminating:Wait"}, terminate_error=message)
-    assert asg_ops.terminate_or_gone(leaving, Ec2({OLD: "running"}), "workers", OLD, False) is False
+    assert termination.terminate_or_gone(leaving, Ec2({OLD: "running"}), "workers", OLD, False) is False
 
 
 def test_item11_a_refusal_for_an_instance_still_in_service_is_raised():
@@ -150,17 +151,17 @@ def test_item11_a_refusal_for_an_instance_still_in_service_is_raised():
         "group's min size constraint. %s"
     autoscaling = Autoscaling({OLD: "InService"}, terminate_error=refusal)
     with pytest.raises(UpgradeError) as excinfo:
-        asg_ops.terminate_or_gone(autoscaling, Ec2({OLD: "running"}), "workers", OLD, True)
+        termination.terminate_or_gone(autoscaling, Ec2({OLD: "running"}), "workers", OLD, True)
     assert "desiredSize equals minSize" in excinfo.value.msg
     # Out of the group but running (detached): not gone, the error stands.
     detached = Autoscaling({OLD: None}, terminate_error="Instance Id not found - %s")
     with pytest.raises(UpgradeError):
-        asg_ops.terminate_or_gone(detached, Ec2({OLD: "running"}), "workers", OLD, False)
+        termination.terminate_or_gone(detached, Ec2({OLD: "running"}), "workers", OLD, False)
 
 
 def test_item11_a_termination_that_works_is_true():
     autoscaling = Autoscaling({OLD: "InService"})
-    assert asg_ops.terminate_or_gone(autoscaling, Ec2({OLD: "running"}), "workers", OLD, False) is True
+    assert termination.terminate_or_gone(autoscaling, Ec2({OLD: "running"}), "workers", OLD, False) is True
     assert autoscaling.calls == ["TerminateInstanceInAutoScalingGroup"]
 
 
@@ -169,12 +170,12 @@ def test_item11_a_termination_that_works_is_true():
 def test_item14_termination_hooks_are_the_groups_terminating_hooks_with_aws_defaults():
     launch = dict(HOOK, LifecycleHookName="warm", LifecycleTransition="autoscaling:EC2_INSTANCE_LAUNCHING")
     bare = {"LifecycleHookName": "audit", "LifecycleTransition": "autoscaling:EC2_INSTANCE_TERMINATING"}
-    hooks = asg_ops.termination_hooks(Autoscaling({}, hooks=[HOOK, launch, bare]), "workers")
+    hooks = termination.termination_hooks(Autoscaling({}, hooks=[HOOK, launch, bare]), "workers")
     assert hooks == [
         dict(name="audit", heartbeat_timeout=3600, global_timeout=None, default_result="ABANDON"),
         dict(name="drain", heartbeat_timeout=60, global_timeout=6000, default_result="CONTINUE")]
-    assert asg_ops.hook_hold_seconds(hooks) == 3660
-    assert asg_ops.hook_hold_seconds([]) == 0
+    assert termination.hook_hold_seconds(hooks) == 3660
+    assert termination.hook_hold_seconds([]) == 0
 
 
 def held_world(clock, released_at, terminated_at):
@@ -192,8 +193,8 @@ def test_item14_an_instance_held_by_a_hook_is_waited_for_beyond_wait_timeout():
     hook's heartbeat timeout; the wait says which hook it waited for."""
     clock = FakeTime()
     autoscaling, ec2 = held_world(clock, released_at=40, terminated_at=42)
-    hooks = asg_ops.termination_hooks(autoscaling, "workers")
-    waiter = asg_ops.TerminationWait(ec2, autoscaling, "workers", hooks, clock=clock)
+    hooks = termination.termination_hooks(autoscaling, "workers")
+    waiter = termination.TerminationWait(ec2, autoscaling, "workers", hooks, clock=clock)
     assert waiter.run([OLD], timeout=10) == []
     assert 42 <= clock.now < 48
     assert waiter.extension == 60, "first seen waiting at 0: 0 + 60 (HeartbeatTimeout) + 10 - 10"
@@ -206,7 +207,7 @@ def test_item14_an_instance_held_by_a_hook_is_waited_for_beyond_wait_timeout():
 def test_item14_without_the_hooks_the_same_instance_times_out_at_wait_timeout():
     clock = FakeTime()
     autoscaling, ec2 = held_world(clock, released_at=40, terminated_at=42)
-    waiter = asg_ops.TerminationWait(ec2, autoscaling, "workers", [], clock=clock)
+    waiter = termination.TerminationWait(ec2, autoscaling, "workers", [], clock=clock)
     assert waiter.run([OLD], timeout=10) == [OLD]
     assert clock.now == 10 and "DescribeAutoScalingGroups" not in autoscaling.calls
 
@@ -214,8 +215,8 @@ def test_item14_without_the_hooks_the_same_instance_times_out_at_wait_timeout():
 def test_item14_a_hook_held_past_its_heartbeat_timeout_is_a_timeout_naming_the_hook():
     clock = FakeTime()
     autoscaling, ec2 = held_world(clock, released_at=10 ** 6, terminated_at=10 ** 6)
-    hooks = asg_ops.termination_hooks(autoscaling, "workers")
-    waiter = asg_ops.TerminationWait(ec2, autoscaling, "workers", hooks, clock=clock)
+    hooks = termination.termination_hooks(autoscaling, "workers")
+    waiter = termination.TerminationWait(ec2, autoscaling, "workers", hooks, clock=clock)
     assert waiter.run([OLD], timeout=10) == [OLD]
     assert clock.now == 70
     err = waiter.timeout_error([OLD], "workers")
@@ -230,8 +231,8 @@ def test_item14_a_hook_held_past_its_heartbeat_timeout_is_a_timeout_naming_the_h
 def test_item14_while_every_instance_waits_for_a_hook_the_group_is_polled_gently():
     clock = FakeTime()
     autoscaling, ec2 = held_world(clock, released_at=10 ** 6, terminated_at=10 ** 6)
-    waiter = asg_ops.TerminationWait(ec2, autoscaling, "workers", asg_ops.termination_hooks(autoscaling, "workers"),
-                                     clock=clock)
+    waiter = termination.TerminationWait(ec2, autoscaling, "workers", termination.termination_hooks(autoscaling, "workers"),
+                                         clock=clock)
     waiter.run([OLD], timeout=10)
     # 70 s at one look every ASG_POLL_SECONDS (5 s) once held: about 15 of each describe call, not 35+.
     assert len(ec2.calls) <= 16 and autoscaling.calls.count("DescribeAutoScalingGroups") <= 16
@@ -240,8 +241,8 @@ def test_item14_while_every_instance_waits_for_a_hook_the_group_is_polled_gently
 def test_item14_an_instance_not_held_times_out_with_its_states():
     clock = FakeTime()
     autoscaling = Autoscaling({OLD: "Terminating"}, hooks=[HOOK], clock=clock)
-    waiter = asg_ops.TerminationWait(Ec2({OLD: "shutting-down"}, clock=clock), autoscaling, "workers",
-                                     asg_ops.termination_hooks(autoscaling, "workers"), clock=clock)
+    waiter = termination.TerminationWait(Ec2({OLD: "shutting-down"}, clock=clock), autoscaling, "workers",
+                                         termination.termination_hooks(autoscaling, "workers"), clock=clock)
     assert waiter.run([OLD], timeout=10) == [OLD]
     assert clock.now == 10 and waiter.extension == 0
     err = waiter.timeout_error([OLD], "workers")

@@ -1,0 +1,108 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""``GroupWatch``: one LIST+WATCH of the node group's nodes while the ASG (instances, scaling activities) is
+polled in a background thread, so a condition over instances joined with nodes is re-checked on every node
+event and every poll."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import threading
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import ASG_POLL_SECONDS, scaling_activities_since
+from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import join_instances_nodes
+from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import translate_k8s_errors
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import Waker, list_then_watch
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import describe_asg
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import node_view, selector_kwargs
+from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import launch_failure
+from ansible_collections.eksops.nodegroup.plugins.module_utils.termination import describe_known_instances
+
+
+class GroupSnapshot:
+    """What GroupWatch knows at one moment."""
+
+    def __init__(self, asg, instances, failures, nodes):
+        self.asg = asg                  # the latest ASG description
+        self.instances = instances      # join_instances_nodes records
+        self.failures = failures        # planning.launch_failure dicts, newest first
+        self.nodes = nodes              # node_view objects of the node group
+
+
+class GroupWatch:
+    """Node events (LIST+WATCH, narrowed by the kind's node label where it has one) plus ASG polls, as one
+    condition loop; instances and nodes are joined by spec.providerID (SPEC K2)."""
+
+    def __init__(self, autoscaling, ec2, core_v1, group, activities_since=None, poll_seconds=ASG_POLL_SECONDS):
+        self.autoscaling = autoscaling
+        self.ec2 = ec2
+        self.core_v1 = core_v1
+        self.asg_name = group.asg_name
+        self.nodegroup_name = group.nodegroup_name
+        self.node_selector = group.node_selector
+        self.activities_since = activities_since
+        self.poll_seconds = poll_seconds
+        self._lock = threading.Lock()
+        self._asg = None
+        self._failures = []
+        self._ec2_cache = {}
+        self._poll_error = None
+
+    def poll(self):
+        asg = describe_asg(self.autoscaling, self.asg_name)
+        unknown = [i["InstanceId"] for i in asg.get("Instances", []) if i["InstanceId"] not in self._ec2_cache]
+        # An instance the group launched a moment ago may be unknown to DescribeInstances yet (eventual
+        # consistency, issue 10 item 11): it is not visible yet, not an error; the next poll asks again.
+        described = describe_known_instances(self.ec2, unknown)[0] if unknown else {}
+        failures = []
+        if self.activities_since is not None:
+            activities = scaling_activities_since(self.autoscaling, self.asg_name, self.activities_since)
+            failures = [f for f in (launch_failure(a) for a in activities) if f is not None]
+        with self._lock:
+            self._ec2_cache.update(described)
+            self._asg = asg
+            self._failures = failures
+
+    def snapshot(self, raw_nodes):
+        nodes = [node_view(raw) for raw in raw_nodes]
+        with self._lock:
+            asg, failures, ec2_cache = self._asg, list(self._failures), dict(self._ec2_cache)
+        instances = join_instances_nodes(asg.get("Instances", []), ec2_cache, nodes)
+        return GroupSnapshot(asg, instances, failures, nodes)
+
+    def _poll_loop(self, stop, waker):
+        while not stop.wait(self.poll_seconds):
+            try:
+                self.poll()
+            except Exception as exc:  # pylint: disable=broad-except
+                with self._lock:
+                    self._poll_error = exc
+                waker.wake()
+                return
+            waker.wake()
+
+    def wait(self, condition, timeout):
+        """Wait until ``condition(snapshot)`` holds; returns (held, last snapshot).
+
+        An error of a background poll (AWS API failure) is raised here.
+        """
+        self.poll()
+        waker = Waker()
+        stop = threading.Event()
+        poller = threading.Thread(target=self._poll_loop, args=(stop, waker), name="eksops-asg-poll")
+        poller.daemon = True
+        poller.start()
+        try:
+            with translate_k8s_errors("watch nodes of node group %s" % self.nodegroup_name):
+                held, objects = list_then_watch(
+                    self.core_v1.list_node, timeout=timeout, waker=waker, **selector_kwargs(self.node_selector),
+                    condition=lambda objects: self._poll_error is not None or condition(
+                        self.snapshot(objects.values())))
+        finally:
+            stop.set()
+            poller.join()
+        if self._poll_error is not None:
+            raise self._poll_error
+        return held, self.snapshot(objects.values())
