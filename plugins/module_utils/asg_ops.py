@@ -16,7 +16,7 @@ import datetime
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import AUTOSCALER_ACTIVE, UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import PHASES, write_journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import claim
 from ansible_collections.eksops.nodegroup.plugins.module_utils.launch_templates import target_lt_version
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import asg_launch_template
@@ -89,13 +89,6 @@ def activity_summary(activity):
 
 
 # --- journal-driven helpers ---------------------------------------------------------------------------------
-
-def advance_phase(current, wanted):
-    """The later of two journal phases: a rerun of an earlier step never moves the journal backwards."""
-    if current is None or PHASES.index(wanted) > PHASES.index(current):
-        return wanted
-    return current
-
 
 def parse_utc_time(value):
     """An ISO 8601 UTC timestamp to the second (the journal's started_at, an instance's launch_time) as an aware

@@ -6,6 +6,18 @@
 One tag per field, ``eksops.nodegroup/<field>``, so a person can read it in the console. A rerun after a
 crash reads it and resumes; scale-down reads it to restore. Nodes we cordoned carry the annotation
 CORDONED_BY_ANNOTATION instead (node state lives on nodes): the run id and what that run set (drain.py).
+
+The phase is the state machine of an upgrade, and it names the phase a rerun resumes in:
+
+- ``setup``: launch_template_version starts the journal (Journal.start), or retargets an unfinished one
+  (Journal.retargeted, the one move back to setup: only with force_new_target);
+- ``scale_up``: asg_surge, before it changes the sizes;
+- ``upgrade``: asg_surge, once the new capacity is Ready: a rerun then goes on with the old nodes' batches
+  (asg_instance_terminate and node_drain record what they do, not a phase);
+- ``scale_down``: nodegroup_scale_restore, before it restores the sizes; it clears the journal when done.
+
+Every other move goes through Journal.advanced, which never moves the phase back: a rerun of an earlier step
+(asg_surge after a crash in the upgrade) leaves the journal where the upgrade is.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -148,6 +160,22 @@ class Journal:
         fields = self.to_dict()
         fields.update(changes)
         return Journal(**fields)
+
+    def advanced(self, phase, **changes):
+        """A copy in the later of its phase and ``phase`` (the phase never moves back), with ``changes``."""
+        if self.phase is not None and PHASES.index(phase) < PHASES.index(self.phase):
+            phase = self.phase
+        return self.replace(phase=phase, **changes)
+
+    def retargeted(self, launch_template_id, target_launch_template_version, target_image_id,
+                   previous_launch_template_version):
+        """Back to setup, aimed at another target (force_new_target). The original sizes, suspended processes and
+        run id stay: they still describe the group's real state; the version before the upgrade stays too."""
+        return self.replace(phase="setup", launch_template_id=launch_template_id,
+                            target_launch_template_version=target_launch_template_version,
+                            target_image_id=target_image_id,
+                            previous_launch_template_version=self.previous_launch_template_version
+                            or previous_launch_template_version)
 
     def adopt_desired_capacity(self, desired_now):
         """Issue 10 item 23 (accept_current_capacity): keep the change someone else made to the desired capacity.

@@ -193,7 +193,6 @@ asg_surge:
 import time
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
-    advance_phase,
     asg_sizes,
     check_capacity_unmoved,
     DEFAULT_SUSPENDED_PROCESSES,
@@ -284,8 +283,8 @@ def plan_journal(journal, asg, target, wanted_desired, surge, requested_processe
     before = asg_sizes(asg)
     base = journal or Journal.start(phase="scale_up")
     ours, to_suspend = plan_suspension(base.suspended_processes, requested_processes, suspended_process_names(asg))
-    updated = base.replace(
-        phase=advance_phase(base.phase, "scale_up"),
+    updated = base.advanced(
+        "scale_up",
         original_min_size=base.original_min_size if base.original_min_size is not None else before["min_size"],
         original_max_size=base.original_max_size if base.original_max_size is not None else before["max_size"],
         original_desired_capacity=(base.original_desired_capacity if base.original_desired_capacity is not None
@@ -496,7 +495,7 @@ def run(module):
                                             new_journal.run_id):
                     changed = True
         # The new capacity is there: the old nodes are next (a rerun must not take them for a scale-up).
-        upgrading = new_journal.replace(phase=advance_phase(new_journal.phase, "upgrade"))
+        upgrading = new_journal.advanced("upgrade")
         if upgrading != new_journal:
             write_journal(autoscaling, name, upgrading, previous=new_journal)
             changed = True

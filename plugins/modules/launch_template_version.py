@@ -334,12 +334,7 @@ def retargeted_journal(module, journal, asg_name, lt_id, plan):
             "to retarget it" % (asg_name, journal.run_id, journal.phase, journal.launch_template_id,
                                 journal.target_launch_template_version, journal.target_image_id, this_target),
             parameter="force_new_target", journal=journal.to_dict())
-    # Keep the original sizes, suspended processes and run id: they still describe the group's real state.
-    return journal.replace(phase="setup", launch_template_id=lt_id,
-                           target_launch_template_version=str(plan["target_version"]),
-                           target_image_id=plan["image_id"],
-                           previous_launch_template_version=journal.previous_launch_template_version
-                           or str(plan["source_version"]))
+    return journal.retargeted(lt_id, str(plan["target_version"]), plan["image_id"], str(plan["source_version"]))
 
 
 def create_version(module, ec2, lt_id, plan):

@@ -153,7 +153,6 @@ nodegroup_scale_restore:
 import time
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
-    advance_phase,
     asg_sizes,
     autoscaler_error,
     check_capacity_unmoved,
@@ -287,8 +286,8 @@ def run(module):
         return dict(changed=True, autoscaler_detected=False, nodegroup_scale_restore=result, diff=diff)
 
     # The desired capacity now is ours (checked above): record it, so a pending value cannot linger.
-    scaling_down = journal.replace(
-        phase=advance_phase(journal.phase, "scale_down"), desired_capacity_pending=None,
+    scaling_down = journal.advanced(
+        "scale_down", desired_capacity_pending=None,
         desired_capacity_set=before["desired_capacity"] if journal.desired_capacity_set is not None else None)
     if scaling_down != journal:
         write_journal(autoscaling, name, scaling_down)

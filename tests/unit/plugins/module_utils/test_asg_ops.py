@@ -33,13 +33,6 @@ def test_node_view_feeds_join_instances_nodes():
         ("n1", True, True), ("n2", False, True), (None, False, False)]
 
 
-@pytest.mark.parametrize("current,wanted,expected", [
-    (None, "scale_up", "scale_up"), ("setup", "scale_up", "scale_up"), ("upgrade", "scale_up", "upgrade"),
-    ("scale_up", "scale_down", "scale_down")])
-def test_phase_never_moves_backwards(current, wanted, expected):
-    assert asg_ops.advance_phase(current, wanted) == expected
-
-
 def test_parse_utc_time():
     assert asg_ops.parse_utc_time("2026-01-02T03:04:05Z") == datetime.datetime(
         2026, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)

@@ -209,3 +209,24 @@ def test_issue12_a_failed_delete_of_dropped_fields_is_translated_too():
                          previous=Journal(run_id="r", phase="scale_up", surge=6))
     assert raised.value.details["aws_operation"] == "DeleteTags"
     assert "delete tags eksops.nodegroup/surge from Auto Scaling group %s" % ASG_NAME in raised.value.msg
+
+
+@pytest.mark.parametrize("current,wanted,expected", [
+    (None, "scale_up", "scale_up"), ("setup", "scale_up", "scale_up"), ("upgrade", "scale_up", "upgrade"),
+    ("scale_up", "upgrade", "upgrade"), ("scale_up", "scale_down", "scale_down"), ("scale_down", "setup", "scale_down")])
+def test_the_phase_never_moves_backwards(current, wanted, expected):
+    journal = Journal(run_id="r", phase=current, surge=2).advanced(wanted, desired_capacity_set=7)
+    assert (journal.phase, journal.surge, journal.desired_capacity_set) == (expected, 2, 7)
+
+
+def test_a_retarget_goes_back_to_setup_and_keeps_what_describes_the_group():
+    """force_new_target: the one move back to setup; the original sizes, processes, run id and the version before
+    the upgrade stay."""
+    journal = Journal(run_id="r", phase="upgrade", original_desired_capacity=5, suspended_processes=["AZRebalance"],
+                      launch_template_id="lt-1", target_launch_template_version="4", target_image_id="ami-4",
+                      previous_launch_template_version="3")
+    again = journal.retargeted("lt-1", "6", "ami-6", "5")
+    assert (again.phase, again.target_launch_template_version, again.target_image_id) == ("setup", "6", "ami-6")
+    assert (again.run_id, again.original_desired_capacity, again.suspended_processes) == ("r", 5, ["AZRebalance"])
+    assert again.previous_launch_template_version == "3"
+    assert Journal(run_id="r", phase="setup").retargeted("lt-1", "6", "ami-6", "5").previous_launch_template_version == "5"
