@@ -20,6 +20,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     invalid_parameter,
     not_found,
 )
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import describe_eks_cluster
 
 # EKS CreateCluster: "The name can contain only alphanumeric characters (case-sensitive), hyphens, and underscores.
@@ -76,6 +77,10 @@ class NodegroupRef:
     @property
     def asg_name(self):
         return self.asg["AutoScalingGroupName"]
+
+    def journal(self):
+        """The upgrade journal on the Auto Scaling group, or None."""
+        return Journal.from_tags(self.asg.get("Tags"), asg_name=self.asg_name)
 
     def with_asg(self, asg):
         """The same node group with a newer description of its Auto Scaling group."""
@@ -207,6 +212,18 @@ def asg_summary(asg):
         launch_template=dict(id=spec["id"], name=spec["name"], version=spec["version"]),
         tags=aws_tags_to_dict(asg.get("Tags")),
     )
+
+
+def find_module_nodegroup(module, refuse_managed=None):
+    """The node group a module's cluster_name, nodegroup_name and asg_name options name (find_nodegroup). With
+    ``refuse_managed``, what the module would do to its Auto Scaling group, an EKS managed group is refused
+    (SPEC K3)."""
+    params = module.params
+    group = find_nodegroup(module.aws("autoscaling"), module.aws("eks"), params["cluster_name"],
+                           params["nodegroup_name"], params["asg_name"])
+    if refuse_managed:
+        group.refuse_if_managed(refuse_managed)
+    return group
 
 
 # --- Module options ------------------------------------------------------------------------------------------

@@ -216,10 +216,10 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     UpgradeError,
     invalid_parameter,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION, claim
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC, describe_asg, find_nodegroup
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC, describe_asg, find_module_nodegroup
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodes import (
     termination_check,
     termination_problems_message,
@@ -376,12 +376,8 @@ def run(module):
     decrement = params["should_decrement_desired_capacity"]
     autoscaling = module.aws("autoscaling")
     ec2 = module.aws("ec2")
-    group = find_nodegroup(autoscaling, module.aws("eks"), params["cluster_name"], params["nodegroup_name"],
-                           params["asg_name"])
-    group.refuse_if_managed("terminate instances through its Auto Scaling group")
-    asg = group.asg
-    name = asg["AutoScalingGroupName"]
-    journal = Journal.from_tags(asg.get("Tags"), asg_name=name)
+    group = find_module_nodegroup(module, refuse_managed="terminate instances through its Auto Scaling group")
+    asg, name, journal = group.asg, group.asg_name, group.journal()
     to_terminate, leaving = classify_instances(ec2, asg, params["instance_ids"])
 
     before = asg_sizes(asg)

@@ -215,7 +215,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Jo
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION, claim
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kinds import expected_node_labels
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC, describe_asg, find_nodegroup
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC, describe_asg, find_module_nodegroup
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
     SURGE_CAP_LIMIT,
     PERSISTENT_FAILURES_PER_AZ,
@@ -420,12 +420,8 @@ def run(module):
     validate_params(params)
     autoscaling = module.aws("autoscaling")
     ec2 = module.aws("ec2")
-    group = find_nodegroup(autoscaling, module.aws("eks"), params["cluster_name"], params["nodegroup_name"],
-                           params["asg_name"])
-    group.refuse_if_managed("scale its Auto Scaling group")
-    asg = group.asg
-    name = asg["AutoScalingGroupName"]
-    journal = Journal.from_tags(asg.get("Tags"), asg_name=name)
+    group = find_module_nodegroup(module, refuse_managed="scale its Auto Scaling group")
+    asg, name, journal = group.asg, group.asg_name, group.journal()
     before = asg_sizes(asg)
 
     # Only a raise is someone else's here: the journal is written before the scale-up, so a crash in between

@@ -236,7 +236,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.launch_templates 
     plan_launch_template_version,
     resolve_launch_template_id,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import asg_launch_template_spec, find_nodegroup, NODEGROUP_ARGUMENT_SPEC
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import asg_launch_template_spec, find_module_nodegroup, NODEGROUP_ARGUMENT_SPEC
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
     plan_suspension,
     validate_suspend_processes,
@@ -394,9 +394,8 @@ def run(module):
     params = module.params
     validate_suspend_processes(params["suspend_processes"])
     autoscaling, ec2 = module.aws("autoscaling"), module.aws("ec2")
-    group = find_nodegroup(autoscaling, module.aws("eks"), params["cluster_name"], params["nodegroup_name"],
-                           params["asg_name"])
-    group.refuse_if_managed("create versions of its launch template or point its Auto Scaling group at one")
+    group = find_module_nodegroup(
+        module, refuse_managed="create versions of its launch template or point its Auto Scaling group at one")
     asg, asg_name = group.asg, group.asg_name
     spec = asg_launch_template_spec(asg)
     lt_id = resolve_launch_template_id(ec2, spec)

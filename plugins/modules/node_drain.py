@@ -402,7 +402,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION, claim
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.node_scope import check_nodes_in_nodegroup
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import find_nodegroup
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import find_module_nodegroup
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodes import resolve_instance_nodes
 
 DELETE_OPTIONS_SPEC = dict(
@@ -464,8 +464,7 @@ def run(module):
     core_v1 = module.core_v1()
     group = None
     if params["nodegroup_name"]:
-        group = find_nodegroup(module.aws("autoscaling"), module.aws("eks"), params["cluster_name"],
-                               params["nodegroup_name"], params["asg_name"])
+        group = find_module_nodegroup(module)
     action = ACTIONS[params["state"]]
     instances = None
     requests_before = 0

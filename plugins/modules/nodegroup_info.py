@@ -216,7 +216,12 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.launch_templates 
     resolve_launch_template_id,
     target_lt_version,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import asg_launch_template_spec, asg_summary, find_nodegroup, NODEGROUP_ARGUMENT_SPEC
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
+    NODEGROUP_ARGUMENT_SPEC,
+    asg_launch_template_spec,
+    asg_summary,
+    find_module_nodegroup,
+)
 from ansible_collections.eksops.nodegroup.plugins.module_utils.upgrade_plan import upgrade_plan
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
     SURGE_CAP_DEFAULT,
@@ -279,9 +284,8 @@ def az_breakdown(availability_zones, instances, old_ids, new_ids):
 
 def run(module):
     params = module.params
-    autoscaling, ec2 = module.aws("autoscaling"), module.aws("ec2")
-    group = find_nodegroup(autoscaling, module.aws("eks"), params["cluster_name"], params["nodegroup_name"],
-                           params["asg_name"])
+    ec2 = module.aws("ec2")
+    group = find_module_nodegroup(module)
     asg = group.asg
     summary = asg_summary(asg)
     spec = asg_launch_template_spec(asg)

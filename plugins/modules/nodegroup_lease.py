@@ -58,7 +58,7 @@ released:
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import lease_of, release
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC, find_nodegroup
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC, find_module_nodegroup
 
 ARGUMENT_SPEC = dict(NODEGROUP_ARGUMENT_SPEC, lease_id=dict(type="str", required=True))
 
@@ -66,8 +66,7 @@ ARGUMENT_SPEC = dict(NODEGROUP_ARGUMENT_SPEC, lease_id=dict(type="str", required
 def run(module):
     params = module.params
     autoscaling = module.aws("autoscaling")
-    group = find_nodegroup(autoscaling, module.aws("eks"), params["cluster_name"], params["nodegroup_name"],
-                           params["asg_name"])
+    group = find_module_nodegroup(module)
     if module.check_mode:
         lease = lease_of(group.asg.get("Tags"))
         ours = lease is not None and lease[0] == params["lease_id"]

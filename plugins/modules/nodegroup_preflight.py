@@ -84,7 +84,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import apps_v
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import list_all
 from ansible_collections.eksops.nodegroup.plugins.module_utils.label_selector import selector_matches
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC, find_nodegroup
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC, find_module_nodegroup
 
 _SLEEP = re.compile(r"\bsleep\s+(\d+)")
 # The cluster autoscaler's soft taint on nodes it considers removing (cluster-autoscaler FAQ, "How does scale-down
@@ -212,9 +212,7 @@ def preflight_findings(pods, deployments, pdbs):
 
 
 def run(module):
-    params = module.params
-    group = find_nodegroup(module.aws("autoscaling"), module.aws("eks"), params["cluster_name"],
-                           params["nodegroup_name"], params["asg_name"])
+    group = find_module_nodegroup(module)
     core = module.core_v1()
     nodes = list_nodegroup_nodes(core, group)
     with translate_k8s_errors("list the pods, Deployments and PodDisruptionBudgets of node group %s"

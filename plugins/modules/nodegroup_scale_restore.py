@@ -169,11 +169,16 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     UpgradeError,
     invalid_parameter,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, clear_journal, write_journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import clear_journal, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION, claim
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import join_instances_nodes
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import asg_launch_template, describe_asg, find_nodegroup, NODEGROUP_ARGUMENT_SPEC
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
+    NODEGROUP_ARGUMENT_SPEC,
+    asg_launch_template,
+    describe_asg,
+    find_module_nodegroup,
+)
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodes import (
     resolve_instance_nodes,
     termination_problems_message,
@@ -243,12 +248,8 @@ def run(module):
     params = module.params
     validate_params(params)
     autoscaling = module.aws("autoscaling")
-    group = find_nodegroup(autoscaling, module.aws("eks"), params["cluster_name"], params["nodegroup_name"],
-                           params["asg_name"])
-    group.refuse_if_managed("restore its Auto Scaling group")
-    asg = group.asg
-    name = asg["AutoScalingGroupName"]
-    journal = Journal.from_tags(asg.get("Tags"), asg_name=name)
+    group = find_module_nodegroup(module, refuse_managed="restore its Auto Scaling group")
+    asg, name, journal = group.asg, group.asg_name, group.journal()
     before = asg_sizes(asg)
     result = dict(asg_name=name, journal_found=journal is not None, before=before, after=before,
                   removed_instances=[], drain={}, resumed_processes=[], unannotated_nodes=[])
