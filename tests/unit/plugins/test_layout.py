@@ -39,9 +39,9 @@ OVERSIZED_FILES = {
     "module_utils/managed_update.py": 512,
 }
 LONG_FUNCTIONS = {
-    ("modules/asg_instance_terminate.py", "run"): 84,
-    ("modules/asg_surge.py", "run"): 88,
-    ("modules/nodegroup_scale_restore.py", "run"): 110,
+    ("modules/asg_instance_terminate.py", "run"): 79,
+    ("modules/asg_surge.py", "run"): 84,
+    ("modules/nodegroup_scale_restore.py", "run"): 103,
 }
 
 
