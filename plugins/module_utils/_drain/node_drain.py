@@ -10,7 +10,6 @@ __metaclass__ = type
 
 import datetime
 import json
-import random
 import threading
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain import eviction
@@ -49,6 +48,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.scheduler 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import (
     TRANSPORT_ERRORS,
     Waker,
+    jittered,
     list_all,
     list_then_watch,
 )
@@ -385,7 +385,7 @@ class NodeDrain:
                     pod_state.pdb = job.budget[1]
                     pod_state.pdb_related = True
                     self._held_by_pdb(job)
-                return job.deadline.next_attempt(now, eviction.PDB_RETRY_SECONDS * random.uniform(0.8, 1.2))
+                return job.deadline.next_attempt(now, jittered(eviction.PDB_RETRY_SECONDS * 0.8, spread=0.5))  # 0.8-1.2x
         outcome = self._send(job)
         job.attempt += 1
         ref = pod_ref(job.pod)

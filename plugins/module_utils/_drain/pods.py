@@ -10,6 +10,7 @@ __metaclass__ = type
 import datetime
 import itertools
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import object_key
 from ansible_collections.eksops.nodegroup.plugins.module_utils.returning_pods import controller_ref
 
 
@@ -24,18 +25,13 @@ def pod_ref(pod):
     return "%s/%s" % (metadata.get("namespace"), metadata.get("name"))
 
 
-def pod_key(pod):
-    metadata = pod.get("metadata") or {}
-    return (metadata.get("namespace") or "", metadata.get("name"))
-
-
 def pod_uid(pod):
     return (pod.get("metadata") or {}).get("uid")
 
 
 def pod_instance_key(pod):
     """(namespace, name, uid): a pod recreated under the same name (StatefulSet) is another pod."""
-    return pod_key(pod) + (pod_uid(pod),)
+    return object_key(pod) + (pod_uid(pod),)
 
 
 controller_of = controller_ref  # the ownerReference with controller: true, or None
@@ -70,7 +66,7 @@ def pod_grace(pod):
 
 def is_gone(pod, objects):
     """D15: gone when deleted, or when a pod of that name now has another UID."""
-    current = objects.get(pod_key(pod))
+    current = objects.get(object_key(pod))
     return current is None or pod_uid(current) != pod_uid(pod)
 
 
