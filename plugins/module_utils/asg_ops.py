@@ -16,7 +16,7 @@ import datetime
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import AUTOSCALER_ACTIVE, UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import write_journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import parse_utc_iso, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import claim
 from ansible_collections.eksops.nodegroup.plugins.module_utils.launch_templates import target_lt_version
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import asg_launch_template
@@ -90,21 +90,10 @@ def activity_summary(activity):
 
 # --- journal-driven helpers ---------------------------------------------------------------------------------
 
-def parse_utc_time(value):
-    """An ISO 8601 UTC timestamp to the second (the journal's started_at, an instance's launch_time) as an aware
-    datetime, or None."""
-    if not value:
-        return None
-    try:
-        return datetime.datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
-    except ValueError:
-        return None
-
-
 def autoscaler_error(autoscaling, asg, journal):
     """ClusterAutoscalerActive (SPEC C3): the desired capacity is not the one we last set."""
     name = asg["AutoScalingGroupName"]
-    since = parse_utc_time(journal.started_at) or utc_now() - datetime.timedelta(hours=1)
+    since = parse_utc_iso(journal.started_at) or utc_now() - datetime.timedelta(hours=1)
     activities = [activity_summary(a) for a in scaling_activities_since(autoscaling, name, since)]
     return UpgradeError(
         AUTOSCALER_ACTIVE,

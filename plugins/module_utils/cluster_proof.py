@@ -17,7 +17,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import parse_utc_time, utc_now
+from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import utc_now
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import parse_utc_iso
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import list_all_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import CLUSTER_UNREACHABLE, UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import describe_instances, join_instances_nodes
@@ -56,7 +57,7 @@ def node_evidence(instances, now, node_ready_timeout):
     with_node = [i["instance_id"] for i in in_service if i.get("node_name")]
     missing = []
     for instance in in_service:
-        launched = parse_utc_time(instance.get("launch_time"))
+        launched = parse_utc_iso(instance.get("launch_time"))
         if not instance.get("node_name") and launched is not None \
                 and (now - launched).total_seconds() >= node_ready_timeout:
             missing.append(instance["instance_id"])

@@ -75,6 +75,17 @@ def utc_now_iso(now=None):
     return now.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def parse_utc_iso(value):
+    """A timestamp as utc_now_iso writes it (the journal's started_at, a lease's expiry, an instance's
+    launch_time) as an aware datetime, or None when there is none or it is not one."""
+    if not value:
+        return None
+    try:
+        return datetime.datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+    except ValueError:
+        return None
+
+
 def new_run_id():
     return uuid.uuid4().hex[:16]
 

@@ -10,7 +10,6 @@ __metaclass__ = type
 import atexit
 import base64
 import contextlib
-import json
 import os
 import shutil
 import socket
@@ -36,6 +35,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     invalid_parameter,
     not_found,
 )
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import status_body
 
 try:
     from kubernetes.client import ApiClient, AppsV1Api, Configuration, CoreV1Api, PolicyV1Api, VersionApi
@@ -306,15 +306,7 @@ def version_api(api_client):
 
 
 def _api_exception_message(exc):
-    body = getattr(exc, "body", None)
-    if body:
-        try:
-            message = json.loads(body).get("message")
-            if message:
-                return message
-        except (ValueError, AttributeError, TypeError):
-            pass
-    return exc.reason or str(exc)
+    return status_body(getattr(exc, "body", None), text_as_message=False).get("message") or exc.reason or str(exc)
 
 
 def _api_exception_to_upgrade_error(exc, operation_hint):

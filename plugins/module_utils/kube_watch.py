@@ -169,6 +169,21 @@ def read_body(response):
         response.release_conn()
 
 
+def status_body(body, text_as_message=True):
+    """An API error's body (bytes, text or already parsed) as a dict: the Status object the API server sends, {}
+    when there is none, and when it is not JSON (a proxy's HTML page) {"message": body}, or {} without
+    ``text_as_message``."""
+    if isinstance(body, dict):
+        return body
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", "replace")
+    try:
+        parsed = json.loads(body) if body else {}
+    except ValueError:
+        return {"message": body} if text_as_message else {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
 def read_json(response):
     """The JSON body of a ``_preload_content=False`` response ({} when empty), read as ``read_body`` does."""
     data = read_body(response)

@@ -31,7 +31,7 @@ import time
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import TAG_PREFIX, Journal, utc_now_iso
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import TAG_PREFIX, Journal, parse_utc_iso, utc_now_iso
 
 LEASE_TAG = TAG_PREFIX + "lease"
 UPGRADE_IN_PROGRESS = "UpgradeInProgress"
@@ -48,11 +48,8 @@ def _utc(now=None):
 def parse_lease(value):
     """(holder, expiry datetime) from the tag's value, or None when it is unreadable (then it is no lease)."""
     holder, _sep, expiry = (value or "").partition(" ")
-    try:
-        expires = datetime.datetime.strptime(expiry, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
-    except ValueError:
-        return None
-    return (holder, expires) if holder else None
+    expires = parse_utc_iso(expiry)
+    return (holder, expires) if holder and expires else None
 
 
 def lease_of(tags):

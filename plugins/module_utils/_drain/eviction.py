@@ -7,13 +7,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
 import random
 import re
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import (
     backoff_delay,
     retry_after_seconds,
+    status_body,
 )
 
 
@@ -51,18 +51,6 @@ class EvictionOutcome:
         return "EvictionOutcome(%r, %r, retry_in=%r, pdb=%r)" % (self.kind, self.message, self.retry_in, self.pdb)
 
 
-def _status_body(body):
-    if isinstance(body, dict):
-        return body
-    if isinstance(body, bytes):
-        body = body.decode("utf-8", "replace")
-    try:
-        parsed = json.loads(body) if body else {}
-    except ValueError:
-        return {"message": body}
-    return parsed if isinstance(parsed, dict) else {}
-
-
 def classify_eviction(status, headers=None, body=None, attempt=0, rng=random, server_errors=0):
     """D13: what an eviction (or delete) response means, and when to retry.
 
@@ -71,9 +59,9 @@ def classify_eviction(status, headers=None, body=None, attempt=0, rng=random, se
     """
     if status is not None and 200 <= status < 300:
         return EvictionOutcome(ACCEPTED)
-    status_body = _status_body(body)
-    message = status_body.get("message") or ""
-    causes = (status_body.get("details") or {}).get("causes") or []
+    parsed = status_body(body)
+    message = parsed.get("message") or ""
+    causes = (parsed.get("details") or {}).get("causes") or []
     if status is None:
         return EvictionOutcome(TRANSIENT, message or "connection error", retry_in=backoff_delay(attempt, rng=rng))
     if status in (404, 409):

@@ -6,7 +6,7 @@ import datetime
 
 import pytest
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import asg_ops, kinds, kube_watch, nodegroup_nodes, termination
+from ansible_collections.eksops.nodegroup.plugins.module_utils import asg_ops, journal, kinds, kube_watch, nodegroup_nodes, termination
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import instance_id_of, join_instances_nodes
@@ -34,9 +34,9 @@ def test_node_view_feeds_join_instances_nodes():
 
 
 def test_parse_utc_time():
-    assert asg_ops.parse_utc_time("2026-01-02T03:04:05Z") == datetime.datetime(
+    assert journal.parse_utc_iso("2026-01-02T03:04:05Z") == datetime.datetime(
         2026, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)
-    assert asg_ops.parse_utc_time("garbage") is None and asg_ops.parse_utc_time(None) is None
+    assert journal.parse_utc_iso("garbage") is None and journal.parse_utc_iso(None) is None
 
 
 class FakeEc2:

@@ -305,3 +305,17 @@ def test_throttled_watch_error_event_backs_off_and_resumes_P1_P3():
     ok, _objects = list_then_watch(store.list_func, timeout=5, condition=_gone("a"))
     assert ok and time.monotonic() - started >= 0.3
     assert store.kinds() == ["list", "watch", "watch"]
+
+
+@pytest.mark.parametrize("body, text_as_message, expected", [
+    (b'{"kind": "Status", "message": "Too many requests"}', True, {"kind": "Status", "message": "Too many requests"}),
+    ('{"message": "m"}', False, {"message": "m"}),
+    ({"message": "parsed"}, True, {"message": "parsed"}),
+    ("<html>502 Bad Gateway</html>", True, {"message": "<html>502 Bad Gateway</html>"}),
+    (b"<html>502 Bad Gateway</html>", False, {}),
+    ("[1, 2]", True, {}),
+    (None, True, {}),
+])
+def test_status_body_reads_what_the_api_server_or_a_proxy_sent(body, text_as_message, expected):
+    """Issue 12: the one reader of an API error's body, for eviction outcomes (D13) and error messages (U8)."""
+    assert kube_watch.status_body(body, text_as_message=text_as_message) == expected
