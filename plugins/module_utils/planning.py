@@ -20,6 +20,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     INSTANCE_LIMIT_EXCEEDED,
     INSUFFICIENT_FREE_ADDRESSES,
     NODE_CREATION_FAILURE,
+    UpgradeError,
     invalid_parameter,
 )
 
@@ -397,3 +398,15 @@ def launch_failure(activity):
         "message": message,
         "activity_id": activity.get("ActivityId"),
     }
+
+
+def launch_failure_error(failure, asg_name, what="a node"):
+    """The error of a persistent launch failure (persistent_launch_failure), with its code (U8) and where it
+    happened; ``what`` the group was launching ("a node", "a replacement")."""
+    where = failure["availability_zone"] or "an unknown Availability Zone"
+    instance = " (instance %s)" % failure["instance_id"] if failure["instance_id"] else ""
+    return UpgradeError(
+        failure["code"], "Auto Scaling group %s failed to launch %s in %s%s: %s: %s"
+        % (asg_name, what, where, instance, failure["cause"], failure["message"]),
+        asg_name=asg_name, availability_zone=failure["availability_zone"], instance_id=failure["instance_id"],
+        cause=failure["cause"], activity_id=failure["activity_id"])

@@ -224,7 +224,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodes import (
     termination_check,
     termination_problems_message,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import LEAVING_STATES, persistent_launch_failure
+from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import LEAVING_STATES, launch_failure_error, persistent_launch_failure
 
 ARGUMENT_SPEC = dict(
     NODEGROUP_ARGUMENT_SPEC,
@@ -355,10 +355,7 @@ def wait_for_replacements(module, group, initial_ids, terminated_ids, started, t
     held, snapshot = watch.wait(condition, timeout)
     failure = persistent_launch_failure(snapshot.failures)
     if failure is not None:
-        raise UpgradeError(failure["code"], "Auto Scaling group %s failed to launch a replacement in %s: %s: %s"
-                           % (name, failure["availability_zone"], failure["cause"], failure["message"]),
-                           asg_name=name, availability_zone=failure["availability_zone"],
-                           instance_id=failure["instance_id"], cause=failure["cause"])
+        raise launch_failure_error(failure, name, what="a replacement")
     replacements = [dict(instance_id=i["instance_id"], availability_zone=i["availability_zone"],
                          node_name=i["node_name"], ready=i["ready"]) for i in condition.replacements(snapshot)]
     if not held:

@@ -220,6 +220,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
     SURGE_CAP_LIMIT,
     PERSISTENT_FAILURES_PER_AZ,
     check_new_nodes,
+    launch_failure_error,
     persistent_launch_failure,
     plan_suspension,
     resolve_max_unavailable,
@@ -355,16 +356,6 @@ class NewNodeValidation:
     def __call__(self, snapshot):
         return (persistent_launch_failure(snapshot.failures) is not None or self.az_to_relaunch(snapshot) is not None
                 or not self.problems(snapshot))
-
-
-def launch_failure_error(failure, asg_name):
-    where = failure["availability_zone"] or "an unknown Availability Zone"
-    instance = " (instance %s)" % failure["instance_id"] if failure["instance_id"] else ""
-    return UpgradeError(
-        failure["code"], "Auto Scaling group %s failed to launch a node in %s%s: %s: %s"
-        % (asg_name, where, instance, failure["cause"], failure["message"]),
-        asg_name=asg_name, availability_zone=failure["availability_zone"], instance_id=failure["instance_id"],
-        cause=failure["cause"], activity_id=failure["activity_id"])
 
 
 def relaunch(autoscaling, asg_name, journal, validation):

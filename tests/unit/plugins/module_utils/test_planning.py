@@ -511,3 +511,20 @@ class TestPlanSuspension:
             planning.validate_suspend_processes(["AZRebalance", "Launch"])
         assert err.value.code == INVALID_PARAMETER and "Launch" in err.value.msg
         assert err.value.details["parameter"] == "suspend_processes"
+
+
+def test_launch_failure_error_names_the_az_instance_and_cause():
+    err = planning.launch_failure_error(dict(code="InstanceLimitExceeded", cause="instance quota exceeded",
+                                             availability_zone="us-west-2b", instance_id=None,
+                                             message="vCPU limit", activity_id="x"), "workers")
+    assert err.code == "InstanceLimitExceeded"
+    assert "us-west-2b" in err.msg and "instance quota exceeded" in err.msg and "workers" in err.msg
+
+
+def test_a_replacement_launch_failure_says_so_and_names_the_instance():
+    err = planning.launch_failure_error(dict(code="NodeCreationFailure", cause="insufficient EC2 capacity",
+                                             availability_zone=None, instance_id="i-0abc",
+                                             message="no capacity", activity_id="a-1"), "workers", what="a replacement")
+    assert err.msg == ("Auto Scaling group workers failed to launch a replacement in an unknown Availability Zone "
+                       "(instance i-0abc): insufficient EC2 capacity: no capacity")
+    assert (err.details["instance_id"], err.details["activity_id"]) == ("i-0abc", "a-1")

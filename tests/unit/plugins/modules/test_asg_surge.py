@@ -283,11 +283,3 @@ def test_u3_one_capacity_error_does_not_end_the_wait_three_in_an_az_do():
     capacity = launch_error("insufficient EC2 capacity")
     assert validation()(snapshot([], failures=[capacity])) is False
     assert validation()(snapshot([], failures=[capacity] * 3)) is True
-
-
-def test_launch_failure_error_names_the_az_instance_and_cause():
-    err = asg_surge.launch_failure_error(dict(code="InstanceLimitExceeded", cause="instance quota exceeded",
-                                              availability_zone="us-west-2b", instance_id=None,
-                                              message="vCPU limit", activity_id="x"), ASG_NAME)
-    assert err.code == "InstanceLimitExceeded"
-    assert "us-west-2b" in err.msg and "instance quota exceeded" in err.msg and ASG_NAME in err.msg
