@@ -13,6 +13,7 @@ import hashlib
 import re
 from typing import Any, Callable
 
+from ..bootstrap import TAINT_EFFECTS
 from .fields import ScenarioError, Section
 
 __all__ = ["DEFAULT_TIMINGS", "FAULT_TYPES", "generated_ami_id", "default_release_version", "check_zone",
@@ -36,7 +37,6 @@ DEFAULT_TIMINGS = {
 _POSITIVE_TIMINGS = {"controller_interval_seconds", "sample_interval_seconds"}
 
 WORKLOAD_KINDS = ("Deployment", "DaemonSet", "Pod")
-TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 UNHEALTHY_POD_EVICTION_POLICIES = ("IfHealthyBudget", "AlwaysAllow")
 K8S_VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "*")
 AUTOSCALER_TRIGGERS = ("after_seconds", "old_nodes_gone")
