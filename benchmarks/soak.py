@@ -23,7 +23,7 @@ import sys
 import time
 
 from common import argument_parser, print_table, running_sandbox, scenario_path, write_json
-from eks_sandbox.scenario import load_scenario
+from eks_sandbox.scenario.loader import load_scenario
 from upgrade_run import PLAYBOOK, SURGE_PLAYBOOK, GroupState, ami_pair, end_state_problems, run_upgrade, workers_asg
 
 RUN_TIMEOUT = 900

@@ -25,7 +25,7 @@ from typing import Any
 from common import (argument_parser, by_verb, counts_since, k8s_requests_by_agent, print_table, running_sandbox,
                     sandbox_peak_rss_mib, scenario_path, write_json)
 from eks_sandbox.kube.pods import QUICK_STOP_SECONDS
-from eks_sandbox.scenario import load_scenario
+from eks_sandbox.scenario.loader import load_scenario
 from upgrade_run import SURGE_PLAYBOOK, GroupState, ami_pair, end_state_problems, run_upgrade, workers_asg
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import surge_steps

@@ -14,8 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from eks_sandbox.scenario.loader import load_scenario
 from sandbox_helpers import REPO_ROOT, SandboxHandle, run_playbook
 
 PLAYBOOK = REPO_ROOT / "playbooks" / "upgrade_nodegroup.yml"
@@ -32,7 +31,8 @@ UPGRADE_VARS = {"max_unavailable": MAX_UNAVAILABLE, "drain_timeout": 60, "post_d
 
 
 def scenario_file(name: str) -> dict[str, Any]:
-    return yaml.safe_load((SCENARIOS / (name + ".yaml")).read_text())
+    """A shipped scenario as the sandbox loads it: validated, every default filled."""
+    return load_scenario(SCENARIOS / (name + ".yaml"))
 
 
 def upgrade(sandbox: SandboxHandle, report_path: Path) -> tuple[subprocess.CompletedProcess, dict[str, Any]]:

@@ -25,7 +25,6 @@ from fault_upgrade import NODEGROUP, RUN_TIMEOUT, assert_upgraded, scenario_file
 SCENARIO = "fault_sigterm"
 STUBBORN = "stubborn"
 POLL_SECONDS = 0.2
-DEFAULT_GRACE_PERIOD_SCALE = 0.02  # the sandbox's default timings.grace_period_scale
 
 
 class PodStops:
@@ -84,7 +83,7 @@ def test_issue10_fault_sigterm_the_drain_waits_for_pods_that_ignore_sigterm(sand
     [workload] = [w for w in scenario["workloads"] if w["name"] == STUBBORN]
     assert workload["ignore_sigterm"] is True
     grace = workload["termination_grace_period_seconds"]
-    stop_seconds = grace * scenario.get("timings", {}).get("grace_period_scale", DEFAULT_GRACE_PERIOD_SCALE)
+    stop_seconds = grace * scenario["timings"]["grace_period_scale"]
     before = sandbox.report()
     old_nodes = {node["name"] for node in before["nodegroups"][NODEGROUP]["nodes"]}
     on_old_nodes = {pod.metadata.name for pod in sandbox.core_v1().list_namespaced_pod(

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from .runtime import ENV_FILE, KUBECONFIG_FILE, read_env_file
-from .scenario import ScenarioError, load_scenario
+from .scenario.fields import ScenarioError
+from .scenario.loader import load_scenario
 
 __all__ = ["main", "resolve_scenario", "SCENARIOS_DIR"]
 

@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from .scenario import normalize_fault
+from .scenario.schema import normalize_fault
 
 __all__ = ["Faults"]
 

@@ -13,7 +13,7 @@ from botocore import xform_name
 from botocore.stub import Stubber
 
 from eks_sandbox.runtime import AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, Sandbox
-from eks_sandbox.scenario import load_scenario
+from eks_sandbox.scenario.loader import load_scenario
 
 OLD_AMI = "amazon-eks-node-al2023-x86_64-standard-1.29-v20240101"
 NEW_AMI = "amazon-eks-node-al2023-x86_64-standard-1.30-v20240201"

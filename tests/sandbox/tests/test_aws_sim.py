@@ -16,7 +16,7 @@ from botocore.exceptions import ClientError
 from eks_sandbox.aws import AwsSim
 from eks_sandbox.faults import Faults
 from eks_sandbox.recorder import Recorder
-from eks_sandbox.scenario import load_scenario
+from eks_sandbox.scenario.loader import load_scenario
 
 KUBE_URL = "https://127.0.0.1:6443"
 KUBE_CA = "-----BEGIN CERTIFICATE-----\nMIIBsandbox\n-----END CERTIFICATE-----\n"

@@ -25,7 +25,7 @@ from botocore.exceptions import ClientError
 from eks_sandbox.aws import AwsSim, lifecycle
 from eks_sandbox.faults import Faults
 from eks_sandbox.recorder import Recorder
-from eks_sandbox.scenario import load_scenario
+from eks_sandbox.scenario.loader import load_scenario
 
 from harness import valid
 

@@ -14,7 +14,7 @@ import urllib.request
 
 import pytest
 
-from eks_sandbox.scenario import load_scenario
+from eks_sandbox.scenario.loader import load_scenario
 from harness import client, running
 
 KUBECTL = shutil.which("kubectl")

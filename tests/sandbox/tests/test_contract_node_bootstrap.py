@@ -29,7 +29,7 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from eks_sandbox.scenario import load_scenario
+from eks_sandbox.scenario.loader import load_scenario
 from harness import client, running, wait_for
 
 CLUSTER = "prod"

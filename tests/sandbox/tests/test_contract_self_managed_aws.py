@@ -29,7 +29,7 @@ import pytest
 from eks_sandbox.aws import AwsSim
 from eks_sandbox.faults import Faults
 from eks_sandbox.recorder import Recorder
-from eks_sandbox.scenario import load_scenario
+from eks_sandbox.scenario.loader import load_scenario
 
 CLUSTER = "prod"
 ZONES = ["us-west-2a", "us-west-2b", "us-west-2c"]

@@ -12,7 +12,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from harness import OLD_AMI, client, running, scenario, valid, wait_for
-from eks_sandbox.scenario import generated_ami_id
+from eks_sandbox.scenario.schema import generated_ami_id
 
 CLUSTER = "eks"
 TAINT = {"key": "dedicated", "value": "web", "effect": "NoSchedule"}

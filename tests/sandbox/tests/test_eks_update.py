@@ -12,7 +12,7 @@ from botocore.exceptions import ClientError
 
 from harness import AMIS, FAST_TIMINGS, NEW_AMI, OLD_AMI, client, running, scenario, valid, wait_for, \
     wait_for_update
-from eks_sandbox.scenario import generated_ami_id
+from eks_sandbox.scenario.schema import generated_ami_id
 
 CLUSTER = "eks"
 NEW_AMI_ID = generated_ami_id(NEW_AMI)

@@ -9,7 +9,8 @@ import pytest
 
 from eks_sandbox.faults import Faults
 from eks_sandbox.recorder import Recorder
-from eks_sandbox.scenario import ScenarioError, load_scenario
+from eks_sandbox.scenario.fields import ScenarioError
+from eks_sandbox.scenario.loader import load_scenario
 
 SCENARIOS_DIR = Path(__file__).resolve().parents[1] / "scenarios"
 

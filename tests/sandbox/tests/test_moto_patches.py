@@ -15,7 +15,7 @@ from eks_sandbox.aws import AwsSim
 from eks_sandbox.aws.moto_patches import MotoVersionError, apply_moto_corrections, check_moto_version
 from eks_sandbox.faults import Faults
 from eks_sandbox.recorder import Recorder
-from eks_sandbox.scenario import load_scenario
+from eks_sandbox.scenario.loader import load_scenario
 
 OLD_AMI, NEW_AMI = "ami-0a1b2c3d4e5f60001", "ami-0a1b2c3d4e5f60002"
 ZONES = ["us-west-2a", "us-west-2b", "us-west-2c"]

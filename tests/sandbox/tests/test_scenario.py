@@ -10,7 +10,9 @@ import pytest
 
 from eks_sandbox.conventions import node_group_labels
 from eks_sandbox.kube.seed import workload_object
-from eks_sandbox.scenario import DEFAULT_TIMINGS, ScenarioError, generated_ami_id, load_scenario
+from eks_sandbox.scenario.fields import ScenarioError
+from eks_sandbox.scenario.loader import load_scenario
+from eks_sandbox.scenario.schema import DEFAULT_TIMINGS, generated_ami_id
 
 SCENARIOS_DIR = Path(__file__).resolve().parents[1] / "scenarios"
 AMI_129 = "amazon-eks-node-al2023-x86_64-standard-1.29-v20240101"

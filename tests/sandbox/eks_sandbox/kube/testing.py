@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator
 from ..conventions import node_group_labels, node_user_data
 from ..faults import Faults
 from ..recorder import Recorder
-from ..scenario import load_scenario
+from ..scenario.loader import load_scenario
 from .sim import KubeSim
 
 FAST_TIMINGS = {"instance_pending_seconds": 0.05, "instance_shutdown_seconds": 0.05, "node_boot_seconds": 0.05,

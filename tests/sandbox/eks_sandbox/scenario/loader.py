@@ -1,0 +1,172 @@
+"""Loading a scenario: read the YAML file (or take a mapping), validate it section by section against the schema
+(`schema.py`), and check what only the whole scenario shows: the region, duplicate names, what a workload or a
+fault refers to, and which AMI is the recommended one.
+
+`load_scenario` returns a plain dict with every key of the schema present (defaults filled). Any unknown key,
+wrong type or dangling reference raises `ScenarioError` naming the key path (e.g.
+``workloads[2].pdb.min_available``).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import os
+from typing import Any, Iterable
+
+import yaml
+
+from .fields import ScenarioError, Section, join_path, type_name
+from .schema import check_zone, normalize_fault, read_ami, read_cluster, read_nodegroup, read_timings, read_workload
+
+__all__ = ["load_scenario"]
+
+
+def load_scenario(path_or_dict: Any) -> dict[str, Any]:
+    """Validate a scenario (YAML file path or mapping) and return it with every default filled."""
+    top = Section(_load_raw(path_or_dict), "")
+    name = top.string("name", required=True)
+    region = top.string("region", "us-west-2")
+    _check_region(top, region)
+    zones = _availability_zones(top, region)
+    scenario: dict[str, Any] = {
+        "name": name,
+        "region": region,
+        "seed": top.integer("seed", 0, minimum=None),
+        "cluster": read_cluster(top.section("cluster"), name),
+        "availability_zones": zones,
+        "timings": read_timings(top.section("timings")),
+    }
+    scenario["amis"] = _amis(top)
+    scenario["nodegroups"] = _nodegroups(top, zones, scenario["amis"])
+    scenario["workloads"] = _workloads(top, scenario["nodegroups"])
+    scenario["faults"] = _faults(top, zones, scenario["nodegroups"])
+    top.finish()
+    return scenario
+
+
+def _load_raw(path_or_dict: Any) -> dict:
+    if isinstance(path_or_dict, dict):
+        return copy.deepcopy(path_or_dict)
+    if isinstance(path_or_dict, (str, os.PathLike)):
+        try:
+            with open(path_or_dict, encoding="utf-8") as handle:
+                data = yaml.safe_load(handle)
+        except OSError as exc:
+            raise ScenarioError(f"scenario: cannot read {os.fspath(path_or_dict)}: {exc.strerror}") from exc
+        except yaml.YAMLError as exc:
+            raise ScenarioError(f"scenario: {os.fspath(path_or_dict)} is not valid YAML: {exc}") from exc
+        if not isinstance(data, dict):
+            raise ScenarioError(f"scenario: {os.fspath(path_or_dict)} must hold a mapping, got {type_name(data)}")
+        return data
+    raise ScenarioError(f"scenario: expected a file path or a mapping, got {type_name(path_or_dict)}")
+
+
+@functools.lru_cache(maxsize=1)
+def _known_regions() -> frozenset[str]:
+    import botocore.session  # only here: loading botocore's endpoint data takes a moment
+
+    return frozenset(botocore.session.get_session().get_available_regions("ec2"))
+
+
+def _check_region(top: Section, region: str) -> None:
+    if region not in _known_regions():
+        raise ScenarioError(f"{top.path_of('region')}: {region!r} is not an AWS region moto can serve")
+
+
+def _availability_zones(top: Section, region: str) -> list[str]:
+    items = top.items("availability_zones")
+    if not top.has("availability_zones"):
+        return [f"{region}{suffix}" for suffix in "abc"]
+    if not items:
+        raise ScenarioError("availability_zones: at least one availability zone is required")
+    zones = []
+    for path, zone in items:
+        if not isinstance(zone, str) or not zone.startswith(region):
+            raise ScenarioError(f"{path}: expected an availability zone of {region}, got {zone!r}")
+        if zone in zones:
+            raise ScenarioError(f"{path}: duplicate availability zone {zone}")
+        zones.append(zone)
+    return zones
+
+
+def _check_unique(path: str, what: str, value: str, taken: Iterable[str]) -> None:
+    if value in taken:
+        raise ScenarioError(f"{path}: duplicate {what} {value}")
+
+
+def _nodegroup_named(path: str, name: str, nodegroups: list[dict[str, Any]]) -> dict[str, Any]:
+    """The node group a workload or a fault names."""
+    nodegroup = next((ng for ng in nodegroups if ng["name"] == name), None)
+    if nodegroup is None:
+        raise ScenarioError(f"{path}: no node group named {name!r}")
+    return nodegroup
+
+
+def _amis(top: Section) -> list[dict[str, Any]]:
+    amis: list[tuple[str, dict[str, Any]]] = []
+    for path, raw in top.items("amis"):
+        ami = read_ami(Section(raw, path))
+        for dummy, other in amis:  # AMI by AMI: the first one it repeats decides which key is named
+            _check_unique(join_path(path, "name"), "AMI name", ami["name"], (other["name"],))
+            _check_unique(join_path(path, "id"), "AMI id", ami["id"], (other["id"],))
+        amis.append((path, ami))
+    return _resolve_recommended(amis)
+
+
+def _resolve_recommended(amis: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """`recommended` defaults to true for the only AMI of its version and family; one SSM parameter holds one id."""
+    by_parameter: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for dummy, ami in amis:
+        by_parameter.setdefault((ami["kubernetes_version"], ami["family"]), []).append(ami)
+    taken: set[tuple[str, str]] = set()
+    for path, ami in amis:
+        parameter = (ami["kubernetes_version"], ami["family"])
+        if ami["recommended"] is None:
+            ami["recommended"] = len(by_parameter[parameter]) == 1
+        if not ami["recommended"]:
+            continue
+        if parameter in taken:
+            raise ScenarioError(
+                f"{path}.recommended: only one AMI per kubernetes_version and family can be recommended "
+                f"({ami['kubernetes_version']} {ami['family']})")
+        taken.add(parameter)
+    return [ami for dummy, ami in amis]
+
+
+def _nodegroups(top: Section, zones: list[str], amis: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    nodegroups: list[dict[str, Any]] = []
+    for path, raw in top.items("nodegroups"):
+        section = Section(raw, path)
+        # The name first: a copied node group is reported as a duplicate before anything else in it.
+        _check_unique(section.path_of("name"), "node group name", section.string("name", required=True),
+                      (ng["name"] for ng in nodegroups))
+        nodegroups.append(read_nodegroup(section, zones, amis))
+    return nodegroups
+
+
+def _workloads(top: Section, nodegroups: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    workloads: list[dict[str, Any]] = []
+    for path, raw in top.items("workloads"):
+        workload = read_workload(Section(raw, path))
+        if workload["nodegroup"] is not None:
+            pinned = _nodegroup_named(join_path(path, "nodegroup"), workload["nodegroup"], nodegroups)
+            if pinned["kind"] == "self_managed" and not pinned["labels"]:
+                raise ScenarioError(f"{path}.nodegroup: node group {pinned['name']} (kind self_managed) "
+                                    "sets no node label to pin to; give it labels")
+        _check_unique(join_path(path, "name"), "workload", f"{workload['namespace']}/{workload['name']}",
+                      (f"{w['namespace']}/{w['name']}" for w in workloads))
+        workloads.append(workload)
+    return workloads
+
+
+def _faults(top: Section, zones: list[str], nodegroups: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    faults = []
+    for path, raw in top.items("faults"):
+        fault = normalize_fault(raw, path)
+        if fault["type"] in ("launch_failure", "never_join") and fault["availability_zone"] is not None:
+            check_zone(join_path(path, "availability_zone"), fault["availability_zone"], zones)
+        if fault["type"] == "autoscaler":
+            _nodegroup_named(join_path(path, "nodegroup"), fault["nodegroup"], nodegroups)
+        faults.append(fault)
+    return faults
