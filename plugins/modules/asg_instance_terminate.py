@@ -164,6 +164,10 @@ asg_instance_terminate:
       description: Seconds the module ran.
       type: float
       sample: 12.5
+diff:
+  description: The group's sizes and instance ids before and after (the instances to terminate left out).
+  returned: in diff mode
+  type: dict
 undrained:
   description: When the module refuses undrained instances, each of them with its node.
   returned: failure
@@ -446,7 +450,7 @@ def run(module):
                 # The replacements hold no pods yet but will: protected like every node of the upgrade (item 22).
                 set_scale_in_protection(autoscaling, describe_asg(autoscaling, name), True)
     result["elapsed_seconds"] = round(time.time() - started_clock, 1)
-    return dict(changed=bool(to_terminate), asg_instance_terminate=result, diff=diff)
+    return module.with_diff(dict(changed=bool(to_terminate), asg_instance_terminate=result), **diff)
 
 
 def main():

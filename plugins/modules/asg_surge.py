@@ -188,6 +188,10 @@ asg_surge:
       description: Seconds the module ran.
       type: float
       sample: 95.2
+diff:
+  description: The group's sizes and suspended processes before and after the planned scale-up.
+  returned: in diff mode
+  type: dict
 """
 
 import time
@@ -496,7 +500,7 @@ def run(module):
             write_journal(autoscaling, name, upgrading, previous=new_journal)
             changed = True
     result["elapsed_seconds"] = round(time.time() - started_clock, 1)
-    return dict(changed=changed, asg_surge=result, diff=diff)
+    return module.with_diff(dict(changed=changed, asg_surge=result), **diff)
 
 
 def main():

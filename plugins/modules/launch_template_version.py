@@ -203,6 +203,11 @@ journal:
     launch_template_id: lt-0123456789abcdef0
     target_image_id: ami-0a1b2c3d4e5f60002
     suspended_processes: [AZRebalance, AlarmNotification, ScheduledActions, ReplaceUnhealthy]
+diff:
+  description: The group's launch template version, AMI and suspended processes, and the template's default version,
+    before and after.
+  returned: in diff mode
+  type: dict
 """
 
 
@@ -435,19 +440,18 @@ def run(module):
         launch_template=launch_template,
         journal=final_journal.to_dict() if final_journal is not None else None,
     )
-    if module._diff:
-        after_version = str(plan["target_version"]) if pin else spec["version"]
-        suspended_before = sorted(suspended_process_names(asg))
-        result["diff"] = dict(
-            before=dict(asg_name=asg_name, launch_template_version=spec["version"],
-                        image_id=plan["previous_image_id"], default_version=int(template["DefaultVersionNumber"]),
-                        suspended_processes=suspended_before),
-            after=dict(asg_name=asg_name, launch_template_version=after_version,
-                       image_id=plan["image_id"] if pin else plan["previous_image_id"],
-                       default_version=default_version,
-                       suspended_processes=sorted(set(suspended_before) | set(to_suspend))),
-        )
-    return result
+    after_version = str(plan["target_version"]) if pin else spec["version"]
+    suspended_before = sorted(suspended_process_names(asg))
+    return module.with_diff(
+        result,
+        before=dict(asg_name=asg_name, launch_template_version=spec["version"],
+                    image_id=plan["previous_image_id"], default_version=int(template["DefaultVersionNumber"]),
+                    suspended_processes=suspended_before),
+        after=dict(asg_name=asg_name, launch_template_version=after_version,
+                   image_id=plan["image_id"] if pin else plan["previous_image_id"],
+                   default_version=default_version,
+                   suspended_processes=sorted(set(suspended_before) | set(to_suspend))),
+    )
 
 
 def main():

@@ -379,6 +379,11 @@ instances:
   returned: when O(instance_ids) is given
   type: dict
   sample: {i-0123456789abcdef0: ip-10-0-1-23.us-west-2.compute.internal, i-0fedcba9876543210: null}
+diff:
+  description: Per node, C(spec.unschedulable), labels and the C(eksops.nodegroup/cordoned-by) and
+    C(eksops.nodegroup/left-pods) annotations before and after.
+  returned: in diff mode
+  type: dict
 requests_made:
   description: Number of Kubernetes API requests the module made (each LIST page and WATCH counts as one).
   returned: always
@@ -506,8 +511,7 @@ def run(module):
     output = dict(changed=result.changed, nodes=result.to_dict(), requests_made=requests_before + result.requests_made)
     if instances is not None:
         output["instances"] = instances
-    if module._diff:
-        output["diff"] = result.diff()
+    module.with_diff(output, **result.diff())
     for node in result.nodes.values():
         for warning in node.warnings:
             module.warn("node %s: %s" % (node.name, warning))

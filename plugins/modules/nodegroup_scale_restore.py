@@ -148,6 +148,10 @@ nodegroup_scale_restore:
       description: Seconds the module ran.
       type: float
       sample: 140.2
+diff:
+  description: The group's sizes and suspended processes before and after the restore.
+  returned: in diff mode, when there is a journal to restore from and the cluster autoscaler was not detected
+  type: dict
 """
 
 import time
@@ -284,7 +288,7 @@ def run(module):
                 after=dict(after, suspended_processes=sorted(set(suspended_process_names(asg)) - set(to_resume))))
     if module.check_mode:
         result["elapsed_seconds"] = round(time.time() - started_clock, 1)
-        return dict(changed=True, autoscaler_detected=False, nodegroup_scale_restore=result, diff=diff)
+        return module.with_diff(dict(changed=True, autoscaler_detected=False, nodegroup_scale_restore=result), **diff)
 
     # The desired capacity now is ours (checked above): record it, so a pending value cannot linger.
     scaling_down = journal.advanced(
@@ -345,7 +349,7 @@ def run(module):
         heartbeat.stop()  # the lease goes with the journal
     clear_journal(autoscaling, name)
     result["elapsed_seconds"] = round(time.time() - started_clock, 1)
-    return dict(changed=True, autoscaler_detected=False, nodegroup_scale_restore=result, diff=diff)
+    return module.with_diff(dict(changed=True, autoscaler_detected=False, nodegroup_scale_restore=result), **diff)
 
 
 def main():
