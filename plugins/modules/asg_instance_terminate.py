@@ -77,7 +77,6 @@ options:
     type: int
     default: 900
 notes:
-  - Supports check mode and diff mode.
   - Needs, in the cluster, C(list) on nodes and pods; in AWS, C(autoscaling:DescribeLifecycleHooks) besides the
     describe and terminate calls (see C(docs/iam-policy.json)).
 extends_documentation_fragment:
@@ -86,6 +85,14 @@ extends_documentation_fragment:
   - eksops.nodegroup.capacity_change
   - eksops.nodegroup.aws
   - eksops.nodegroup.k8s
+  - eksops.nodegroup.attributes.aws_k8s_groups
+attributes:
+  check_mode:
+    support: full
+    description: Reports the instances it would terminate and the group's sizes after, and changes nothing.
+  diff_mode:
+    support: full
+    description: Shows the group's sizes and instance ids before and after.
 """
 
 EXAMPLES = r"""

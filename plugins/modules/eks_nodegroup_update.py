@@ -144,6 +144,7 @@ options:
     default: 15
 extends_documentation_fragment:
   - eksops.nodegroup.aws
+  - eksops.nodegroup.attributes.aws_group
 attributes:
   check_mode:
     support: full

@@ -97,11 +97,17 @@ extends_documentation_fragment:
   - eksops.nodegroup.nodegroup
   - eksops.nodegroup.lease
   - eksops.nodegroup.aws
+  - eksops.nodegroup.attributes.aws_group
+attributes:
+  check_mode:
+    support: full
+    description: Reports the version it would create (with its predicted number) and the group change; changes nothing.
+  diff_mode:
+    support: full
+    description: Shows the group's launch template version, AMI, suspended processes and the template's default version.
 notes:
   - Without O(asg_name), when no Auto Scaling group carries the node group's tags, the Auto Scaling group of
     the EKS managed node group O(nodegroup_name) is used.
-  - Supports check mode (reports the version it would create, with its predicted number, and the group change)
-    and diff mode (the group's launch template version, AMI and suspended processes before and after).
   - Needs C(ec2:DescribeLaunchTemplates), C(ec2:DescribeLaunchTemplateVersions),
     C(ec2:CreateLaunchTemplateVersion), C(ec2:DescribeImages), C(autoscaling:DescribeAutoScalingGroups),
     C(autoscaling:UpdateAutoScalingGroup), C(autoscaling:CreateOrUpdateTags), C(autoscaling:DeleteTags),

@@ -210,10 +210,16 @@ options:
 extends_documentation_fragment:
   - eksops.nodegroup.aws
   - eksops.nodegroup.k8s
+  - eksops.nodegroup.attributes.aws_k8s_groups
+attributes:
+  check_mode:
+    support: full
+    description: Lists per node what would be evicted, deleted, skipped or refused; nothing is cordoned or evicted.
+  diff_mode:
+    support: full
+    description: Shows each node's C(spec.unschedulable), labels and C(eksops.nodegroup/cordoned-by) and
+      C(eksops.nodegroup/left-pods) annotations before and after.
 notes:
-  - Supports check mode (lists per node what would be evicted, deleted, skipped or refused; nothing is cordoned
-    or evicted) and diff mode (each node's C(spec.unschedulable), labels and C(eksops.nodegroup/cordoned-by)
-    annotation before and after).
   - "Option names follow C(kubernetes.core.k8s_drain): O(delete_options.terminate_grace_period) is the
     C(grace_period) of the upgrade playbooks and C(kubectl drain --grace-period);
     O(delete_options.wait_timeout) is C(drain_timeout) (C(kubectl drain --timeout));

@@ -68,8 +68,16 @@ extends_documentation_fragment:
   - eksops.nodegroup.capacity_change
   - eksops.nodegroup.aws
   - eksops.nodegroup.k8s
-notes:
-  - Supports check mode (the plan, nothing changed) and diff mode.
+  - eksops.nodegroup.attributes.aws_k8s_groups
+attributes:
+  check_mode:
+    support: full
+    description: Reports the plan (sizes, surplus instances, processes to resume) and changes nothing.
+  diff_mode:
+    support: partial
+    description: Shows the group's sizes and suspended processes before and after the restore.
+    details: No diff when the module stops for the cluster autoscaler (RV(autoscaler_detected)), even after it
+      drained or terminated surplus nodes.
 """
 
 EXAMPLES = r"""
