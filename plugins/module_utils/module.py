@@ -130,6 +130,13 @@ class EksopsModule:
             self._core_v1 = core_v1(self.k8s())
         return self._core_v1
 
+    def with_diff(self, result, before, after):
+        """``result``, with ``diff`` set to the state ``before`` and ``after`` the change in diff mode only (``--diff``,
+        ``diff: true``): every module's diff is built here, and only when asked for, as Ansible expects."""
+        if self._diff:
+            result["diff"] = dict(before=before, after=after)
+        return result
+
     def fail_upgrade(self, err, **result):
         """fail_json for an UpgradeError; ``result`` carries what the module did before failing."""
         payload = dict(result)

@@ -77,7 +77,6 @@ options:
     type: int
     default: 900
 notes:
-  - Supports check mode and diff mode.
   - Needs, in the cluster, C(list) on nodes and pods; in AWS, C(autoscaling:DescribeLifecycleHooks) besides the
     describe and terminate calls (see C(docs/iam-policy.json)).
 extends_documentation_fragment:
@@ -86,6 +85,14 @@ extends_documentation_fragment:
   - eksops.nodegroup.capacity_change
   - eksops.nodegroup.aws
   - eksops.nodegroup.k8s
+  - eksops.nodegroup.attributes.aws_k8s_groups
+attributes:
+  check_mode:
+    support: full
+    description: Reports the instances it would terminate and the group's sizes after, and changes nothing.
+  diff_mode:
+    support: full
+    description: Shows the group's sizes and instance ids before and after.
 """
 
 EXAMPLES = r"""
@@ -164,6 +171,10 @@ asg_instance_terminate:
       description: Seconds the module ran.
       type: float
       sample: 12.5
+diff:
+  description: The group's sizes and instance ids before and after (the instances to terminate left out).
+  returned: in diff mode
+  type: dict
 undrained:
   description: When the module refuses undrained instances, each of them with its node.
   returned: failure
@@ -443,7 +454,7 @@ def run(module):
                 # The replacements hold no pods yet but will: protected like every node of the upgrade (item 22).
                 set_scale_in_protection(autoscaling, describe_asg(autoscaling, name), True)
     result["elapsed_seconds"] = round(time.time() - started_clock, 1)
-    return dict(changed=bool(to_terminate), asg_instance_terminate=result, diff=diff)
+    return module.with_diff(dict(changed=bool(to_terminate), asg_instance_terminate=result), **diff)
 
 
 def main():

@@ -119,8 +119,15 @@ extends_documentation_fragment:
   - eksops.nodegroup.capacity_change
   - eksops.nodegroup.aws
   - eksops.nodegroup.k8s
+  - eksops.nodegroup.attributes.aws_k8s_groups
+attributes:
+  check_mode:
+    support: full
+    description: Reports the planned sizes and processes without changing anything.
+  diff_mode:
+    support: full
+    description: Shows the group's sizes and suspended processes before and after the planned scale-up.
 notes:
-  - Supports check mode (reports the planned sizes and processes without changing anything) and diff mode.
   - "Journal phase: C(scale_up) is recorded before anything changes, C(upgrade) once the new nodes are validated
     (or, without O(wait), once the sizes are set): a rerun then knows the old nodes were being replaced."
 """
@@ -188,6 +195,10 @@ asg_surge:
       description: Seconds the module ran.
       type: float
       sample: 95.2
+diff:
+  description: The group's sizes and suspended processes before and after the planned scale-up.
+  returned: in diff mode
+  type: dict
 """
 
 import time
@@ -487,7 +498,7 @@ def run(module):
             write_journal(autoscaling, name, upgrading, previous=new_journal)
             changed = True
     result["elapsed_seconds"] = round(time.time() - started_clock, 1)
-    return dict(changed=changed, asg_surge=result, diff=diff)
+    return module.with_diff(dict(changed=changed, asg_surge=result), **diff)
 
 
 def main():

@@ -144,6 +144,7 @@ options:
     default: 15
 extends_documentation_fragment:
   - eksops.nodegroup.aws
+  - eksops.nodegroup.attributes.aws_group
 attributes:
   check_mode:
     support: full
@@ -582,10 +583,8 @@ def run(module):
         # An update still running after a follow that used up wait_timeout: the caller stops waiting.
         result["timed_out"] = params["wait"] and not result["finished"] and reaches_timeout
     result["progress"] = read_progress(module.aws("autoscaling"), final)
-    if module._diff:
-        result["diff"] = dict(before=diff_state(nodegroup),
-                              after=diff_state(final) if result["finished"] else predicted_diff_state(nodegroup, plan))
-    return result
+    return module.with_diff(result, before=diff_state(nodegroup),
+                            after=diff_state(final) if result["finished"] else predicted_diff_state(nodegroup, plan))
 
 
 def main():

@@ -97,11 +97,17 @@ extends_documentation_fragment:
   - eksops.nodegroup.nodegroup
   - eksops.nodegroup.lease
   - eksops.nodegroup.aws
+  - eksops.nodegroup.attributes.aws_group
+attributes:
+  check_mode:
+    support: full
+    description: Reports the version it would create (with its predicted number) and the group change; changes nothing.
+  diff_mode:
+    support: full
+    description: Shows the group's launch template version, AMI, suspended processes and the template's default version.
 notes:
   - Without O(asg_name), when no Auto Scaling group carries the node group's tags, the Auto Scaling group of
     the EKS managed node group O(nodegroup_name) is used.
-  - Supports check mode (reports the version it would create, with its predicted number, and the group change)
-    and diff mode (the group's launch template version, AMI and suspended processes before and after).
   - Needs C(ec2:DescribeLaunchTemplates), C(ec2:DescribeLaunchTemplateVersions),
     C(ec2:CreateLaunchTemplateVersion), C(ec2:DescribeImages), C(autoscaling:DescribeAutoScalingGroups),
     C(autoscaling:UpdateAutoScalingGroup), C(autoscaling:CreateOrUpdateTags), C(autoscaling:DeleteTags),
@@ -203,6 +209,11 @@ journal:
     launch_template_id: lt-0123456789abcdef0
     target_image_id: ami-0a1b2c3d4e5f60002
     suspended_processes: [AZRebalance, AlarmNotification, ScheduledActions, ReplaceUnhealthy]
+diff:
+  description: The group's launch template version, AMI and suspended processes, and the template's default version,
+    before and after.
+  returned: in diff mode
+  type: dict
 """
 
 
@@ -435,19 +446,18 @@ def run(module):
         launch_template=launch_template,
         journal=final_journal.to_dict() if final_journal is not None else None,
     )
-    if module._diff:
-        after_version = str(plan["target_version"]) if pin else spec["version"]
-        suspended_before = sorted(suspended_process_names(asg))
-        result["diff"] = dict(
-            before=dict(asg_name=asg_name, launch_template_version=spec["version"],
-                        image_id=plan["previous_image_id"], default_version=int(template["DefaultVersionNumber"]),
-                        suspended_processes=suspended_before),
-            after=dict(asg_name=asg_name, launch_template_version=after_version,
-                       image_id=plan["image_id"] if pin else plan["previous_image_id"],
-                       default_version=default_version,
-                       suspended_processes=sorted(set(suspended_before) | set(to_suspend))),
-        )
-    return result
+    after_version = str(plan["target_version"]) if pin else spec["version"]
+    suspended_before = sorted(suspended_process_names(asg))
+    return module.with_diff(
+        result,
+        before=dict(asg_name=asg_name, launch_template_version=spec["version"],
+                    image_id=plan["previous_image_id"], default_version=int(template["DefaultVersionNumber"]),
+                    suspended_processes=suspended_before),
+        after=dict(asg_name=asg_name, launch_template_version=after_version,
+                   image_id=plan["image_id"] if pin else plan["previous_image_id"],
+                   default_version=default_version,
+                   suspended_processes=sorted(set(suspended_before) | set(to_suspend))),
+    )
 
 
 def main():

@@ -210,10 +210,16 @@ options:
 extends_documentation_fragment:
   - eksops.nodegroup.aws
   - eksops.nodegroup.k8s
+  - eksops.nodegroup.attributes.aws_k8s_groups
+attributes:
+  check_mode:
+    support: full
+    description: Lists per node what would be evicted, deleted, skipped or refused; nothing is cordoned or evicted.
+  diff_mode:
+    support: full
+    description: Shows each node's C(spec.unschedulable), labels and C(eksops.nodegroup/cordoned-by) and
+      C(eksops.nodegroup/left-pods) annotations before and after.
 notes:
-  - Supports check mode (lists per node what would be evicted, deleted, skipped or refused; nothing is cordoned
-    or evicted) and diff mode (each node's C(spec.unschedulable), labels and C(eksops.nodegroup/cordoned-by)
-    annotation before and after).
   - "Option names follow C(kubernetes.core.k8s_drain): O(delete_options.terminate_grace_period) is the
     C(grace_period) of the upgrade playbooks and C(kubectl drain --grace-period);
     O(delete_options.wait_timeout) is C(drain_timeout) (C(kubectl drain --timeout));
@@ -379,6 +385,11 @@ instances:
   returned: when O(instance_ids) is given
   type: dict
   sample: {i-0123456789abcdef0: ip-10-0-1-23.us-west-2.compute.internal, i-0fedcba9876543210: null}
+diff:
+  description: Per node, C(spec.unschedulable), labels and the C(eksops.nodegroup/cordoned-by) and
+    C(eksops.nodegroup/left-pods) annotations before and after.
+  returned: in diff mode
+  type: dict
 requests_made:
   description: Number of Kubernetes API requests the module made (each LIST page and WATCH counts as one).
   returned: always
@@ -506,8 +517,7 @@ def run(module):
     output = dict(changed=result.changed, nodes=result.to_dict(), requests_made=requests_before + result.requests_made)
     if instances is not None:
         output["instances"] = instances
-    if module._diff:
-        output["diff"] = result.diff()
+    module.with_diff(output, **result.diff())
     for node in result.nodes.values():
         for warning in node.warnings:
             module.warn("node %s: %s" % (node.name, warning))

@@ -70,12 +70,13 @@ extends_documentation_fragment:
   - eksops.nodegroup.nodegroup
   - eksops.nodegroup.aws
   - eksops.nodegroup.k8s
+  - eksops.nodegroup.attributes.aws_k8s_groups
+  - eksops.nodegroup.attributes.read_only
 notes:
   - Needs C(autoscaling:DescribeAutoScalingGroups), C(ec2:DescribeInstances), C(ec2:DescribeLaunchTemplates),
     C(ec2:DescribeImages) (with an AMI O(target)),
     C(ec2:DescribeLaunchTemplateVersions), C(eks:DescribeNodegroup) (discovery of managed node groups),
     C(eks:DescribeCluster), and on Kubernetes C(list) on nodes.
-  - Supports check mode (it changes nothing anyway).
 seealso:
   - module: eksops.nodegroup.launch_template_version
 """

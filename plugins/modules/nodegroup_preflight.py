@@ -37,8 +37,8 @@ extends_documentation_fragment:
   - eksops.nodegroup.nodegroup
   - eksops.nodegroup.aws
   - eksops.nodegroup.k8s
-notes:
-  - Supports check mode (it changes nothing anyway).
+  - eksops.nodegroup.attributes.aws_k8s_groups
+  - eksops.nodegroup.attributes.read_only
 """
 
 EXAMPLES = r"""

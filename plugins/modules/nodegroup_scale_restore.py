@@ -68,8 +68,16 @@ extends_documentation_fragment:
   - eksops.nodegroup.capacity_change
   - eksops.nodegroup.aws
   - eksops.nodegroup.k8s
-notes:
-  - Supports check mode (the plan, nothing changed) and diff mode.
+  - eksops.nodegroup.attributes.aws_k8s_groups
+attributes:
+  check_mode:
+    support: full
+    description: Reports the plan (sizes, surplus instances, processes to resume) and changes nothing.
+  diff_mode:
+    support: partial
+    description: Shows the group's sizes and suspended processes before and after the restore.
+    details: No diff when the module stops for the cluster autoscaler (RV(autoscaler_detected)), even after it
+      drained or terminated surplus nodes.
 """
 
 EXAMPLES = r"""
@@ -148,6 +156,10 @@ nodegroup_scale_restore:
       description: Seconds the module ran.
       type: float
       sample: 140.2
+diff:
+  description: The group's sizes and suspended processes before and after the restore.
+  returned: in diff mode, when there is a journal to restore from and the cluster autoscaler was not detected
+  type: dict
 """
 
 import time
@@ -284,7 +296,7 @@ def run(module):
                 after=dict(after, suspended_processes=sorted(set(suspended_process_names(asg)) - set(to_resume))))
     if module.check_mode:
         result["elapsed_seconds"] = round(time.time() - started_clock, 1)
-        return dict(changed=True, autoscaler_detected=False, nodegroup_scale_restore=result, diff=diff)
+        return module.with_diff(dict(changed=True, autoscaler_detected=False, nodegroup_scale_restore=result), **diff)
 
     # The desired capacity now is ours (checked above): record it, so a pending value cannot linger.
     scaling_down = journal.advanced(
@@ -345,7 +357,7 @@ def run(module):
         heartbeat.stop()  # the lease goes with the journal
     clear_journal(autoscaling, name)
     result["elapsed_seconds"] = round(time.time() - started_clock, 1)
-    return dict(changed=True, autoscaler_detected=False, nodegroup_scale_restore=result, diff=diff)
+    return module.with_diff(dict(changed=True, autoscaler_detected=False, nodegroup_scale_restore=result), **diff)
 
 
 def main():

@@ -15,10 +15,12 @@ def documented_options(module):
     doc = yaml.safe_load(module.DOCUMENTATION)
     options = dict(doc.get("options") or {})
     for fragment in doc.get("extends_documentation_fragment", []):
-        namespace, collection, name = fragment.split(".")
-        assert (namespace, collection) == ("eksops", "nodegroup"), fragment
-        fragment_doc = yaml.safe_load(importlib.import_module(FRAGMENT_PACKAGE + name).ModuleDocFragment.DOCUMENTATION)
-        for option, spec in fragment_doc["options"].items():
+        # eksops.nodegroup.<name>, or eksops.nodegroup.<name>.<variant> for the class attribute <VARIANT>.
+        namespace, collection, name, *variant = fragment.split(".")
+        assert (namespace, collection) == ("eksops", "nodegroup") and len(variant) <= 1, fragment
+        fragment_class = importlib.import_module(FRAGMENT_PACKAGE + name).ModuleDocFragment
+        fragment_doc = yaml.safe_load(getattr(fragment_class, variant[0].upper() if variant else "DOCUMENTATION"))
+        for option, spec in (fragment_doc.get("options") or {}).items():
             assert option not in options, "option %s documented twice" % option
             options[option] = spec
     return doc, options

@@ -78,6 +78,15 @@ def test_error_result():
         msg="bad", code="InvalidParameter", parameter="x")
 
 
+@pytest.mark.parametrize("diff_mode", [True, False])
+def test_with_diff_sets_the_diff_in_diff_mode_only(make, diff_mode):
+    module = make(dict(AWS_ARGS, cluster_name="demo", _ansible_diff=diff_mode))
+    result = dict(changed=True)
+    assert module.with_diff(result, before=dict(size=1), after=dict(size=2)) is result
+    assert result == (dict(changed=True, diff=dict(before=dict(size=1), after=dict(size=2))) if diff_mode
+                      else dict(changed=True))
+
+
 def test_clients_are_cached_and_delegation_works(make):
     module = make(dict(AWS_ARGS, cluster_name="demo", _ansible_check_mode=True))
     assert module.aws("ec2") is module.aws("ec2")

@@ -93,6 +93,7 @@ def test_check_mode_reports_the_plan(world, run):
     assert result["changed"] is True
     assert result["asg_instance_terminate"]["after"]["desired_capacity"] == 3
     assert victim in result["diff"]["before"]["instance_ids"] and victim not in result["diff"]["after"]["instance_ids"]
+    assert "diff" not in run(check=True, instance_ids=[victim], should_decrement_desired_capacity=True)  # diff mode only
     assert sizes(world) == (0, 12, 4) and ec2_state(world, victim) == "running"
 
 

@@ -10,6 +10,7 @@ import yaml
 from moto import mock_aws
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
+from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.modules import node_drain
 
 from ..fakes import FakeCluster, NodeListing, ec2_node, make_pod, node
@@ -73,6 +74,8 @@ class ModuleFailed(Exception):
 
 
 class FakeModule:
+    with_diff = EksopsModule.with_diff  # the real one: it reads only _diff
+
     def __init__(self, cluster, params, check_mode=False, diff=False, aws=None):
         self.cluster = cluster
         self.params = params
@@ -132,6 +135,7 @@ def test_check_mode_cordon_changes_nothing():
     cluster = FakeCluster(nodes=[node("node-a")])
     result = node_drain.run(FakeModule(cluster, _params(name="node-a", state="cordon"), check_mode=True, diff=True))
     assert result["changed"] and result["diff"]["after"]["node-a"]["unschedulable"] is True
+    assert "diff" not in node_drain.run(FakeModule(cluster, _params(name="node-a", state="cordon"), check_mode=True))
     assert not cluster.verbs("patch")
 
 

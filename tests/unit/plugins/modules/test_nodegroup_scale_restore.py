@@ -125,6 +125,7 @@ def test_u6_check_mode_plans_and_changes_nothing(surged, run):
     assert len(plan["removed_instances"]) == 6
     assert sorted(plan["resumed_processes"]) == sorted(p for p in A1 if p != "AZRebalance")
     assert result["diff"]["after"]["suspended_processes"] == ["AZRebalance"]
+    assert "diff" not in run(cluster, check=True)  # only in diff mode
     assert cluster.drained == [] and cluster.unmarked == []
     assert sizes(surged) == (0, 12, 10) and surged.tags() == tags
 

@@ -1,0 +1,45 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+class ModuleDocFragment(object):
+    # Attributes several modules share word for word: their module_defaults groups (meta/runtime.yml), and the
+    # check and diff mode of the read-only modules. Each module documents its own check and diff mode otherwise.
+    # One fragment per set of groups: two fragments that both document action_group do not add up (the first
+    # one's membership wins).
+    AWS_GROUP = r"""
+attributes:
+  action_group:
+    description: Use C(group/eksops.nodegroup.aws) in C(module_defaults) to set the AWS options of every module of
+      the collection at once.
+    support: full
+    membership:
+      - eksops.nodegroup.aws
+"""
+
+    AWS_K8S_GROUPS = r"""
+attributes:
+  action_group:
+    description: Use C(group/eksops.nodegroup.aws) in C(module_defaults) to set the AWS options of every module of
+      the collection at once, and C(group/eksops.nodegroup.k8s) to set the Kubernetes options of every module that
+      talks to the cluster.
+    support: full
+    membership:
+      - eksops.nodegroup.aws
+      - eksops.nodegroup.k8s
+"""
+
+    READ_ONLY = r"""
+attributes:
+  check_mode:
+    support: full
+    description: Runs the same in check mode; it changes nothing anyway.
+  diff_mode:
+    support: N/A
+    description: Changes nothing, so there is no diff.
+"""
