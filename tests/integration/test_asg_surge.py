@@ -6,6 +6,7 @@ import time
 
 import pytest
 import yaml
+from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import PERSISTENT_FAILURES_PER_AZ
 
 from asg_helpers import base_args, asg_state, node_annotations, point_asg_at_new_ami, workers_asg
 from sandbox_helpers import REPO_ROOT, run_module, running_sandbox, start_sandbox, stop_sandbox
@@ -119,10 +120,15 @@ def test_u3_launch_failure_fails_fast_naming_az_and_cause(fault_sandbox):
     assert result["availability_zone"] == "us-west-2b"
     assert time.time() - started < 60, "must fail fast, not at wait_timeout"
     # the journal stays so nodegroup_scale_restore can undo the surge, with every capacity the module set: 9,
-    # then one more each time a capacity error left us-west-2b without a new node (issue 10 item 8), until the
-    # third failure there
+    # then one more each time a capacity error left us-west-2b without a new node (issue 10 item 8): never more
+    # than the failures that fired there, nor than PERSISTENT_FAILURES_PER_AZ. Under load the instance Auto Scaling
+    # launches elsewhere can show before the failed activity does, so the third relaunch may come before the third
+    # failure is seen.
     state = asg_state(fault_sandbox)
-    assert state["journal"]["desired_capacity_set"] == str(state["desired"]) and 9 <= state["desired"] <= 11
+    fired = sum(f["fired"] for f in fault_sandbox.report()["faults"] if f["type"] == "launch_failure")
+    relaunches = state["desired"] - 9
+    assert state["journal"]["desired_capacity_set"] == str(state["desired"])
+    assert 0 <= relaunches <= min(fired, PERSISTENT_FAILURES_PER_AZ), (relaunches, fired)
 
 
 def test_u3_one_transient_capacity_error_is_waited_out(tmp_path):
