@@ -255,6 +255,83 @@ def surplus_instances(asg, nodes, count):
     return scale_in_choice(joined, count, int(group_version) if group_version.isdigit() else None)
 
 
+def plan_restore(asg, journal, nodes, result):
+    """What the restore does, also put in ``result``: (the sizes after, the surplus instances, the processes to
+    resume, the diff)."""
+    before = asg_sizes(asg)
+    after = restored_sizes(journal, before)
+    surplus = surplus_instances(asg, nodes, before["desired_capacity"] - after["desired_capacity"])
+    suspended = suspended_process_names(asg)
+    to_resume = [p for p in journal.suspended_processes if p in suspended]
+    result.update(after=after, resumed_processes=to_resume,
+                  removed_instances=[dict(instance_id=i["instance_id"], availability_zone=i["availability_zone"],
+                                          node_name=i["node_name"]) for i in surplus])
+    diff = dict(before=dict(before, suspended_processes=sorted(suspended)),
+                after=dict(after, suspended_processes=sorted(set(suspended) - set(to_resume))))
+    return after, surplus, to_resume, diff
+
+
+def autoscaler_stop(module, autoscaling, asg, journal, result, changed):
+    """U6/C3: the cluster autoscaler moved the group; stop without restoring (fail or report, as asked)."""
+    err = autoscaler_error(autoscaling, asg, journal)
+    if module.params["on_autoscaler"] == "fail":
+        module.fail_upgrade(err, changed=changed, nodegroup_scale_restore=result)
+    return dict(changed=changed, autoscaler_detected=True, msg=err.msg,
+                scaling_activities=err.details["scaling_activities"], nodegroup_scale_restore=result)
+
+
+def drain_surplus(module, group, journal, surplus_ids, result):
+    """Drain the nodes of the surplus instances, found again now: an instance that had no node a moment ago may
+    have joined since (U6: the surplus is drained like any other node, never removed with pods on it). Returns
+    whether there was a node to drain."""
+    params = module.params
+    node_names = [node for node in resolve_instance_nodes(module.core_v1(), surplus_ids,
+                                                          group.node_selector)[0].values() if node]
+    if not node_names:
+        return False
+    drained = drain_nodes(module.core_v1(), node_names, dict(
+        drain_timeout=params["drain_timeout"], post_drain_wait=params["post_drain_wait"], force=params["force"],
+        grace_period=params["grace_period"], run_id=journal.run_id))
+    result["drain"] = drained.to_dict()
+    error = drained.error()
+    if error is not None:
+        module.fail_upgrade(error, changed=True, nodegroup_scale_restore=result)
+    return True
+
+
+def remove_surplus(module, autoscaling, group, journal, surplus_ids, desired_after, result):
+    """Terminate the drained surplus instances (U5 checked first), each lowering the desired capacity, to
+    ``desired_after``, which the journal records; then wait until they are gone. Returns the journal written."""
+    wait_timeout = module.params["wait_timeout"]
+    problems = undrained_instances(module.core_v1(), surplus_ids, group.node_selector)[0]
+    if problems:
+        module.fail_upgrade(UpgradeError(POD_EVICTION_FAILURE, termination_problems_message(problems),
+                                         undrained=problems), changed=True, nodegroup_scale_restore=result)
+    for instance_id in surplus_ids:
+        autoscaling_api.terminate_instance_in_auto_scaling_group(autoscaling, instance_id, True)
+    journal = journal.replace(desired_capacity_set=desired_after)
+    write_journal(autoscaling, group.asg_name, journal)
+    pending = wait_terminated(module.aws("ec2"), surplus_ids, wait_timeout)
+    if pending:
+        raise UpgradeError(WAIT_TIMEOUT, "Surplus instances %s of %s were not terminated within %d s "
+                           "(wait_timeout); rerun to resume" % (", ".join(pending), group.asg_name, wait_timeout),
+                           asg_name=group.asg_name, instance_ids=pending)
+    return journal
+
+
+def restore_group(module, autoscaling, group, journal, after, to_resume, result):
+    """The sizes, the scale-in protection the upgrade set, the suspended processes and the C2 annotations back."""
+    name = group.asg_name
+    if asg_sizes(group.asg) != after:
+        autoscaling_api.update_sizes(autoscaling, name, **after)
+    if journal.scale_in_protection == SCALE_IN_PROTECTION_OURS:
+        # The protection the upgrade set (issue 10 item 22), removed once the sizes are back.
+        result["unprotected_instances"] = set_scale_in_protection(autoscaling, describe_asg(autoscaling, name), False)
+    autoscaling_api.resume_processes(autoscaling, name, to_resume)
+    result["unannotated_nodes"] = unmark_scale_down_disabled(module.core_v1(),
+                                                             list_nodegroup_nodes(module.core_v1(), group))
+
+
 def run(module):
     started_clock = time.time()
     params = module.params
@@ -269,31 +346,15 @@ def run(module):
         result["elapsed_seconds"] = round(time.time() - started_clock, 1)
         return dict(changed=False, autoscaler_detected=False, nodegroup_scale_restore=result)
 
-    def autoscaler_stop(current_asg, changed):
-        """U6/C3: the cluster autoscaler moved the group; stop without restoring (fail or report, as asked)."""
-        err = autoscaler_error(autoscaling, current_asg, journal)
-        if params["on_autoscaler"] == "fail":
-            module.fail_upgrade(err, changed=changed, nodegroup_scale_restore=result)
-        return dict(changed=changed, autoscaler_detected=True, msg=err.msg,
-                    scaling_activities=err.details["scaling_activities"], nodegroup_scale_restore=result)
-
     if autoscaler_active(journal, before["desired_capacity"]) and not params["accept_current_capacity"]:
-        return autoscaler_stop(asg, changed=False)
+        return autoscaler_stop(module, autoscaling, asg, journal, result, changed=False)
     # Everything from here changes the group (the journal is cleared at the end): the run's lease first.
     heartbeat = claim(module, autoscaling, asg)
     if autoscaler_active(journal, before["desired_capacity"]):
         # Issue 10 item 23: the documented way out after ClusterAutoscalerActive.
         journal = check_capacity_unmoved(module, autoscaling, asg, journal)
 
-    after = restored_sizes(journal, before)
-    nodes = list_nodegroup_nodes(module.core_v1(), group)
-    surplus = surplus_instances(asg, nodes, before["desired_capacity"] - after["desired_capacity"])
-    to_resume = [p for p in journal.suspended_processes if p in suspended_process_names(asg)]
-    result.update(after=after, resumed_processes=to_resume,
-                  removed_instances=[dict(instance_id=i["instance_id"], availability_zone=i["availability_zone"],
-                                          node_name=i["node_name"]) for i in surplus])
-    diff = dict(before=dict(before, suspended_processes=sorted(suspended_process_names(asg))),
-                after=dict(after, suspended_processes=sorted(set(suspended_process_names(asg)) - set(to_resume))))
+    after, surplus, to_resume, diff = plan_restore(asg, journal, list_nodegroup_nodes(module.core_v1(), group), result)
     if module.check_mode:
         result["elapsed_seconds"] = round(time.time() - started_clock, 1)
         return module.with_diff(dict(changed=True, autoscaler_detected=False, nodegroup_scale_restore=result), **diff)
@@ -306,53 +367,21 @@ def run(module):
         write_journal(autoscaling, name, scaling_down)
         journal = scaling_down
 
-    # The nodes are found again now: an instance that had no node a moment ago may have joined since (U6: the
-    # surplus is drained like any other node, never removed with pods on it).
     surplus_ids = [i["instance_id"] for i in surplus]
-    node_names = [node for node in resolve_instance_nodes(module.core_v1(), surplus_ids,
-                                                          group.node_selector)[0].values() if node]
-    if node_names:
-        drained = drain_nodes(module.core_v1(), node_names, dict(
-            drain_timeout=params["drain_timeout"], post_drain_wait=params["post_drain_wait"], force=params["force"],
-            grace_period=params["grace_period"], run_id=journal.run_id))
-        result["drain"] = drained.to_dict()
-        error = drained.error()
-        if error is not None:
-            module.fail_upgrade(error, changed=True, nodegroup_scale_restore=result)
+    if drain_surplus(module, group, journal, surplus_ids, result):
         # The drain took a while, and the pods it evicted are what makes the autoscaler scale up: look again
         # before removing anything.
         asg = describe_asg(autoscaling, name)
         if autoscaler_active(journal, asg_sizes(asg)["desired_capacity"]):
-            return autoscaler_stop(asg, changed=True)
-
+            return autoscaler_stop(module, autoscaling, asg, journal, result, changed=True)
     if surplus:
-        problems = undrained_instances(module.core_v1(), surplus_ids, group.node_selector)[0]
-        if problems:
-            module.fail_upgrade(UpgradeError(POD_EVICTION_FAILURE, termination_problems_message(problems),
-                                             undrained=problems), changed=True, nodegroup_scale_restore=result)
-        for instance_id in surplus_ids:
-            autoscaling_api.terminate_instance_in_auto_scaling_group(autoscaling, instance_id, True)
-        desired_now = before["desired_capacity"] - len(surplus)
-        journal = journal.replace(desired_capacity_set=desired_now)
-        write_journal(autoscaling, name, journal)
-        pending = wait_terminated(module.aws("ec2"), surplus_ids, params["wait_timeout"])
-        if pending:
-            raise UpgradeError(WAIT_TIMEOUT, "Surplus instances %s of %s were not terminated within %d s "
-                               "(wait_timeout); rerun to resume" % (", ".join(pending), name, params["wait_timeout"]),
-                               asg_name=name, instance_ids=pending)
+        journal = remove_surplus(module, autoscaling, group, journal, surplus_ids,
+                                 before["desired_capacity"] - len(surplus), result)
 
     asg = describe_asg(autoscaling, name)
-    current = asg_sizes(asg)
-    if autoscaler_active(journal, current["desired_capacity"]):
-        return autoscaler_stop(asg, changed=bool(surplus))
-    if current != after:
-        autoscaling_api.update_sizes(autoscaling, name, **after)
-    if journal.scale_in_protection == SCALE_IN_PROTECTION_OURS:
-        # The protection the upgrade set (issue 10 item 22), removed once the sizes are back.
-        result["unprotected_instances"] = set_scale_in_protection(autoscaling, describe_asg(autoscaling, name), False)
-    autoscaling_api.resume_processes(autoscaling, name, to_resume)
-    result["unannotated_nodes"] = unmark_scale_down_disabled(
-        module.core_v1(), list_nodegroup_nodes(module.core_v1(), group.with_asg(asg)))
+    if autoscaler_active(journal, asg_sizes(asg)["desired_capacity"]):
+        return autoscaler_stop(module, autoscaling, asg, journal, result, changed=bool(surplus))
+    restore_group(module, autoscaling, group.with_asg(asg), journal, after, to_resume, result)
     if heartbeat is not None:
         heartbeat.stop()  # the lease goes with the journal
     clear_journal(autoscaling, name)

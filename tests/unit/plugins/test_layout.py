@@ -41,7 +41,6 @@ OVERSIZED_FILES = {
 LONG_FUNCTIONS = {
     ("modules/asg_instance_terminate.py", "run"): 79,
     ("modules/asg_surge.py", "run"): 84,
-    ("modules/nodegroup_scale_restore.py", "run"): 103,
 }
 
 
