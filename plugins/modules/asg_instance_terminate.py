@@ -376,6 +376,73 @@ def wait_for_replacements(module, group, initial_ids, terminated_ids, started, t
     return replacements
 
 
+def sizes_after(before, decrements, journal, name):
+    """The sizes once ``decrements`` terminations have each lowered the desired capacity: MinSize goes down with
+    it during an upgrade (the journal restores it at the scale-down), and is never lowered outside one."""
+    after = dict(before)
+    if decrements:
+        after["desired_capacity"] = before["desired_capacity"] - decrements
+        if after["desired_capacity"] < before["min_size"]:
+            if journal is None:
+                raise invalid_parameter(
+                    "should_decrement_desired_capacity",
+                    "should_decrement_desired_capacity: decrementing for %d instance(s) takes DesiredCapacity of %s "
+                    "to %d, below MinSize %d; outside an upgrade (no journal to restore MinSize from) this module "
+                    "does not lower MinSize" % (decrements, name, after["desired_capacity"], before["min_size"]))
+            after["min_size"] = after["desired_capacity"]
+    return after
+
+
+def terminate(module, group, journal, to_terminate, leaving, before, after, result):
+    """Terminate through the group, then record the desired capacity in the journal. Returns (terminated,
+    leaving): an instance someone else terminated meanwhile is leaving, not terminated by this run."""
+    autoscaling, ec2, name = module.aws("autoscaling"), module.aws("ec2"), group.asg_name
+    decrement = module.params["should_decrement_desired_capacity"]
+    if journal is not None and journal.scale_in_protection == SCALE_IN_PROTECTION_OURS:
+        # The replacements the group launched for the previous batches hold the pods moved there: protected
+        # from scale-in like every node of the upgrade (issue 10 item 22).
+        set_scale_in_protection(autoscaling, group.asg, True)
+    if after["min_size"] != before["min_size"]:
+        autoscaling_api.update_sizes(autoscaling, name, min_size=after["min_size"])
+    raced = [i for i in to_terminate if not terminate_or_gone(autoscaling, ec2, name, i, decrement)]
+    if raced:
+        # Terminated by someone else since the group was described (issue 10 item 11): not this run's change,
+        # nor its decrement.
+        to_terminate = [i for i in to_terminate if i not in raced]
+        leaving = leaving + raced
+        result.update(terminated=to_terminate, already_terminated=sorted(leaving))
+        if decrement:
+            after["desired_capacity"] = before["desired_capacity"] - len(to_terminate)
+    # Journal after the change: a crash in between leaves the group below desired_capacity_set, which is
+    # never mistaken for the autoscaler scaling up (SPEC C3).
+    if decrement and to_terminate and journal is not None:
+        write_journal(autoscaling, name, journal.replace(desired_capacity_set=after["desired_capacity"]))
+    return to_terminate, leaving
+
+
+def wait_until_gone(module, group, journal, hooks, instance_ids, started, started_clock, result):
+    """With ``wait``, until the instances are terminated (through the lifecycle hooks that hold them); with
+    ``wait_for_replacements``, until their replacements are Ready nodes (U3), within one wait_timeout (which a
+    hook's hold extends)."""
+    params = module.params
+    autoscaling, ec2, name = module.aws("autoscaling"), module.aws("ec2"), group.asg_name
+    extension = 0.0
+    if params["wait"]:
+        waiter = TerminationWait(ec2, autoscaling, name, hooks)
+        pending = waiter.run(instance_ids, params["wait_timeout"])
+        result["lifecycle_hook_waits"] = waiter.hook_waits()
+        if pending:
+            raise waiter.timeout_error(pending, name)
+        extension = waiter.extension
+    if params["wait_for_replacements"]:
+        remaining = max(1.0, params["wait_timeout"] + extension - (time.time() - started_clock))
+        result["replacements"] = wait_for_replacements(
+            module, group, [i["InstanceId"] for i in group.asg.get("Instances", [])], instance_ids, started, remaining)
+        if journal is not None and journal.scale_in_protection == SCALE_IN_PROTECTION_OURS:
+            # The replacements hold no pods yet but will: protected like every node of the upgrade (item 22).
+            set_scale_in_protection(autoscaling, describe_asg(autoscaling, name), True)
+
+
 def run(module):
     started_clock = time.time()
     started = utc_now()
@@ -392,18 +459,7 @@ def run(module):
     # SPEC C3, issue 10 items 22 and 24: someone else set the desired capacity during the upgrade; stop at this
     # batch, before any change, not at the scale-down after every old node was replaced (or accept it, item 23).
     journal = check_capacity_unmoved(module, autoscaling, asg, journal)
-    after = dict(before)
-    if decrement and to_terminate:
-        after["desired_capacity"] = before["desired_capacity"] - len(to_terminate)
-        if after["desired_capacity"] < before["min_size"]:
-            if journal is None:
-                raise invalid_parameter(
-                    "should_decrement_desired_capacity",
-                    "should_decrement_desired_capacity: decrementing for %d instance(s) takes DesiredCapacity of %s "
-                    "to %d, below MinSize %d; outside an upgrade (no journal to restore MinSize from) this module "
-                    "does not lower MinSize"
-                    % (len(to_terminate), name, after["desired_capacity"], before["min_size"]))
-            after["min_size"] = after["desired_capacity"]
+    after = sizes_after(before, len(to_terminate) if decrement else 0, journal, name)
     result = dict(asg_name=name, terminated=to_terminate, already_terminated=sorted(leaving), before=before,
                   after=after, replacements=[])
     diff = dict(before=dict(before, instance_ids=sorted(i["InstanceId"] for i in asg.get("Instances", []))),
@@ -418,41 +474,8 @@ def run(module):
     if to_terminate or journal is not None:
         claim(module, autoscaling, asg)
     if not module.check_mode:
-        if journal is not None and journal.scale_in_protection == SCALE_IN_PROTECTION_OURS:
-            # The replacements the group launched for the previous batches hold the pods moved there: protected
-            # from scale-in like every node of the upgrade (issue 10 item 22).
-            set_scale_in_protection(autoscaling, asg, True)
-        if after["min_size"] != before["min_size"]:
-            autoscaling_api.update_sizes(autoscaling, name, min_size=after["min_size"])
-        raced = [i for i in to_terminate if not terminate_or_gone(autoscaling, ec2, name, i, decrement)]
-        if raced:
-            # Terminated by someone else since the group was described (issue 10 item 11): not this run's change,
-            # nor its decrement.
-            to_terminate = [i for i in to_terminate if i not in raced]
-            leaving = leaving + raced
-            result.update(terminated=to_terminate, already_terminated=sorted(leaving))
-            if decrement:
-                after["desired_capacity"] = before["desired_capacity"] - len(to_terminate)
-        # Journal after the change: a crash in between leaves the group below desired_capacity_set, which is
-        # never mistaken for the autoscaler scaling up (SPEC C3).
-        if decrement and to_terminate and journal is not None:
-            write_journal(autoscaling, name, journal.replace(desired_capacity_set=after["desired_capacity"]))
-        extension = 0.0
-        if params["wait"]:
-            waiter = TerminationWait(ec2, autoscaling, name, hooks)
-            pending = waiter.run(to_terminate + leaving, params["wait_timeout"])
-            result["lifecycle_hook_waits"] = waiter.hook_waits()
-            if pending:
-                raise waiter.timeout_error(pending, name)
-            extension = waiter.extension
-        if params["wait_for_replacements"]:
-            remaining = max(1.0, params["wait_timeout"] + extension - (time.time() - started_clock))
-            result["replacements"] = wait_for_replacements(
-                module, group, [i["InstanceId"] for i in asg.get("Instances", [])], to_terminate + leaving, started,
-                remaining)
-            if journal is not None and journal.scale_in_protection == SCALE_IN_PROTECTION_OURS:
-                # The replacements hold no pods yet but will: protected like every node of the upgrade (item 22).
-                set_scale_in_protection(autoscaling, describe_asg(autoscaling, name), True)
+        to_terminate, leaving = terminate(module, group, journal, to_terminate, leaving, before, after, result)
+        wait_until_gone(module, group, journal, hooks, to_terminate + leaving, started, started_clock, result)
     result["elapsed_seconds"] = round(time.time() - started_clock, 1)
     return module.with_diff(dict(changed=bool(to_terminate), asg_instance_terminate=result), **diff)
 
