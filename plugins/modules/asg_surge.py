@@ -415,6 +415,62 @@ def wait_for_new_nodes(module, group, target, journal, started):
     return new, snapshot.nodes, journal
 
 
+def check_wanted(params, wanted, desired_now, original_desired, name):
+    """Refuse a target desired capacity below the current one (the module only scales up), more than
+    SURGE_CAP_LIMIT above the size before the upgrade (issue 10 item 18: a typo must not launch a fleet), or below
+    pending_decrement; each naming the option it came from."""
+    if wanted < desired_now:
+        parameter = {"desired": "desired_capacity", "explicit": "surge"}.get(params["mode"], "max_unavailable")
+        raise invalid_parameter(
+            parameter, "asg_surge only scales up: the target desired capacity %d (from %s) is below the current %d "
+            "of Auto Scaling group %s" % (wanted, parameter, desired_now, name))
+    if wanted - original_desired > SURGE_CAP_LIMIT:
+        parameter = "desired_capacity" if params["mode"] == "desired" else "surge"
+        raise invalid_parameter(
+            parameter, "%s asks for %d nodes above the %d Auto Scaling group %s had before the upgrade; at most %d "
+            "are created at once" % (parameter, wanted - original_desired, original_desired, name, SURGE_CAP_LIMIT))
+    if params["pending_decrement"] > wanted:
+        raise invalid_parameter(
+            "pending_decrement", "pending_decrement %d is more than the target desired capacity %d of Auto Scaling "
+            "group %s" % (params["pending_decrement"], wanted, name))
+
+
+def scale_up(module, group, journal, new_journal, to_suspend, before, after):
+    """Journal first, then the processes, the scale-in protection and the sizes. Returns whether protection was
+    set (the other changes the plan foresaw)."""
+    autoscaling, name = module.aws("autoscaling"), group.asg_name
+    if new_journal != journal:
+        write_journal(autoscaling, name, new_journal)
+    autoscaling_api.suspend_processes(autoscaling, name, to_suspend)
+    # Issue 10 item 22: before the group grows, so that a desired capacity set back behind the upgrade's back
+    # (a Terraform apply, a person) cannot scale in nodes that hold pods.
+    protected = (new_journal.scale_in_protection == SCALE_IN_PROTECTION_OURS
+                 and bool(set_scale_in_protection(autoscaling, group.asg, True)))
+    if after != before:
+        autoscaling_api.update_sizes(autoscaling, name, max_size=after["max_size"], desired_capacity=after["desired_capacity"])
+    return protected
+
+
+def wait_and_label(module, group, target, journal, started, wanted, after, result):
+    """Wait for the new nodes (U3), protect them, and with label_surge_nodes mark them for the cluster autoscaler
+    (C2). Returns (the journal as written, whether a node was marked)."""
+    autoscaling, name = module.aws("autoscaling"), group.asg_name
+    new, nodes, journal = wait_for_new_nodes(module, group, target, journal, started)
+    if journal.scale_in_protection == SCALE_IN_PROTECTION_OURS:
+        set_scale_in_protection(autoscaling, describe_asg(autoscaling, name), True)
+    relaunched = journal.desired_capacity_set - wanted
+    if relaunched:
+        result["surge"] += relaunched
+        result["after"] = scaled_up_sizes(after["min_size"], after["max_size"], journal.desired_capacity_set)
+        result["relaunched"] = relaunched
+    result["new_nodes"] = [node_summary(i) for i in new]
+    if not module.params["label_surge_nodes"]:
+        return journal, False
+    new_names = set(i["node_name"] for i in new)
+    marked = mark_scale_down_disabled(module.core_v1(), [n for n in nodes if n.metadata.name in new_names], journal.run_id)
+    return journal, bool(marked)
+
+
 def run(module):
     started_clock = time.time()
     started = utc_now()
@@ -436,21 +492,7 @@ def run(module):
     original_desired = (journal.original_desired_capacity if journal is not None
                         and journal.original_desired_capacity is not None else before["desired_capacity"])
     wanted, _surge = target_desired(params, asg, original_desired)
-    if wanted < before["desired_capacity"]:
-        parameter = {"desired": "desired_capacity", "explicit": "surge"}.get(params["mode"], "max_unavailable")
-        raise invalid_parameter(
-            parameter, "asg_surge only scales up: the target desired capacity %d (from %s) is below the current %d "
-            "of Auto Scaling group %s" % (wanted, parameter, before["desired_capacity"], name))
-    if wanted - original_desired > SURGE_CAP_LIMIT:
-        # Issue 10 item 18: desired_capacity=1000 was accepted; a typo must not launch a fleet.
-        parameter = "desired_capacity" if params["mode"] == "desired" else "surge"
-        raise invalid_parameter(
-            parameter, "%s asks for %d nodes above the %d Auto Scaling group %s had before the upgrade; at most %d "
-            "are created at once" % (parameter, wanted - original_desired, original_desired, name, SURGE_CAP_LIMIT))
-    if params["pending_decrement"] > wanted:
-        raise invalid_parameter(
-            "pending_decrement", "pending_decrement %d is more than the target desired capacity %d of Auto Scaling "
-            "group %s" % (params["pending_decrement"], wanted, name))
+    check_wanted(params, wanted, before["desired_capacity"], original_desired, name)
     after = scaled_up_sizes(before["min_size"], before["max_size"], wanted)
     new_journal, to_suspend = plan_journal(journal, asg, target, wanted, wanted - original_desired,
                                            params["suspend_processes"], params["pending_decrement"])
@@ -467,31 +509,11 @@ def run(module):
         if params["wait"]:
             # SPEC K4: the Kubernetes API the wait will watch is proven to be cluster_name's before any change.
             module.k8s()
-        if new_journal != journal:
-            write_journal(autoscaling, name, new_journal)
-        autoscaling_api.suspend_processes(autoscaling, name, to_suspend)
-        # Issue 10 item 22: before the group grows, so that a desired capacity set back behind the upgrade's back
-        # (a Terraform apply, a person) cannot scale in nodes that hold pods.
-        protecting = new_journal.scale_in_protection == SCALE_IN_PROTECTION_OURS
-        if protecting and set_scale_in_protection(autoscaling, asg, True):
+        if scale_up(module, group, journal, new_journal, to_suspend, before, after):
             changed = True
-        if after != before:
-            autoscaling_api.update_sizes(autoscaling, name, max_size=after["max_size"], desired_capacity=after["desired_capacity"])
         if params["wait"]:
-            new, nodes, new_journal = wait_for_new_nodes(module, group, target, new_journal, started)
-            if protecting:
-                set_scale_in_protection(autoscaling, describe_asg(autoscaling, name), True)
-            relaunched = new_journal.desired_capacity_set - wanted
-            if relaunched:
-                result["surge"] += relaunched
-                result["after"] = scaled_up_sizes(after["min_size"], after["max_size"], new_journal.desired_capacity_set)
-                result["relaunched"] = relaunched
-            result["new_nodes"] = [node_summary(i) for i in new]
-            if params["label_surge_nodes"]:
-                new_names = set(i["node_name"] for i in new)
-                if mark_scale_down_disabled(module.core_v1(), [n for n in nodes if n.metadata.name in new_names],
-                                            new_journal.run_id):
-                    changed = True
+            new_journal, labelled = wait_and_label(module, group, target, new_journal, started, wanted, after, result)
+            changed = changed or labelled
         # The new capacity is there: the old nodes are next (a rerun must not take them for a scale-up).
         upgrading = new_journal.advanced("upgrade")
         if upgrading != new_journal:
