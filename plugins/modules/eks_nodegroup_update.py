@@ -358,9 +358,8 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     not_found,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import SYSTEM_CLOCK
+from ansible_collections.eksops.nodegroup.plugins.module_utils.managed_target import resolve_target, validate_options
 from ansible_collections.eksops.nodegroup.plugins.module_utils.managed_update import (
-    UPDATE_IN_PROGRESS,
-    UPDATE_STRATEGIES,
     diff_state,
     failed_update_error,
     is_finished,
@@ -368,10 +367,10 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.managed_update im
     plan_follow,
     plan_managed_update,
     predicted_diff_state,
-    resolve_target,
+    UPDATE_IN_PROGRESS,
     update_progress,
+    UPDATE_STRATEGIES,
     update_summary,
-    validate_options,
     wanted_update_config,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import describe_cluster

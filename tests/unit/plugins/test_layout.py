@@ -35,9 +35,7 @@ AWS_SERVICES = ("autoscaling", "ec2", "eks", "ssm", "sts")
 OPERATION_NAME_CALLS = frozenset(["paginate", "get_paginator"])
 
 # Still over the bar (issue 12 splits them next): lines today.
-OVERSIZED_FILES = {
-    "module_utils/managed_update.py": 512,
-}
+OVERSIZED_FILES = {}
 LONG_FUNCTIONS = {}
 
 
