@@ -8,10 +8,6 @@ Terminations are in termination.py, the node group's nodes in nodegroup_nodes.py
 group_watch.py.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import datetime
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api

@@ -13,10 +13,6 @@ of one cluster and terminate the instances of another (its pods are lost). Two w
   the node-ready timeout has one (a younger one may still be joining).
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import utc_now
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import parse_utc_iso
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import list_all_nodes

@@ -15,10 +15,6 @@ The rooms, one concern each, in ``_drain/``: ``options`` (what is asked), ``pods
 ``module_utils/nodes.py``.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.api import KubeApi

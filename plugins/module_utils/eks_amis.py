@@ -3,10 +3,6 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """EKS-optimized AMIs: Kubernetes versions, AMI families and the SSM public parameters that name them (SPEC U1)."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import re
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import ssm as ssm_api

@@ -3,9 +3,6 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Errors with EKS-style codes (SPEC U8), shared by every module of the collection."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 NODE_CREATION_FAILURE = "NodeCreationFailure"
 POD_EVICTION_FAILURE = "PodEvictionFailure"

@@ -5,10 +5,6 @@
 polled in a background thread, so a condition over instances joined with nodes is re-checked on every node
 event and every poll."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import threading
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import ASG_POLL_SECONDS, scaling_activities_since

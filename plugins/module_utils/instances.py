@@ -3,10 +3,6 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """A node group's instances: their EC2 descriptions, their nodes (matched by providerID, SPEC K2), and the two joined."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import aws_tags_to_dict
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import ec2 as ec2_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import utc_now_iso

@@ -20,10 +20,6 @@ Every other move goes through Journal.advanced, which never moves the phase back
 (asg_surge after a crash in the upgrade) leaves the journal where the upgrade is.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import datetime
 import uuid
 

@@ -3,10 +3,6 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one way the collection reaches Kubernetes: option spec, ApiClient factory (incl. EKS tokens), errors."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import atexit
 import base64
 import contextlib

@@ -17,10 +17,6 @@ its nodes, and what follows for discovery, node lookup and the new-node check. P
   carry no node-group label unless the user's bootstrap arguments add one.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import re
 
 MANAGED = "managed"

@@ -12,10 +12,6 @@ model deserialisation, so a LIST of a few hundred pods stays cheap and tolerant 
 do not know.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import json
 import random
 import threading

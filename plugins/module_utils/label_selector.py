@@ -6,10 +6,6 @@ server parses the ``labelSelector`` parameter (k8s.io/apimachinery/pkg/labels/se
 ``pod_selectors`` the server would refuse is refused before the first cordon (issue 10 item 24).
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import re
 
 

@@ -21,10 +21,6 @@ A failed run releases it (module nodegroup_lease); the restore clears it with th
 without a lease id (roles used on their own) neither claim nor check it.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import datetime
 import threading
 import time

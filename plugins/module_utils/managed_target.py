@@ -5,10 +5,6 @@
 UpdateNodegroupVersion request they make, from DescribeNodegroup's and DescribeCluster's answers. Pure: nothing here
 talks to AWS."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import re
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import invalid_parameter

@@ -13,11 +13,6 @@ DescribeAutoScalingGroups and SSM GetParameter exactly as botocore returns them 
 outputs are request payloads for EKS, plain snake_case dicts for the module's result, and UpgradeError.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
-
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import API_ERROR, UpgradeError
 
 UPDATE_STRATEGIES = {"default": "DEFAULT", "minimal": "MINIMAL"}

@@ -3,10 +3,6 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """EksopsModule: AnsibleModule plus the collection's AWS/Kubernetes option specs, clients and error reporting."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import copy
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib

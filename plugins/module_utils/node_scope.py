@@ -9,10 +9,6 @@ of the group's Auto Scaling group's instances, or is leaving that group (EC2 sti
 never decide (a node's labels are whatever its bootstrap wrote); they only help to say where a node belongs.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.eksops.nodegroup.plugins.module_utils import kinds
 from ansible_collections.eksops.nodegroup.plugins.module_utils.termination import describe_known_instances
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import aws_tags_to_dict

@@ -4,10 +4,6 @@
 """Node group discovery (SPEC K1): which Auto Scaling group is the node group, of which kind, and EKS's record of
 it when EKS manages it; the options that name it."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import re
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils import kinds

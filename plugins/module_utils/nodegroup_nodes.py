@@ -3,10 +3,6 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The node group's nodes: listing them, and the C2 annotation that keeps the cluster autoscaler off them."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import find_instance_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import translate_k8s_errors
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import list_all, read_body, retry_api_call

@@ -3,10 +3,6 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The nodes of EC2 instances, and the check before an instance is terminated (U5: only drained nodes go)."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.api import KubeApi
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.cordon import left_pods_mark
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.pods import (

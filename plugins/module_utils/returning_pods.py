@@ -22,10 +22,6 @@ on that node: without ``force`` the node fails (PodEvictionFailure naming the wo
 Pure logic over raw pod and node dicts; no API calls.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import random
 import threading
 

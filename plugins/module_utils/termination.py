@@ -4,10 +4,6 @@
 """Terminating instances through their Auto Scaling group, and waiting until they are gone: EC2's view of
 them, and the group's lifecycle hooks on termination (SPEC U5, U6)."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import re
 import time
 

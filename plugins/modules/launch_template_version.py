@@ -3,9 +3,6 @@
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 DOCUMENTATION = r"""
 ---
@@ -215,7 +212,6 @@ diff:
   returned: in diff mode
   type: dict
 """
-
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
     DEFAULT_SUSPENDED_PROCESSES,

@@ -3,10 +3,6 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The drain's Kubernetes calls: counted, retried (P3), cached per run, and run side by side (P4)."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import datetime
 import threading
 import time

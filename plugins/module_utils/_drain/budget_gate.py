@@ -3,10 +3,6 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Evictions paced by the PodDisruptionBudgets' own disruptionsAllowed (P1, P4, S5)."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import threading
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain import eviction

@@ -3,10 +3,6 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Cordon and uncordon (D1, U4, C1): the patches, the marks that say which run changed what, and the calls."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import json
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.api import (

@@ -3,10 +3,6 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Time in a drain: the node's deadline (D14), the wait after a forced delete, the time PDBs held pods back."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import threading
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.pods import pod_grace

@@ -3,10 +3,6 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What an eviction (or DELETE) answer means, and when to retry it (D13)."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import random
 import re
 

@@ -4,10 +4,6 @@
 """Which pods a drain removes, waits for, leaves or refuses (D3-D10, Z3), as kubectl's pkg/drain/filters.go:
 each filter returns None (pass) or a Verdict, run in SPEC order; the first that skips or refuses decides."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.pods import (
     controller_of,
     has_local_storage,

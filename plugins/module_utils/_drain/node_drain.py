@@ -4,10 +4,6 @@
 """Draining one node (D2-D16, Z3): LIST, plan, remove through the shared scheduler, watch until every pod is
 gone, then watch post_drain_wait for pods that land on the cordoned node."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import datetime
 import json
 import threading

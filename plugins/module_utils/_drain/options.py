@@ -3,10 +3,6 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What a drain is asked to do: the node names and the options with their SPEC names and defaults (D1-D16)."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import datetime
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import invalid_parameter

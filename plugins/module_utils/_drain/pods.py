@@ -3,10 +3,6 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Reading pods: references, phase, timestamps, storage, grace period (pure, over raw pod dicts)."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import datetime
 import itertools
 

@@ -3,10 +3,6 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Removal jobs and the scheduler that runs them, at most eviction_concurrency at once across a batch (P4)."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import heapq
 import itertools
 import threading

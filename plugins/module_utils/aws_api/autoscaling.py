@@ -6,10 +6,6 @@
 Each function is one call, its errors translated by aws_call; what to make of an answer is the caller's.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import aws_call, paginate
 
 RESOURCE_TYPE = "auto-scaling-group"

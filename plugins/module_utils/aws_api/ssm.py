@@ -5,10 +5,6 @@
 the EKS-optimized AMIs.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import aws_call
 
 
