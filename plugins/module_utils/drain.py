@@ -28,6 +28,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.cordon imp
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.node_drain import NodeDrain
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.options import (
+    DEFAULT_OPTIONS,
     DrainOptions,
     noop_log,
     validate_names,
@@ -101,6 +102,6 @@ def drain_nodes(core_v1, node_names, options, *, log=None):
 
 
 __all__ = [
-    "DrainOptions", "DrainResult", "drain_nodes", "cordon_nodes", "uncordon_nodes", "read_nodes", "is_mirror",
+    "DEFAULT_OPTIONS", "DrainOptions", "DrainResult", "drain_nodes", "cordon_nodes", "uncordon_nodes", "read_nodes", "is_mirror",
     "AUTOSCALER_TAINT",
 ]

@@ -405,7 +405,7 @@ code:
 """
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import (
-    DrainOptions, cordon_nodes, drain_nodes, read_nodes, uncordon_nodes)
+    DEFAULT_OPTIONS, DrainOptions, cordon_nodes, drain_nodes, read_nodes, uncordon_nodes)
 from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import instance_id_of
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION, claim
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
@@ -413,14 +413,15 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.node_scope import
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import find_module_nodegroup
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodes import resolve_instance_nodes
 
+# The defaults are the drain engine's (DEFAULT_OPTIONS), under kubernetes.core's k8s_drain names.
 DELETE_OPTIONS_SPEC = dict(
-    terminate_grace_period=dict(type="int", default=-1, aliases=["grace_period"]),
-    force=dict(type="bool", default=False),
-    ignore_daemonsets=dict(type="bool", default=True),
-    delete_emptydir_data=dict(type="bool", default=True),
-    disable_eviction=dict(type="bool", default=False),
-    wait_timeout=dict(type="int", default=900, aliases=["drain_timeout"]),
-    skip_wait_for_delete_timeout=dict(type="int", default=0),
+    terminate_grace_period=dict(type="int", default=DEFAULT_OPTIONS["grace_period"], aliases=["grace_period"]),
+    force=dict(type="bool", default=DEFAULT_OPTIONS["force"]),
+    ignore_daemonsets=dict(type="bool", default=DEFAULT_OPTIONS["ignore_daemonsets"]),
+    delete_emptydir_data=dict(type="bool", default=DEFAULT_OPTIONS["delete_emptydir_data"]),
+    disable_eviction=dict(type="bool", default=DEFAULT_OPTIONS["disable_eviction"]),
+    wait_timeout=dict(type="int", default=DEFAULT_OPTIONS["drain_timeout"], aliases=["drain_timeout"]),
+    skip_wait_for_delete_timeout=dict(type="int", default=DEFAULT_OPTIONS["skip_wait_for_delete_timeout"]),
 )
 
 ARGUMENT_SPEC = dict(
@@ -432,9 +433,9 @@ ARGUMENT_SPEC = dict(
     state=dict(type="str", choices=["cordon", "drain", "uncordon"], default="drain"),
     delete_options=dict(type="dict", default={}, options=DELETE_OPTIONS_SPEC),
     pod_selectors=dict(type="list", elements="str", aliases=["label_selectors"]),
-    exclude_from_load_balancers=dict(type="bool", default=True),
-    post_drain_wait=dict(type="int", default=60),
-    eviction_concurrency=dict(type="int", default=10),
+    exclude_from_load_balancers=dict(type="bool", default=DEFAULT_OPTIONS["exclude_from_load_balancers"]),
+    post_drain_wait=dict(type="int", default=DEFAULT_OPTIONS["post_drain_wait"]),
+    eviction_concurrency=dict(type="int", default=DEFAULT_OPTIONS["eviction_concurrency"]),
     run_id=dict(type="str"),
     cluster_name=dict(type="str"),
     **LEASE_OPTION

@@ -172,7 +172,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import list_nodegroup_nodes, unmark_scale_down_disabled
 from ansible_collections.eksops.nodegroup.plugins.module_utils.termination import wait_terminated, WAIT_TIMEOUT
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
-from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import drain_nodes
+from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import DEFAULT_OPTIONS as DRAIN_DEFAULTS, drain_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     POD_EVICTION_FAILURE,
     UpgradeError,
@@ -202,10 +202,10 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
 ARGUMENT_SPEC = dict(
     NODEGROUP_ARGUMENT_SPEC,
     on_autoscaler=dict(type="str", choices=["fail", "stop"], default="fail"),
-    drain_timeout=dict(type="int", default=900),
-    post_drain_wait=dict(type="int", default=60),
-    force=dict(type="bool", default=False),
-    grace_period=dict(type="int", default=-1),
+    drain_timeout=dict(type="int", default=DRAIN_DEFAULTS["drain_timeout"]),
+    post_drain_wait=dict(type="int", default=DRAIN_DEFAULTS["post_drain_wait"]),
+    force=dict(type="bool", default=DRAIN_DEFAULTS["force"]),
+    grace_period=dict(type="int", default=DRAIN_DEFAULTS["grace_period"]),
     wait_timeout=dict(type="int", default=600),
     accept_current_capacity=dict(type="bool", default=False),
     **LEASE_OPTION
