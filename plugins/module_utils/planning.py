@@ -208,6 +208,23 @@ def surge_steps(node_count, max_surge, max_unavailable):
     return steps
 
 
+def place_surge_steps(steps, old_ids, group_size):
+    """The surge ``steps`` (``surge_steps`` of the ``old_ids``) on the group as it is, for the surge role to pass on
+    without arithmetic (issue 12).
+
+    ``group_size`` is the group's size before the upgrade; nodes that are not old (replaced by a crashed run) stay,
+    so each step's ``desired_capacity`` is its ``desired_after_launch`` plus ``group_size`` minus the old nodes.
+    Its ``instance_ids`` are the next ``replace`` of ``old_ids``, in their order (the batches').
+    """
+    base = group_size - len(old_ids)
+    placed, done = [], 0
+    for step in steps:
+        placed.append(dict(step, desired_capacity=base + step["desired_after_launch"],
+                           instance_ids=old_ids[done:done + step["replace"]]))
+        done += step["replace"]
+    return placed
+
+
 def _az_key(instance):
     return instance.get("availability_zone") or ""
 

@@ -13,6 +13,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import inv
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
     SURGE_CAP_DEFAULT,
     pick_batch,
+    place_surge_steps,
     resolve_max_unavailable,
     rolling_parallelism,
     surge_steps,
@@ -55,15 +56,20 @@ def upgrade_plan(old, node_count, az_count, update_strategy="default", max_unava
         max_unavailable = max_unavailable or 0
         validate_surge_settings(max_surge, max_unavailable, surge_cap)
         strategy, surge, batch_size = "surge", max_surge, max_surge + max_unavailable
-        steps = surge_steps(len(old), max_surge, max_unavailable)
     else:
         strategy = "minimal" if update_strategy == "minimal" else "rolling"
         resolved = rolling_parallelism(size, az_count, max_unavailable, max_unavailable_percentage,
                                        minimal=strategy == "minimal")
         max_unavailable, surge, batch_size = resolved["max_unavailable"], resolved["surge"], resolved["batch_size"]
-        steps = None
     if seed is None:
         seed = random.SystemRandom().randrange(2 ** 31)
+    batches = random_batches(old, batch_size, random.Random(seed))
+    steps = size_range = None
+    if strategy == "surge":
+        queue = [instance_id for batch in batches for instance_id in batch]
+        steps = place_surge_steps(surge_steps(len(old), max_surge, max_unavailable), queue, size)
+        # SPEC S4: the group's size stays in this range.
+        size_range = [size - max_unavailable, size + max_surge]
     return dict(
         strategy=strategy,
         node_count=node_count,
@@ -77,6 +83,7 @@ def upgrade_plan(old, node_count, az_count, update_strategy="default", max_unava
         surge=surge,
         batch_size=batch_size,
         seed=seed,
-        batches=random_batches(old, batch_size, random.Random(seed)),
+        batches=batches,
         steps=steps,
+        size_range=size_range,
     )

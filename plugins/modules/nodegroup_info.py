@@ -187,6 +187,9 @@ nodegroup:
         - The upgrade plan for the given parameters (null for a managed node group). C(strategy) is C(rolling), C(minimal) or C(surge);
           C(surge) is the number of nodes added before (rolling) or during (surge) the upgrade; C(batches) lists
           the old instance ids replaced together, in order; C(steps) is the surge schedule (surge only).
+        - Each surge step launches C(launch) new nodes by raising the desired capacity to C(desired_capacity), then
+          replaces C(replace) old nodes, C(instance_ids) (C(desired_after_launch) and C(desired_after_terminate) count
+          the old nodes only). C(size_range) is the range the group's size stays in (SPEC S4, surge only).
         - C(max_unavailable) is resolved (a percentage of C(group_size), the desired capacity before the upgrade);
           C(desired_capacity_during) is C(group_size) plus C(surge).
       type: dict
@@ -203,6 +206,7 @@ nodegroup:
         seed: 42
         batches: [[i-0abc], [i-0def]]
         steps: null
+        size_range: null
 """
 
 

@@ -298,6 +298,36 @@ class TestSurgeSteps:
         assert len(steps) <= -(-n // (surge + unavailable)) + 2
 
 
+class TestPlaceSurgeSteps:
+    def test_each_step_names_its_desired_capacity_and_the_next_old_instances(self):
+        steps = planning.place_surge_steps(planning.surge_steps(5, 2, 1), ["i-1", "i-2", "i-3", "i-4", "i-5"], 5)
+        assert [(s["desired_capacity"], s["instance_ids"]) for s in steps] == [
+            (7, ["i-1", "i-2", "i-3"]), (7, ["i-4", "i-5"])]
+        assert steps[0]["desired_after_launch"] == 7 and steps[1]["replace"] == 2
+
+    def test_nodes_already_replaced_by_a_crashed_run_are_counted_in_the_desired_capacity(self):
+        """A rerun: 2 of the group's 5 nodes run the target already, 3 old ones are left."""
+        steps = planning.place_surge_steps(planning.surge_steps(3, 1, 0), ["i-3", "i-4", "i-5"], 5)
+        assert [(s["desired_capacity"], s["instance_ids"]) for s in steps] == [
+            (6, ["i-3"]), (6, ["i-4"]), (6, ["i-5"])]
+
+    def test_a_step_that_only_launches_replaces_no_instance(self):
+        steps = planning.place_surge_steps(planning.surge_steps(2, 0, 1), ["i-1", "i-2"], 2)
+        assert [(s["desired_capacity"], s["instance_ids"]) for s in steps] == [
+            (2, ["i-1"]), (2, ["i-2"]), (2, [])]
+
+    @settings(max_examples=200, deadline=None)
+    @given(n=st.integers(0, 60), done=st.integers(0, 10), surge=st.integers(0, 5), unavailable=st.integers(0, 5))
+    def test_every_old_instance_is_replaced_once_in_order(self, n, done, surge, unavailable):
+        if surge + unavailable == 0:
+            return
+        old_ids = ["i-%d" % i for i in range(n)]
+        steps = planning.place_surge_steps(planning.surge_steps(n, surge, unavailable), old_ids, n + done)
+        assert [i for s in steps for i in s["instance_ids"]] == old_ids
+        assert all(len(s["instance_ids"]) == s["replace"] for s in steps)
+        assert all(s["desired_capacity"] == s["desired_after_launch"] + done for s in steps)
+
+
 # ---------------------------------------------------------------- U6 AZ-balanced scale-in
 
 class TestScaleInChoice:

@@ -41,6 +41,22 @@ def test_surge_plan_replaces_surge_plus_unavailable_at_once():
     assert (plan["strategy"], plan["surge"], plan["batch_size"]) == ("surge", 2, 3)
     assert [len(b) for b in plan["batches"]] == [3, 2]
     assert plan["steps"][0]["desired_after_launch"] == 7
+    assert [step["instance_ids"] for step in plan["steps"]] == plan["batches"]
+    assert [step["desired_capacity"] for step in plan["steps"]] == [7, 7]
+    assert plan["size_range"] == [4, 7]
+
+
+def test_surge_plan_on_a_resumed_run_counts_the_nodes_already_replaced():
+    """S4 after a crash: the group was 5 (group_size, the journal's), 2 are new, 3 old are left."""
+    plan = plans.upgrade_plan(instances(3), 5, 3, max_surge=1, max_unavailable=1, seed=1, group_size=5)
+    assert plan["size_range"] == [4, 6]
+    assert [step["desired_capacity"] for step in plan["steps"]] == [6, 6]
+    assert [i for step in plan["steps"] for i in step["instance_ids"]] == [i for batch in plan["batches"] for i in batch]
+
+
+def test_only_a_surge_plan_has_steps_and_a_size_range():
+    plan = plans.upgrade_plan(instances(3), 3, 3, seed=1)
+    assert (plan["steps"], plan["size_range"]) == (None, None)
 
 
 def test_surge_defaults_max_unavailable_to_zero():

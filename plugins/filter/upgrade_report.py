@@ -1,0 +1,221 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+name: upgrade_report
+short_description: The report of a node-group upgrade, from what its phases recorded
+version_added: 0.1.0
+description:
+  - Builds the report of role C(eksops.nodegroup.nodegroup_upgrade) (written to C(nodegroup_upgrade_report_path),
+    published with C(set_stats) as C(nodegroup_upgrade)) from the role's inputs and the variables its phases set.
+  - A phase that did not run left its variables unset; give them as null.
+  - Use P(eksops.nodegroup.upgrade_summary#filter) for the lines a person reads.
+author:
+  - eksops.nodegroup maintainers (@eksops)
+options:
+  _input:
+    description:
+      - The run, with these keys.
+      - C(cluster_name), C(nodegroup_name), C(asg_name) (the role's input, null when discovered),
+        C(update_strategy) (the role's input), C(strategy) (the strategy run on a self-managed group),
+        C(max_unavailable_percentage), C(max_surge), C(force) (a boolean).
+      - C(parallelism), the max_unavailable the setup phase resolved (null before it did).
+      - C(started_at), C(finished_at) (UTC times), C(phase_seconds) (seconds by phase), C(check_mode).
+      - C(plan), the plan of a dry run (else null); C(error), the run's error (else null), with C(code),
+        C(phase), C(msg), C(rolled_back), C(resume) and optionally C(rollback_error).
+      - The phases' variables, null when unset - C(setup_result), C(setup_discovery), C(failure_state) (the node
+        group described after a failure), C(managed_update_result), C(managed_update_step),
+        C(upgrade_replaced_instances), C(upgrade_never_joined), C(upgrade_drain_results),
+        C(surge_upgrade_replaced_instances), C(surge_upgrade_never_joined), C(surge_upgrade_drain_results),
+        C(scale_down_result).
+    type: dict
+    required: true
+"""
+
+EXAMPLES = r"""
+- name: Build the report
+  ansible.builtin.set_fact:
+    report: "{{ run | eksops.nodegroup.upgrade_report }}"
+"""
+
+RETURN = r"""
+_value:
+  description:
+    - The report. C(status) is C(succeeded), C(failed), C(planned) (a dry run) or C(stopped) (the cluster
+      autoscaler changed the group during the upgrade).
+    - C(kind), C(asg_name) are what is known of the node group, also when the setup phase stopped before it
+      found the group. C(eks_update) is what EKS did on a managed node group.
+    - C(pods_evicted), C(pods_deleted_by_force), C(pod_warnings) and C(pdb_wait_seconds) add up every drained
+      node; C(pdb_wait_seconds) is null when a drain did not report it.
+    - C(restored) has the sizes and processes the scale-down restored (null when it restored nothing);
+      C(error) is the run's error with a one-line C(summary).
+  type: dict
+  sample:
+    status: succeeded
+    cluster_name: prod
+    nodegroup_name: workers
+    kind: self_managed
+    on_target_already: false
+    eks_update: null
+    asg_name: workers-asg
+    run_id: 5c3f0e9a
+    strategy: default
+    max_unavailable: 1
+    max_unavailable_percentage: null
+    max_surge: null
+    force: false
+    launch_template: {id: lt-0123456789abcdef0, version: 3, image_id: ami-0b, previous_version: 2, previous_image_id: ami-0a}
+    preflight_warnings: []
+    started_at: "2024-05-01T10:00:00Z"
+    finished_at: "2024-05-01T10:20:00Z"
+    phase_seconds: {setup: 3.2, scale_up: 95.7, upgrade: 1020.4, scale_down: 80.1}
+    total_seconds: 1199.4
+    nodes_before: 3
+    replaced_instances: [i-0a, i-0b, i-0c]
+    never_joined: []
+    drained_nodes: [ip-10-0-1-1.ec2.internal, ip-10-0-2-1.ec2.internal, ip-10-0-3-1.ec2.internal]
+    surplus_removed: [i-0d, i-0e]
+    pods_evicted: 14
+    pods_deleted_by_force: []
+    pod_warnings: []
+    pdb_wait_seconds: 12.5
+    dry_run: false
+    plan: null
+    autoscaler_detected: false
+    restored: {sizes: {min_size: 3, max_size: 6, desired_capacity: 3}, resumed_processes: [AZRebalance]}
+    error: null
+"""
+
+_UNSET = object()
+
+
+def _dig(value, *keys):
+    for key in keys:
+        if not isinstance(value, dict) or key not in value:
+            return _UNSET
+        value = value[key]
+    return value
+
+
+def _known(run, key, fallback):
+    """What is known of the group: the setup phase's result, else its discovery, else the description taken after
+    the failure (the setup phase may have stopped before it found the group; issue 10 item 24)."""
+    for found in (_dig(run, "setup_result", key), _dig(run, "setup_discovery", "nodegroup", key),
+                  _dig(run, "failure_state", "nodegroup", key)):
+        if found is not _UNSET:
+            return found
+    return fallback
+
+
+def _status(run):
+    if run["error"] is not None:
+        return "failed"
+    if run["check_mode"]:
+        return "planned"
+    return "stopped" if (run["scale_down_result"] or {}).get("autoscaler_detected", False) else "succeeded"
+
+
+def _eks_outcome(run):
+    """What EKS did on a managed node group: the role's result, else (the role failed) its last module step."""
+    if run["managed_update_result"] is not None:
+        return run["managed_update_result"]
+    step = run["managed_update_step"]
+    if step is None:
+        return None
+    return dict(eks_update=step.get("eks_update"), nodegroup=step.get("nodegroup"), progress=step.get("progress"))
+
+
+def _drained(run):
+    """Every drained node's result, by node: the upgrade's, the surge upgrade's, the scale-down's."""
+    drained = {}
+    for results in (run["upgrade_drain_results"], run["surge_upgrade_drain_results"],
+                    (run["scale_down_result"] or {}).get("drain")):
+        drained.update(results or {})
+    return drained
+
+
+def _pdb_wait_seconds(drained):
+    if drained and all("pdb_wait_seconds" in node for node in drained.values()):
+        return round(sum(node["pdb_wait_seconds"] for node in drained.values()), 1)
+    return None
+
+
+def _restored(scale_down):
+    if scale_down is None or scale_down["autoscaler_detected"] or not scale_down.get("journal_found"):
+        return None
+    return dict(sizes=scale_down["after"], resumed_processes=scale_down["resumed_processes"])
+
+
+def _error_report(error):
+    if error is None:
+        return None
+    summary = "%s in phase %s: %s" % (error["code"], error["phase"], error["msg"])
+    if error["rolled_back"]:
+        summary += " (rolled back)"
+    if "rollback_error" in error:
+        summary += " Rollback failed: %s" % error["rollback_error"]
+    return dict(error, summary="%s | %s" % (summary, error["resume"]))
+
+
+def _pods(drained):
+    nodes = drained.values()
+    return dict(
+        pods_evicted=sum(len(node["evicted"]) for node in nodes),
+        pods_deleted_by_force=[pod for node in nodes for pod in node["deleted"]],
+        pod_warnings=[warning for node in nodes for warning in node["warnings"]],
+        pdb_wait_seconds=_pdb_wait_seconds(drained),
+    )
+
+
+def upgrade_report(run):
+    setup = run["setup_result"] or {}
+    scale_down = run["scale_down_result"]
+    error = run["error"]
+    drained = _drained(run)
+    report = dict(
+        status=_status(run),
+        cluster_name=run["cluster_name"],
+        nodegroup_name=run["nodegroup_name"],
+        kind=_known(run, "kind", None),
+        on_target_already=setup.get("on_target", False),
+        eks_update=_eks_outcome(run),
+        asg_name=_known(run, "asg_name", run["asg_name"]),
+        run_id=setup.get("run_id"),
+        strategy=run["strategy"] if setup.get("kind", "") != "managed" else run["update_strategy"],
+        max_unavailable=None if run["parallelism"] is None else int(run["parallelism"]),
+        max_unavailable_percentage=run["max_unavailable_percentage"],
+        max_surge=run["max_surge"] if run["strategy"] == "surge" else None,
+        force=run["force"],
+        launch_template=setup.get("launch_template"),
+        preflight_warnings=setup.get("preflight_warnings", []),
+        started_at=run["started_at"],
+        finished_at=run["finished_at"],
+        phase_seconds=run["phase_seconds"],
+        total_seconds=round(sum(run["phase_seconds"].values()), 1),
+        nodes_before=setup.get("nodes_before"),
+        replaced_instances=(run["upgrade_replaced_instances"] or []) + (run["surge_upgrade_replaced_instances"] or []),
+        never_joined=(run["upgrade_never_joined"] or []) + (run["surge_upgrade_never_joined"] or []),
+        drained_nodes=list(drained),
+        surplus_removed=[instance["instance_id"] for instance in (scale_down or {}).get("removed_instances", [])],
+    )
+    report.update(_pods(drained))
+    report.update(
+        dry_run=run["check_mode"],
+        plan=run["plan"],
+        autoscaler_detected=bool((scale_down or {}).get("autoscaler_detected", False))
+        or (error or {}).get("code", "") == "ClusterAutoscalerActive",
+        restored=_restored(scale_down),
+        error=_error_report(error),
+    )
+    return report
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"upgrade_report": upgrade_report}

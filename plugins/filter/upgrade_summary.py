@@ -1,0 +1,164 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+DOCUMENTATION = r"""
+---
+name: upgrade_summary
+short_description: The lines a person reads at the end of a node-group upgrade
+version_added: 0.1.0
+description:
+  - Turns the report of P(eksops.nodegroup.upgrade_report#filter) into the lines role
+    C(eksops.nodegroup.nodegroup_upgrade) prints last - the node group and the outcome, what EKS did, the target,
+    the nodes and pods, the time per phase, what was restored, and on failure the error, the state of the group
+    and how to resume. Lines that have nothing to say are left out.
+author:
+  - eksops.nodegroup maintainers (@eksops)
+positional: report_path, stopped_advice
+options:
+  _input:
+    description: The report.
+    type: dict
+    required: true
+  report_path:
+    description: Where the report was written (null when it was not).
+    type: str
+  stopped_advice:
+    description: What to do when the cluster autoscaler stopped the upgrade (status C(stopped)).
+    type: str
+"""
+
+EXAMPLES = r"""
+- name: Summary
+  ansible.builtin.debug:
+    msg: "{{ report | eksops.nodegroup.upgrade_summary(report_path, resume_advice.ClusterAutoscalerActive) }}"
+"""
+
+RETURN = r"""
+_value:
+  description: The lines, in order.
+  type: list
+  elements: str
+  sample:
+    - "Node group workers of cluster prod (self_managed, Auto Scaling group workers-asg): SUCCEEDED."
+    - "Time per phase: setup 3.2 s, scale_up 95.7 s, upgrade 1020.4 s, scale_down 80.1 s; total 1199.4 s."
+"""
+
+
+def _group_line(report):
+    error = report["error"] or {}
+    # "not found" only when that is the error (issue 10 item 24: it was said whenever the name was not known).
+    asg = report["asg_name"] or (
+        "not found" if error.get("code", "") == "ResourceNotFound" and error.get("parameter") in ("nodegroup_name", "asg_name")
+        else "unknown: the run stopped before identifying it")
+    return "Node group %s of cluster %s (%s, Auto Scaling group %s): %s." % (
+        report["nodegroup_name"], report["cluster_name"], report["kind"] or "kind unknown", asg, report["status"].upper())
+
+
+def _eks_line(eks):
+    if not eks or not eks.get("nodegroup"):
+        return None
+    update = eks.get("eks_update")
+    line = ("EKS update %s: %s" % (update["id"], update["status"]) if update
+            else "No EKS update needed: the node group was already on the target")
+    line += "; release %s, Kubernetes %s" % (eks["nodegroup"]["release_version"], eks["nodegroup"]["version"])
+    progress = eks.get("progress")
+    if progress:
+        line += "; %s of %s nodes on the launch template version EKS set" % (progress["nodes_updated"], progress["nodes_total"])
+    return line + "."
+
+
+def _target_line(report):
+    template = report["launch_template"]
+    if not template:
+        return None
+    return "Target: launch template %s version %s (AMI %s), from version %s (AMI %s)." % (
+        template["id"], template["version"], template["image_id"], template["previous_version"],
+        template["previous_image_id"])
+
+
+def _nodes_line(report):
+    # Before the setup phase resolved it, max_unavailable is null: shown as nothing, as a template shows null.
+    return "Nodes replaced: %d%s (strategy %s, max_unavailable %s%s); surplus nodes removed at scale-down: %d." % (
+        len(report["replaced_instances"]),
+        "" if report["nodes_before"] is None else " of %s" % report["nodes_before"],
+        report["strategy"], "" if report["max_unavailable"] is None else report["max_unavailable"],
+        "" if report["max_surge"] is None else ", max_surge %s" % report["max_surge"],
+        len(report["surplus_removed"]))
+
+
+def _pods_line(report):
+    forced = report["pods_deleted_by_force"]
+    return "Pods: %s evicted, %d deleted by force%s, %d removed with a warning; time waiting on PodDisruptionBudgets: %s." % (
+        report["pods_evicted"], len(forced), " (%s)" % ", ".join(forced) if forced else "", len(report["pod_warnings"]),
+        "not reported" if report["pdb_wait_seconds"] is None else "%s s" % report["pdb_wait_seconds"])
+
+
+def _phase_line(report):
+    phases = " s, ".join("%s %s" % item for item in report["phase_seconds"].items())
+    return "Time per phase: %s s; total %s s." % (phases, report["total_seconds"])
+
+
+def _restored_line(restored):
+    if not restored:
+        return None
+    sizes = restored["sizes"]
+    return "Restored: min/max/desired %s/%s/%s, resumed processes: %s." % (
+        sizes["min_size"], sizes["max_size"], sizes["desired_capacity"], ", ".join(restored["resumed_processes"]) or "none")
+
+
+def _failed_pod(pod):
+    return "%s (%s%s)" % (pod["pod"], pod["reason"], "; PodDisruptionBudget %s" % pod["pdb"] if pod["pdb"] else "")
+
+
+def _error_lines(error):
+    if not error:
+        return []
+    lines = ['ERROR %s in phase %s (task "%s"): %s' % (error["code"], error["phase"], error["task"], error["msg"])]
+    if error.get("failed_pods"):
+        lines.append("Pods that could not be removed: " + ", ".join(_failed_pod(pod) for pod in error["failed_pods"]))
+    if error.get("group_state"):
+        lines.append("State of the group: " + json.dumps(error["group_state"]))
+    lines.append("To resume: %s" % error["resume"])
+    return lines
+
+
+def upgrade_summary(report, report_path=None, stopped_advice=None):
+    never_joined = report["never_joined"]
+    warnings = report["preflight_warnings"]
+    lines = [
+        _group_line(report),
+        _eks_line(report["eks_update"]),
+        "Instances terminated without a node: %s." % "; ".join(
+            "%s %s" % (instance["instance_id"], instance["reason"]) for instance in never_joined) if never_joined else None,
+        _target_line(report),
+        "Every instance already ran the target: nothing to do, nothing was changed." if report["on_target_already"] else None,
+        "Dry run: %s nodes would be replaced in %d batches (plan above); nothing was changed." % (
+            report["plan"]["old_count"], len(report["plan"]["batches"])) if report["plan"] else None,
+    ]
+    # What happened to the nodes and their pods: a self-managed group's run, not a dry run.
+    nodes_changed = report["kind"] != "managed" and not report["dry_run"]
+    lines.extend([
+        _nodes_line(report) if nodes_changed else None,
+        _phase_line(report),
+        _pods_line(report) if nodes_changed else None,
+        "Preflight warnings (printed before the upgrade started): %s" % ", ".join(
+            warning["check"] for warning in warnings) if warnings else None,
+        _restored_line(report["restored"]),
+        "STOPPED: the cluster autoscaler changed the desired capacity during the upgrade; nothing was restored. %s"
+        % stopped_advice if report["status"] == "stopped" else None,
+    ])
+    lines.extend(_error_lines(report["error"]))
+    lines.append("Report written to %s" % report_path if report_path else None)
+    return [line for line in lines if line]
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"upgrade_summary": upgrade_summary}

@@ -1,0 +1,183 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Unit tests of the upgrade_report filter: the report of role nodegroup_upgrade, one test per kind of run."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.eksops.nodegroup.plugins.filter.upgrade_report import FilterModule, upgrade_report
+
+LAUNCH_TEMPLATE = dict(id="lt-1", version=3, image_id="ami-b", previous_version=2, previous_image_id="ami-a")
+ERROR = dict(phase="upgrade", task="Drain the batch", code="PodEvictionFailure", msg="node-1 stays cordoned",
+             parameter=None, aws_error_code=None, failed_nodes=["node-1"], failed_pods=[], scaling_activities=[],
+             rolled_back=False, group_state=None, resume="Rerun the same job.")
+
+
+def drained(evicted=(), deleted=(), warnings=(), **pdb_wait):
+    return dict(evicted=list(evicted), deleted=list(deleted), warnings=list(warnings), failed=[], **pdb_wait)
+
+
+def setup_result(**overrides):
+    return dict(dict(kind="self_managed", asg_name="workers-asg", launch_template=LAUNCH_TEMPLATE, run_id="r1",
+                     nodes_before=4, max_unavailable=2, preflight_warnings=[], on_target=False), **overrides)
+
+
+def scale_down_result(**overrides):
+    return dict(dict(autoscaler_detected=False, journal_found=True, removed_instances=[],
+                     after=dict(min_size=1, max_size=6, desired_capacity=4), resumed_processes=["AZRebalance"]),
+                **overrides)
+
+
+def run(**overrides):
+    """A run as report.yml gives it: every phase variable null unless given."""
+    base = dict(
+        cluster_name="prod", nodegroup_name="workers", asg_name=None, update_strategy=None, strategy="default",
+        parallelism=2, max_unavailable_percentage=None, max_surge=1, force=False,
+        started_at="2024-05-01T10:00:00Z", finished_at="2024-05-01T10:20:00Z",
+        phase_seconds={"setup": 3.2, "scale_up": 95.7, "upgrade": 1020.4, "scale_down": 80.1},
+        check_mode=False, plan=None, error=None,
+        setup_result=None, setup_discovery=None, failure_state=None, managed_update_result=None,
+        managed_update_step=None, upgrade_replaced_instances=None, upgrade_never_joined=None,
+        upgrade_drain_results=None, surge_upgrade_replaced_instances=None, surge_upgrade_never_joined=None,
+        surge_upgrade_drain_results=None, scale_down_result=None)
+    base.update(overrides)
+    return base
+
+
+def test_the_filter_is_registered_by_its_name():
+    assert FilterModule().filters() == {"upgrade_report": upgrade_report}
+
+
+def test_a_rolling_upgrade_adds_up_the_upgrade_and_the_scale_down():
+    report = upgrade_report(run(
+        setup_result=setup_result(preflight_warnings=[{"check": "single_replica"}]),
+        upgrade_replaced_instances=["i-1", "i-2"],
+        upgrade_never_joined=[{"instance_id": "i-9", "reason": "never registered"}],
+        upgrade_drain_results={"node-1": drained(["a/p1", "a/p2"], warnings=["w1"], pdb_wait_seconds=1.25),
+                               "node-2": drained(["a/p3"], pdb_wait_seconds=2.0)},
+        scale_down_result=scale_down_result(removed_instances=[{"instance_id": "i-20"}],
+                                            drain={"node-3": drained(["b/p4"], pdb_wait_seconds=0.1)})))
+    assert report == dict(
+        status="succeeded", cluster_name="prod", nodegroup_name="workers", kind="self_managed",
+        on_target_already=False, eks_update=None, asg_name="workers-asg", run_id="r1", strategy="default",
+        max_unavailable=2, max_unavailable_percentage=None, max_surge=None, force=False,
+        launch_template=LAUNCH_TEMPLATE, preflight_warnings=[{"check": "single_replica"}],
+        started_at="2024-05-01T10:00:00Z", finished_at="2024-05-01T10:20:00Z",
+        phase_seconds={"setup": 3.2, "scale_up": 95.7, "upgrade": 1020.4, "scale_down": 80.1}, total_seconds=1199.4,
+        nodes_before=4, replaced_instances=["i-1", "i-2"],
+        never_joined=[{"instance_id": "i-9", "reason": "never registered"}],
+        drained_nodes=["node-1", "node-2", "node-3"], surplus_removed=["i-20"], pods_evicted=4,
+        pods_deleted_by_force=[], pod_warnings=["w1"], pdb_wait_seconds=3.4, dry_run=False, plan=None,
+        autoscaler_detected=False,
+        restored=dict(sizes=dict(min_size=1, max_size=6, desired_capacity=4), resumed_processes=["AZRebalance"]),
+        error=None)
+
+
+def test_a_surge_upgrade_reports_max_surge_and_the_pods_deleted_by_force():
+    report = upgrade_report(run(
+        strategy="surge", update_strategy="surge", max_surge=2, parallelism=1, force=True,
+        setup_result=setup_result(nodes_before=None),
+        surge_upgrade_replaced_instances=["i-1", "i-2", "i-3"], surge_upgrade_never_joined=[],
+        surge_upgrade_drain_results={"node-1": drained(["a/p1"], ["a/p8", "a/p9"], pdb_wait_seconds=1.0),
+                                     "node-2": drained(warnings=["w"], pdb_wait_seconds=0.5)},
+        scale_down_result=scale_down_result()))
+    assert (report["strategy"], report["max_surge"], report["max_unavailable"], report["force"]) == ("surge", 2, 1, True)
+    assert report["replaced_instances"] == ["i-1", "i-2", "i-3"] and report["never_joined"] == []
+    assert (report["pods_evicted"], report["pods_deleted_by_force"], report["pod_warnings"]) == (1, ["a/p8", "a/p9"], ["w"])
+    assert report["pdb_wait_seconds"] == 1.5 and report["nodes_before"] is None
+
+
+def test_a_later_drain_of_a_node_replaces_an_earlier_one():
+    report = upgrade_report(run(
+        upgrade_drain_results={"node-1": drained(["a/p1"], pdb_wait_seconds=1.0)},
+        scale_down_result=scale_down_result(drain={"node-1": drained(["a/p1", "a/p2"], pdb_wait_seconds=2.0)})))
+    assert (report["drained_nodes"], report["pods_evicted"], report["pdb_wait_seconds"]) == (["node-1"], 2, 2.0)
+
+
+def test_pdb_wait_is_not_reported_when_a_drain_did_not_report_it_or_nothing_was_drained():
+    partly = upgrade_report(run(upgrade_drain_results={"node-1": drained(pdb_wait_seconds=1.0), "node-2": drained()}))
+    assert partly["pdb_wait_seconds"] is None
+    assert upgrade_report(run(upgrade_drain_results={}))["pdb_wait_seconds"] is None
+
+
+def test_a_managed_upgrade_reports_eks_update_and_the_update_strategy_given():
+    outcome = dict(eks_update={"id": "upd-1", "status": "Successful"}, nodegroup={"version": "1.30"},
+                   progress={"nodes_updated": 4, "nodes_total": 4}, changed=True)
+    report = upgrade_report(run(update_strategy="minimal", parallelism=None, max_unavailable_percentage=25,
+                                setup_result=setup_result(kind="managed", launch_template=None),
+                                managed_update_result=outcome, phase_seconds={"setup": 1.5, "eks_update": 300.0}))
+    assert (report["kind"], report["eks_update"], report["strategy"]) == ("managed", outcome, "minimal")
+    assert (report["max_unavailable"], report["max_unavailable_percentage"]) == (None, 25)
+    assert (report["status"], report["total_seconds"], report["restored"]) == ("succeeded", 301.5, None)
+
+
+def test_a_failed_managed_upgrade_reports_the_last_step_of_eks_update():
+    step = dict(failed=True, msg="boom", eks_update={"id": "upd-2", "status": "Failed"}, nodegroup={"version": "1.29"})
+    report = upgrade_report(run(setup_result=setup_result(kind="managed"), managed_update_step=step,
+                                error=dict(ERROR, phase="eks_update")))
+    assert report["eks_update"] == dict(eks_update={"id": "upd-2", "status": "Failed"}, nodegroup={"version": "1.29"},
+                                        progress=None)
+    assert report["status"] == "failed"
+
+
+def test_a_failure_reports_the_error_with_a_summary():
+    report = upgrade_report(run(setup_result=setup_result(), error=ERROR))
+    assert report["status"] == "failed" and report["autoscaler_detected"] is False
+    assert report["error"] == dict(ERROR, summary="PodEvictionFailure in phase upgrade: node-1 stays cordoned | "
+                                                  "Rerun the same job.")
+
+
+def test_the_summary_of_a_failure_says_the_rollback_and_its_own_failure():
+    rolled_back = upgrade_report(run(error=dict(ERROR, rolled_back=True)))["error"]["summary"]
+    assert rolled_back == "PodEvictionFailure in phase upgrade: node-1 stays cordoned (rolled back) | Rerun the same job."
+    failed = upgrade_report(run(error=dict(ERROR, rollback_error="AccessDenied: no")))["error"]["summary"]
+    assert failed == ("PodEvictionFailure in phase upgrade: node-1 stays cordoned Rollback failed: AccessDenied: no"
+                      " | Rerun the same job.")
+
+
+def test_a_dry_run_is_planned_with_its_plan():
+    plan = dict(strategy="rolling", old_count=3, batches=[["i-1", "i-2"], ["i-3"]])
+    report = upgrade_report(run(check_mode=True, plan=plan, setup_result=setup_result()))
+    assert (report["status"], report["dry_run"], report["plan"]) == ("planned", True, plan)
+
+
+def test_a_failed_dry_run_is_failed():
+    assert upgrade_report(run(check_mode=True, error=ERROR))["status"] == "failed"
+
+
+def test_the_cluster_autoscaler_stops_the_upgrade_and_nothing_is_restored():
+    report = upgrade_report(run(setup_result=setup_result(), scale_down_result=dict(autoscaler_detected=True)))
+    assert (report["status"], report["autoscaler_detected"], report["restored"]) == ("stopped", True, None)
+
+
+def test_the_cluster_autoscaler_error_counts_as_the_autoscaler_detected():
+    report = upgrade_report(run(error=dict(ERROR, code="ClusterAutoscalerActive")))
+    assert (report["status"], report["autoscaler_detected"]) == ("failed", True)
+
+
+def test_nothing_is_restored_without_a_journal():
+    report = upgrade_report(run(setup_result=setup_result(on_target=True),
+                                scale_down_result=dict(autoscaler_detected=False, journal_found=False)))
+    assert (report["on_target_already"], report["restored"], report["surplus_removed"]) == (True, None, [])
+
+
+def test_the_group_is_known_from_the_discovery_when_the_setup_phase_stopped():
+    report = upgrade_report(run(setup_discovery={"nodegroup": {"kind": "self_managed_eksctl", "asg_name": "found"}},
+                                failure_state={"nodegroup": {"kind": "other", "asg_name": "other"}}, error=ERROR))
+    assert (report["kind"], report["asg_name"]) == ("self_managed_eksctl", "found")
+
+
+def test_the_group_is_known_from_its_description_after_the_failure():
+    report = upgrade_report(run(setup_discovery={"failed": True, "msg": "no"}, asg_name="given",
+                                failure_state={"nodegroup": {"kind": "self_managed", "asg_name": "found"}}, error=ERROR))
+    assert (report["kind"], report["asg_name"]) == ("self_managed", "found")
+
+
+def test_an_unknown_group_is_the_asg_name_given_and_no_kind():
+    report = upgrade_report(run(asg_name="given", setup_discovery={"failed": True}, failure_state={"failed": True},
+                                parallelism=None, phase_seconds={}, error=ERROR))
+    assert (report["kind"], report["asg_name"], report["max_unavailable"]) == (None, "given", None)
+    assert (report["total_seconds"], report["replaced_instances"], report["drained_nodes"]) == (0, [], [])
+    assert (report["launch_template"], report["preflight_warnings"], report["on_target_already"]) == (None, [], False)

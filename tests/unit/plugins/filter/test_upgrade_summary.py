@@ -1,0 +1,147 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Unit tests of the upgrade_summary filter: the lines role nodegroup_upgrade prints last."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.eksops.nodegroup.plugins.filter.upgrade_summary import FilterModule, upgrade_summary
+
+ADVICE = "Check the cluster autoscaler."
+GROUP_LINE = "Node group workers of cluster prod (self_managed, Auto Scaling group workers-asg): SUCCEEDED."
+PHASE_LINE = "Time per phase: setup 3.2 s, upgrade 100.5 s; total 103.7 s."
+ERROR = dict(phase="upgrade", task="Drain the batch", code="PodEvictionFailure", msg="node-1 stays cordoned",
+             parameter=None, failed_pods=[], rolled_back=False, group_state=None, resume="Rerun the same job.",
+             summary="...")
+
+
+def report(**overrides):
+    base = dict(
+        status="succeeded", cluster_name="prod", nodegroup_name="workers", kind="self_managed",
+        on_target_already=False, eks_update=None, asg_name="workers-asg", strategy="default", max_unavailable=2,
+        max_surge=None, launch_template=None, preflight_warnings=[], phase_seconds={"setup": 3.2, "upgrade": 100.5},
+        total_seconds=103.7, nodes_before=None, replaced_instances=[], never_joined=[], surplus_removed=[],
+        pods_evicted=0, pods_deleted_by_force=[], pod_warnings=[], pdb_wait_seconds=None, dry_run=False, plan=None,
+        restored=None, error=None)
+    base.update(overrides)
+    return base
+
+
+def managed(**overrides):
+    return report(kind="managed", **overrides)
+
+
+def test_the_filter_is_registered_by_its_name():
+    assert FilterModule().filters() == {"upgrade_summary": upgrade_summary}
+
+
+def test_a_rolling_upgrade_says_the_target_nodes_pods_time_and_what_was_restored():
+    lines = upgrade_summary(report(
+        launch_template=dict(id="lt-1", version=3, image_id="ami-b", previous_version=2, previous_image_id="ami-a"),
+        preflight_warnings=[{"check": "single_replica"}, {"check": "bare_pod"}], nodes_before=4,
+        replaced_instances=["i-1", "i-2", "i-3", "i-4"], surplus_removed=["i-20"], pods_evicted=7,
+        pod_warnings=["w"], pdb_wait_seconds=3.4,
+        never_joined=[{"instance_id": "i-9", "reason": "never registered"}, {"instance_id": "i-8", "reason": "not Ready"}],
+        restored=dict(sizes=dict(min_size=1, max_size=6, desired_capacity=4), resumed_processes=["AZRebalance", "ScheduledActions"])),
+        "/tmp/report.json", ADVICE)
+    assert lines == [
+        GROUP_LINE,
+        "Instances terminated without a node: i-9 never registered; i-8 not Ready.",
+        "Target: launch template lt-1 version 3 (AMI ami-b), from version 2 (AMI ami-a).",
+        "Nodes replaced: 4 of 4 (strategy default, max_unavailable 2); surplus nodes removed at scale-down: 1.",
+        PHASE_LINE,
+        "Pods: 7 evicted, 0 deleted by force, 1 removed with a warning; time waiting on PodDisruptionBudgets: 3.4 s.",
+        "Preflight warnings (printed before the upgrade started): single_replica, bare_pod",
+        "Restored: min/max/desired 1/6/4, resumed processes: AZRebalance, ScheduledActions.",
+        "Report written to /tmp/report.json",
+    ]
+
+
+def test_a_surge_upgrade_says_max_surge_and_the_pods_deleted_by_force():
+    lines = upgrade_summary(report(strategy="surge", max_surge=2, max_unavailable=0, pods_evicted=3,
+                                   pods_deleted_by_force=["a/p1", "a/p2"], pdb_wait_seconds=0.0,
+                                   restored=dict(sizes=dict(min_size=1, max_size=3, desired_capacity=3),
+                                                 resumed_processes=[])))
+    assert lines == [
+        GROUP_LINE,
+        "Nodes replaced: 0 (strategy surge, max_unavailable 0, max_surge 2); surplus nodes removed at scale-down: 0.",
+        PHASE_LINE,
+        "Pods: 3 evicted, 2 deleted by force (a/p1, a/p2), 0 removed with a warning; time waiting on "
+        "PodDisruptionBudgets: 0.0 s.",
+        "Restored: min/max/desired 1/3/3, resumed processes: none.",
+    ]
+
+
+def test_a_managed_upgrade_says_what_eks_did_and_nothing_of_nodes_or_pods():
+    eks = dict(eks_update={"id": "upd-1", "status": "Successful"}, nodegroup={"release_version": "r2", "version": "1.30"},
+               progress={"nodes_updated": 3, "nodes_total": 4})
+    assert upgrade_summary(managed(eks_update=eks)) == [
+        GROUP_LINE.replace("self_managed", "managed"),
+        "EKS update upd-1: Successful; release r2, Kubernetes 1.30; 3 of 4 nodes on the launch template version EKS set.",
+        PHASE_LINE,
+    ]
+
+
+def test_a_managed_group_already_on_the_target_needs_no_eks_update():
+    eks = dict(eks_update=None, nodegroup={"release_version": "r2", "version": "1.30"}, progress=None)
+    assert upgrade_summary(managed(eks_update=eks))[1] == (
+        "No EKS update needed: the node group was already on the target; release r2, Kubernetes 1.30.")
+
+
+def test_no_eks_line_without_eks_s_record_of_the_group():
+    lines = upgrade_summary(managed(eks_update=dict(eks_update=None, nodegroup=None, progress=None)))
+    assert lines == [GROUP_LINE.replace("self_managed", "managed"), PHASE_LINE]
+
+
+def test_a_group_already_on_the_target_says_nothing_was_changed():
+    assert upgrade_summary(report(on_target_already=True))[1] == (
+        "Every instance already ran the target: nothing to do, nothing was changed.")
+
+
+def test_a_dry_run_says_its_plan_and_nothing_of_nodes_or_pods():
+    lines = upgrade_summary(report(status="planned", dry_run=True, plan=dict(old_count=3, batches=[["i-1", "i-2"], ["i-3"]])))
+    assert lines == [
+        GROUP_LINE.replace("SUCCEEDED", "PLANNED"),
+        "Dry run: 3 nodes would be replaced in 2 batches (plan above); nothing was changed.",
+        PHASE_LINE,
+    ]
+
+
+def test_a_stop_by_the_cluster_autoscaler_says_what_to_do():
+    lines = upgrade_summary(report(status="stopped"), None, ADVICE)
+    assert lines[-1] == ("STOPPED: the cluster autoscaler changed the desired capacity during the upgrade; nothing was "
+                         "restored. Check the cluster autoscaler.")
+
+
+def test_a_failure_says_the_error_the_pods_the_group_and_how_to_resume():
+    error = dict(ERROR, failed_pods=[{"pod": "a/x", "reason": "blocked", "pdb": "a/budget"},
+                                     {"pod": "a/y", "reason": "timeout", "pdb": None}],
+                 group_state={"asg_name": "workers-asg", "desired_capacity": 9, "cordoned_nodes": ["node-1"]})
+    lines = upgrade_summary(report(status="failed", error=error), "/tmp/report.json")
+    assert lines[-5:] == [
+        'ERROR PodEvictionFailure in phase upgrade (task "Drain the batch"): node-1 stays cordoned',
+        "Pods that could not be removed: a/x (blocked; PodDisruptionBudget a/budget), a/y (timeout)",
+        'State of the group: {"asg_name": "workers-asg", "desired_capacity": 9, "cordoned_nodes": ["node-1"]}',
+        "To resume: Rerun the same job.",
+        "Report written to /tmp/report.json",
+    ]
+
+
+def test_a_failure_before_the_setup_phase_resolved_anything_names_what_is_unknown():
+    lines = upgrade_summary(report(status="failed", kind=None, asg_name=None, max_unavailable=None, error=ERROR))
+    assert lines[:2] == [
+        "Node group workers of cluster prod (kind unknown, Auto Scaling group unknown: the run stopped before "
+        "identifying it): FAILED.",
+        "Nodes replaced: 0 (strategy default, max_unavailable ); surplus nodes removed at scale-down: 0.",
+    ]
+    assert lines[-1] == "To resume: Rerun the same job."
+
+
+def test_an_asg_is_not_found_only_when_the_error_says_so():
+    for parameter in ("nodegroup_name", "asg_name"):
+        error = dict(ERROR, code="ResourceNotFound", parameter=parameter)
+        assert "Auto Scaling group not found)" in upgrade_summary(report(asg_name=None, error=error))[0]
+    other = dict(ERROR, code="ResourceNotFound", parameter="image_id")
+    assert "Auto Scaling group unknown: " in upgrade_summary(report(asg_name=None, error=other))[0]
