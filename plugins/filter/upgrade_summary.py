@@ -2,9 +2,6 @@
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import json
 

@@ -8,10 +8,6 @@ Nothing here talks to AWS or Kubernetes; every function takes plain values (the 
 launch_template_version, image_id, node_name, ready, unschedulable, labels) and returns plain values.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import json
 import re
 

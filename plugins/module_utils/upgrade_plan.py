@@ -3,10 +3,6 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The upgrade plan: strategy, parallelism, surge and the random batches (SPEC U2, U5, U7, S1-S4)."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import random
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import invalid_parameter

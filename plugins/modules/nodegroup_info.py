@@ -3,9 +3,6 @@
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 DOCUMENTATION = r"""
 ---
@@ -208,7 +205,6 @@ nodegroup:
         steps: null
         size_range: null
 """
-
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import list_all_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
