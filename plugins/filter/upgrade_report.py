@@ -118,6 +118,15 @@ def _status(run):
     return "stopped" if (run["scale_down_result"] or {}).get("autoscaler_detected", False) else "succeeded"
 
 
+def _launch_template(setup):
+    """The setup's launch template without the journal it wrote: the report names the run by run_id, and the
+    journal is the group's bookkeeping (gone once the upgrade ends), not an outcome."""
+    launch_template = setup.get("launch_template")
+    if launch_template is None:
+        return None
+    return dict((key, value) for key, value in launch_template.items() if key != "journal")
+
+
 def _eks_outcome(run):
     """What EKS did on a managed node group: the role's result, else (the role failed) its last module step."""
     if run["managed_update_result"] is not None:
@@ -189,7 +198,7 @@ def upgrade_report(run):
         max_unavailable_percentage=run["max_unavailable_percentage"],
         max_surge=run["max_surge"] if run["strategy"] == "surge" else None,
         force=run["force"],
-        launch_template=setup.get("launch_template"),
+        launch_template=_launch_template(setup),
         preflight_warnings=setup.get("preflight_warnings", []),
         started_at=run["started_at"],
         finished_at=run["finished_at"],

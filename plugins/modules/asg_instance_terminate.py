@@ -17,7 +17,7 @@ description:
     existed or was terminated long ago). Instances already terminated or terminating are not an error, nor is one
     that another actor terminates between this module's look at the group and its TerminateInstanceInAutoScalingGroup
     call (AWS then answers C(ValidationError) C(No managed instance found)); it is reported in
-    RV(asg_instance_terminate.already_terminated).
+    RV(termination.already_terminated).
   - "Lifecycle hooks: the group's termination lifecycle hooks (C(autoscaling:EC2_INSTANCE_TERMINATING)) are read
     once, before anything changes. While an instance it terminates is held in C(Terminating:Wait) by them, the wait
     goes on up to the hooks' C(HeartbeatTimeout) (added up) beyond O(wait_timeout), and the result and any timeout
@@ -68,7 +68,7 @@ options:
   node_ready_timeout:
     description:
       - Seconds an instance may take to register its node. An instance to terminate that has no node is
-        reported (RV(asg_instance_terminate.never_joined)) as still joining when younger, else as one that never
+        reported (RV(termination.never_joined)) as still joining when younger, else as one that never
         joined; with another API endpoint than the cluster's, InService instances older than this without a
         node disprove the cluster (SPEC K4).
     type: int
@@ -110,7 +110,7 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-asg_instance_terminate:
+termination:
   description: What was terminated.
   returned: success
   type: dict
@@ -474,7 +474,7 @@ def run(module):
         to_terminate, leaving = terminate(module, group, journal, to_terminate, leaving, before, after, result)
         wait_until_gone(module, group, journal, hooks, to_terminate + leaving, started, started_clock, result)
     result["elapsed_seconds"] = round(time.time() - started_clock, 1)
-    return module.with_diff(dict(changed=bool(to_terminate), asg_instance_terminate=result), **diff)
+    return module.with_diff(dict(changed=bool(to_terminate), termination=result), **diff)
 
 
 def main():

@@ -146,7 +146,7 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-asg_surge:
+surge:
   description: What the scale-up did (or would do in check mode).
   returned: success
   type: dict
@@ -517,7 +517,7 @@ def run(module):
             write_journal(autoscaling, name, upgrading, previous=new_journal)
             changed = True
     result["elapsed_seconds"] = round(time.time() - started_clock, 1)
-    return module.with_diff(dict(changed=changed, asg_surge=result), **diff)
+    return module.with_diff(dict(changed=changed, surge=result), **diff)
 
 
 def main():

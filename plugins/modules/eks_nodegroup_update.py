@@ -109,14 +109,14 @@ options:
   wait_timeout:
     description:
       - How long to follow the update, in seconds (0 or more), counted from O(following_since).
-      - When it ends first, the module returns RV(finished=false) and RV(timed_out=true) with the update still
+      - When it ends first, the module returns RV(nodegroup_update.finished=false) and RV(nodegroup_update.timed_out=true) with the update still
         C(InProgress). That is not a failure of the module; EKS goes on, and a run with the same target follows
         the update again.
     type: int
     default: 3600
   update_id:
     description:
-      - Follow this version update only, the one an earlier run started (its RV(eks_update.id)); the run never
+      - Follow this version update only, the one an earlier run started (its RV(nodegroup_update.eks_update.id)); the run never
         starts another, and reports the update's end as it is, C(Failed) included. A role that shows progress
         between runs passes it back so that a failed update is reported instead of started again.
       - The id of a configuration update this module started is accepted too; the version update then starts
@@ -125,13 +125,13 @@ options:
   following_since:
     description:
       - When following began, in seconds since the epoch, so that one follow can span several runs of the
-        module (a role that shows progress between runs passes back the RV(following_since) the first run
+        module (a role that shows progress between runs passes back the RV(nodegroup_update.following_since) the first run
         returned). Defaults to the start of this run.
     type: float
   return_after:
     description:
-      - Return after this many seconds of following even though the update goes on (RV(finished=false),
-        RV(timed_out=false)), so the caller can show progress and run the module again. Defaults to
+      - Return after this many seconds of following even though the update goes on (RV(nodegroup_update.finished=false),
+        RV(nodegroup_update.timed_out=false)), so the caller can show progress and run the module again. Defaults to
         O(wait_timeout).
     type: int
   poll_interval:
@@ -192,7 +192,7 @@ EXAMPLES = r"""
     force: true
     wait_timeout: 1800
   register: node_update
-  until: node_update.finished
+  until: node_update.nodegroup_update.finished
   retries: 6
   delay: 0
 """
@@ -203,134 +203,139 @@ msg:
   returned: always
   type: str
   sample: Node group workers is already on the target (kubernetes_version 1.31); nothing to do
-following_since:
-  description: When following began (O(following_since), else the start of this run), in seconds since the epoch.
-  returned: always
-  type: float
-timed_out:
-  description: Whether O(wait_timeout) has passed since RV(following_since) with the update still in progress.
-  returned: always
-  type: bool
-finished:
-  description:
-    - Whether there is nothing left to follow; the group is on the target, or the update ended.
-    - C(false) when O(wait_timeout) ended the run (or O(wait=false)) with the update still C(InProgress), and
-      in check mode when there is something to do.
-  returned: always
-  type: bool
-plan:
-  description: What the run decided, before changing anything.
+nodegroup_update:
+  description: The plan, the EKS update followed and where the node group stands; on failure, as far as the module got.
   returned: always
   type: dict
   contains:
-    action:
-      description: C(none) (already on the target), C(follow) (an update to the target is in progress) or
-        C(start).
-      type: str
-      sample: start
-    message:
-      description: The decision in a sentence.
-      type: str
-    target:
-      description: The target option and its value.
+    following_since:
+      description: When following began (O(following_since), else the start of this run), in seconds since the epoch.
+      returned: always
+      type: float
+    timed_out:
+      description: Whether O(wait_timeout) has passed since RV(nodegroup_update.following_since) with the update still in progress.
+      returned: always
+      type: bool
+    finished:
+      description:
+        - Whether there is nothing left to follow; the group is on the target, or the update ended.
+        - C(false) when O(wait_timeout) ended the run (or O(wait=false)) with the update still C(InProgress), and
+          in check mode when there is something to do.
+      returned: always
+      type: bool
+    plan:
+      description: What the run decided, before changing anything.
+      returned: always
       type: dict
-      sample: {option: kubernetes_version, value: "1.31"}
-    expected_release_version:
-      description: The release EKS picks for O(kubernetes_version), from SSM (Amazon Linux only), else null.
-      type: str
-      sample: 1.31.3-20250103
-    follow_update_id:
-      description: Id of the update in progress that is followed (action C(follow)).
-      type: str
-    pending_config_update_id:
-      description: Id of a configuration update to the wanted C(updateConfig) still in progress, waited for
-        before the version update.
-      type: str
-    config_update:
-      description: The C(UpdateNodegroupConfig) request, as sent to EKS, or null when the group's
-        C(updateConfig) already matches.
+      contains:
+        action:
+          description: C(none) (already on the target), C(follow) (an update to the target is in progress) or
+            C(start).
+          type: str
+          sample: start
+        message:
+          description: The decision in a sentence.
+          type: str
+        target:
+          description: The target option and its value.
+          type: dict
+          sample: {option: kubernetes_version, value: "1.31"}
+        expected_release_version:
+          description: The release EKS picks for O(kubernetes_version), from SSM (Amazon Linux only), else null.
+          type: str
+          sample: 1.31.3-20250103
+        follow_update_id:
+          description: Id of the update in progress that is followed (action C(follow)).
+          type: str
+        pending_config_update_id:
+          description: Id of a configuration update to the wanted C(updateConfig) still in progress, waited for
+            before the version update.
+          type: str
+        config_update:
+          description: The C(UpdateNodegroupConfig) request, as sent to EKS, or null when the group's
+            C(updateConfig) already matches.
+          type: dict
+          sample:
+            clusterName: prod
+            nodegroupName: workers
+            updateConfig: {maxUnavailable: 2, updateStrategy: DEFAULT}
+        version_update:
+          description: The C(UpdateNodegroupVersion) request, as sent to EKS (action C(start)).
+          type: dict
+          sample: {clusterName: prod, nodegroupName: workers, force: false, version: "1.31"}
+    eks_update:
+      description:
+        - The EKS update this run started or followed last, as C(DescribeUpdate) last described it; null when there
+          is nothing to do.
+        - Not named C(update), which Jinja2 would take for the dict method in C(result.update).
+      returned: always
       type: dict
-      sample:
-        clusterName: prod
-        nodegroupName: workers
-        updateConfig: {maxUnavailable: 2, updateStrategy: DEFAULT}
-    version_update:
-      description: The C(UpdateNodegroupVersion) request, as sent to EKS (action C(start)).
+      contains:
+        id:
+          description: The update's id.
+          type: str
+          sample: a94ebfc3-6bf8-307a-89e6-7dbaa36421f7
+        status:
+          description: C(InProgress), C(Successful), C(Failed) or C(Cancelled).
+          type: str
+        type:
+          description: C(VersionUpdate), or C(ConfigUpdate) when the run ended while the configuration update ran.
+          type: str
+        params:
+          description: The update's parameters as EKS records them (C(type), C(value)).
+          type: list
+          elements: dict
+          sample: [{type: Version, value: "1.31"}, {type: ReleaseVersion, value: 1.31.3-20250103}]
+        errors:
+          description: EKS's errors (C(error_code), C(error_message), C(resource_ids)).
+          type: list
+          elements: dict
+        created_at:
+          description: When EKS created the update (ISO 8601).
+          type: str
+    nodegroup:
+      description: The node group as C(DescribeNodegroup) describes it at the end of the run.
+      returned: always
       type: dict
-      sample: {clusterName: prod, nodegroupName: workers, force: false, version: "1.31"}
-eks_update:
-  description:
-    - The EKS update this run started or followed last, as C(DescribeUpdate) last described it; null when there
-      is nothing to do.
-    - Not named C(update), which Jinja2 would take for the dict method in C(result.update).
-  returned: always
-  type: dict
-  contains:
-    id:
-      description: The update's id.
-      type: str
-      sample: a94ebfc3-6bf8-307a-89e6-7dbaa36421f7
-    status:
-      description: C(InProgress), C(Successful), C(Failed) or C(Cancelled).
-      type: str
-    type:
-      description: C(VersionUpdate), or C(ConfigUpdate) when the run ended while the configuration update ran.
-      type: str
-    params:
-      description: The update's parameters as EKS records them (C(type), C(value)).
-      type: list
-      elements: dict
-      sample: [{type: Version, value: "1.31"}, {type: ReleaseVersion, value: 1.31.3-20250103}]
-    errors:
-      description: EKS's errors (C(error_code), C(error_message), C(resource_ids)).
-      type: list
-      elements: dict
-    created_at:
-      description: When EKS created the update (ISO 8601).
-      type: str
-nodegroup:
-  description: The node group as C(DescribeNodegroup) describes it at the end of the run.
-  returned: always
-  type: dict
-  contains:
-    name:
-      description: Node group name.
-      type: str
-    status:
-      description: C(ACTIVE), C(UPDATING), C(DEGRADED), ...
-      type: str
-    version:
-      description: Kubernetes version.
-      type: str
-    release_version:
-      description: AMI release version (for a custom-AMI launch template, the AMI id).
-      type: str
-    ami_type:
-      description: The group's C(amiType).
-      type: str
-    launch_template:
-      description: The group's own launch template (C(id), C(name), C(version)), or null.
+      contains:
+        name:
+          description: Node group name.
+          type: str
+        status:
+          description: C(ACTIVE), C(UPDATING), C(DEGRADED), ...
+          type: str
+        version:
+          description: Kubernetes version.
+          type: str
+        release_version:
+          description: AMI release version (for a custom-AMI launch template, the AMI id).
+          type: str
+        ami_type:
+          description: The group's C(amiType).
+          type: str
+        launch_template:
+          description: The group's own launch template (C(id), C(name), C(version)), or null.
+          type: dict
+        update_config:
+          description: C(max_unavailable), C(max_unavailable_percentage) and C(update_strategy) as EKS reports them.
+          type: dict
+        health_issues:
+          description: EKS's health issues (C(code), C(message), C(resource_ids)).
+          type: list
+          elements: dict
+        auto_scaling_groups:
+          description: Names of the Auto Scaling groups EKS runs for the group.
+          type: list
+          elements: str
+    progress:
+      description:
+        - InService instances of the group's Auto Scaling groups (C(nodes_total)) and those launched from the launch
+          template version the groups point at (C(nodes_updated)), read with C(DescribeAutoScalingGroups).
+        - Until EKS has moved the groups to the new launch template version, early in an update, every node counts
+          as updated.
+      returned: always
       type: dict
-    update_config:
-      description: C(max_unavailable), C(max_unavailable_percentage) and C(update_strategy) as EKS reports them.
-      type: dict
-    health_issues:
-      description: EKS's health issues (C(code), C(message), C(resource_ids)).
-      type: list
-      elements: dict
-    auto_scaling_groups:
-      description: Names of the Auto Scaling groups EKS runs for the group.
-      type: list
-      elements: str
-progress:
-  description:
-    - InService instances of the group's Auto Scaling groups (C(nodes_total)) and those launched from the launch
-      template version the groups point at (C(nodes_updated)), read with C(DescribeAutoScalingGroups).
-    - Until EKS has moved the groups to the new launch template version, early in an update, every node counts
-      as updated.
-  returned: always
-  type: dict
-  sample: {nodes_total: 6, nodes_updated: 4}
+      sample: {nodes_total: 6, nodes_updated: 4}
 diff:
   description: Version, release version, launch template version and update configuration before and after.
   returned: in diff mode
@@ -474,17 +479,17 @@ def follow_update(eks, nodegroup, update, deadline, poll_interval):
 
 def carry_out(module, eks, nodegroup, plan, in_progress, result, follow_for):
     """Start (or follow) the plan's updates; returns the update followed last. Keeps result["changed"] and
-    result["eks_update"] current, so a failure on the way still reports them. Follows for ``follow_for``
+    result["nodegroup_update"]["eks_update"] current, so a failure on the way still reports them. Follows for ``follow_for``
     seconds at most."""
     params = module.params
     deadline = SYSTEM_CLOCK.now() + follow_for
     by_id = dict((update["id"], update) for update in in_progress)
 
     def follow(update, wait=True):
-        result["eks_update"] = update_summary(update)
+        result["nodegroup_update"]["eks_update"] = update_summary(update)
         if wait:
             update = follow_update(eks, nodegroup, update, deadline, params["poll_interval"])
-            result["eks_update"] = update_summary(update)
+            result["nodegroup_update"]["eks_update"] = update_summary(update)
         return update
 
     if plan["action"] == "follow":
@@ -520,9 +525,9 @@ def update_and_report(module, eks, nodegroup, plan, in_progress, result, follow_
     except UpgradeError as err:
         module.fail_upgrade(err, **result)
     final = describe_nodegroup(eks, nodegroup["clusterName"], nodegroup["nodegroupName"])
-    result.update(nodegroup=nodegroup_summary(final), finished=update["status"] == "Successful")
+    result["nodegroup_update"].update(nodegroup=nodegroup_summary(final), finished=update["status"] == "Successful")
     if update["status"] in ("Failed", "Cancelled"):
-        result["progress"] = read_progress(module.aws("autoscaling"), final)
+        result["nodegroup_update"]["progress"] = read_progress(module.aws("autoscaling"), final)
         module.fail_upgrade(failed_update_error(update, nodegroup["nodegroupName"]), **result)
     result["msg"] = outcome_message(nodegroup, plan, update)
     return final
@@ -567,9 +572,10 @@ def run(module):
     followed = [update for update in in_progress if update["id"] == plan["follow_update_id"]]
     started_at = time.time()
     following_since = params["following_since"] if params["following_since"] is not None else started_at
-    result = dict(changed=False, msg=plan["message"], plan=plan, finished=plan["action"] == "none",
-                  eks_update=update_summary(followed[0]) if followed else None, nodegroup=nodegroup_summary(nodegroup),
-                  following_since=following_since, timed_out=False)
+    update_result = dict(plan=plan, finished=plan["action"] == "none",
+                         eks_update=update_summary(followed[0]) if followed else None,
+                         nodegroup=nodegroup_summary(nodegroup), following_since=following_since, timed_out=False)
+    result = dict(changed=False, msg=plan["message"], nodegroup_update=update_result)
     final = nodegroup
     if plan["action"] == "start" and module.check_mode:
         result["changed"] = True
@@ -577,10 +583,10 @@ def run(module):
         follow_for, reaches_timeout = follow_window(params, following_since, started_at)
         final = update_and_report(module, eks, nodegroup, plan, in_progress, result, follow_for)
         # An update still running after a follow that used up wait_timeout: the caller stops waiting.
-        result["timed_out"] = params["wait"] and not result["finished"] and reaches_timeout
-    result["progress"] = read_progress(module.aws("autoscaling"), final)
-    return module.with_diff(result, before=diff_state(nodegroup),
-                            after=diff_state(final) if result["finished"] else predicted_diff_state(nodegroup, plan))
+        update_result["timed_out"] = params["wait"] and not update_result["finished"] and reaches_timeout
+    update_result["progress"] = read_progress(module.aws("autoscaling"), final)
+    return module.with_diff(result, before=diff_state(nodegroup), after=diff_state(final) if update_result["finished"]
+                            else predicted_diff_state(nodegroup, plan))
 
 
 def main():

@@ -141,13 +141,9 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-asg_name:
-  description: Name of the node group's Auto Scaling group.
-  returned: always
-  type: str
-  sample: eks-workers-asg
 launch_template:
-  description: The launch template, the version the group used before and the target version.
+  description: The launch template, the version the group used before and the target version, the group it is
+    for and the upgrade journal written on that group.
   returned: always
   type: dict
   contains:
@@ -193,19 +189,22 @@ launch_template:
       type: str
       returned: when O(kubernetes_version) is given
       sample: /aws/service/eks/optimized-ami/1.30/amazon-linux-2023/x86_64/standard/recommended/image_id
-journal:
-  description: The upgrade journal on the group after the run (C(null) when there is none).
-  returned: always
-  type: dict
-  sample:
-    run_id: 4f1c2b7a9d0e8f12
-    phase: setup
-    started_at: "2026-01-01T10:00:00Z"
-    previous_launch_template_version: "3"
-    target_launch_template_version: "4"
-    launch_template_id: lt-0123456789abcdef0
-    target_image_id: ami-0a1b2c3d4e5f60002
-    suspended_processes: [AZRebalance, AlarmNotification, ScheduledActions, ReplaceUnhealthy]
+    asg_name:
+      description: Name of the node group's Auto Scaling group.
+      type: str
+      sample: eks-workers-asg
+    journal:
+      description: The upgrade journal on the group after the run (C(null) when there is none).
+      type: dict
+      sample:
+        run_id: 4f1c2b7a9d0e8f12
+        phase: setup
+        started_at: "2026-01-01T10:00:00Z"
+        previous_launch_template_version: "3"
+        target_launch_template_version: "4"
+        launch_template_id: lt-0123456789abcdef0
+        target_image_id: ami-0a1b2c3d4e5f60002
+        suspended_processes: [AZRebalance, AlarmNotification, ScheduledActions, ReplaceUnhealthy]
 diff:
   description: The group's launch template version, AMI and suspended processes, and the template's default version,
     before and after.
@@ -380,9 +379,10 @@ def apply_changes(module, asg, lt_id, plan, pin, set_default, journal, new_journ
             raise
         # Something is done already: say so (changed, and what), a rerun picks it up from the journal.
         err.msg = "%s (before that, this run %s)" % (err.msg, "; ".join(changed))
-        details = dict(launch_template=dict(id=lt_id, version=created_version, image_id=plan["image_id"],
-                                            created=True)) if created_version is not None else {}
-        module.fail_upgrade(err, changed=True, asg_name=asg_name, **details)
+        done = dict(asg_name=asg_name, id=lt_id)
+        if created_version is not None:
+            done.update(version=created_version, image_id=plan["image_id"], created=True)
+        module.fail_upgrade(err, changed=True, launch_template=done)
     return new_journal
 
 
@@ -433,15 +433,12 @@ def run(module):
         id=lt_id, name=template.get("LaunchTemplateName") or spec["name"],
         previous_version=previous_version, version=plan["target_version"],
         previous_image_id=previous_image_id, image_id=plan["image_id"],
-        created=plan["create"], pinned=pin, default_version=default_version)
+        created=plan["create"], pinned=pin, default_version=default_version, asg_name=asg_name,
+        journal=final_journal.to_dict() if final_journal is not None else None)
     if ssm_parameter:
         launch_template["ssm_parameter"] = ssm_parameter
-    result = dict(
-        changed=bool(plan["create"] or pin or set_default or new_journal is not None or to_suspend),
-        asg_name=asg_name,
-        launch_template=launch_template,
-        journal=final_journal.to_dict() if final_journal is not None else None,
-    )
+    result = dict(changed=bool(plan["create"] or pin or set_default or new_journal is not None or to_suspend),
+                  launch_template=launch_template)
     after_version = str(plan["target_version"]) if pin else spec["version"]
     suspended_before = sorted(suspended_process_names(asg))
     return module.with_diff(

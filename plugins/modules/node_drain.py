@@ -43,8 +43,8 @@ description:
     time, its controller binds it with C(spec.nodeName)) is not evicted again: evicting it only brings another
     (an eviction storm, with the workload at 0 Ready). Without O(delete_options.force) the node fails at once
     with C(PodEvictionFailure) naming the workload (C(Kind namespace/name)) and why, and stays cordoned. With
-    O(delete_options.force) its pods are left on the node to go with it, reported in RV(nodes.returning_workloads),
-    RV(nodes.skipped) and a warning, and the node is annotated C(eksops.nodegroup/left-pods) so that
+    O(delete_options.force) its pods are left on the node to go with it, reported in RV(drain.nodes.returning_workloads),
+    RV(drain.nodes.skipped) and a warning, and the node is annotated C(eksops.nodegroup/left-pods) so that
     C(asg_instance_terminate) lets these pods go with the instance (an uncordon removes the annotation). A pod
     that comes back once with nothing in its spec to explain it is evicted again after a jittered backoff."
   - After a node is empty the module waits O(post_drain_wait) seconds so load balancers drop the node, watching
@@ -69,7 +69,7 @@ options:
     description:
       - EC2 instance ids whose nodes to act on, found by the nodes' C(spec.providerID)
         (C(aws:///<az>/<instance-id>)) at the time of the run.
-      - An instance without a node (it never joined the cluster, or its node is gone) is not an error; RV(instances)
+      - An instance without a node (it never joined the cluster, or its node is gone) is not an error; RV(drain.instances)
         maps it to null.
     type: list
     elements: str
@@ -126,7 +126,7 @@ options:
           - When O(delete_options.wait_timeout) passes, or a pod's eviction fails, delete the remaining pods
             (PodDisruptionBudgets are bypassed) instead of failing.
           - Leave on the node the pods of a workload that comes back to it after each eviction, instead of failing
-            the node (see RV(nodes.returning_workloads)).
+            the node (see RV(drain.nodes.returning_workloads)).
         type: bool
         default: false
       ignore_daemonsets:
@@ -276,122 +276,127 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-nodes:
-  description: What happened on each node (in check mode, what would happen).
+drain:
+  description: What was done to each node, and the requests it took.
   returned: always
   type: dict
   contains:
-    cordoned:
-      description: Whether the node is unschedulable after the run.
-      type: bool
-    changed:
-      description: Whether the run changed the node or its pods.
-      type: bool
-    evicted:
-      description: Pods (C(namespace/name)) whose eviction was accepted.
-      type: list
-      elements: str
-    deleted:
-      description: Pods deleted (O(delete_options.disable_eviction), or O(delete_options.force) after the timeout).
-      type: list
-      elements: str
-    skipped:
-      description: Pods left on the node, with the reason (DaemonSet, mirror pod, long-terminating, with
-        O(delete_options.force) a workload that comes back to the node).
-      type: list
-      elements: dict
+    nodes:
+      description: What happened on each node (in check mode, what would happen).
+      returned: always
+      type: dict
       contains:
-        pod:
-          description: C(namespace/name).
-          type: str
-        reason:
-          description: Why the pod was skipped.
-          type: str
-    failed:
-      description: Pods that refused or could not be removed; the node stays cordoned.
-      type: list
-      elements: dict
-      contains:
-        pod:
-          description: C(namespace/name).
-          type: str
-        reason:
-          description: Why (filter refusal, eviction error, timeout, a workload that comes back to the node).
-          type: str
-        pdb:
-          description: Name(s) of the PodDisruptionBudget(s) that blocked the pod, comma separated, or null.
-          type: str
-    warnings:
-      description: Pods removed with a warning (emptyDir data, no controller), and workloads left on the node
-        because they come back to it (O(delete_options.force)).
-      type: list
-      elements: str
-    returning_workloads:
-      description:
-        - Workloads whose pods came back to the cordoned node after an eviction, which the drain stopped
-          evicting (an eviction storm averted). Without O(delete_options.force) they fail the node; with it their
-          pods are left on the node.
-      type: list
-      elements: dict
-      contains:
-        workload:
-          description: C(Kind namespace/name), e.g. C(Deployment default/web) (a ReplicaSet's Deployment by its
-            C(pod-template-hash)).
-          type: str
-        cause:
-          description: C(tolerates_all), C(tolerates_cordon), C(pinned) (node affinity or selector on this node) or
-            C(bound) (its controller sets C(spec.nodeName)).
-          type: str
-        reason:
-          description: Why its pods come back, in words.
-          type: str
-        removed:
-          description: Its pods whose eviction (or deletion) from this node was accepted.
-          type: int
-        returned:
-          description: Its pods that landed on the node after that.
-          type: int
-        pods:
-          description: Its pods on the node that were not evicted again (C(namespace/name)).
+        cordoned:
+          description: Whether the node is unschedulable after the run.
+          type: bool
+        changed:
+          description: Whether the run changed the node or its pods.
+          type: bool
+        evicted:
+          description: Pods (C(namespace/name)) whose eviction was accepted.
           type: list
           elements: str
-    pdb_wait_seconds:
-      description:
-        - Wall time, in seconds (one decimal), during which at least one pod of the node was held back by a
-          PodDisruptionBudget, either refused by the API server (HTTP 429) or held because its budget allowed
-          no disruption. Pods blocked at the same time count once; a pod's wait ends when its eviction is
-          accepted or fails. C(0.0) when no budget got in the way, and for O(state=cordon) and O(state=uncordon).
-      type: float
-    error:
-      description: Why the node failed, or null.
-      type: str
-  sample:
-    ip-10-0-1-23.us-west-2.compute.internal:
-      cordoned: true
-      changed: true
-      evicted: [default/web-6d4b7-abcde]
-      deleted: []
-      skipped: [{pod: kube-system/aws-node-x2k9l, reason: DaemonSet-managed pod (ignore_daemonsets)}]
-      failed: []
-      warnings: []
-      pdb_wait_seconds: 12.4
-      returning_workloads: []
-      error: null
-instances:
-  description: With O(instance_ids), the node of each instance, or null when the instance has no node.
-  returned: when O(instance_ids) is given
-  type: dict
-  sample: {i-0123456789abcdef0: ip-10-0-1-23.us-west-2.compute.internal, i-0fedcba9876543210: null}
+        deleted:
+          description: Pods deleted (O(delete_options.disable_eviction), or O(delete_options.force) after the timeout).
+          type: list
+          elements: str
+        skipped:
+          description: Pods left on the node, with the reason (DaemonSet, mirror pod, long-terminating, with
+            O(delete_options.force) a workload that comes back to the node).
+          type: list
+          elements: dict
+          contains:
+            pod:
+              description: C(namespace/name).
+              type: str
+            reason:
+              description: Why the pod was skipped.
+              type: str
+        failed:
+          description: Pods that refused or could not be removed; the node stays cordoned.
+          type: list
+          elements: dict
+          contains:
+            pod:
+              description: C(namespace/name).
+              type: str
+            reason:
+              description: Why (filter refusal, eviction error, timeout, a workload that comes back to the node).
+              type: str
+            pdb:
+              description: Name(s) of the PodDisruptionBudget(s) that blocked the pod, comma separated, or null.
+              type: str
+        warnings:
+          description: Pods removed with a warning (emptyDir data, no controller), and workloads left on the node
+            because they come back to it (O(delete_options.force)).
+          type: list
+          elements: str
+        returning_workloads:
+          description:
+            - Workloads whose pods came back to the cordoned node after an eviction, which the drain stopped
+              evicting (an eviction storm averted). Without O(delete_options.force) they fail the node; with it their
+              pods are left on the node.
+          type: list
+          elements: dict
+          contains:
+            workload:
+              description: C(Kind namespace/name), e.g. C(Deployment default/web) (a ReplicaSet's Deployment by its
+                C(pod-template-hash)).
+              type: str
+            cause:
+              description: C(tolerates_all), C(tolerates_cordon), C(pinned) (node affinity or selector on this node) or
+                C(bound) (its controller sets C(spec.nodeName)).
+              type: str
+            reason:
+              description: Why its pods come back, in words.
+              type: str
+            removed:
+              description: Its pods whose eviction (or deletion) from this node was accepted.
+              type: int
+            returned:
+              description: Its pods that landed on the node after that.
+              type: int
+            pods:
+              description: Its pods on the node that were not evicted again (C(namespace/name)).
+              type: list
+              elements: str
+        pdb_wait_seconds:
+          description:
+            - Wall time, in seconds (one decimal), during which at least one pod of the node was held back by a
+              PodDisruptionBudget, either refused by the API server (HTTP 429) or held because its budget allowed
+              no disruption. Pods blocked at the same time count once; a pod's wait ends when its eviction is
+              accepted or fails. C(0.0) when no budget got in the way, and for O(state=cordon) and O(state=uncordon).
+          type: float
+        error:
+          description: Why the node failed, or null.
+          type: str
+      sample:
+        ip-10-0-1-23.us-west-2.compute.internal:
+          cordoned: true
+          changed: true
+          evicted: [default/web-6d4b7-abcde]
+          deleted: []
+          skipped: [{pod: kube-system/aws-node-x2k9l, reason: DaemonSet-managed pod (ignore_daemonsets)}]
+          failed: []
+          warnings: []
+          pdb_wait_seconds: 12.4
+          returning_workloads: []
+          error: null
+    instances:
+      description: With O(instance_ids), the node of each instance, or null when the instance has no node.
+      returned: when O(instance_ids) is given
+      type: dict
+      sample: {i-0123456789abcdef0: ip-10-0-1-23.us-west-2.compute.internal, i-0fedcba9876543210: null}
+    requests_made:
+      description: Number of Kubernetes API requests the module made (each LIST page and WATCH counts as one).
+      returned: always
+      type: int
+      sample: 14
 diff:
   description: Per node, C(spec.unschedulable), labels and the C(eksops.nodegroup/cordoned-by) and
     C(eksops.nodegroup/left-pods) annotations before and after.
   returned: in diff mode
   type: dict
-requests_made:
-  description: Number of Kubernetes API requests the module made (each LIST page and WATCH counts as one).
-  returned: always
-  type: int
-  sample: 14
 failed_nodes:
   description: Nodes that could not be drained (only on failure).
   returned: failure
@@ -489,7 +494,7 @@ def run(module):
             check_nodes_in_nodegroup(group, dict((name, instance_id) for instance_id, name in instances.items() if name),
                                      module.aws, "instance_ids", action)
         if not names:
-            return dict(changed=False, nodes={}, instances=instances, requests_made=requests_before)
+            return dict(changed=False, drain=dict(nodes={}, instances=instances, requests_made=requests_before))
     else:
         names = [params["name"]] if params["name"] else params["names"]
         if group is not None:
@@ -512,10 +517,10 @@ def run(module):
     else:
         result = uncordon_nodes(core_v1, names, run_id=params["run_id"], check_mode=module.check_mode,
                                 log=module.log)
-    output = dict(changed=result.changed, nodes=result.to_dict(), requests_made=requests_before + result.requests_made)
+    drained = dict(nodes=result.to_dict(), requests_made=requests_before + result.requests_made)
     if instances is not None:
-        output["instances"] = instances
-    module.with_diff(output, **result.diff())
+        drained["instances"] = instances
+    output = module.with_diff(dict(changed=result.changed, drain=drained), **result.diff())
     for node in result.nodes.values():
         for warning in node.warnings:
             module.warn("node %s: %s" % (node.name, warning))

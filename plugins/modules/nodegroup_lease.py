@@ -47,11 +47,19 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-released:
-  description: Whether the lease was held by O(lease_id) and released (or, in check mode, would be).
+lease:
+  description: The run's lease on the node group's Auto Scaling group.
   returned: always
-  type: bool
-  sample: true
+  type: dict
+  contains:
+    lease_id:
+      description: O(lease_id).
+      type: str
+      sample: 2026-11-22T02-00-00Z-4f1c
+    released:
+      description: Whether the lease was held by O(lease_id) and released (or, in check mode, would be).
+      type: bool
+      sample: true
 """
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import lease_of, release
@@ -68,9 +76,9 @@ def run(module):
     if module.check_mode:
         lease = lease_of(group.asg.get("Tags"))
         ours = lease is not None and lease[0] == params["lease_id"]
-        return dict(changed=ours, released=ours)
+        return dict(changed=ours, lease=dict(lease_id=params["lease_id"], released=ours))
     released = release(autoscaling, group.asg, params["lease_id"])
-    return dict(changed=released, released=released)
+    return dict(changed=released, lease=dict(lease_id=params["lease_id"], released=released))
 
 
 def main():

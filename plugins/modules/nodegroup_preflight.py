@@ -47,30 +47,35 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-warnings_found:
-  description:
-    - Each finding, with the check that raised it, the object, a sentence for a person, and C(blocking) (true when
-      the upgrade must not start).
+preflight:
+  description: What the preflight found on the node group's pods and nodes.
   returned: always
-  type: list
-  elements: dict
-  sample:
-    - check: single_replica
-      kind: Deployment
-      namespace: payments
-      name: billing
-      message: "Deployment payments/billing has 1 replica: it is unavailable while its node drains."
-      blocking: false
-blocking:
-  description: The findings with C(blocking) true; the upgrade stops before any change while there are any.
-  returned: always
-  type: list
-  elements: dict
-pods_examined:
-  description: Number of pods found on the node group's nodes.
-  returned: always
-  type: int
-  sample: 42
+  type: dict
+  contains:
+    warnings_found:
+      description:
+        - Each finding, with the check that raised it, the object, a sentence for a person, and C(blocking) (true when
+          the upgrade must not start).
+      returned: always
+      type: list
+      elements: dict
+      sample:
+        - check: single_replica
+          kind: Deployment
+          namespace: payments
+          name: billing
+          message: "Deployment payments/billing has 1 replica: it is unavailable while its node drains."
+          blocking: false
+    blocking:
+      description: The findings with C(blocking) true; the upgrade stops before any change while there are any.
+      returned: always
+      type: list
+      elements: dict
+    pods_examined:
+      description: Number of pods found on the node group's nodes.
+      returned: always
+      type: int
+      sample: 42
 """
 
 import re
@@ -222,8 +227,8 @@ def run(module):
         deployments, _version = list_all(apps_v1(module.k8s()).list_deployment_for_all_namespaces)
         pdbs, _version = list_all(policy_v1(module.k8s()).list_pod_disruption_budget_for_all_namespaces)
     findings = node_findings([node.raw for node in nodes]) + preflight_findings(pods, deployments, pdbs)
-    return dict(changed=False, warnings_found=findings, blocking=[f for f in findings if f["blocking"]],
-                pods_examined=len(pods))
+    return dict(changed=False, preflight=dict(warnings_found=findings, blocking=[f for f in findings if f["blocking"]],
+                                              pods_examined=len(pods)))
 
 
 def main():

@@ -30,7 +30,7 @@ options:
     description:
       - What to do when the cluster autoscaler changed the desired capacity during the upgrade.
       - C(fail) fails with code C(ClusterAutoscalerActive); C(stop) returns without failing, with
-        RV(autoscaler_detected=true). Neither restores anything.
+        RV(restore.autoscaler_detected=true). Neither restores anything.
     type: str
     choices: [fail, stop]
     default: fail
@@ -73,7 +73,7 @@ attributes:
   diff_mode:
     support: partial
     description: Shows the group's sizes and suspended processes before and after the restore.
-    details: No diff when the module stops for the cluster autoscaler (RV(autoscaler_detected)), even after it
+    details: No diff when the module stops for the cluster autoscaler (RV(restore.autoscaler_detected)), even after it
       drained or terminated surplus nodes.
 """
 
@@ -92,20 +92,9 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-autoscaler_detected:
-  description: Whether the desired capacity was changed by someone else (nothing was restored then).
+restore:
+  description: What the restore did (or would do in check mode); on failure, what it did before failing.
   returned: always
-  type: bool
-  sample: false
-scaling_activities:
-  description: The group's scaling activities since the upgrade started, when the autoscaler was detected.
-  returned: when autoscaler_detected
-  type: list
-  elements: dict
-  sample: [{activity_id: 1a2b, status_code: Successful, description: Launching a new EC2 instance, cause: ...}]
-nodegroup_scale_restore:
-  description: What the restore did (or would do in check mode).
-  returned: success
   type: dict
   contains:
     asg_name:
@@ -116,6 +105,17 @@ nodegroup_scale_restore:
       description: Whether there was an upgrade journal to restore from.
       type: bool
       sample: true
+    autoscaler_detected:
+      description: Whether the desired capacity was changed by someone else (nothing was restored then).
+      returned: always
+      type: bool
+      sample: false
+    scaling_activities:
+      description: The group's scaling activities since the upgrade started, when the autoscaler was detected.
+      returned: when the autoscaler was detected
+      type: list
+      elements: dict
+      sample: [{activity_id: 1a2b, status_code: Successful, description: Launching a new EC2 instance, cause: ...}]
     before:
       description: MinSize, MaxSize and DesiredCapacity before.
       type: dict
@@ -271,10 +271,10 @@ def plan_restore(asg, journal, nodes, result):
 def autoscaler_stop(module, autoscaling, asg, journal, result, changed):
     """U6/C3: the cluster autoscaler moved the group; stop without restoring (fail or report, as asked)."""
     err = autoscaler_error(autoscaling, asg, journal)
+    result.update(autoscaler_detected=True, scaling_activities=err.details["scaling_activities"])
     if module.params["on_autoscaler"] == "fail":
-        module.fail_upgrade(err, changed=changed, nodegroup_scale_restore=result)
-    return dict(changed=changed, autoscaler_detected=True, msg=err.msg,
-                scaling_activities=err.details["scaling_activities"], nodegroup_scale_restore=result)
+        module.fail_upgrade(err, changed=changed, restore=result)
+    return dict(changed=changed, msg=err.msg, restore=result)
 
 
 def drain_surplus(module, group, journal, surplus_ids, result):
@@ -292,7 +292,7 @@ def drain_surplus(module, group, journal, surplus_ids, result):
     result["drain"] = drained.to_dict()
     error = drained.error()
     if error is not None:
-        module.fail_upgrade(error, changed=True, nodegroup_scale_restore=result)
+        module.fail_upgrade(error, changed=True, restore=result)
     return True
 
 
@@ -303,7 +303,7 @@ def remove_surplus(module, autoscaling, group, journal, surplus_ids, desired_aft
     problems = undrained_instances(module.core_v1(), surplus_ids, group.node_selector)[0]
     if problems:
         module.fail_upgrade(UpgradeError(POD_EVICTION_FAILURE, termination_problems_message(problems),
-                                         undrained=problems), changed=True, nodegroup_scale_restore=result)
+                                         undrained=problems), changed=True, restore=result)
     for instance_id in surplus_ids:
         autoscaling_api.terminate_instance_in_auto_scaling_group(autoscaling, instance_id, True)
     journal = journal.replace(desired_capacity_set=desired_after)
@@ -337,11 +337,11 @@ def run(module):
     group = find_module_nodegroup(module, refuse_managed="restore its Auto Scaling group")
     asg, name, journal = group.asg, group.asg_name, group.journal()
     before = asg_sizes(asg)
-    result = dict(asg_name=name, journal_found=journal is not None, before=before, after=before,
-                  removed_instances=[], drain={}, resumed_processes=[], unannotated_nodes=[])
+    result = dict(asg_name=name, journal_found=journal is not None, autoscaler_detected=False, before=before,
+                  after=before, removed_instances=[], drain={}, resumed_processes=[], unannotated_nodes=[])
     if journal is None:
         result["elapsed_seconds"] = round(time.time() - started_clock, 1)
-        return dict(changed=False, autoscaler_detected=False, nodegroup_scale_restore=result)
+        return dict(changed=False, restore=result)
 
     if autoscaler_active(journal, before["desired_capacity"]) and not params["accept_current_capacity"]:
         return autoscaler_stop(module, autoscaling, asg, journal, result, changed=False)
@@ -354,7 +354,7 @@ def run(module):
     after, surplus, to_resume, diff = plan_restore(asg, journal, list_nodegroup_nodes(module.core_v1(), group), result)
     if module.check_mode:
         result["elapsed_seconds"] = round(time.time() - started_clock, 1)
-        return module.with_diff(dict(changed=True, autoscaler_detected=False, nodegroup_scale_restore=result), **diff)
+        return module.with_diff(dict(changed=True, restore=result), **diff)
 
     # The desired capacity now is ours (checked above): record it, so a pending value cannot linger.
     scaling_down = journal.advanced(
@@ -383,7 +383,7 @@ def run(module):
         heartbeat.stop()  # the lease goes with the journal
     clear_journal(autoscaling, name)
     result["elapsed_seconds"] = round(time.time() - started_clock, 1)
-    return module.with_diff(dict(changed=True, autoscaler_detected=False, nodegroup_scale_restore=result), **diff)
+    return module.with_diff(dict(changed=True, restore=result), **diff)
 
 
 def main():

@@ -117,8 +117,8 @@ def test_check_mode_plans_and_changes_nothing(sandbox):
         base_args(sandbox), instance_ids=[victim], should_decrement_desired_capacity=True), check=True, diff=True)
     assert result["failed"] is False, result
     assert result["changed"] is True
-    assert result["asg_instance_terminate"]["terminated"] == [victim]
-    assert result["asg_instance_terminate"]["after"]["desired_capacity"] == before["desired"] - 1
+    assert result["termination"]["terminated"] == [victim]
+    assert result["termination"]["after"]["desired_capacity"] == before["desired"] - 1
     assert victim not in result["diff"]["after"]["instance_ids"]
     assert asg_state(sandbox) == before
     assert ec2_state(sandbox, victim) == "running"
@@ -132,7 +132,7 @@ def test_u5_terminate_without_decrement_waits_for_a_ready_replacement(sandbox):
         wait_for_replacements=True, wait_timeout=90))
     assert result["failed"] is False, result
     assert result["changed"] is True
-    out = result["asg_instance_terminate"]
+    out = result["termination"]
     assert out["terminated"] == [victim]
     assert out["after"]["desired_capacity"] == 6
     assert len(out["replacements"]) == 1 and out["replacements"][0]["ready"] is True
@@ -150,7 +150,7 @@ def test_rerun_on_a_terminated_instance_is_idempotent(sandbox):
         base_args(sandbox), instance_ids=[victim], should_decrement_desired_capacity=False, wait_timeout=30))
     assert result["failed"] is False, result
     assert result["changed"] is False
-    assert result["asg_instance_terminate"]["already_terminated"] == [victim]
+    assert result["termination"]["already_terminated"] == [victim]
     assert asg_state(sandbox) == before
 
 

@@ -61,7 +61,7 @@ def test_item11_a_replacement_ec2_does_not_describe_yet_is_waited_for(sandbox):
         ARGS, instance_ids=[victim], should_decrement_desired_capacity=False, wait_for_replacements=True,
         wait_timeout=120))
     assert not result.get("failed"), result
-    report = result["asg_instance_terminate"]
+    report = result["termination"]
     assert report["terminated"] == [victim]
     [replacement] = report["replacements"]
     assert replacement["ready"] is True and replacement["node_name"]
@@ -107,7 +107,7 @@ def test_item14_an_instance_held_by_a_termination_hook_is_waited_for_and_the_hoo
         autoscaling.delete_lifecycle_hook(LifecycleHookName="log-shipper", AutoScalingGroupName=group)
     assert "at" in completed, "the hook's owner never saw the instance in Terminating:Wait"
     assert not result.get("failed"), result
-    report = result["asg_instance_terminate"]
+    report = result["termination"]
     assert report["terminated"] == [victim]
     assert [hook["name"] for hook in report["lifecycle_hooks"]] == ["log-shipper"]
     [wait] = report["lifecycle_hook_waits"]

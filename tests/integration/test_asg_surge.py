@@ -40,7 +40,7 @@ def test_u2_check_mode_plans_the_surge_and_changes_nothing(sandbox):
     result = run_module(sandbox, "asg_surge", dict(base_args(sandbox)), check=True, diff=True)
     assert result["failed"] is False, result
     assert result["changed"] is True
-    plan = result["asg_surge"]
+    plan = result["surge"]
     # 3 AZs, max_unavailable 1: max(2 x 3, 1) = 6 new nodes
     assert plan["surge"] == 6
     assert plan["before"] == {"min_size": 3, "max_size": 12, "desired_capacity": 6}
@@ -55,7 +55,7 @@ def test_u2_u3_surge_waits_for_new_ready_nodes_in_every_az(sandbox):
     result = run_module(sandbox, "asg_surge", dict(base_args(sandbox), wait_timeout=120))
     assert result["failed"] is False, result
     assert result["changed"] is True
-    surge = result["asg_surge"]
+    surge = result["surge"]
     assert surge["after"]["desired_capacity"] == 12
     assert len(surge["new_nodes"]) == 6
     assert all(n["ready"] for n in surge["new_nodes"])
@@ -78,7 +78,7 @@ def test_rerun_is_idempotent_and_never_surges_twice(sandbox):
     result = run_module(sandbox, "asg_surge", dict(base_args(sandbox), wait_timeout=60))
     assert result["failed"] is False, result
     assert result["changed"] is False
-    assert result["asg_surge"]["after"]["desired_capacity"] == 12
+    assert result["surge"]["after"]["desired_capacity"] == 12
     assert asg_state(sandbox) == before
 
 
@@ -142,7 +142,7 @@ def test_u3_one_transient_capacity_error_is_waited_out(tmp_path):
                                                        wait_timeout=120))
         report = sandbox.report()
     assert result["failed"] is False, result["msg"]
-    assert sorted(n["availability_zone"] for n in result["asg_surge"]["new_nodes"]).count("us-west-2b") >= 1
+    assert sorted(n["availability_zone"] for n in result["surge"]["new_nodes"]).count("us-west-2b") >= 1
     assert [f["fired"] for f in report["faults"] if f["type"] == "launch_failure"] == [1]
 
 

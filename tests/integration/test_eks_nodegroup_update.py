@@ -61,9 +61,9 @@ def test_check_mode_shows_the_plan_and_calls_no_update(sandbox):
     result = run_module(sandbox, "eks_nodegroup_update", dict(GROUP, kubernetes_version="1.30", max_unavailable=2),
                         check=True)
     assert not result.get("failed") and result["changed"], result
-    assert result["plan"]["action"] == "start"
-    assert result["plan"]["expected_release_version"] == TARGET_RELEASE
-    assert result["plan"]["config_update"]["updateConfig"]["maxUnavailable"] == 2
+    assert result["nodegroup_update"]["plan"]["action"] == "start"
+    assert result["nodegroup_update"]["plan"]["expected_release_version"] == TARGET_RELEASE
+    assert result["nodegroup_update"]["plan"]["config_update"]["updateConfig"]["maxUnavailable"] == 2
     assert eks_writes(calls_between(before, call_counts(sandbox))) == {}
 
 
@@ -71,10 +71,10 @@ def test_the_update_runs_through_eks_and_a_rerun_changes_nothing(sandbox):
     before = call_counts(sandbox)
     result = run_module(sandbox, "eks_nodegroup_update", dict(GROUP, kubernetes_version="1.30", max_unavailable=2,
                                                               wait_timeout=300, poll_interval=1))
-    assert not result.get("failed") and result["finished"] and result["changed"], result
-    assert result["eks_update"]["status"] == "Successful"
-    assert result["nodegroup"]["release_version"] == TARGET_RELEASE
-    assert result["progress"] == {"nodes_total": 6, "nodes_updated": 6}
+    assert not result.get("failed") and result["nodegroup_update"]["finished"] and result["changed"], result
+    assert result["nodegroup_update"]["eks_update"]["status"] == "Successful"
+    assert result["nodegroup_update"]["nodegroup"]["release_version"] == TARGET_RELEASE
+    assert result["nodegroup_update"]["progress"] == {"nodes_total": 6, "nodes_updated": 6}
     calls = calls_between(before, call_counts(sandbox))
     assert eks_writes(calls) == {"UpdateNodegroupConfig OK": 1, "UpdateNodegroupVersion OK": 1}
     assert mutating_calls(calls) == {}, "the collection wrote to what EKS owns"
@@ -84,8 +84,8 @@ def test_the_update_runs_through_eks_and_a_rerun_changes_nothing(sandbox):
 
     before = call_counts(sandbox)
     again = run_module(sandbox, "eks_nodegroup_update", dict(GROUP, kubernetes_version="1.30", max_unavailable=2))
-    assert not again.get("failed") and not again["changed"] and again["finished"], again
-    assert again["plan"]["action"] == "none" and "already" in again["msg"]
+    assert not again.get("failed") and not again["changed"] and again["nodegroup_update"]["finished"], again
+    assert again["nodegroup_update"]["plan"]["action"] == "none" and "already" in again["msg"]
     assert eks_writes(calls_between(before, call_counts(sandbox))) == {}
 
 

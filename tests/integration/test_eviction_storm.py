@@ -91,7 +91,7 @@ def test_issue10_item7_without_force_the_drain_fails_fast_naming_the_deployment(
     assert elapsed < DRAIN_TIMEOUT / 4, elapsed
     # the three originals once each, at most a few more that were in flight: not hundreds
     assert 3 <= evictions <= 6 and deletes == 0
-    node_result = result["nodes"][node]
+    node_result = result["drain"]["nodes"][node]
     [returning] = node_result["returning_workloads"]
     assert returning["workload"] == "Deployment default/everywhere" and returning["cause"] == "tolerates_all"
     assert set(originals) <= set(node_result["evicted"])
@@ -110,7 +110,7 @@ def test_issue10_item7_with_force_the_drain_finishes_without_an_eviction_storm(s
     assert not result["failed"], result.get("msg")
     assert elapsed < DRAIN_TIMEOUT / 4, elapsed
     assert evictions <= 6 and deletes == 0
-    node_result = result["nodes"][node]
+    node_result = result["drain"]["nodes"][node]
     [returning] = node_result["returning_workloads"]
     assert returning["workload"] == "Deployment default/everywhere" and returning["reason"] == REASON
     left = pods_on(storm, node)

@@ -71,7 +71,7 @@ def test_kubernetes_version_creates_a_version_from_the_current_one_and_pins_the_
         LaunchTemplateId=lt["id"], Versions=["1", "2"])["LaunchTemplateVersions"]
     assert created["LaunchTemplateData"] == dict(source["LaunchTemplateData"], ImageId=new_ami)
     assert journal(sandbox) == {
-        "run_id": "it-run-1", "phase": "setup", "started_at": result["journal"]["started_at"],
+        "run_id": "it-run-1", "phase": "setup", "started_at": result["launch_template"]["journal"]["started_at"],
         "previous_launch_template_version": "1", "target_launch_template_version": "2",
         "launch_template_id": lt["id"], "target_image_id": new_ami,
         "suspended_processes": "AZRebalance,AlarmNotification,ScheduledActions,ReplaceUnhealthy"}
@@ -84,7 +84,7 @@ def test_second_run_changes_nothing(sandbox):
     before, calls_before = aws_state(sandbox), call_counts(sandbox)
     result = run_module(sandbox, "launch_template_version", {**BASE, "kubernetes_version": "1.30"})
     assert result["changed"] is False, result
-    assert (result["launch_template"]["version"], result["journal"]["run_id"]) == (2, "it-run-1")
+    assert (result["launch_template"]["version"], result["launch_template"]["journal"]["run_id"]) == (2, "it-run-1")
     # U1: the group is on version 2 already; the version before the upgrade comes from the journal
     lt = result["launch_template"]
     assert (lt["previous_version"], lt["previous_image_id"]) == (1, image_id_by_name(sandbox, OLD_AMI))

@@ -74,7 +74,7 @@ def test_check_mode_plans_refusal_without_touching_the_node_D10(sandbox):
     node = node_with(sandbox, ["default/debug-shell"])
     result = drain(sandbox, {"name": node}, check=True, diff=True)
     assert result["failed"] and result["code"] == "PodEvictionFailure"
-    assert result["nodes"][node]["failed"][0]["pod"] == "default/debug-shell"
+    assert result["drain"]["nodes"][node]["failed"][0]["pod"] == "default/debug-shell"
     assert not sandbox.core_v1().read_node(node).spec.unschedulable
     assert "default/debug-shell" in pods_by_node(sandbox)[node]
 
@@ -84,13 +84,13 @@ def test_drain_web_node_respects_the_pdb_D1_U4_U5(sandbox):
     before = pods_by_node(sandbox)[node]
     plan = drain(sandbox, {"name": node}, check=True, diff=True)
     assert not plan["failed"] and plan["changed"]
-    assert sorted(plan["nodes"][node]["evicted"]) == sorted(p for p in before if not p.startswith("kube-system/"))
+    assert sorted(plan["drain"]["nodes"][node]["evicted"]) == sorted(p for p in before if not p.startswith("kube-system/"))
     assert not sandbox.core_v1().read_node(node).spec.unschedulable
 
     started = time.monotonic()
     result = drain(sandbox, {"name": node}, diff=True)
     assert not result["failed"], result.get("msg")
-    assert result["changed"] and result["nodes"][node]["evicted"] == plan["nodes"][node]["evicted"]
+    assert result["changed"] and result["drain"]["nodes"][node]["evicted"] == plan["drain"]["nodes"][node]["evicted"]
     assert time.monotonic() - started >= 1  # post_drain_wait
     live = sandbox.core_v1().read_node(node)
     assert live.spec.unschedulable and live.metadata.labels[EXCLUDE_LB_LABEL] == "true"
@@ -106,7 +106,7 @@ def test_drain_web_node_respects_the_pdb_D1_U4_U5(sandbox):
 
     again = drain(sandbox, {"name": node})
     assert not again["failed"] and not again["changed"]
-    assert again["requests_made"] <= 4
+    assert again["drain"]["requests_made"] <= 4
 
 
 def test_bare_pod_refused_without_force_nothing_evicted_D8_D10(sandbox):
@@ -115,15 +115,15 @@ def test_bare_pod_refused_without_force_nothing_evicted_D8_D10(sandbox):
     result = drain(sandbox, {"name": node})
     assert result["failed"] and result["code"] == "PodEvictionFailure"
     assert "default/debug-shell" in result["msg"] and "use force" in result["msg"]
-    assert result["nodes"][node]["evicted"] == []
+    assert result["drain"]["nodes"][node]["evicted"] == []
     assert sorted(pods_by_node(sandbox)[node]) == before
     assert sandbox.core_v1().read_node(node).spec.unschedulable  # a failed node stays cordoned
     assert ("EksopsDrainFailed", "eksops-nodegroup") in node_events(sandbox, node)
 
     forced = drain(sandbox, {"name": node, "delete_options": {"force": True, "wait_timeout": 60}})
     assert not forced["failed"], forced.get("msg")
-    assert "default/debug-shell" in forced["nodes"][node]["evicted"]
-    assert any("not managed by a controller" in w for w in forced["nodes"][node]["warnings"])
+    assert "default/debug-shell" in forced["drain"]["nodes"][node]["evicted"]
+    assert any("not managed by a controller" in w for w in forced["drain"]["nodes"][node]["warnings"])
 
 
 def test_cordon_and_uncordon_states(sandbox):
@@ -147,8 +147,8 @@ def test_instance_ids_are_resolved_to_their_nodes_when_the_drain_starts_U5(sandb
     result = drain(sandbox, {"instance_ids": [instance_id, "i-0000000000000dead"], "cluster_name": "demo",
                              "nodegroup_name": "workers"})
     assert not result["failed"], result.get("msg")
-    assert result["instances"] == {instance_id: node, "i-0000000000000dead": None}
-    assert list(result["nodes"]) == [node] and result["nodes"][node]["evicted"]
+    assert result["drain"]["instances"] == {instance_id: node, "i-0000000000000dead": None}
+    assert list(result["drain"]["nodes"]) == [node] and result["drain"]["nodes"][node]["evicted"]
     assert [p for p in pods_by_node(sandbox).get(node, []) if not p.startswith("kube-system/")] == []
 
 
@@ -229,7 +229,7 @@ def test_pdb_blocked_fails_naming_pod_and_pdb_then_force_deletes_D14_Z3(scenario
     result = drain(sandbox, {"name": node, "delete_options": {"wait_timeout": 3}})
     assert 3 <= time.monotonic() - started < 30
     assert result["failed"] and result["code"] == "PodEvictionFailure"
-    failed = result["nodes"][node]["failed"]
+    failed = result["drain"]["nodes"][node]["failed"]
     assert sorted(f["pod"] for f in failed) == sorted(web_pods)
     assert all(f["pdb"] for f in failed)
     assert failed[0]["pdb"] in result["msg"] and web_pods[0] in result["msg"]
@@ -239,7 +239,7 @@ def test_pdb_blocked_fails_naming_pod_and_pdb_then_force_deletes_D14_Z3(scenario
 
     forced = drain(sandbox, {"name": node, "delete_options": {"wait_timeout": 3, "force": True}})
     assert not forced["failed"], forced.get("msg")
-    assert sorted(forced["nodes"][node]["deleted"]) == sorted(web_pods)
+    assert sorted(forced["drain"]["nodes"][node]["deleted"]) == sorted(web_pods)
     assert not [p for p in pods_by_node(sandbox).get(node, []) if p.startswith("default/web-")]
 
 
@@ -251,7 +251,7 @@ def test_two_pdbs_fail_the_pod_at_once_D13_Z3(scenario_sandbox):
     result = drain(sandbox, {"name": node, "delete_options": {"wait_timeout": 120}})
     assert time.monotonic() - started < 60   # at once, not after wait_timeout
     assert result["failed"] and result["code"] == "PodEvictionFailure"
-    failed = result["nodes"][node]["failed"]
+    failed = result["drain"]["nodes"][node]["failed"]
     assert sorted(f["pod"] for f in failed) == sorted(web_pods)
     assert all("more than one PodDisruptionBudget" in f["reason"] and "," in f["pdb"] for f in failed)
     counts = requests_of(sandbox.report(), "node_drain")
@@ -331,7 +331,7 @@ def test_tolerate_all_pods_that_keep_coming_back_end_in_pod_eviction_failure_Z3_
     result = drain(sandbox, {"name": node, "post_drain_wait": 1, "delete_options": {"wait_timeout": 6}})
     assert time.monotonic() - started < 60
     assert result["failed"] and result["code"] == "PodEvictionFailure", result
-    node_result = result["nodes"][node]
+    node_result = result["drain"]["nodes"][node]
     # the originals were evicted; the replacements that landed on the cordoned node were not evicted again (issue
     # 10 item 7, test_eviction_storm.py): they fail the node at once, named, with the Deployment and why
     assert set(originals) == set(node_result["evicted"])
@@ -368,7 +368,7 @@ def test_a_pod_bound_to_the_node_mid_drain_fails_the_drain_naming_it_U5_D8(late_
         drainer.join(120)
     assert outcome["failed"] and outcome["code"] == "PodEvictionFailure", outcome
     assert "default/late-bound" in outcome["msg"] and "arrived during the drain" in outcome["msg"]
-    failed = dict((f["pod"], f["reason"]) for f in outcome["nodes"][node]["failed"])
+    failed = dict((f["pod"], f["reason"]) for f in outcome["drain"]["nodes"][node]["failed"])
     assert failed.pop("default/late-bound") == \
         "pod not managed by a controller (use force); it arrived during the drain"
     # the drain stops there (D10): the evicted pod still stopping is reported as such, nothing else
@@ -463,17 +463,17 @@ def test_110_pods_one_disruption_at_a_time_fewer_requests_than_kubectl_P1_P4(sce
                    timeout=500)
     elapsed = time.monotonic() - started
     assert not result["failed"], result.get("msg")
-    assert len(result["nodes"][node]["evicted"]) == 110
+    assert len(result["drain"]["nodes"][node]["evicted"]) == 110
     # the budget allows one disruption at a time, so the gate held pods back (and the server refused a few)
-    assert 0 < result["nodes"][node]["pdb_wait_seconds"] <= elapsed
+    assert 0 < result["drain"]["nodes"][node]["pdb_wait_seconds"] <= elapsed
     report = sandbox.report()
     assert report["pdb_violations"] == []
     ours = requests_of(report, "node_drain")
     print("\neksops node_drain: %d requests for 110 pods (module counted %d), %.1f s waiting on the PDB of %.1f s: %s"
-          % (_total(ours), result["requests_made"], result["nodes"][node]["pdb_wait_seconds"], elapsed, dict(ours)))
+          % (_total(ours), result["drain"]["requests_made"], result["drain"]["nodes"][node]["pdb_wait_seconds"], elapsed, dict(ours)))
     # urllib3 may resend a request whose pooled keep-alive connection turned out closed: the server can see
     # a request or two more than the calls the module made.
-    assert result["requests_made"] <= _total(ours) <= result["requests_made"] + 2
+    assert result["drain"]["requests_made"] <= _total(ours) <= result["drain"]["requests_made"] + 2
     # one eviction request per pod: an accepted eviction is never sent again (it would come back 404)
     assert ours[("create", "pods/eviction", "201")] + ours[("create", "pods/eviction", "404")] == 110
 

@@ -203,7 +203,7 @@ def test_an_instance_whose_node_never_registered_is_reported_never_joined_K2_K4(
     # names the instance as not joined yet.
     planned = run_module(sandbox, "asg_instance_terminate", args, check=True, env={"KUBECONFIG": kubeconfig})
     assert planned["failed"] is False, planned
-    [entry] = planned["asg_instance_terminate"]["never_joined"]
+    [entry] = planned["termination"]["never_joined"]
     assert entry["instance_id"] == lost and "has not joined the cluster yet" in entry["reason"]
     assert mutating_calls(calls_between(calls_before, call_counts(sandbox))) == {}
     assert workers_asg(sandbox, nodegroup)["DesiredCapacity"] == before["DesiredCapacity"]
@@ -211,7 +211,7 @@ def test_an_instance_whose_node_never_registered_is_reported_never_joined_K2_K4(
     # With the cluster's own endpoint, past node_ready_timeout: terminated without a drain, reported.
     result = run_module(sandbox, "asg_instance_terminate", {**args, "node_ready_timeout": 1})
     assert result["failed"] is False, result
-    out = result["asg_instance_terminate"]
+    out = result["termination"]
     assert result["changed"] is True and out["terminated"] == [lost]
     [entry] = out["never_joined"]
     assert entry["instance_id"] == lost and entry["launched_seconds_ago"] >= 1

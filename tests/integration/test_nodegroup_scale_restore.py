@@ -19,7 +19,7 @@ FAST_DRAIN = {"post_drain_wait": 0, "drain_timeout": 60, "wait_timeout": 60}
 def surge(sandbox):
     result = run_module(sandbox, "asg_surge", dict(base_args(sandbox), wait_timeout=120))
     assert result["failed"] is False, result
-    return result["asg_surge"]
+    return result["surge"]
 
 
 def test_without_a_journal_there_is_nothing_to_do(sandbox):
@@ -27,7 +27,7 @@ def test_without_a_journal_there_is_nothing_to_do(sandbox):
     result = run_module(sandbox, "nodegroup_scale_restore", base_args(sandbox))
     assert result["failed"] is False, result
     assert result["changed"] is False
-    assert result["nodegroup_scale_restore"]["journal_found"] is False
+    assert result["restore"]["journal_found"] is False
     assert asg_state(sandbox) == before
 
 
@@ -59,7 +59,7 @@ def test_u6_after_a_rollback_the_restore_removes_the_new_nodes_first(sandbox):
     azs = {i["InstanceId"]: i["AvailabilityZone"] for i in instances}
     result = run_module(sandbox, "nodegroup_scale_restore", dict(base_args(sandbox), **FAST_DRAIN))
     assert result["failed"] is False, result
-    removed = {i["instance_id"] for i in result["nodegroup_scale_restore"]["removed_instances"]}
+    removed = {i["instance_id"] for i in result["restore"]["removed_instances"]}
     assert len(removed) == 6
     kept = set(azs) - removed
     for az in set(azs.values()):
@@ -79,7 +79,7 @@ def test_u6_check_mode_plans_an_az_balanced_scale_in_and_changes_nothing(sandbox
                         check=True, diff=True)
     assert result["failed"] is False, result
     assert result["changed"] is True
-    plan = result["nodegroup_scale_restore"]
+    plan = result["restore"]
     assert plan["after"] == {"min_size": 3, "max_size": 10, "desired_capacity": 5}
     assert len(plan["removed_instances"]) == 6
     assert result["diff"]["after"]["suspended_processes"] == []
@@ -90,7 +90,7 @@ def test_u6_restore_drains_surplus_restores_sizes_resumes_processes_and_clears_t
     result = run_module(sandbox, "nodegroup_scale_restore", dict(base_args(sandbox), **FAST_DRAIN))
     assert result["failed"] is False, result
     assert result["changed"] is True
-    out = result["nodegroup_scale_restore"]
+    out = result["restore"]
     assert len(out["removed_instances"]) == 6
     assert sorted(out["resumed_processes"]) == [
         "AZRebalance", "AlarmNotification", "ReplaceUnhealthy", "ScheduledActions"]
@@ -127,7 +127,7 @@ def test_resumes_after_a_crash_between_terminate_and_journal_update(sandbox):
                                                          ShouldDecrementDesiredCapacity=True)
     result = run_module(sandbox, "nodegroup_scale_restore", dict(base_args(sandbox), **FAST_DRAIN))
     assert result["failed"] is False, result
-    assert len(result["nodegroup_scale_restore"]["removed_instances"]) == state["desired"] - 1 - ORIGINAL["desired"]
+    assert len(result["restore"]["removed_instances"]) == state["desired"] - 1 - ORIGINAL["desired"]
     after = asg_state(sandbox)
     assert {k: after[k] for k in ORIGINAL} == ORIGINAL and after["journal"] == {}
 
@@ -147,7 +147,7 @@ def test_c3_crash_between_a_surge_step_terminate_and_its_journal_write_is_not_th
         InstanceId=state["instances"][0], ShouldDecrementDesiredCapacity=True)
     result = run_module(sandbox, "nodegroup_scale_restore", dict(base_args(sandbox), **FAST_DRAIN))
     assert result["failed"] is False, result
-    assert result["autoscaler_detected"] is False
+    assert result["restore"]["autoscaler_detected"] is False
     after = asg_state(sandbox)
     assert {k: after[k] for k in ORIGINAL} == ORIGINAL and after["journal"] == {} and after["suspended"] == []
 
@@ -190,5 +190,5 @@ def test_c3_on_autoscaler_stop_reports_without_failing(autoscaler_sandbox):
     result = run_module(sandbox, "nodegroup_scale_restore", dict(base_args(sandbox), on_autoscaler="stop",
                                                                  **FAST_DRAIN))
     assert result["failed"] is False, result
-    assert result["changed"] is False and result["autoscaler_detected"] is True
+    assert result["changed"] is False and result["restore"]["autoscaler_detected"] is True
     assert asg_state(sandbox) == before

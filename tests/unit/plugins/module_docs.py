@@ -43,3 +43,18 @@ def assert_docs_match_spec(module, argument_spec):
     assert all(any(key.startswith("eksops.nodegroup.") or key.startswith("ansible.builtin.") for key in task)
                for task in examples)
     assert yaml.safe_load(module.RETURN)
+
+
+# Keys Ansible gives their meaning to; every other key a module returns is its result key or, on failure only,
+# an UpgradeError detail (issue 12: one result convention).
+ANSIBLE_RESULT_KEYS = frozenset(["changed", "msg", "diff", "code", "failed", "invocation", "warnings", "deprecations"])
+
+
+def result_key(module):
+    """The one key a module's RETURN documents its result under: named after what the module manages, as
+    amazon.aws modules return theirs (a failure's details aside)."""
+    documented = yaml.safe_load(module.RETURN)
+    keys = [key for key, entry in documented.items()
+            if key not in ANSIBLE_RESULT_KEYS and entry.get("returned") != "failure"]
+    assert len(keys) == 1, "%s documents %s outside its result key" % (module.__name__, keys)
+    return keys[0]

@@ -8,8 +8,11 @@ self-managed-node-group module makes it. ``node_labels`` gives the labels a node
 from __future__ import annotations
 
 import os
+import sys
 
 import boto3
+
+from .module_docs import ANSIBLE_RESULT_KEYS, result_key
 
 # moto registers hundreds of public AMIs per region unless told not to; the tests need only their own.
 os.environ.setdefault("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
@@ -280,4 +283,9 @@ def run_module_in_process(main, args, capsys, check=False, diff=False, aws_calls
             main()
         except SystemExit:
             pass
-    return json.loads(capsys.readouterr().out)
+    result = json.loads(capsys.readouterr().out)
+    if not result.get("failed"):
+        # Issue 12's result convention: the module's one result key beside Ansible's own.
+        module = sys.modules[main.__module__]
+        assert set(result) - ANSIBLE_RESULT_KEYS <= {result_key(module)}, sorted(result)
+    return result

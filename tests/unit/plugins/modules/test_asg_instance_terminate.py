@@ -91,7 +91,7 @@ def test_check_mode_reports_the_plan(world, run):
     result = run(check=True, diff=True, instance_ids=[victim], should_decrement_desired_capacity=True)
     assert not result.get("failed"), result
     assert result["changed"] is True
-    assert result["asg_instance_terminate"]["after"]["desired_capacity"] == 3
+    assert result["termination"]["after"]["desired_capacity"] == 3
     assert victim in result["diff"]["before"]["instance_ids"] and victim not in result["diff"]["after"]["instance_ids"]
     assert "diff" not in run(check=True, instance_ids=[victim], should_decrement_desired_capacity=True)  # diff mode only
     assert sizes(world) == (0, 12, 4) and ec2_state(world, victim) == "running"
@@ -101,12 +101,12 @@ def test_decrement_terminates_and_is_idempotent(world, run):
     victim = members(world)[0]
     result = run(instance_ids=[victim], should_decrement_desired_capacity=True)
     assert not result.get("failed"), result
-    assert result["changed"] is True and result["asg_instance_terminate"]["terminated"] == [victim]
+    assert result["changed"] is True and result["termination"]["terminated"] == [victim]
     assert sizes(world) == (0, 12, 3) and victim not in members(world)
     assert ec2_state(world, victim) == "terminated"
     again = run(instance_ids=[victim], should_decrement_desired_capacity=True)
     assert not again.get("failed"), again
-    assert again["changed"] is False and again["asg_instance_terminate"]["already_terminated"] == [victim]
+    assert again["changed"] is False and again["termination"]["already_terminated"] == [victim]
     assert sizes(world) == (0, 12, 3)
 
 
@@ -165,18 +165,18 @@ def test_an_instance_without_a_node_is_terminated_and_said_to_have_never_joined(
     undrained["nodeless"].extend(victims)
     result = run(instance_ids=victims, should_decrement_desired_capacity=True, node_ready_timeout=600)
     assert not result.get("failed"), result
-    never_joined = result["asg_instance_terminate"]["never_joined"]
+    never_joined = result["termination"]["never_joined"]
     assert sorted(i["instance_id"] for i in never_joined) == sorted(victims)
     assert all("has not joined the cluster yet" in i["reason"] for i in never_joined)  # just launched by moto
     assert sum(victim in str(w) for victim in victims for w in result["warnings"]) == 2
-    assert sorted(result["asg_instance_terminate"]["terminated"]) == sorted(victims)
+    assert sorted(result["termination"]["terminated"]) == sorted(victims)
 
     later = asg_instance_terminate.utc_now() + datetime.timedelta(hours=1)
     monkeypatch.setattr(asg_instance_terminate, "utc_now", lambda: later)
     victim = members(world)[0]
     undrained["nodeless"].append(victim)
     result = run(instance_ids=[victim], should_decrement_desired_capacity=True, node_ready_timeout=600)
-    [never] = result["asg_instance_terminate"]["never_joined"]
+    [never] = result["termination"]["never_joined"]
     assert never["instance_id"] == victim and "never joined the cluster" in never["reason"]
     assert never["launched_seconds_ago"] >= 3600
 
@@ -197,7 +197,7 @@ def test_instances_without_a_node_in_a_group_without_any_are_refused(world, run,
 def test_instances_with_their_nodes_are_not_reported_as_never_joined(world, run):
     result = run(instance_ids=members(world)[:1], should_decrement_desired_capacity=True)
     assert not result.get("failed"), result
-    assert result["asg_instance_terminate"]["never_joined"] == []
+    assert result["termination"]["never_joined"] == []
 
 
 def test_an_eksctl_groups_nodes_are_looked_for_by_its_label_first(capsys, undrained):
@@ -273,7 +273,7 @@ def test_item11_an_instance_terminated_by_someone_else_meanwhile_is_already_gone
     terminated_by_someone_else_first(world, monkeypatch, raced)
     result = run(instance_ids=[raced, other], should_decrement_desired_capacity=True)
     assert not result.get("failed"), result
-    report = result["asg_instance_terminate"]
+    report = result["termination"]
     assert report["terminated"] == [other] and report["already_terminated"] == [raced]
     assert report["after"]["desired_capacity"] == 3, "only this run's own termination is its decrement"
     assert Journal.from_tags(world.asg()["Tags"]).desired_capacity_set == 3
@@ -285,7 +285,7 @@ def test_item11_only_a_raced_instance_changes_nothing(world, run, monkeypatch):
     terminated_by_someone_else_first(world, monkeypatch, raced)
     result = run(instance_ids=[raced], should_decrement_desired_capacity=False)
     assert not result.get("failed"), result
-    assert result["changed"] is False and result["asg_instance_terminate"]["already_terminated"] == [raced]
+    assert result["changed"] is False and result["termination"]["already_terminated"] == [raced]
 
 
 def test_item11_an_id_ec2_does_not_know_is_refused_saying_so(world, run):
@@ -303,12 +303,12 @@ def test_item14_the_groups_termination_hooks_are_read_once_and_returned(world, r
         LifecycleTransition="autoscaling:EC2_INSTANCE_LAUNCHING")
     result = run(check=True, instance_ids=members(world)[:1], should_decrement_desired_capacity=False)
     assert not result.get("failed"), result
-    [hook] = result["asg_instance_terminate"]["lifecycle_hooks"]
+    [hook] = result["termination"]["lifecycle_hooks"]
     assert (hook["name"], hook["heartbeat_timeout"], hook["default_result"]) == ("drain", 300, "CONTINUE")
     done = run(instance_ids=members(world)[:1], should_decrement_desired_capacity=False)
     assert not done.get("failed"), done
-    assert [h["name"] for h in done["asg_instance_terminate"]["lifecycle_hooks"]] == ["drain"]
-    assert done["asg_instance_terminate"]["lifecycle_hook_waits"] == [], "moto does not hold instances"
+    assert [h["name"] for h in done["termination"]["lifecycle_hooks"]] == ["drain"]
+    assert done["termination"]["lifecycle_hook_waits"] == [], "moto does not hold instances"
 
 
 def test_item14_hooks_are_not_read_without_a_wait(world, run, monkeypatch):
@@ -317,4 +317,4 @@ def test_item14_hooks_are_not_read_without_a_wait(world, run, monkeypatch):
     monkeypatch.setattr(module, "termination_hooks", lambda *args: pytest.fail("hooks read without a wait"))
     result = run(instance_ids=members(world)[:1], should_decrement_desired_capacity=False, wait=False)
     assert not result.get("failed"), result
-    assert result["asg_instance_terminate"]["lifecycle_hooks"] == []
+    assert result["termination"]["lifecycle_hooks"] == []

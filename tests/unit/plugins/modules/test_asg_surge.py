@@ -62,7 +62,7 @@ def test_u2_check_mode_plans_without_touching_the_group(world, run):
     result = run(check=True, diff=True)
     assert not result.get("failed"), result
     assert result["changed"] is True
-    plan = result["asg_surge"]
+    plan = result["surge"]
     assert plan["surge"] == 6  # 3 AZs: max(2 x 3, 1)
     assert plan["after"] == dict(min_size=0, max_size=12, desired_capacity=10)
     assert plan["target"] == dict(launch_template_id=world.lt_id, launch_template_version=world.target_version,
@@ -107,7 +107,7 @@ def test_max_size_is_raised_only_when_the_surge_needs_it(world, run):
     result = run(mode="explicit", surge=10)
     assert not result.get("failed"), result
     assert sizes(world) == (0, 14, 14)
-    assert result["asg_surge"]["before"]["max_size"] == 12
+    assert result["surge"]["before"]["max_size"] == 12
 
 
 def test_crash_after_the_journal_resumes_without_double_surge(world, run):
@@ -126,7 +126,7 @@ def test_surge_is_from_the_original_size_not_the_current_one(world, run):
     # a later rerun in a desired-mode step reads original_desired_capacity from the journal
     result = run(mode="desired", desired_capacity=11)
     assert not result.get("failed"), result
-    assert sizes(world)[2] == 11 and result["asg_surge"]["surge"] == 7
+    assert sizes(world)[2] == 11 and result["surge"]["surge"] == 7
 
 
 def test_c3_refuses_when_the_desired_capacity_was_raised_by_someone_else(world, run):
@@ -198,7 +198,7 @@ def test_other_self_managed_kinds_are_surged(capsys, kind, convention):
         world = upgraded_world(kind=kind, convention=convention or "terraform")
         result = run_module_in_process(asg_surge.main, BASE, capsys)
         assert not result.get("failed"), result
-        assert result["asg_surge"]["asg_name"] == world.asg_name and sizes(world) == (0, 12, 10)
+        assert result["surge"]["asg_name"] == world.asg_name and sizes(world) == (0, 12, 10)
 
 
 def test_k4_with_wait_the_cluster_is_proven_before_any_change(world, run, monkeypatch):

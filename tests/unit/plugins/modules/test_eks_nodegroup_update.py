@@ -275,10 +275,10 @@ def test_a_group_on_the_target_changes_nothing_and_says_so(aws, run):
     expect_reads(aws, group=nodegroup(version="1.31", releaseVersion=RELEASE_131), updates=[done])
     expect_progress(aws)
     result = run(kubernetes_version="1.31", max_unavailable=5, diff=True)
-    assert result["changed"] is False and result["finished"] is True, result
+    assert result["changed"] is False and result["nodegroup_update"]["finished"] is True, result
     assert "already on the target" in result["msg"]
-    assert result["plan"]["action"] == "none" and result["eks_update"] is None
-    assert result["progress"] == dict(nodes_total=3, nodes_updated=3)
+    assert result["nodegroup_update"]["plan"]["action"] == "none" and result["nodegroup_update"]["eks_update"] is None
+    assert result["nodegroup_update"]["progress"] == dict(nodes_total=3, nodes_updated=3)
     assert result["diff"]["before"] == result["diff"]["after"]
     assert aws.update_calls == []
     aws.assert_all_used()
@@ -305,13 +305,13 @@ def test_config_update_then_version_update_followed_to_success(aws, run, clock):
     expect_progress(aws, version="2", instances=[("InService", "2")] * 3)
 
     result = run(kubernetes_version="1.31", max_unavailable=3, update_strategy="minimal", diff=True)
-    assert result["changed"] is True and result["finished"] is True, result
+    assert result["changed"] is True and result["nodegroup_update"]["finished"] is True, result
     assert aws.update_calls == ["UpdateNodegroupConfig", "UpdateNodegroupVersion"]
-    assert result["eks_update"]["id"] == version_id and result["eks_update"]["status"] == "Successful"
-    assert result["eks_update"]["created_at"] == "2025-01-06T09:30:00+00:00"
-    assert result["plan"]["expected_release_version"] == RELEASE_131
-    assert result["nodegroup"]["version"] == "1.31" and result["nodegroup"]["release_version"] == RELEASE_131
-    assert result["progress"] == dict(nodes_total=3, nodes_updated=3)
+    assert result["nodegroup_update"]["eks_update"]["id"] == version_id and result["nodegroup_update"]["eks_update"]["status"] == "Successful"
+    assert result["nodegroup_update"]["eks_update"]["created_at"] == "2025-01-06T09:30:00+00:00"
+    assert result["nodegroup_update"]["plan"]["expected_release_version"] == RELEASE_131
+    assert result["nodegroup_update"]["nodegroup"]["version"] == "1.31" and result["nodegroup_update"]["nodegroup"]["release_version"] == RELEASE_131
+    assert result["nodegroup_update"]["progress"] == dict(nodes_total=3, nodes_updated=3)
     assert "is on kubernetes_version 1.31" in result["msg"]
     assert result["diff"]["before"]["update_config"]["update_strategy"] == "DEFAULT"
     assert result["diff"]["after"] == dict(
@@ -352,8 +352,8 @@ def test_launch_template_version_of_a_custom_template_with_force(aws, run):
                NAMES)
     expect_progress(aws, version="5", instances=[("InService", "5")] * 2)
     result = run(launch_template_version=4, force=True)
-    assert result["changed"] and result["finished"], result
-    assert result["nodegroup"]["launch_template"] == dict(id=USER_LT, name="workers-lt", version="4")
+    assert result["changed"] and result["nodegroup_update"]["finished"], result
+    assert result["nodegroup_update"]["nodegroup"]["launch_template"] == dict(id=USER_LT, name="workers-lt", version="4")
     assert aws.update_calls == ["UpdateNodegroupVersion"]
     aws.assert_all_used()
 
@@ -365,8 +365,8 @@ def test_release_version_sends_its_kubernetes_version(aws, run):
     aws.expect("eks", "describe_nodegroup", nodegroup(status="UPDATING"), NAMES)
     expect_progress(aws)
     result = run(release_version=RELEASE_131, wait=False)
-    assert result["changed"] is True and result["finished"] is False, result
-    assert result["eks_update"]["status"] == "InProgress" and "still InProgress" in result["msg"]
+    assert result["changed"] is True and result["nodegroup_update"]["finished"] is False, result
+    assert result["nodegroup_update"]["eks_update"]["status"] == "InProgress" and "still InProgress" in result["msg"]
     aws.assert_all_used()
 
 
@@ -380,9 +380,9 @@ def test_our_update_in_progress_is_followed_not_started_again(aws, run):
     aws.expect("eks", "describe_nodegroup", nodegroup(version="1.31", releaseVersion=RELEASE_131), NAMES)
     expect_progress(aws, version="2", instances=[("InService", "2")] * 3)
     result = run(kubernetes_version="1.31", max_unavailable=4)
-    assert result["changed"] is False and result["finished"] is True, result
-    assert result["plan"]["action"] == "follow"
-    assert result["eks_update"]["id"] == "f0110000-0000-4000-8000-000000000004"
+    assert result["changed"] is False and result["nodegroup_update"]["finished"] is True, result
+    assert result["nodegroup_update"]["plan"]["action"] == "follow"
+    assert result["nodegroup_update"]["eks_update"]["id"] == "f0110000-0000-4000-8000-000000000004"
     assert aws.update_calls == []
     aws.assert_all_used()
 
@@ -399,7 +399,7 @@ def test_our_config_update_in_progress_is_waited_for_then_the_version_update_sta
     expect_progress(aws)
     result = run(kubernetes_version="1.31", max_unavailable=2, wait=False)
     assert aws.update_calls == ["UpdateNodegroupVersion"]
-    assert result["plan"]["pending_config_update_id"] == "c0nf" and result["changed"] is True
+    assert result["nodegroup_update"]["plan"]["pending_config_update_id"] == "c0nf" and result["changed"] is True
     aws.assert_all_used()
 
 
@@ -409,8 +409,8 @@ def test_check_mode_shows_the_plan_and_calls_no_update(aws, run):
     expect_reads(aws)
     expect_progress(aws)
     result = run(kubernetes_version="1.31", max_unavailable_percentage=25, force=True, check=True, diff=True)
-    assert result["changed"] is True and result["finished"] is False, result
-    plan = result["plan"]
+    assert result["changed"] is True and result["nodegroup_update"]["finished"] is False, result
+    plan = result["nodegroup_update"]["plan"]
     assert plan["action"] == "start"
     assert plan["config_update"] == dict(NAMES, updateConfig={"maxUnavailablePercentage": 25,
                                                               "updateStrategy": "DEFAULT"})
@@ -441,11 +441,11 @@ def test_a_failed_update_fails_with_eks_error_code_and_message(aws, run):
     assert result["failed"] is True and result["code"] == "PodEvictionFailure", result
     assert "Reached max retries while trying to evict pods from nodes in node group workers" in result["msg"]
     assert "ip-192-168-1-20.us-west-2.compute.internal" in result["msg"]
-    assert result["changed"] is True and result["finished"] is False
-    assert result["eks_update"]["status"] == "Failed" and result["eks_update"]["errors"][0]["error_code"] == \
+    assert result["changed"] is True and result["nodegroup_update"]["finished"] is False
+    assert result["nodegroup_update"]["eks_update"]["status"] == "Failed" and result["nodegroup_update"]["eks_update"]["errors"][0]["error_code"] == \
         "PodEvictionFailure"
-    assert result["nodegroup"]["health_issues"][0]["code"] == "PodEvictionFailure"
-    assert result["progress"] == dict(nodes_total=3, nodes_updated=1)
+    assert result["nodegroup_update"]["nodegroup"]["health_issues"][0]["code"] == "PodEvictionFailure"
+    assert result["nodegroup_update"]["progress"] == dict(nodes_total=3, nodes_updated=1)
     aws.assert_all_used()
 
 
@@ -464,10 +464,10 @@ def test_wait_timeout_returns_unfinished_not_failed(aws, run, clock):
     expect_progress(aws, version="2", instances=[("InService", "2"), ("InService", "1"), ("InService", "1"),
                                                  ("Pending", "2")])
     result = run(kubernetes_version="1.31", wait_timeout=25, diff=True)
-    assert not result.get("failed") and result["finished"] is False and result["changed"] is True, result
-    assert result["eks_update"]["status"] == "InProgress" and "still InProgress" in result["msg"]
-    assert result["nodegroup"]["status"] == "UPDATING"
-    assert result["progress"] == dict(nodes_total=3, nodes_updated=1)
+    assert not result.get("failed") and result["nodegroup_update"]["finished"] is False and result["changed"] is True, result
+    assert result["nodegroup_update"]["eks_update"]["status"] == "InProgress" and "still InProgress" in result["msg"]
+    assert result["nodegroup_update"]["nodegroup"]["status"] == "UPDATING"
+    assert result["nodegroup_update"]["progress"] == dict(nodes_total=3, nodes_updated=1)
     assert clock.sleeps == [15, 10]
     assert result["diff"]["after"]["version"] == "1.31"
     aws.assert_all_used()
@@ -484,8 +484,8 @@ def test_wait_timeout_during_the_config_update_starts_no_version_update(aws, run
     aws.expect("eks", "describe_nodegroup", nodegroup(status="UPDATING"), NAMES)
     expect_progress(aws)
     result = run(kubernetes_version="1.31", max_unavailable=2, wait_timeout=10)
-    assert result["changed"] is True and result["finished"] is False, result
-    assert (result["eks_update"]["type"], result["eks_update"]["status"]) == ("ConfigUpdate", "InProgress")
+    assert result["changed"] is True and result["nodegroup_update"]["finished"] is False, result
+    assert (result["nodegroup_update"]["eks_update"]["type"], result["nodegroup_update"]["eks_update"]["status"]) == ("ConfigUpdate", "InProgress")
     assert aws.update_calls == ["UpdateNodegroupConfig"] and clock.sleeps == [10]
     aws.assert_all_used()
 
@@ -503,7 +503,7 @@ def test_return_after_hands_back_progress_before_wait_timeout(aws, run, clock):
     expect_a_started_update_still_running(aws, "71ae0000-0000-4000-8000-000000000007")
     expect_progress(aws)
     result = run(kubernetes_version="1.31", wait_timeout=3600, return_after=20)
-    assert not result.get("failed") and result["finished"] is False and result["timed_out"] is False, result
+    assert not result.get("failed") and result["nodegroup_update"]["finished"] is False and result["nodegroup_update"]["timed_out"] is False, result
     assert clock.sleeps == [15, 5]
     aws.assert_all_used()
 
@@ -520,8 +520,8 @@ def test_following_since_counts_wait_timeout_across_runs(aws, run, clock):
     with mock.patch.object(eks_nodegroup_update.time, "time", return_value=1_800_000_000.0):
         result = run(kubernetes_version="1.31", wait_timeout=3600, following_since=1_800_000_000.0 - 3590,
                      return_after=60)
-    assert not result.get("failed") and result["finished"] is False and result["timed_out"] is True, result
-    assert result["following_since"] == 1_800_000_000.0 - 3590
+    assert not result.get("failed") and result["nodegroup_update"]["finished"] is False and result["nodegroup_update"]["timed_out"] is True, result
+    assert result["nodegroup_update"]["following_since"] == 1_800_000_000.0 - 3590
     assert clock.sleeps == [10]
     aws.assert_all_used()
 
@@ -546,7 +546,7 @@ def test_update_id_reports_a_failed_update_and_starts_no_other(aws, run):
     expect_progress(aws)
     result = run(kubernetes_version="1.31", update_id=update_id)
     assert result["failed"] and result["code"] == "PodEvictionFailure", result
-    assert result["eks_update"]["id"] == update_id
+    assert result["nodegroup_update"]["eks_update"]["id"] == update_id
     assert aws.update_calls == [] and "ListUpdates" not in aws.calls
     aws.assert_all_used()
 
@@ -560,8 +560,8 @@ def test_update_id_follows_that_update_to_its_end(aws, run, clock):
     aws.expect("eks", "describe_nodegroup", nodegroup(version="1.31", releaseVersion=RELEASE_131), NAMES)
     expect_progress(aws)
     result = run(kubernetes_version="1.31", update_id=update_id, return_after=60)
-    assert not result.get("failed") and result["finished"] and not result["changed"], result
-    assert result["plan"]["action"] == "follow" and result["eks_update"]["status"] == "Successful"
+    assert not result.get("failed") and result["nodegroup_update"]["finished"] and not result["changed"], result
+    assert result["nodegroup_update"]["plan"]["action"] == "follow" and result["nodegroup_update"]["eks_update"]["status"] == "Successful"
     assert "ListUpdates" not in aws.calls and aws.update_calls == [] and clock.sleeps == [15]
     aws.assert_all_used()
 

@@ -53,10 +53,11 @@ def test_new_image_creates_a_version_pins_the_asg_and_writes_the_journal(world, 
     """U1."""
     result = run(image_id=world.new_ami, run_id="run-1")
     assert result["changed"] is True, result
-    assert result["asg_name"] == ASG_NAME
+    assert result["launch_template"]["asg_name"] == ASG_NAME
     assert result["launch_template"] == dict(
         id=world.lt_id, name=LT_NAME, previous_version=1, version=2, previous_image_id=world.old_ami,
-        image_id=world.new_ami, created=True, pinned=True, default_version=1)
+        image_id=world.new_ami, created=True, pinned=True, default_version=1, asg_name=ASG_NAME,
+        journal=result["launch_template"]["journal"])
     assert world.asg()["LaunchTemplate"] == {"LaunchTemplateId": world.lt_id, "LaunchTemplateName": LT_NAME,
                                              "Version": "2"}
     [new_version] = [v for v in world.lt_versions() if v["VersionNumber"] == 2]
@@ -66,7 +67,7 @@ def test_new_image_creates_a_version_pins_the_asg_and_writes_the_journal(world, 
     assert journal["run_id"] == "run-1" and journal["phase"] == "setup"
     assert (journal["previous_launch_template_version"], journal["target_launch_template_version"]) == ("1", "2")
     assert (journal["launch_template_id"], journal["target_image_id"]) == (world.lt_id, world.new_ami)
-    assert result["journal"]["run_id"] == "run-1"
+    assert result["launch_template"]["journal"]["run_id"] == "run-1"
 
 
 def test_second_run_changes_nothing(world, run):
@@ -138,7 +139,7 @@ def test_each_self_managed_kind_gets_its_new_version(capsys, kind, convention):
     with mock_aws():
         world = MotoNodegroup(kind=kind, convention=convention or "terraform")
         result = run_module_in_process(launch_template_version.main, dict(BASE, image_id=world.new_ami), capsys)
-        assert result["changed"] is True and result["asg_name"] == world.asg_name, result
+        assert result["changed"] is True and result["launch_template"]["asg_name"] == world.asg_name, result
         assert world.asg()["LaunchTemplate"]["Version"] == "2"
 
 
@@ -188,7 +189,7 @@ def test_a_later_phase_journal_for_the_same_target_is_kept(world, run):
         PropagateAtLaunch=False)])
     result = run(image_id=world.new_ami)
     assert result["changed"] is False
-    assert result["journal"]["phase"] == "upgrade"
+    assert result["launch_template"]["journal"]["phase"] == "upgrade"
 
 
 def test_asg_on_latest_alias_gets_pinned_to_the_number(capsys):
@@ -197,7 +198,7 @@ def test_asg_on_latest_alias_gets_pinned_to_the_number(capsys):
         result = run_module_in_process(launch_template_version.main, dict(BASE, version=1), capsys)
         assert (result["changed"], result["launch_template"]["pinned"]) == (True, True)
         assert world.asg()["LaunchTemplate"]["Version"] == "1"
-        assert result["journal"]["previous_launch_template_version"] == "1"
+        assert result["launch_template"]["journal"]["previous_launch_template_version"] == "1"
 
 
 def test_pin_asg_false_leaves_the_asg_and_journal_alone(world, run):
@@ -246,7 +247,8 @@ def test_issue10_item24_a_race_refused_by_aws_after_the_journal_is_neither_input
     assert (failed["code"], failed["aws_error_code"]) == ("ApiError", "ValidationError")
     assert "ValidationError: Scaling activity in progress" in failed["msg"]
     assert "before that, this run wrote the upgrade journal; suspended processes AZRebalance" in failed["msg"]
-    assert "launch_template" not in failed  # no version was created
+    # No version was created: the result names the group and template only.
+    assert failed["launch_template"] == dict(asg_name=world.asg_name, id=world.lt_id)
     assert journal_tags(world)["phase"] == "setup"
 
 
@@ -304,7 +306,7 @@ def test_a1_processes_are_suspended_and_recorded_before_the_group_is_pinned(worl
         result = run(image_id=world.new_ami, diff=True)
     assert not result.get("failed"), result
     assert at_pin == [(sorted(A1), "AlarmNotification,ScheduledActions,ReplaceUnhealthy")]
-    assert result["journal"]["suspended_processes"] == ["AlarmNotification", "ScheduledActions", "ReplaceUnhealthy"]
+    assert result["launch_template"]["journal"]["suspended_processes"] == ["AlarmNotification", "ScheduledActions", "ReplaceUnhealthy"]
     assert result["diff"]["before"]["suspended_processes"] == ["AZRebalance"]
     assert result["diff"]["after"]["suspended_processes"] == sorted(A1)
     assert run(image_id=world.new_ami)["changed"] is False
@@ -327,7 +329,7 @@ def test_a1_a_crash_between_the_journal_and_the_suspension_is_resumed(world, run
     rerun = run(image_id=world.new_ami)
     assert rerun["changed"] is True and not rerun.get("failed"), rerun
     assert suspended(world) == sorted(A1) and world.asg()["LaunchTemplate"]["Version"] == "2"
-    assert rerun["journal"]["suspended_processes"] == A1
+    assert rerun["launch_template"]["journal"]["suspended_processes"] == A1
 
 
 def test_pin_asg_false_suspends_nothing(world, run):

@@ -45,7 +45,7 @@ def test_documentation_matches_argument_spec():
 def test_examples_and_return_are_valid_yaml():
     examples = yaml.safe_load(node_drain.EXAMPLES)
     assert all("eksops.nodegroup.node_drain" in task for task in examples)
-    assert "nodes" in yaml.safe_load(node_drain.RETURN)
+    assert "nodes" in yaml.safe_load(node_drain.RETURN)["drain"]["contains"]
 
 
 def _params(**overrides):
@@ -106,8 +106,8 @@ def test_drain_result_shape_and_warnings():
     cluster = FakeCluster([make_pod("web-0"), make_pod("cache-0", empty_dir=True)])
     module = FakeModule(cluster, _params(name="node-a"), diff=True)
     result = node_drain.run(module)
-    assert result["changed"] is True and result["requests_made"] == len(cluster.requests)
-    assert result["nodes"]["node-a"]["evicted"] == ["default/cache-0", "default/web-0"]
+    assert result["changed"] is True and result["drain"]["requests_made"] == len(cluster.requests)
+    assert result["drain"]["nodes"]["node-a"]["evicted"] == ["default/cache-0", "default/web-0"]
     assert result["diff"]["after"]["node-a"]["unschedulable"] is True
     assert any("emptyDir" in w for w in module.warnings)
 
@@ -119,7 +119,7 @@ def test_failure_reports_pod_eviction_failure_with_the_nodes():
         node_drain.run(module)
     err, result = module.failure
     assert err.code == "PodEvictionFailure"
-    assert result["nodes"]["node-a"]["failed"][0]["pod"] == "default/debug"
+    assert result["drain"]["nodes"]["node-a"]["failed"][0]["pod"] == "default/debug"
 
 
 def test_cordon_then_uncordon_states_are_idempotent():
@@ -167,10 +167,10 @@ def test_instance_ids_drain_the_nodes_found_by_provider_id_and_report_instances_
     cluster = NodeListing([make_pod("web-0"), make_pod("web-1", node="node-b")], nodes=nodes)
     params = _params(instance_ids=[first, second, "i-0c"], nodegroup_name="workers", cluster_name="demo")
     result = node_drain.run(group_module(group_world, cluster, params))
-    assert result["instances"] == {first: "node-a", second: "node-b", "i-0c": None}
-    assert sorted(result["nodes"]) == ["node-a", "node-b"]
-    assert result["nodes"]["node-b"]["evicted"] == ["default/web-1"]
-    assert result["requests_made"] == len(cluster.requests)
+    assert result["drain"]["instances"] == {first: "node-a", second: "node-b", "i-0c": None}
+    assert sorted(result["drain"]["nodes"]) == ["node-a", "node-b"]
+    assert result["drain"]["nodes"]["node-b"]["evicted"] == ["default/web-1"]
+    assert result["drain"]["requests_made"] == len(cluster.requests)
     assert [r[2] for r in cluster.verbs("list", "nodes")][0] == group_world.selector
 
 
@@ -180,7 +180,8 @@ def test_instance_ids_without_any_node_change_nothing(group_world):
     result = node_drain.run(group_module(group_world, cluster, params))
     # with a label: that LIST, then every node (a node that lost its label is still found); without: every node
     lists = [group_world.selector, None] if group_world.selector else [None]
-    assert result == {"changed": False, "nodes": {}, "instances": {"i-0c": None}, "requests_made": len(lists)}
+    assert result == {"changed": False,
+                      "drain": {"nodes": {}, "instances": {"i-0c": None}, "requests_made": len(lists)}}
     assert [r[2] for r in cluster.verbs("list", "nodes")] == lists
     assert not cluster.verbs("patch")
 
@@ -188,7 +189,7 @@ def test_instance_ids_without_any_node_change_nothing(group_world):
 def test_instance_ids_without_a_node_group_list_every_node_once():
     cluster = NodeListing(nodes=[ec2_node("node-a", "i-0a")])
     result = node_drain.run(FakeModule(cluster, _params(instance_ids=["i-0a"], state="cordon")))
-    assert result["instances"] == {"i-0a": "node-a"} and result["changed"] is True
+    assert result["drain"]["instances"] == {"i-0a": "node-a"} and result["changed"] is True
     assert [r[2] for r in cluster.verbs("list", "nodes")] == [None]
 
 
@@ -271,8 +272,8 @@ def test_issue10_item24_the_groups_own_nodes_are_cordoned_without_asking_ec2(gro
     module = group_module(group_world, cluster, params)
     monkeypatch.delitem(module.aws_clients, "ec2")  # KeyError if the check asked EC2
     result = node_drain.run(module)
-    assert result["changed"] and sorted(n for n, r in result["nodes"].items() if r["cordoned"]) == ["node-a", "node-b"]
-    assert result["requests_made"] == len(cluster.requests)
+    assert result["changed"] and sorted(n for n, r in result["drain"]["nodes"].items() if r["cordoned"]) == ["node-a", "node-b"]
+    assert result["drain"]["requests_made"] == len(cluster.requests)
 
 
 def test_nodegroup_name_needs_cluster_name(capsys):

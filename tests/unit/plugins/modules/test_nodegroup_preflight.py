@@ -154,10 +154,10 @@ def test_run_examines_the_pods_of_the_groups_nodes_only(capsys, kind, convention
             result = run_module_in_process(nodegroup_preflight.main, dict(cluster_name=CLUSTER,
                                                                           nodegroup_name=NODEGROUP), capsys)
     assert not result.get("failed"), result
-    assert result["pods_examined"] == 2
+    assert result["preflight"]["pods_examined"] == 2
     # batch (one replica too) runs on another group's node: not this upgrade's concern
-    assert checks(result["warnings_found"]) == [("single_replica", "default", "billing")]
-    assert result["blocking"] == []
+    assert checks(result["preflight"]["warnings_found"]) == [("single_replica", "default", "billing")]
+    assert result["preflight"]["blocking"] == []
     assert sorted(kwargs["field_selector"] for dummy, kwargs in pods.calls) == sorted(
         "spec.nodeName=" + n["metadata"]["name"] for n in group_nodes)
 

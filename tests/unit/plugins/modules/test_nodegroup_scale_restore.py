@@ -110,7 +110,7 @@ def test_without_a_journal_nothing_changes(world, run):
     cluster = FakeCluster(world)
     result = run(cluster)
     assert not result.get("failed"), result
-    assert result["changed"] is False and result["nodegroup_scale_restore"]["journal_found"] is False
+    assert result["changed"] is False and result["restore"]["journal_found"] is False
     assert cluster.drained == [] and sizes(world) == (0, 12, 4)
 
 
@@ -120,7 +120,7 @@ def test_u6_check_mode_plans_and_changes_nothing(surged, run):
     result = run(cluster, check=True, diff=True)
     assert not result.get("failed"), result
     assert result["changed"] is True
-    plan = result["nodegroup_scale_restore"]
+    plan = result["restore"]
     assert plan["after"] == dict(min_size=0, max_size=12, desired_capacity=4)
     assert len(plan["removed_instances"]) == 6
     assert sorted(plan["resumed_processes"]) == sorted(p for p in A1 if p != "AZRebalance")
@@ -134,7 +134,7 @@ def test_u6_restores_exactly_resumes_only_ours_and_clears_the_journal_last(surge
     cluster = FakeCluster(surged)
     result = run(cluster)
     assert not result.get("failed"), result
-    out = result["nodegroup_scale_restore"]
+    out = result["restore"]
     removed = out["removed_instances"]
     assert len(removed) == 6
     # drained like any other node, before termination, with our drain options
@@ -169,7 +169,7 @@ def test_the_scale_in_protection_the_upgrade_set_is_removed_and_no_other(world, 
     # Exactly the protected instances that stay are unprotected (which instances are surplus may vary: when all
     # four go, nothing is left to unprotect, which a clean-clone run once hit).
     stayed = protected & set(i["InstanceId"] for i in remaining)
-    assert set(result["nodegroup_scale_restore"].get("unprotected_instances", [])) == stayed
+    assert set(result["restore"].get("unprotected_instances", [])) == stayed
     assert not any(i["ProtectedFromScaleIn"] for i in remaining)
 
 
@@ -182,7 +182,7 @@ def test_a_group_protecting_its_own_instances_is_left_alone(world, capsys, run):
     assert Journal.from_tags(world.asg()["Tags"]).scale_in_protection == "theirs"
     result = run(FakeCluster(world))
     assert not result.get("failed"), result
-    assert "unprotected_instances" not in result["nodegroup_scale_restore"]
+    assert "unprotected_instances" not in result["restore"]
     assert all(i["ProtectedFromScaleIn"] == (i["InstanceId"] == first) for i in world.asg()["Instances"])
 
 
@@ -192,8 +192,8 @@ def test_accept_current_capacity_finishes_the_restore_keeping_the_autoscalers_no
     surged.autoscaling.set_desired_capacity(AutoScalingGroupName=ASG_NAME, DesiredCapacity=11)
     result = run(FakeCluster(surged), accept_current_capacity=True)
     assert not result.get("failed"), result
-    assert result["nodegroup_scale_restore"]["after"] == dict(min_size=0, max_size=12, desired_capacity=5)
-    assert sizes(surged) == (0, 12, 5) and len(result["nodegroup_scale_restore"]["removed_instances"]) == 6
+    assert result["restore"]["after"] == dict(min_size=0, max_size=12, desired_capacity=5)
+    assert sizes(surged) == (0, 12, 5) and len(result["restore"]["removed_instances"]) == 6
     assert not any(k.startswith("eksops.nodegroup/") for k in surged.tags())
 
 
@@ -206,9 +206,9 @@ def test_c3_autoscaler_change_stops_without_restoring(surged, run, on_autoscaler
     if on_autoscaler == "fail":
         assert result["failed"] is True and result["code"] == "ClusterAutoscalerActive"
     else:
-        assert not result.get("failed") and result["changed"] is False and result["autoscaler_detected"] is True
+        assert not result.get("failed") and result["changed"] is False and result["restore"]["autoscaler_detected"] is True
     assert "11" in result["msg"] and "10" in result["msg"]
-    assert isinstance(result["scaling_activities"], list)
+    assert isinstance(result["restore"]["scaling_activities"], list)
     assert cluster.drained == [] and sizes(surged) == (0, 12, 11) and surged.tags() == tags
 
 
@@ -229,7 +229,7 @@ def test_c3_autoscaler_change_during_the_drain_stops_before_any_removal(surged, 
     if on_autoscaler == "fail":
         assert result["failed"] is True and result["code"] == "ClusterAutoscalerActive"
     else:
-        assert not result.get("failed") and result["autoscaler_detected"] is True
+        assert not result.get("failed") and result["restore"]["autoscaler_detected"] is True
     assert result["changed"] is True  # the surplus nodes were drained
     assert len(cluster.drained) == 1
     assert sizes(surged) == (0, 12, 11)
@@ -240,7 +240,7 @@ def test_c3_autoscaler_change_during_the_drain_stops_before_any_removal(surged, 
 
 def test_drain_failure_keeps_the_journal_and_sizes(surged, run):
     first = FakeCluster(surged)
-    plan = run(first, check=True)["nodegroup_scale_restore"]["removed_instances"]
+    plan = run(first, check=True)["restore"]["removed_instances"]
     cluster = FakeCluster(surged, failing=[plan[0]["node_name"]])
     result = run(cluster)
     assert result["failed"] is True and result["code"] == "PodEvictionFailure"
@@ -250,7 +250,7 @@ def test_drain_failure_keeps_the_journal_and_sizes(surged, run):
 
 
 def test_u6_a_surplus_node_that_joined_after_the_plan_is_drained_too(surged, run):
-    plan = run(FakeCluster(surged), check=True)["nodegroup_scale_restore"]["removed_instances"]
+    plan = run(FakeCluster(surged), check=True)["restore"]["removed_instances"]
     late = plan[0]["instance_id"]
     cluster = FakeCluster(surged, joined_late=[late])
     result = run(cluster)
@@ -260,7 +260,7 @@ def test_u6_a_surplus_node_that_joined_after_the_plan_is_drained_too(surged, run
 
 
 def test_u6_a_surplus_node_still_running_pods_is_not_terminated(surged, run):
-    plan = run(FakeCluster(surged), check=True)["nodegroup_scale_restore"]["removed_instances"]
+    plan = run(FakeCluster(surged), check=True)["restore"]["removed_instances"]
     cluster = FakeCluster(surged, still_running=[plan[0]["instance_id"]])
     result = run(cluster)
     assert result["failed"] is True and result["code"] == "PodEvictionFailure"
@@ -276,7 +276,7 @@ def test_resumes_when_a_crash_left_the_group_below_the_journal(surged, run):
     surged.autoscaling.terminate_instance_in_auto_scaling_group(InstanceId=victim, ShouldDecrementDesiredCapacity=True)
     result = run(FakeCluster(surged))
     assert not result.get("failed"), result
-    assert len(result["nodegroup_scale_restore"]["removed_instances"]) == 5
+    assert len(result["restore"]["removed_instances"]) == 5
     assert sizes(surged) == (0, 12, 4)
 
 
@@ -326,6 +326,6 @@ def test_c3_crash_between_a_surge_step_terminate_and_its_journal_write_restores(
     surged.autoscaling.terminate_instance_in_auto_scaling_group(InstanceId=victim, ShouldDecrementDesiredCapacity=True)
     result = run(FakeCluster(surged))
     assert not result.get("failed"), result
-    assert result["autoscaler_detected"] is False
+    assert result["restore"]["autoscaler_detected"] is False
     assert sizes(surged) == (0, 12, 4)
     assert not any(k.startswith("eksops.nodegroup/") for k in surged.tags())

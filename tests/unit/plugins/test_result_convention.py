@@ -1,0 +1,46 @@
+"""Issue 12: every module returns its result under one key named after what it manages, with Ansible's own keys
+(changed, msg, diff) beside it and, on failure only, the error's code and details. The roles, the report and the
+integration tests read these keys; run_module_in_process checks each result it returns against them."""
+
+from __future__ import annotations
+
+import importlib
+import pathlib
+
+import pytest
+import yaml
+
+from .module_docs import result_key
+
+MODULES = sorted(path.stem for path in (pathlib.Path(__file__).resolve().parents[3] / "plugins" / "modules").glob("*.py")
+                 if path.stem != "__init__")
+
+# What each module manages, and so the key its result is under.
+RESULT_KEYS = {
+    "asg_instance_terminate": "termination",
+    "asg_surge": "surge",
+    "eks_nodegroup_update": "nodegroup_update",
+    "launch_template_version": "launch_template",
+    "node_drain": "drain",
+    "nodegroup_info": "nodegroup",
+    "nodegroup_lease": "lease",
+    "nodegroup_preflight": "preflight",
+    "nodegroup_scale_restore": "restore",
+}
+
+
+def load(name):
+    return importlib.import_module("ansible_collections.eksops.nodegroup.plugins.modules." + name)
+
+
+def test_every_module_is_listed():
+    assert sorted(RESULT_KEYS) == MODULES
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_the_result_is_one_documented_dict(name):
+    module = load(name)
+    key = result_key(module)
+    assert key == RESULT_KEYS[name]
+    entry = yaml.safe_load(module.RETURN)[key]
+    assert entry["type"] == "dict" and entry["returned"] in ("always", "success") and entry.get("contains"), name
