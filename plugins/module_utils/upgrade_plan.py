@@ -65,7 +65,7 @@ def upgrade_plan(old, node_count, az_count, update_strategy="default", max_unava
         queue = [instance_id for batch in batches for instance_id in batch]
         steps = place_surge_steps(surge_steps(len(old), max_surge, max_unavailable), queue, size)
         # SPEC S4: the group's size stays in this range.
-        size_range = [size - max_unavailable, size + max_surge]
+        size_range = [max(0, size - max_unavailable), size + max_surge]
     return dict(
         strategy=strategy,
         node_count=node_count,

@@ -252,10 +252,9 @@ def surplus_instances(asg, nodes, count):
     return scale_in_choice(joined, count, int(group_version) if group_version.isdigit() else None)
 
 
-def plan_restore(asg, journal, nodes, result):
-    """What the restore does, also put in ``result``: (the sizes after, the surplus instances, the processes to
-    resume, the diff)."""
-    before = asg_sizes(asg)
+def plan_restore(asg, before, journal, nodes, result):
+    """What the restore does to ``asg``, whose sizes are ``before``, also put in ``result``: (the sizes after, the
+    surplus instances, the processes to resume, the diff)."""
     after = restored_sizes(journal, before)
     surplus = surplus_instances(asg, nodes, before["desired_capacity"] - after["desired_capacity"])
     suspended = suspended_process_names(asg)
@@ -351,7 +350,8 @@ def run(module):
         # Issue 10 item 23: the documented way out after ClusterAutoscalerActive.
         journal = check_capacity_unmoved(module, autoscaling, asg, journal)
 
-    after, surplus, to_resume, diff = plan_restore(asg, journal, list_nodegroup_nodes(module.core_v1(), group), result)
+    after, surplus, to_resume, diff = plan_restore(asg, before, journal, list_nodegroup_nodes(module.core_v1(), group),
+                                                result)
     if module.check_mode:
         result["elapsed_seconds"] = round(time.time() - started_clock, 1)
         return module.with_diff(dict(changed=True, restore=result), **diff)

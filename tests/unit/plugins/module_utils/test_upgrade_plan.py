@@ -54,6 +54,12 @@ def test_surge_plan_on_a_resumed_run_counts_the_nodes_already_replaced():
     assert [i for step in plan["steps"] for i in step["instance_ids"]] == [i for batch in plan["batches"] for i in batch]
 
 
+def test_surge_size_range_never_goes_below_zero_nodes():
+    """S4 with max_unavailable above the node count: the group can lose every node, not more."""
+    plan = plans.upgrade_plan(instances(2), 2, 3, max_surge=1, max_unavailable=5, seed=1)
+    assert plan["size_range"] == [0, 3]
+
+
 def test_only_a_surge_plan_has_steps_and_a_size_range():
     plan = plans.upgrade_plan(instances(3), 3, 3, seed=1)
     assert (plan["steps"], plan["size_range"]) == (None, None)
