@@ -2,6 +2,9 @@
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
 
 DOCUMENTATION = r"""
 ---
@@ -49,12 +52,12 @@ _value:
 """
 
 
-def phase_ended(phase_seconds, phase, started, now):
+def phase_ended(phase_seconds: Mapping[str, float], phase: str, started: float | str, now: float | str) -> dict[str, float]:
     times = dict(phase_seconds)
     times[phase] = round(float(now) - float(started), 1)
     return times
 
 
 class FilterModule(object):
-    def filters(self):
+    def filters(self) -> dict[str, Callable[..., dict[str, float]]]:
         return {"phase_ended": phase_ended}

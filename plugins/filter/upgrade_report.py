@@ -2,6 +2,10 @@
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
 
 DOCUMENTATION = r"""
 ---
@@ -92,7 +96,7 @@ _value:
 _UNSET = object()
 
 
-def _dig(value, *keys):
+def _dig(value: Any, *keys: str) -> Any:
     for key in keys:
         if not isinstance(value, dict) or key not in value:
             return _UNSET
@@ -100,7 +104,7 @@ def _dig(value, *keys):
     return value
 
 
-def _known(run, key, fallback):
+def _known(run: Mapping[str, Any], key: str, fallback: Any) -> Any:
     """What is known of the group: the setup phase's result, else its discovery, else the description taken after
     the failure (the setup phase may have stopped before it found the group; issue 10 item 24)."""
     for found in (_dig(run, "setup_result", key), _dig(run, "setup_discovery", "nodegroup", key),
@@ -110,7 +114,7 @@ def _known(run, key, fallback):
     return fallback
 
 
-def _status(run):
+def _status(run: Mapping[str, Any]) -> str:
     if run["error"] is not None:
         return "failed"
     if run["check_mode"]:
@@ -118,7 +122,7 @@ def _status(run):
     return "stopped" if (run["scale_down_result"] or {}).get("autoscaler_detected", False) else "succeeded"
 
 
-def _launch_template(setup):
+def _launch_template(setup: Mapping[str, Any]) -> dict[str, Any] | None:
     """The setup's launch template without the journal it wrote: the report names the run by run_id, and the
     journal is the group's bookkeeping (gone once the upgrade ends), not an outcome."""
     launch_template = setup.get("launch_template")
@@ -127,17 +131,19 @@ def _launch_template(setup):
     return dict((key, value) for key, value in launch_template.items() if key != "journal")
 
 
-def _eks_outcome(run):
+def _eks_outcome(run: Mapping[str, Any]) -> dict[str, Any] | None:
     """What EKS did on a managed node group: the role's result, else (the role failed) its last module step."""
     if run["managed_update_result"] is not None:
         return run["managed_update_result"]
     step = run["managed_update_step"]
     if step is None:
         return None
-    return dict(eks_update=step.get("eks_update"), nodegroup=step.get("nodegroup"), progress=step.get("progress"))
+    followed = step.get("nodegroup_update") or {}
+    return dict(eks_update=followed.get("eks_update"), nodegroup=followed.get("nodegroup"),
+                progress=followed.get("progress"))
 
 
-def _drained(run):
+def _drained(run: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Every drained node's result, by node: the upgrade's, the surge upgrade's, the scale-down's."""
     drained = {}
     for results in (run["upgrade_drain_results"], run["surge_upgrade_drain_results"],
@@ -146,19 +152,19 @@ def _drained(run):
     return drained
 
 
-def _pdb_wait_seconds(drained):
+def _pdb_wait_seconds(drained: Mapping[str, Mapping[str, Any]]) -> float | None:
     if drained and all("pdb_wait_seconds" in node for node in drained.values()):
         return round(sum(node["pdb_wait_seconds"] for node in drained.values()), 1)
     return None
 
 
-def _restored(scale_down):
+def _restored(scale_down: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if scale_down is None or scale_down["autoscaler_detected"] or not scale_down.get("journal_found"):
         return None
     return dict(sizes=scale_down["after"], resumed_processes=scale_down["resumed_processes"])
 
 
-def _error_report(error):
+def _error_report(error: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if error is None:
         return None
     summary = "%s in phase %s: %s" % (error["code"], error["phase"], error["msg"])
@@ -169,7 +175,7 @@ def _error_report(error):
     return dict(error, summary="%s | %s" % (summary, error["resume"]))
 
 
-def _pods(drained):
+def _pods(drained: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     nodes = drained.values()
     return dict(
         pods_evicted=sum(len(node["evicted"]) for node in nodes),
@@ -179,7 +185,7 @@ def _pods(drained):
     )
 
 
-def upgrade_report(run):
+def upgrade_report(run: Mapping[str, Any]) -> dict[str, Any]:
     setup = run["setup_result"] or {}
     scale_down = run["scale_down_result"]
     error = run["error"]
@@ -223,5 +229,5 @@ def upgrade_report(run):
 
 
 class FilterModule(object):
-    def filters(self):
+    def filters(self) -> dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]]:
         return {"upgrade_report": upgrade_report}

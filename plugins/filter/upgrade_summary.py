@@ -2,7 +2,10 @@
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
+from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
 import json
 
 DOCUMENTATION = r"""
@@ -48,7 +51,7 @@ _value:
 """
 
 
-def _group_line(report):
+def _group_line(report: Mapping[str, Any]) -> str:
     error = report["error"] or {}
     # "not found" only when that is the error (issue 10 item 24: it was said whenever the name was not known).
     asg = report["asg_name"] or (
@@ -58,7 +61,7 @@ def _group_line(report):
         report["nodegroup_name"], report["cluster_name"], report["kind"] or "kind unknown", asg, report["status"].upper())
 
 
-def _eks_line(eks):
+def _eks_line(eks: Mapping[str, Any] | None) -> str | None:
     if not eks or not eks.get("nodegroup"):
         return None
     update = eks.get("eks_update")
@@ -71,7 +74,7 @@ def _eks_line(eks):
     return line + "."
 
 
-def _target_line(report):
+def _target_line(report: Mapping[str, Any]) -> str | None:
     template = report["launch_template"]
     if not template:
         return None
@@ -80,7 +83,7 @@ def _target_line(report):
         template["previous_image_id"])
 
 
-def _nodes_line(report):
+def _nodes_line(report: Mapping[str, Any]) -> str:
     # Before the setup phase resolved it, max_unavailable is null: shown as nothing, as a template shows null.
     return "Nodes replaced: %d%s (strategy %s, max_unavailable %s%s); surplus nodes removed at scale-down: %d." % (
         len(report["replaced_instances"]),
@@ -90,19 +93,19 @@ def _nodes_line(report):
         len(report["surplus_removed"]))
 
 
-def _pods_line(report):
+def _pods_line(report: Mapping[str, Any]) -> str:
     forced = report["pods_deleted_by_force"]
     return "Pods: %s evicted, %d deleted by force%s, %d removed with a warning; time waiting on PodDisruptionBudgets: %s." % (
         report["pods_evicted"], len(forced), " (%s)" % ", ".join(forced) if forced else "", len(report["pod_warnings"]),
         "not reported" if report["pdb_wait_seconds"] is None else "%s s" % report["pdb_wait_seconds"])
 
 
-def _phase_line(report):
+def _phase_line(report: Mapping[str, Any]) -> str:
     phases = " s, ".join("%s %s" % item for item in report["phase_seconds"].items())
     return "Time per phase: %s s; total %s s." % (phases, report["total_seconds"])
 
 
-def _restored_line(restored):
+def _restored_line(restored: Mapping[str, Any] | None) -> str | None:
     if not restored:
         return None
     sizes = restored["sizes"]
@@ -110,11 +113,11 @@ def _restored_line(restored):
         sizes["min_size"], sizes["max_size"], sizes["desired_capacity"], ", ".join(restored["resumed_processes"]) or "none")
 
 
-def _failed_pod(pod):
+def _failed_pod(pod: Mapping[str, Any]) -> str:
     return "%s (%s%s)" % (pod["pod"], pod["reason"], "; PodDisruptionBudget %s" % pod["pdb"] if pod["pdb"] else "")
 
 
-def _error_lines(error):
+def _error_lines(error: Mapping[str, Any] | None) -> list[str]:
     if not error:
         return []
     lines = ['ERROR %s in phase %s (task "%s"): %s' % (error["code"], error["phase"], error["task"], error["msg"])]
@@ -126,7 +129,7 @@ def _error_lines(error):
     return lines
 
 
-def upgrade_summary(report, report_path=None, stopped_advice=None):
+def upgrade_summary(report: Mapping[str, Any], report_path: str | None = None, stopped_advice: str | None = None) -> list[str]:
     never_joined = report["never_joined"]
     warnings = report["preflight_warnings"]
     lines = [
@@ -157,5 +160,5 @@ def upgrade_summary(report, report_path=None, stopped_advice=None):
 
 
 class FilterModule(object):
-    def filters(self):
+    def filters(self) -> dict[str, Callable[..., list[str]]]:
         return {"upgrade_summary": upgrade_summary}

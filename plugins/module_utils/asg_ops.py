@@ -8,15 +8,22 @@ Terminations are in termination.py, the node group's nodes in nodegroup_nodes.py
 group_watch.py.
 """
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 import datetime
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import AUTOSCALER_ACTIVE, UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import parse_utc_iso, write_journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, parse_utc_iso, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import claim
 from ansible_collections.eksops.nodegroup.plugins.module_utils.launch_templates import target_lt_version
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import asg_launch_template
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import autoscaler_changed
+
+if TYPE_CHECKING:
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 
 # SPEC A1: the processes that would replace or rebalance nodes behind our back.
 DEFAULT_SUSPENDED_PROCESSES = ["AZRebalance", "AlarmNotification", "ScheduledActions", "ReplaceUnhealthy"]
@@ -24,15 +31,15 @@ DEFAULT_SUSPENDED_PROCESSES = ["AZRebalance", "AlarmNotification", "ScheduledAct
 ASG_POLL_SECONDS = 5.0
 
 
-def utc_now():
+def utc_now() -> datetime.datetime:
     return datetime.datetime.now(datetime.timezone.utc)
 
 
-def asg_sizes(asg):
+def asg_sizes(asg: Mapping[str, Any]) -> dict[str, int]:
     return dict(min_size=asg["MinSize"], max_size=asg["MaxSize"], desired_capacity=asg["DesiredCapacity"])
 
 
-def suspended_process_names(asg):
+def suspended_process_names(asg: Mapping[str, Any]) -> list[str]:
     return [process["ProcessName"] for process in asg.get("SuspendedProcesses", [])]
 
 
@@ -41,7 +48,7 @@ PROTECTION_CHUNK = 50
 SCALE_IN_PROTECTION_OURS, SCALE_IN_PROTECTION_THEIRS = "ours", "theirs"
 
 
-def scale_in_protection_owner(asg):
+def scale_in_protection_owner(asg: Mapping[str, Any]) -> str:
     """Who manages the group's scale-in protection during an upgrade (issue 10 item 22): "theirs" when the
     group protects new instances or any instance is protected already, else "ours"."""
     if asg.get("NewInstancesProtectedFromScaleIn") or any(
@@ -50,7 +57,7 @@ def scale_in_protection_owner(asg):
     return SCALE_IN_PROTECTION_OURS
 
 
-def set_scale_in_protection(autoscaling, asg, protected):
+def set_scale_in_protection(autoscaling: Any, asg: Mapping[str, Any], protected: bool) -> list[str]:
     """Protect (or unprotect) the group's InService instances whose setting differs, so a desired capacity
     lowered behind the upgrade's back cannot terminate a node that still holds pods: "Instance scale-in protection
     starts when the instance state is InService"; TerminateInstanceInAutoScalingGroup, which the upgrade uses,
@@ -65,13 +72,13 @@ def set_scale_in_protection(autoscaling, asg, protected):
     return ids
 
 
-def scaling_activities_since(autoscaling, asg_name, since, max_records=100):
+def scaling_activities_since(autoscaling: Any, asg_name: str, since: datetime.datetime, max_records: int = 100) -> list[dict[str, Any]]:
     """The ASG's scaling activities that started at or after ``since`` (newest first, one page)."""
     activities = autoscaling_api.describe_scaling_activities(autoscaling, asg_name, max_records)
     return [activity for activity in activities if activity.get("StartTime") is None or activity["StartTime"] >= since]
 
 
-def activity_summary(activity):
+def activity_summary(activity: Mapping[str, Any]) -> dict[str, Any]:
     """A scaling activity in snake_case, for results."""
     start = activity.get("StartTime")
     return dict(
@@ -86,7 +93,7 @@ def activity_summary(activity):
 
 # --- journal-driven helpers ---------------------------------------------------------------------------------
 
-def autoscaler_error(autoscaling, asg, journal):
+def autoscaler_error(autoscaling: Any, asg: Mapping[str, Any], journal: Journal) -> UpgradeError:
     """ClusterAutoscalerActive (SPEC C3): the desired capacity is not the one we last set."""
     name = asg["AutoScalingGroupName"]
     since = parse_utc_iso(journal.started_at) or utc_now() - datetime.timedelta(hours=1)
@@ -100,7 +107,7 @@ def autoscaler_error(autoscaling, asg, journal):
         scaling_activities=activities)
 
 
-def check_capacity_unmoved(module, autoscaling, asg, journal):
+def check_capacity_unmoved(module: EksopsModule, autoscaling: Any, asg: Mapping[str, Any], journal: Journal | None) -> Journal | None:
     """SPEC C3 before a module changes anything during an upgrade: the desired capacity is the one the upgrade last
     set (or the one its decrementing termination under way leaves). Otherwise raise ClusterAutoscalerActive, or,
     with the module's accept_current_capacity, adopt the change (Journal.adopt_desired_capacity) and write it to
@@ -122,7 +129,8 @@ def check_capacity_unmoved(module, autoscaling, asg, journal):
     return adopted
 
 
-def resolve_target(ec2, asg, journal, image_id=None, launch_template_version=None):
+def resolve_target(ec2: Any, asg: Mapping[str, Any], journal: Journal | None, image_id: str | None = None,
+                   launch_template_version: int | str | None = None) -> dict[str, Any]:
     """What new nodes run: {launch_template_id, launch_template_version (int), image_id}.
 
     The options win, then the journal's target, then the launch template version the ASG points at.

@@ -3,6 +3,10 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one way the collection reaches AWS: option spec, session/client factory, error translation."""
 
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
 import contextlib
 import functools
 import inspect
@@ -128,7 +132,7 @@ _INVALID_PARAMETER_CODES = frozenset([
 ])
 
 
-def aws_error_code(code):
+def aws_error_code(code: str) -> str:
     """Map an AWS error code to the collection's U8 code."""
     if code in _ACCESS_DENIED_CODES or code.startswith("AccessDenied"):
         return ACCESS_DENIED
@@ -143,13 +147,13 @@ def aws_error_code(code):
     return API_ERROR
 
 
-def _require_boto3():
+def _require_boto3() -> None:
     if not HAS_BOTO3:
         raise UpgradeError(API_ERROR, "boto3 and botocore are required on the host that runs this module",
                            import_error=str(BOTO3_IMPORT_ERROR))
 
 
-def aws_session(params, botocore_session=None):
+def aws_session(params: Mapping[str, Any], botocore_session: botocore.session.Session | None = None) -> boto3.Session:
     """A boto3 Session from the module's AWS options (unset options fall back to boto3's own chain)."""
     _require_boto3()
     if params.get("profile") and (params.get("access_key") or params.get("secret_key")):
@@ -172,12 +176,12 @@ def aws_session(params, botocore_session=None):
     return session
 
 
-def _botocore_session(session):
+def _botocore_session(session: boto3.Session) -> botocore.session.Session:
     # boto3 has no public accessor for the botocore session it wraps.
     return session._session  # pylint: disable=protected-access
 
 
-def _configured_in_botocore(botocore_session, config_name, env_name):
+def _configured_in_botocore(botocore_session: botocore.session.Session, config_name: str, env_name: str) -> bool:
     """Whether the user set a botocore setting (environment or the profile), as opposed to its default."""
     if os.environ.get(env_name):
         return True
@@ -185,13 +189,13 @@ def _configured_in_botocore(botocore_session, config_name, env_name):
         return bool(botocore_session.get_scoped_config().get(config_name))
 
 
-def _default_retries(botocore_session):
+def _default_retries(botocore_session: botocore.session.Session | None) -> dict[str, Any]:
     """The collection's retry defaults, for what the user did not set through botocore's own settings.
 
     AWS_RETRY_MODE / AWS_MAX_ATTEMPTS and the profile's retry_mode / max_attempts win over the defaults; botocore
     applies them itself when the client config leaves them out.
     """
-    retries = {}
+    retries: dict[str, Any] = {}
     if botocore_session is None or not _configured_in_botocore(botocore_session, "retry_mode", "AWS_RETRY_MODE"):
         retries["mode"] = RETRY_MODE
     if botocore_session is None or botocore_session.get_config_variable("max_attempts") is None:
@@ -199,7 +203,7 @@ def _default_retries(botocore_session):
     return retries
 
 
-def client_config(params=None, session=None):
+def client_config(params: Mapping[str, Any] | None = None, session: boto3.Session | None = None) -> BotoConfig:
     """The botocore Config of the collection's clients: the user's ``aws_config`` over the collection's defaults.
 
     Defaults: ``standard`` retries (jittered exponential backoff on throttling and transient errors), 10 attempts
@@ -225,14 +229,14 @@ def client_config(params=None, session=None):
         raise invalid_parameter("aws_config", "aws_config is not a valid botocore client configuration: %s" % exc)
 
 
-def _verify(params):
+def _verify(params: Mapping[str, Any]) -> bool | str | None:
     """botocore's ``verify``: False, a CA bundle path, or None (botocore's own: AWS_CA_BUNDLE, profile ca_bundle)."""
     if params.get("aws_validate_certs") is False:
         return False
     return params.get("aws_ca_bundle") or None
 
 
-def aws_client(params, service, session=None):
+def aws_client(params: Mapping[str, Any], service: str, session: boto3.Session | None = None) -> Any:
     """A botocore client for ``service``: the collection's retries and user agent, ``aws_config`` over them.
 
     Endpoint: the ``endpoint_url`` option when set (one URL for every client of the module: a single-endpoint test
@@ -247,7 +251,7 @@ def aws_client(params, service, session=None):
                               verify=_verify(params))
 
 
-def _explicit_sts_endpoint(botocore_session, config):
+def _explicit_sts_endpoint(botocore_session: botocore.session.Session, config: BotoConfig) -> str | None:
     """The STS endpoint the user configured for STS itself (AWS_ENDPOINT_URL_STS, or ``sts`` in the profile's
     ``services`` section), None when there is none or configured endpoints are ignored."""
     if config.ignore_configured_endpoint_urls or botocore_session.get_config_variable(
@@ -263,7 +267,7 @@ def _explicit_sts_endpoint(botocore_session, config):
     return (services.get("sts") or {}).get("endpoint_url") or None
 
 
-def eks_token_sts_client(params):
+def eks_token_sts_client(params: Mapping[str, Any]) -> Any:
     """The STS client that EKS tokens are presigned with (a presigned GetCallerIdentity URL; no call is made).
 
     The EKS authenticator replays the URL against STS and accepts only STS's own host names, so the token is
@@ -286,7 +290,7 @@ def eks_token_sts_client(params):
         return session.client("sts", endpoint_url=explicit, config=config, verify=_verify(params))
 
 
-def _client_error_to_upgrade_error(exc, operation_hint):
+def _client_error_to_upgrade_error(exc: ClientError, operation_hint: str) -> UpgradeError:
     error = exc.response.get("Error", {})
     code = error.get("Code", "Unknown")
     message = error.get("Message", str(exc))
@@ -304,7 +308,7 @@ def _client_error_to_upgrade_error(exc, operation_hint):
     return UpgradeError(aws_error_code(code), "%s failed: %s: %s" % (operation_hint, code, message), **details)
 
 
-def _botocore_error_to_upgrade_error(exc, operation_hint):
+def _botocore_error_to_upgrade_error(exc: BotoCoreError, operation_hint: str) -> UpgradeError:
     details = dict(operation=operation_hint, aws_error_code=type(exc).__name__)
     if isinstance(exc, (NoCredentialsError, PartialCredentialsError)):
         return UpgradeError(ACCESS_DENIED, "%s failed: no usable AWS credentials (%s); set access_key/secret_key, "
@@ -321,7 +325,7 @@ def _botocore_error_to_upgrade_error(exc, operation_hint):
 
 
 @contextlib.contextmanager
-def translate_aws_errors(operation_hint):
+def translate_aws_errors(operation_hint: str) -> Iterator[None]:
     """Turn botocore errors raised inside the block into UpgradeError with U8 codes.
 
     The AWS error code stays available in ``details["aws_error_code"]``.
@@ -340,14 +344,14 @@ def translate_aws_errors(operation_hint):
         raise
 
 
-def _described(value):
+def _described(value: Any) -> Any:
     """An argument as an error message shows it: a list as "a, b"; anything else as it is."""
     if isinstance(value, (list, tuple, set, frozenset)):
         return ", ".join(str(item) for item in value)
     return value
 
 
-def aws_call(description):
+def aws_call(description: str | Callable[..., str]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorate a function that makes one AWS API call: its botocore errors become UpgradeError with U8 codes
     (translate_aws_errors), and the message says what was attempted. ``description`` is filled from the function's
     arguments by name (``"describe Auto Scaling group {asg_name}"``; a list argument reads "a, b"), or is a
@@ -356,11 +360,11 @@ def aws_call(description):
     Every AWS API call of the collection is such a function, one file per service under module_utils/aws_api/.
     """
 
-    def decorate(function):
+    def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
         signature = inspect.signature(function)
 
         @functools.wraps(function)
-        def call(*args, **kwargs):
+        def call(*args: Any, **kwargs: Any) -> Any:
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
             if callable(description):
@@ -375,7 +379,7 @@ def aws_call(description):
     return decorate
 
 
-def aws_tags_to_dict(tags):
+def aws_tags_to_dict(tags: Iterable[Mapping[str, str]] | dict[str, str] | None) -> dict[str, str]:
     """[{"Key": k, "Value": v}, ...] (any AWS tag shape) -> {k: v}; a dict is returned as a copy."""
     if tags is None:
         return {}
@@ -384,7 +388,7 @@ def aws_tags_to_dict(tags):
     return dict((tag["Key"], tag.get("Value", "")) for tag in tags)
 
 
-def paginate(client, operation, result_key, **kwargs):
+def paginate(client: Any, operation: str, result_key: str, **kwargs: Any) -> list[Any]:
     """All items of a paged AWS describe/list call, in order."""
     items = []
     for page in client.get_paginator(operation).paginate(**kwargs):

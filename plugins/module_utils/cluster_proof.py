@@ -13,12 +13,20 @@ of one cluster and terminate the instances of another (its pods are lost). Two w
   the node-ready timeout has one (a younger one may still be joining).
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
 from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import utc_now
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import parse_utc_iso
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import list_all_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import CLUSTER_UNREACHABLE, UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import describe_instances, join_instances_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import find_nodegroup
+
+if TYPE_CHECKING:
+    import datetime
 
 try:
     from urllib.parse import urlsplit
@@ -31,7 +39,7 @@ NODE_READY_TIMEOUT_DEFAULT = 900
 _DEFAULT_PORTS = {"https": 443, "http": 80}
 
 
-def endpoint_key(url):
+def endpoint_key(url: str | None) -> tuple[str, str, int | None, str]:
     """(scheme, host, port, path) of an API endpoint, so that spellings of one endpoint compare equal."""
     parts = urlsplit((url or "").strip())
     scheme = (parts.scheme or "https").lower()
@@ -39,11 +47,11 @@ def endpoint_key(url):
     return scheme, (parts.hostname or "").lower(), port, parts.path.rstrip("/")
 
 
-def same_endpoint(first, second):
+def same_endpoint(first: str | None, second: str | None) -> bool:
     return endpoint_key(first) == endpoint_key(second)
 
 
-def node_evidence(instances, now, node_ready_timeout):
+def node_evidence(instances: Iterable[Mapping[str, Any]], now: datetime.datetime, node_ready_timeout: float) -> dict[str, Any]:
     """What the group's instances say about the cluster in use: {proven, with_node, missing}.
 
     ``instances``: instances.join_instances_nodes records (node_name set when a node has the instance's
@@ -61,7 +69,8 @@ def node_evidence(instances, now, node_ready_timeout):
                 in_service=len(in_service))
 
 
-def nodeless_instances(instance_ids, ec2_instances, now, node_ready_timeout):
+def nodeless_instances(instance_ids: Iterable[str], ec2_instances: Mapping[str, Mapping[str, Any]], now: datetime.datetime,
+                       node_ready_timeout: float) -> list[dict[str, Any]]:
     """Why each instance without a node has none, for the report (SPEC K2, K4): with the cluster proven, an
     instance without a node never joined it - it is still booting (launched less than ``node_ready_timeout``
     ago) or it failed the node-ready wait. ``ec2_instances``: {instance_id: EC2 description}."""
@@ -81,7 +90,8 @@ def nodeless_instances(instance_ids, ec2_instances, now, node_ready_timeout):
     return found
 
 
-def wrong_cluster_error(cluster_name, api_endpoint, eks_endpoint, evidence=None, asg_name=None):
+def wrong_cluster_error(cluster_name: str, api_endpoint: str, eks_endpoint: str, evidence: Mapping[str, Any] | None = None,
+                        asg_name: str | None = None) -> UpgradeError:
     """ClusterUnreachable naming both endpoints (SPEC K4, U8)."""
     if evidence is None:
         why = "and no node group was given to look for its instances there"
@@ -100,7 +110,7 @@ def wrong_cluster_error(cluster_name, api_endpoint, eks_endpoint, evidence=None,
         instances_with_node=(evidence or {}).get("with_node"), instances_without_node=(evidence or {}).get("missing"))
 
 
-def prove_cluster(params, aws, core_v1, api_endpoint, eks_endpoint):
+def prove_cluster(params: Mapping[str, Any], aws: Callable[[str], Any], core_v1: Any, api_endpoint: str, eks_endpoint: str) -> None:
     """Raise ClusterUnreachable unless the API at ``api_endpoint`` is cluster ``params["cluster_name"]``'s.
 
     ``aws(service)`` gives clients; the node evidence is looked for only when the endpoints differ and the module

@@ -15,6 +15,10 @@ The rooms, one concern each, in ``_drain/``: ``options`` (what is asked), ``pods
 ``module_utils/nodes.py``.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.api import KubeApi
@@ -42,14 +46,14 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import transl
 class _Engine:
     """What the drains of one batch share: the API, the options, the log, the removal scheduler and the gate."""
 
-    def __init__(self, api, options, log):
+    def __init__(self, api: KubeApi, options: DrainOptions, log: Callable[[str], None]) -> None:
         self.api = api
         self.options = options
         self.log = log
         self.scheduler = None
         self.gate = None
 
-    def start(self):
+    def start(self) -> None:
         """The scheduler (P4) and, for evictions, the budget gate (S5); none in check mode."""
         if self.options.check_mode:
             return
@@ -57,14 +61,14 @@ class _Engine:
         if not self.options.disable_eviction:
             self.gate = BudgetGate(self.api, self.scheduler, self.log)
 
-    def stop(self):
+    def stop(self) -> None:
         if self.gate is not None:
             self.gate.stop()
         if self.scheduler is not None:
             self.scheduler.close()
 
 
-def _run_side_by_side(drains):
+def _run_side_by_side(drains: list[NodeDrain]) -> None:
     """Every NodeDrain at once; the first error any of them raised is raised."""
     with ThreadPoolExecutor(max_workers=len(drains), thread_name_prefix="eksops-drain") as pool:
         futures = [pool.submit(drain.run) for drain in drains]
@@ -74,7 +78,8 @@ def _run_side_by_side(drains):
             raise error
 
 
-def drain_nodes(core_v1, node_names, options, *, log=None):
+def drain_nodes(core_v1: Any, node_names: Iterable[str] | None, options: DrainOptions | Mapping[str, Any] | None, *,
+                log: Callable[[str], None] | None = None) -> DrainResult:
     """Cordon all ``node_names`` (D1), then drain them concurrently (D2-D16). Returns a DrainResult.
 
     Raises UpgradeError before touching anything for bad options, unknown nodes and nodes the cluster

@@ -3,6 +3,9 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """EKS-optimized AMIs: Kubernetes versions, AMI families and the SSM public parameters that name them (SPEC U1)."""
 
+from __future__ import annotations
+
+from typing import Any
 import re
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import ssm as ssm_api
@@ -52,12 +55,12 @@ _BOTTLEROCKET_NAME = re.compile(
 _BOTTLEROCKET_SSM_ARCH = {"x86_64": "x86_64", "aarch64": "arm64"}
 
 
-def _version_tuple(kubernetes_version):
+def _version_tuple(kubernetes_version: str) -> tuple[int, int]:
     major, minor = kubernetes_version.split(".")
     return int(major), int(minor)
 
 
-def check_kubernetes_version(kubernetes_version):
+def check_kubernetes_version(kubernetes_version: Any) -> tuple[int, int]:
     """Refuse, naming kubernetes_version, a value that is not a quoted "1.<minor>" or is older than any version
     EKS supports (OLDEST_EKS_KUBERNETES_VERSION), which is what an unquoted YAML 1.30 arrives as ("1.3").
     Returns (major, minor)."""
@@ -92,7 +95,7 @@ def check_kubernetes_version(kubernetes_version):
 _AMI_KUBERNETES_VERSION = re.compile(r"^(?:amazon-eks-.*?-(\d+)\.(\d+)-v|bottlerocket-aws-k8s-(\d+)\.(\d+)-)")
 
 
-def ami_kubernetes_version(image_name):
+def ami_kubernetes_version(image_name: str | None) -> tuple[int, int] | None:
     """(major, minor) of the Kubernetes version an EKS-optimized AMI is built for, from its name; None for an AMI
     of another name (a custom AMI tells nothing)."""
     match = _AMI_KUBERNETES_VERSION.match(image_name or "")
@@ -102,7 +105,7 @@ def ami_kubernetes_version(image_name):
     return numbers[0], numbers[1]
 
 
-def check_not_newer_than_control_plane(parameter, version, what, cluster_version):
+def check_not_newer_than_control_plane(parameter: str, version: tuple[int, int], what: str, cluster_version: str | None) -> None:
     """SPEC K6: refuse a node version (a (major, minor) tuple) newer than the control plane's, as EKS does."""
     if cluster_version and KUBERNETES_VERSION_RE.match(cluster_version) and version > _version_tuple(cluster_version):
         raise invalid_parameter(
@@ -110,7 +113,8 @@ def check_not_newer_than_control_plane(parameter, version, what, cluster_version
             "be newer than the API server" % (what, cluster_version, parameter))
 
 
-def check_version_change(parameter, target_image_name, current_image_name, cluster_version, allow_downgrade):
+def check_version_change(parameter: str, target_image_name: str | None, current_image_name: str | None, cluster_version: str | None,
+                         allow_downgrade: bool) -> None:
     """SPEC K6 and issue 10 item 19, before any change: the new nodes' Kubernetes version (from the target AMI's
     name) is not newer than the control plane's, as EKS refuses it, and not older than the nodes' own unless
     ``allow_downgrade`` (EKS cannot roll a node group back at all). AMIs of other names are not judged."""
@@ -128,7 +132,7 @@ def check_version_change(parameter, target_image_name, current_image_name, clust
             % (target_image_name, words, current[0], current[1], current_image_name, parameter))
 
 
-def eks_ami_ssm_parameter(image_name, kubernetes_version):
+def eks_ami_ssm_parameter(image_name: str | None, kubernetes_version: str) -> str:
     """The SSM public parameter holding the recommended AMI of the same family as ``image_name``.
 
     AL2023 ``amazon-eks-node-al2023-<arch>-<variant>[-<driver>]-<k8s>-v...`` ->
@@ -158,7 +162,7 @@ def eks_ami_ssm_parameter(image_name, kubernetes_version):
         "kubernetes_version cannot be resolved; pass image_id instead" % (image_name,), image_name=image_name)
 
 
-def resolve_eks_ami(ssm, image_name, kubernetes_version):
+def resolve_eks_ami(ssm: Any, image_name: str | None, kubernetes_version: str) -> tuple[str, str]:
     """(image_id, parameter name) of the recommended EKS-optimized AMI for ``kubernetes_version``."""
     parameter_name = eks_ami_ssm_parameter(image_name, kubernetes_version)
     try:

@@ -3,6 +3,9 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Errors with EKS-style codes (SPEC U8), shared by every module of the collection."""
 
+from __future__ import annotations
+
+from typing import Any
 
 NODE_CREATION_FAILURE = "NodeCreationFailure"
 POD_EVICTION_FAILURE = "PodEvictionFailure"
@@ -31,24 +34,24 @@ class UpgradeError(Exception):
     ``fail_json(msg=msg, code=code, **details)``.
     """
 
-    def __init__(self, code, msg, **details):
+    def __init__(self, code: str, msg: str, **details: Any) -> None:
         super(UpgradeError, self).__init__(msg)
         self.code = code
         self.msg = msg
         self.details = details
 
-    def __str__(self):
+    def __str__(self) -> str:
         return "%s: %s" % (self.code, self.msg)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "UpgradeError(%r, %r, **%r)" % (self.code, self.msg, self.details)
 
 
-def invalid_parameter(parameter, msg, **details):
+def invalid_parameter(parameter: str, msg: str, **details: Any) -> UpgradeError:
     """An INVALID_PARAMETER error whose details name the offending option."""
     return UpgradeError(INVALID_PARAMETER, msg, parameter=parameter, **details)
 
 
-def not_found(parameter, msg, **details):
+def not_found(parameter: str, msg: str, **details: Any) -> UpgradeError:
     """A NOT_FOUND error whose details name the option that pointed at the missing resource."""
     return UpgradeError(NOT_FOUND, msg, parameter=parameter, **details)

@@ -5,6 +5,10 @@
 polled in a background thread, so a condition over instances joined with nodes is re-checked on every node
 event and every poll."""
 
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 import threading
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import ASG_POLL_SECONDS, scaling_activities_since
@@ -16,11 +20,16 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes i
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import launch_failure
 from ansible_collections.eksops.nodegroup.plugins.module_utils.termination import describe_known_instances
 
+if TYPE_CHECKING:
+    import datetime
+
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NodegroupRef
+
 
 class GroupSnapshot:
     """What GroupWatch knows at one moment."""
 
-    def __init__(self, asg, instances, failures, nodes):
+    def __init__(self, asg: dict[str, Any], instances: list[dict[str, Any]], failures: list[dict[str, Any]], nodes: list[Any]) -> None:
         self.asg = asg                  # the latest ASG description
         self.instances = instances      # join_instances_nodes records
         self.failures = failures        # planning.launch_failure dicts, newest first
@@ -31,7 +40,8 @@ class GroupWatch:
     """Node events (LIST+WATCH, narrowed by the kind's node label where it has one) plus ASG polls, as one
     condition loop; instances and nodes are joined by spec.providerID (SPEC K2)."""
 
-    def __init__(self, autoscaling, ec2, core_v1, group, activities_since=None, poll_seconds=ASG_POLL_SECONDS):
+    def __init__(self, autoscaling: Any, ec2: Any, core_v1: Any, group: NodegroupRef, activities_since: datetime.datetime | None = None,
+                 poll_seconds: float = ASG_POLL_SECONDS) -> None:
         self.autoscaling = autoscaling
         self.ec2 = ec2
         self.core_v1 = core_v1
@@ -46,7 +56,7 @@ class GroupWatch:
         self._ec2_cache = {}
         self._poll_error = None
 
-    def poll(self):
+    def poll(self) -> None:
         asg = describe_asg(self.autoscaling, self.asg_name)
         unknown = [i["InstanceId"] for i in asg.get("Instances", []) if i["InstanceId"] not in self._ec2_cache]
         # An instance the group launched a moment ago may be unknown to DescribeInstances yet (eventual
@@ -61,14 +71,14 @@ class GroupWatch:
             self._asg = asg
             self._failures = failures
 
-    def snapshot(self, raw_nodes):
+    def snapshot(self, raw_nodes: Iterable[dict[str, Any]]) -> GroupSnapshot:
         nodes = [node_view(raw) for raw in raw_nodes]
         with self._lock:
             asg, failures, ec2_cache = self._asg, list(self._failures), dict(self._ec2_cache)
         instances = join_instances_nodes(asg.get("Instances", []), ec2_cache, nodes)
         return GroupSnapshot(asg, instances, failures, nodes)
 
-    def _poll_loop(self, stop, waker):
+    def _poll_loop(self, stop: threading.Event, waker: Waker) -> None:
         while not stop.wait(self.poll_seconds):
             try:
                 self.poll()
@@ -79,7 +89,7 @@ class GroupWatch:
                 return
             waker.wake()
 
-    def wait(self, condition, timeout):
+    def wait(self, condition: Callable[[GroupSnapshot], object], timeout: float) -> tuple[bool, GroupSnapshot]:
         """Wait until ``condition(snapshot)`` holds; returns (held, last snapshot).
 
         An error of a background poll (AWS API failure) is raised here.

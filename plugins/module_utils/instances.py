@@ -3,10 +3,15 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """A node group's instances: their EC2 descriptions, their nodes (matched by providerID, SPEC K2), and the two joined."""
 
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import aws_tags_to_dict
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import ec2 as ec2_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import utc_now_iso
-from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import list_all
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import Clock, list_all
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import int_or_none
 
 
@@ -16,7 +21,7 @@ EC2_LT_VERSION_TAG = "aws:ec2launchtemplate:version"
 DESCRIBE_INSTANCES_CHUNK = 200
 
 
-def describe_instances(ec2, instance_ids):
+def describe_instances(ec2: Any, instance_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
     """EC2 descriptions of ``instance_ids`` (chunked, paged): {instance_id: description}."""
     found = {}
     ids = sorted(set(instance_ids))
@@ -27,7 +32,7 @@ def describe_instances(ec2, instance_ids):
     return found
 
 
-def instance_id_of(node):
+def instance_id_of(node: Any) -> str | None:
     """The EC2 instance id in a node's providerID (aws:///<az>/<instance-id>), or None."""
     spec = node.get("spec", {}) if isinstance(node, dict) else node.spec
     if isinstance(spec, dict):
@@ -40,7 +45,8 @@ def instance_id_of(node):
     return instance_id if instance_id.startswith("i-") else None
 
 
-def find_instance_nodes(list_node, instance_ids, node_selector=None, clock=None):
+def find_instance_nodes(list_node: Callable[..., Any], instance_ids: Iterable[str], node_selector: str | None = None,
+                        clock: Clock | None = None) -> dict[str, dict[str, Any]]:
     """{instance_id: raw node} for the nodes whose spec.providerID (aws:///<az>/<instance-id>) names one of
     ``instance_ids`` (SPEC K2); instances without a node (never joined, or gone) are left out.
 
@@ -62,12 +68,12 @@ def find_instance_nodes(list_node, instance_ids, node_selector=None, clock=None)
     return found
 
 
-def node_is_ready(node):
+def node_is_ready(node: Any) -> bool:
     conditions = (node.status.conditions if node.status else None) or []
     return any(condition.type == "Ready" and condition.status == "True" for condition in conditions)
 
 
-def _launched_lt_version(asg_instance, ec2_instance):
+def _launched_lt_version(asg_instance: Mapping[str, Any], ec2_instance: Mapping[str, Any] | None) -> int | None:
     """The launch template version an instance was launched from: the ASG's record, else the EC2 launch tag."""
     version = int_or_none((asg_instance.get("LaunchTemplate") or {}).get("Version"))
     if version is None and ec2_instance:
@@ -75,7 +81,8 @@ def _launched_lt_version(asg_instance, ec2_instance):
     return version
 
 
-def join_instances_nodes(asg_instances, ec2_instances, nodes):
+def join_instances_nodes(asg_instances: Iterable[Mapping[str, Any]], ec2_instances: dict[str, dict[str, Any]] | Iterable[Mapping[str, Any]],
+                         nodes: Iterable[Any]) -> list[dict[str, Any]]:
     """One dict per ASG instance, joined with its EC2 description and Kubernetes node (by providerID).
 
     ``ec2_instances``: {instance_id: description} or a list of descriptions.

@@ -20,6 +20,10 @@ Every other move goes through Journal.advanced, which never moves the phase back
 (asg_surge after a crash in the upgrade) leaves the journal where the upgrade is.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
 import datetime
 import uuid
 
@@ -65,13 +69,13 @@ FIELD_NAMES = tuple(name for name, _kind in FIELDS)
 _FIELD_KINDS = dict(FIELDS)
 
 
-def utc_now_iso(now=None):
+def utc_now_iso(now: datetime.datetime | None = None) -> str:
     """ISO 8601 UTC timestamp with a Z suffix, to the second."""
     now = now or datetime.datetime.now(datetime.timezone.utc)
     return now.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def parse_utc_iso(value):
+def parse_utc_iso(value: str | None) -> datetime.datetime | None:
     """A timestamp as utc_now_iso writes it (the journal's started_at, a lease's expiry, an instance's
     launch_time) as an aware datetime, or None when there is none or it is not one."""
     if not value:
@@ -82,15 +86,15 @@ def parse_utc_iso(value):
         return None
 
 
-def new_run_id():
+def new_run_id() -> str:
     return uuid.uuid4().hex[:16]
 
 
-def tag_key(field):
+def tag_key(field: str) -> str:
     return TAG_PREFIX + field
 
 
-def _corrupt(asg_name, key, value, why):
+def _corrupt(asg_name: str | None, key: str, value: str | None, why: str) -> UpgradeError:
     return UpgradeError(
         INVALID_PARAMETER,
         "The upgrade journal on Auto Scaling group %s is unreadable: tag %s=%r %s; fix or delete the %s* tags"
@@ -98,7 +102,7 @@ def _corrupt(asg_name, key, value, why):
         parameter="asg_name", tag=key)
 
 
-def _decode(field, raw, asg_name):
+def _decode(field: str, raw: str | None, asg_name: str | None) -> str | int | list[str] | None:
     kind = _FIELD_KINDS[field]
     if kind == _INT:
         try:
@@ -112,7 +116,7 @@ def _decode(field, raw, asg_name):
     return raw
 
 
-def _encode(field, value):
+def _encode(field: str, value: Any) -> str:
     if _FIELD_KINDS[field] == _LIST:
         return ",".join(str(item) for item in value)
     return str(value)
@@ -121,7 +125,7 @@ def _encode(field, value):
 class Journal:
     """The journal fields (see FIELDS); unset fields are None (suspended_processes defaults to [])."""
 
-    def __init__(self, **fields):
+    def __init__(self, **fields: Any) -> None:
         unknown = sorted(set(fields) - set(FIELD_NAMES))
         if unknown:
             raise TypeError("unknown journal field(s): %s" % ", ".join(unknown))
@@ -135,12 +139,12 @@ class Journal:
             setattr(self, name, value)
 
     @classmethod
-    def start(cls, phase="setup", run_id=None, now=None, **fields):
+    def start(cls, phase: str = "setup", run_id: str | None = None, now: datetime.datetime | None = None, **fields: Any) -> Journal:
         """A new journal with run_id and started_at filled in."""
         return cls(phase=phase, run_id=run_id or new_run_id(), started_at=utc_now_iso(now), **fields)
 
     @classmethod
-    def from_tags(cls, tags, asg_name=None):
+    def from_tags(cls, tags: Iterable[Mapping[str, str]] | dict[str, str] | None, asg_name: str | None = None) -> Journal | None:
         """The journal in an ASG's tags (AWS tag list or {key: value}), or None when there is none."""
         if tags is None:
             return None
@@ -158,24 +162,24 @@ class Journal:
             return None
         return cls(**fields)
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return dict((name, list(getattr(self, name)) if _FIELD_KINDS[name] == _LIST else getattr(self, name))
                     for name in FIELD_NAMES)
 
-    def replace(self, **changes):
+    def replace(self, **changes: Any) -> Journal:
         """A copy with ``changes`` applied."""
         fields = self.to_dict()
         fields.update(changes)
         return Journal(**fields)
 
-    def advanced(self, phase, **changes):
+    def advanced(self, phase: str, **changes: Any) -> Journal:
         """A copy in the later of its phase and ``phase`` (the phase never moves back), with ``changes``."""
         if self.phase is not None and PHASES.index(phase) < PHASES.index(self.phase):
             phase = self.phase
         return self.replace(phase=phase, **changes)
 
-    def retargeted(self, launch_template_id, target_launch_template_version, target_image_id,
-                   previous_launch_template_version):
+    def retargeted(self, launch_template_id: str, target_launch_template_version: int | str, target_image_id: str | None,
+                   previous_launch_template_version: int | str | None) -> Journal:
         """Back to setup, aimed at another target (force_new_target). The original sizes, suspended processes and
         run id stay: they still describe the group's real state; the version before the upgrade stays too."""
         return self.replace(phase="setup", launch_template_id=launch_template_id,
@@ -184,7 +188,7 @@ class Journal:
                             previous_launch_template_version=self.previous_launch_template_version
                             or previous_launch_template_version)
 
-    def adopt_desired_capacity(self, desired_now):
+    def adopt_desired_capacity(self, desired_now: int) -> Journal:
         """Issue 10 item 23 (accept_current_capacity): keep the change someone else made to the desired capacity.
         A raise (the cluster autoscaler adding nodes for pending pods) is kept on top of the size the group returns
         to at the end; a lower value (a Terraform apply, a person) is the size wanted at the end when it is below
@@ -197,7 +201,7 @@ class Journal:
         return self.replace(original_desired_capacity=original, desired_capacity_set=desired_now,
                             desired_capacity_pending=None)
 
-    def to_tags(self):
+    def to_tags(self) -> dict[str, str]:
         """{tag key: value} of every set field, in field order."""
         tags = {}
         for name in FIELD_NAMES:
@@ -212,25 +216,25 @@ class Journal:
             tags[tag_key(name)] = encoded
         return tags
 
-    def unset_fields(self):
+    def unset_fields(self) -> list[str]:
         return [name for name in FIELD_NAMES if getattr(self, name) is None]
 
-    def targets(self, launch_template_id, launch_template_version):
+    def targets(self, launch_template_id: str | None, launch_template_version: int | str) -> bool:
         """Whether this journal's upgrade is aimed at that launch template version."""
         return (self.launch_template_id == launch_template_id
                 and str(self.target_launch_template_version) == str(launch_template_version))
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, Journal) and self.to_dict() == other.to_dict()
 
-    def __ne__(self, other):
+    def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Journal(%s)" % ", ".join("%s=%r" % item for item in self.to_dict().items() if item[1] is not None)
 
 
-def write_journal(autoscaling, asg_name, journal, previous=None):
+def write_journal(autoscaling: Any, asg_name: str, journal: Journal, previous: Journal | None = None) -> None:
     """Record ``journal`` on the ASG: set fields are written, unset ones removed.
 
     ``previous``: the journal on the ASG now, when the caller knows it (``Journal()`` for none); then only
@@ -246,17 +250,17 @@ def write_journal(autoscaling, asg_name, journal, previous=None):
     autoscaling_api.delete_tags(autoscaling, asg_name, [tag_key(name) for name in unset])
 
 
-def _asg_tags(autoscaling, asg_name):
+def _asg_tags(autoscaling: Any, asg_name: str) -> list[dict[str, Any]]:
     group = autoscaling_api.describe_auto_scaling_group(autoscaling, asg_name)
     return group.get("Tags", []) if group else []
 
 
-def read_journal(autoscaling, asg_name):
+def read_journal(autoscaling: Any, asg_name: str) -> Journal | None:
     """The journal on the ASG now, or None."""
     return Journal.from_tags(_asg_tags(autoscaling, asg_name), asg_name=asg_name)
 
 
-def clear_journal(autoscaling, asg_name, tags=None):
+def clear_journal(autoscaling: Any, asg_name: str, tags: Iterable[Mapping[str, str]] | None = None) -> list[str]:
     """Remove every journal tag from the ASG (``tags``: the ASG's tags if already described). Returns the keys."""
     if tags is None:
         tags = _asg_tags(autoscaling, asg_name)

@@ -3,6 +3,10 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one way the collection reaches Kubernetes: option spec, ApiClient factory (incl. EKS tokens), errors."""
 
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 import atexit
 import base64
 import contextlib
@@ -81,7 +85,7 @@ BEARER_KEY = "BearerToken"
 _TEMP_DIRS = []
 
 
-def _remove_temp_dirs():
+def _remove_temp_dirs() -> None:
     for path in _TEMP_DIRS:
         shutil.rmtree(path, ignore_errors=True)
 
@@ -89,20 +93,20 @@ def _remove_temp_dirs():
 atexit.register(_remove_temp_dirs)
 
 
-def _require_kubernetes():
+def _require_kubernetes() -> None:
     if not HAS_KUBERNETES:
         raise UpgradeError(API_ERROR, "the kubernetes Python client is required on the host that runs this module",
                            import_error=str(KUBERNETES_IMPORT_ERROR))
 
 
-def mint_eks_token(sts_client, cluster_name):
+def mint_eks_token(sts_client: Any, cluster_name: str) -> str:
     """An EKS bearer token: a presigned STS GetCallerIdentity URL bound to ``cluster_name``.
 
     The authenticator on the cluster replays the URL; the signed ``x-k8s-aws-id`` header ties the token to
     one cluster.
     """
 
-    def add_cluster_header(request, **_kwargs):
+    def add_cluster_header(request: Any, **_kwargs: Any) -> None:
         request.headers[EKS_CLUSTER_HEADER] = cluster_name
 
     event_name = "before-sign.sts.GetCallerIdentity"
@@ -120,7 +124,8 @@ def mint_eks_token(sts_client, cluster_name):
 class EksTokenRefresher:
     """``Configuration.refresh_api_key_hook`` that re-mints the EKS token before it expires (SPEC P5)."""
 
-    def __init__(self, mint, refresh_after=EKS_TOKEN_REFRESH_AFTER_SECONDS, clock=time.time):
+    def __init__(self, mint: Callable[[], str], refresh_after: float = EKS_TOKEN_REFRESH_AFTER_SECONDS,
+                 clock: Callable[[], float] = time.time) -> None:
         self._mint = mint
         self._refresh_after = refresh_after
         self._clock = clock
@@ -129,7 +134,7 @@ class EksTokenRefresher:
         self._lock = threading.Lock()
         self.token = None
 
-    def current_token(self):
+    def current_token(self) -> str:
         with self._lock:
             now = self._clock()
             if self.token is None or now - self._minted_at >= self._refresh_after:
@@ -137,11 +142,11 @@ class EksTokenRefresher:
                 self._minted_at = now
             return self.token
 
-    def __call__(self, configuration):
+    def __call__(self, configuration: Configuration) -> None:
         configuration.api_key[BEARER_KEY] = "Bearer " + self.current_token()
 
 
-def describe_cluster(eks_client, cluster_name):
+def describe_cluster(eks_client: Any, cluster_name: str) -> dict[str, Any]:
     """DescribeCluster's answer for an EKS cluster; errors name ``cluster_name``."""
     try:
         return eks_api.describe_cluster(eks_client, cluster_name)
@@ -152,7 +157,7 @@ def describe_cluster(eks_client, cluster_name):
         raise
 
 
-def describe_eks_cluster(eks_client, cluster_name):
+def describe_eks_cluster(eks_client: Any, cluster_name: str) -> tuple[str, bytes | None]:
     """(endpoint, ca_pem_bytes or None) of an EKS cluster; errors name ``cluster_name``."""
     cluster = describe_cluster(eks_client, cluster_name)
     endpoint = cluster.get("endpoint")
@@ -164,7 +169,7 @@ def describe_eks_cluster(eks_client, cluster_name):
     return endpoint, ca_pem
 
 
-def _write_private_file(name, content):
+def _write_private_file(name: str, content: bytes) -> str:
     directory = tempfile.mkdtemp(prefix="eksops-nodegroup-")
     _TEMP_DIRS.append(directory)
     path = os.path.join(directory, name)
@@ -173,7 +178,7 @@ def _write_private_file(name, content):
     return path
 
 
-def kubeconfig_in_use(params, environ=None):
+def kubeconfig_in_use(params: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> bool:
     """Whether the kubeconfig way applies: explicit kubeconfig/context, KUBECONFIG, or ~/.kube/config."""
     environ = os.environ if environ is None else environ
     if params.get("kubeconfig") or params.get("context") or environ.get("KUBECONFIG"):
@@ -181,7 +186,7 @@ def kubeconfig_in_use(params, environ=None):
     return os.path.exists(os.path.expanduser(DEFAULT_KUBECONFIG))
 
 
-def auth_method(params, environ=None):
+def auth_method(params: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> str:
     """Which credentials k8s_api_client uses: "host", "kubeconfig" or "cluster_name" (precedence order)."""
     if params.get("host"):
         return "host"
@@ -195,13 +200,13 @@ def auth_method(params, environ=None):
         "or host/api_key")
 
 
-def _eks_token_refresher(aws_params, cluster_name):
+def _eks_token_refresher(aws_params: Mapping[str, Any], cluster_name: str) -> EksTokenRefresher:
     # Always the regional STS endpoint (or one set for STS alone), never endpoint_url: see eks_token_sts_client.
     sts = eks_token_sts_client(aws_params)
     return EksTokenRefresher(lambda: mint_eks_token(sts, cluster_name))
 
 
-def _bearer(configuration, token):
+def _bearer(configuration: Configuration, token: str) -> None:
     """Authenticate with this bearer token only (replacing, e.g., a kubeconfig user's token and its refresh)."""
     if token.lower().startswith("bearer "):
         token = token[len("bearer "):]
@@ -210,20 +215,20 @@ def _bearer(configuration, token):
     configuration.api_key_prefix = {}
 
 
-def _apply_tls_options(configuration, params):
+def _apply_tls_options(configuration: Configuration, params: Mapping[str, Any]) -> None:
     if params.get("ca_cert"):
         configuration.ssl_ca_cert = params["ca_cert"]
     if params.get("validate_certs") is not None:
         configuration.verify_ssl = params["validate_certs"]
 
 
-def _use_eks_token(configuration, aws_params, cluster_name):
+def _use_eks_token(configuration: Configuration, aws_params: Mapping[str, Any], cluster_name: str) -> None:
     refresher = _eks_token_refresher(aws_params, cluster_name)
     _bearer(configuration, refresher.current_token())
     configuration.refresh_api_key_hook = refresher
 
 
-def _configuration_from_host(params, aws_params):
+def _configuration_from_host(params: Mapping[str, Any], aws_params: Mapping[str, Any]) -> Configuration:
     configuration = Configuration(host=params["host"])
     if params.get("api_key"):
         _bearer(configuration, params["api_key"])
@@ -232,7 +237,7 @@ def _configuration_from_host(params, aws_params):
     return configuration
 
 
-def _configuration_from_kubeconfig(params):
+def _configuration_from_kubeconfig(params: Mapping[str, Any]) -> Configuration:
     configuration = Configuration()
     try:
         load_kube_config(config_file=params.get("kubeconfig"), context=params.get("context"),
@@ -247,7 +252,7 @@ def _configuration_from_kubeconfig(params):
     return configuration
 
 
-def _configuration_from_cluster_name(params, aws_params):
+def _configuration_from_cluster_name(params: Mapping[str, Any], aws_params: Mapping[str, Any]) -> Configuration:
     cluster_name = params["cluster_name"]
     endpoint, ca_pem = describe_eks_cluster(aws_client(aws_params, "eks"), cluster_name)
     configuration = Configuration(host=endpoint)
@@ -257,7 +262,7 @@ def _configuration_from_cluster_name(params, aws_params):
     return configuration
 
 
-def k8s_configuration(params, aws_params=None):
+def k8s_configuration(params: Mapping[str, Any], aws_params: Mapping[str, Any] | None = None) -> Configuration:
     """The kubernetes Configuration for the module's options (see k8s_api_client for the precedence)."""
     _require_kubernetes()
     aws_params = params if aws_params is None else aws_params
@@ -272,7 +277,7 @@ def k8s_configuration(params, aws_params=None):
     return configuration
 
 
-def k8s_api_client(params, aws_params=None, user_agent=None):
+def k8s_api_client(params: Mapping[str, Any], aws_params: Mapping[str, Any] | None = None, user_agent: str | None = None) -> ApiClient:
     """A kubernetes ApiClient.
 
     Precedence: ``host`` (+ ``api_key``, or an EKS token for ``cluster_name``) > kubeconfig (``kubeconfig``/
@@ -285,27 +290,27 @@ def k8s_api_client(params, aws_params=None, user_agent=None):
 
 
 # The typed API objects over one ApiClient: built here only (a test scans the code for others).
-def core_v1(api_client):
+def core_v1(api_client: ApiClient) -> CoreV1Api:
     return CoreV1Api(api_client)
 
 
-def apps_v1(api_client):
+def apps_v1(api_client: ApiClient) -> AppsV1Api:
     return AppsV1Api(api_client)
 
 
-def policy_v1(api_client):
+def policy_v1(api_client: ApiClient) -> PolicyV1Api:
     return PolicyV1Api(api_client)
 
 
-def version_api(api_client):
+def version_api(api_client: ApiClient) -> VersionApi:
     return VersionApi(api_client)
 
 
-def _api_exception_message(exc):
+def _api_exception_message(exc: ApiException) -> str:
     return status_body(getattr(exc, "body", None), text_as_message=False).get("message") or exc.reason or str(exc)
 
 
-def _api_exception_to_upgrade_error(exc, operation_hint):
+def _api_exception_to_upgrade_error(exc: ApiException, operation_hint: str) -> UpgradeError:
     message = _api_exception_message(exc)
     details = dict(status=exc.status, reason=exc.reason, operation=operation_hint)
     retry_after = (exc.headers or {}).get("Retry-After") if getattr(exc, "headers", None) else None
@@ -323,7 +328,7 @@ def _api_exception_to_upgrade_error(exc, operation_hint):
 
 
 @contextlib.contextmanager
-def translate_k8s_errors(operation_hint="Kubernetes API call"):
+def translate_k8s_errors(operation_hint: str = "Kubernetes API call") -> Iterator[None]:
     """Turn kubernetes/urllib3 errors raised inside the block into UpgradeError.
 
     401/403 -> AccessDenied, connection errors and timeouts -> ClusterUnreachable; the HTTP status and reason

@@ -17,6 +17,9 @@ its nodes, and what follows for discovery, node lookup and the new-node check. P
   carry no node-group label unless the user's bootstrap arguments add one.
 """
 
+from __future__ import annotations
+
+from collections.abc import Mapping
 import re
 
 MANAGED = "managed"
@@ -38,11 +41,11 @@ EKSCTL_NODEGROUP_LABEL = "alpha.eksctl.io/nodegroup-name"
 _TERRAFORM_SUFFIX = re.compile(r"^-\d{18}[0-9a-f]{8}$")
 
 
-def cluster_tag(cluster_name):
+def cluster_tag(cluster_name: str) -> str:
     return CLUSTER_TAG_PREFIX + cluster_name
 
 
-def kind_of(tags):
+def kind_of(tags: Mapping[str, str]) -> str:
     """The kind an Auto Scaling group's tags say it is (tags: {key: value})."""
     if EKS_NODEGROUP_TAG in tags:
         return MANAGED
@@ -51,7 +54,7 @@ def kind_of(tags):
     return SELF_MANAGED
 
 
-def tagged_cluster(tags):
+def tagged_cluster(tags: Mapping[str, str]) -> str | None:
     """The cluster an Auto Scaling group's tags name, or None (several kubernetes.io/cluster tags: None)."""
     for key in (EKS_CLUSTER_TAG, EKSCTL_CLUSTER_TAG):
         if tags.get(key):
@@ -60,18 +63,18 @@ def tagged_cluster(tags):
     return clusters[0] if len(clusters) == 1 else None
 
 
-def tagged_for_cluster(tags, cluster_name):
+def tagged_for_cluster(tags: Mapping[str, str], cluster_name: str) -> bool:
     """Whether an Auto Scaling group's tags say it belongs to ``cluster_name``: the cluster tag EKS or eksctl
     writes, or kubernetes.io/cluster/<cluster_name>, which every tool (and the cluster autoscaler) relies on."""
     return cluster_name in (tags.get(EKS_CLUSTER_TAG), tags.get(EKSCTL_CLUSTER_TAG)) or cluster_tag(cluster_name) in tags
 
 
-def tagged_nodegroup(tags):
+def tagged_nodegroup(tags: Mapping[str, str]) -> str | None:
     """The node-group name an Auto Scaling group's own tool recorded in its tags, or None (self_managed)."""
     return tags.get(EKS_NODEGROUP_TAG) or tags.get(EKSCTL_NODEGROUP_TAG)
 
 
-def self_managed_match(asg_name, tags, cluster_name, nodegroup_name):
+def self_managed_match(asg_name: str, tags: Mapping[str, str], cluster_name: str, nodegroup_name: str) -> bool:
     """Whether a plain self-managed group (tagged kubernetes.io/cluster/<cluster_name>) is ``nodegroup_name``:
     its Name tag is the node-group name (terraform-aws-eks) or <cluster>-<nodegroup>-Node (the CloudFormation
     template), or its own name is the node-group name, bare or with terraform's name_prefix suffix."""
@@ -83,7 +86,7 @@ def self_managed_match(asg_name, tags, cluster_name, nodegroup_name):
         asg_name.startswith(nodegroup_name) and bool(_TERRAFORM_SUFFIX.match(asg_name[len(nodegroup_name):])))
 
 
-def node_label(kind, nodegroup_name):
+def node_label(kind: str, nodegroup_name: str) -> tuple[str, str] | None:
     """(key, value) of the label the kind's tool gives every node of the group, or None (self_managed)."""
     if kind == MANAGED:
         return EKS_NODEGROUP_LABEL, nodegroup_name
@@ -92,14 +95,14 @@ def node_label(kind, nodegroup_name):
     return None
 
 
-def node_selector(kind, nodegroup_name):
+def node_selector(kind: str, nodegroup_name: str) -> str | None:
     """A label selector that narrows a node LIST to the group's nodes on the server (SPEC P2), or None when
     the kind sets no label. Nodes are matched to instances by spec.providerID either way (SPEC K2)."""
     label = node_label(kind, nodegroup_name)
     return "%s=%s" % label if label else None
 
 
-def expected_node_labels(kind, nodegroup_name):
+def expected_node_labels(kind: str, nodegroup_name: str) -> dict[str, str]:
     """The labels the new-node check requires of a self-managed group's new nodes (SPEC U3): only those its
     own tool sets. A managed group's new nodes are checked by EKS itself."""
     label = node_label(kind, nodegroup_name)

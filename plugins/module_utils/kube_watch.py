@@ -12,6 +12,10 @@ model deserialisation, so a LIST of a few hundred pods stays cheap and tolerant 
 do not know.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 import json
 import random
 import threading
@@ -51,10 +55,10 @@ HTTP_TOO_MANY_REQUESTS = 429
 class Clock:
     """Monotonic time and sleeping, replaceable in tests."""
 
-    def now(self):
+    def now(self) -> float:
         return time.monotonic()
 
-    def sleep(self, seconds):
+    def sleep(self, seconds: float) -> None:
         if seconds > 0:
             time.sleep(seconds)
 
@@ -62,18 +66,18 @@ class Clock:
 SYSTEM_CLOCK = Clock()
 
 
-def jittered(seconds, spread=0.2, rng=random):
+def jittered(seconds: float, spread: float = 0.2, rng: Any = random) -> float:
     """``seconds`` stretched by up to ``spread`` (never shortened: Retry-After is a minimum)."""
     return seconds * (1.0 + rng.uniform(0.0, spread))
 
 
-def backoff_delay(attempt, base=BACKOFF_BASE_SECONDS, cap=BACKOFF_CAP_SECONDS, rng=random):
+def backoff_delay(attempt: int, base: float = BACKOFF_BASE_SECONDS, cap: float = BACKOFF_CAP_SECONDS, rng: Any = random) -> float:
     """Exponential backoff with "equal jitter": half fixed, half random, for retry ``attempt`` (0-based)."""
     ceiling = min(cap, base * (2 ** attempt))
     return ceiling / 2.0 + rng.uniform(0.0, ceiling / 2.0)
 
 
-def header_value(headers, name):
+def header_value(headers: Mapping[str, str] | None, name: str) -> str | None:
     """Case-insensitive header lookup over a dict, an HTTPHeaderDict or None."""
     if not headers:
         return None
@@ -87,7 +91,7 @@ def header_value(headers, name):
     return None
 
 
-def retry_after_seconds(headers):
+def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
     """The Retry-After header in seconds (delta-seconds form, as kube-apiserver sends it), or None."""
     value = header_value(headers, "Retry-After")
     if value is None:
@@ -99,7 +103,7 @@ def retry_after_seconds(headers):
     return max(0.0, seconds)
 
 
-def retry_delay(exc, attempt, idempotent, rng=random):
+def retry_delay(exc: BaseException, attempt: int, idempotent: bool, rng: Any = random) -> float | None:
     """Seconds to wait before retrying after ``exc``, or None when the call must not be retried (P3)."""
     if isinstance(exc, ApiException):
         status = exc.status
@@ -117,7 +121,7 @@ def retry_delay(exc, attempt, idempotent, rng=random):
     return None
 
 
-def retry_api_call(fn, *args, **kwargs):
+def retry_api_call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Call ``fn(*args, **kwargs)``, retrying throttling and transient failures (SPEC P3).
 
     Keyword-only controls (removed before calling ``fn``): ``deadline`` (a ``Clock.now()`` value after which
@@ -146,13 +150,13 @@ def retry_api_call(fn, *args, **kwargs):
             attempt += 1
 
 
-def object_key(obj):
+def object_key(obj: Mapping[str, Any]) -> tuple[str, str | None]:
     """(namespace, name) of a raw object; namespace is "" for cluster-scoped objects."""
     metadata = obj.get("metadata") or {}
     return (metadata.get("namespace") or "", metadata.get("name"))
 
 
-def read_body(response):
+def read_body(response: Any) -> bytes:
     """The whole body of a ``_preload_content=False`` response; its connection then goes back to the pool.
 
     Never release such a connection unread: the pool would reuse it with the body still on the wire, and the
@@ -165,7 +169,7 @@ def read_body(response):
         response.release_conn()
 
 
-def status_body(body, text_as_message=True):
+def status_body(body: dict[str, Any] | str | bytes | None, text_as_message: bool = True) -> dict[str, Any]:
     """An API error's body (bytes, text or already parsed) as a dict: the Status object the API server sends, {}
     when there is none, and when it is not JSON (a proxy's HTML page) {"message": body}, or {} without
     ``text_as_message``."""
@@ -180,13 +184,14 @@ def status_body(body, text_as_message=True):
     return parsed if isinstance(parsed, dict) else {}
 
 
-def read_json(response):
+def read_json(response: Any) -> Any:
     """The JSON body of a ``_preload_content=False`` response ({} when empty), read as ``read_body`` does."""
     data = read_body(response)
     return json.loads(data) if data else {}
 
 
-def list_all(list_func, deadline=None, clock=None, page_size=LIST_PAGE_SIZE, **list_kwargs):
+def list_all(list_func: Callable[..., Any], deadline: float | None = None, clock: Clock | None = None, page_size: int = LIST_PAGE_SIZE,
+             **list_kwargs: Any) -> tuple[list[dict[str, Any]], str | None]:
     """LIST every page (limit/continue). Returns (items as raw dicts, the list's resourceVersion)."""
     items = []
     continue_token = None
@@ -209,37 +214,37 @@ class Waker:
     from its blocking read, calls ``condition`` and, if needed, resumes watching from where it was.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._woken = False
         self._response = None
 
-    def wake(self):
+    def wake(self) -> None:
         with self._lock:
             self._woken = True
             response = self._response
         if response is not None:
             _shutdown(response)
 
-    def attach(self, response):
+    def attach(self, response: Any) -> None:
         with self._lock:
             self._response = response
             woken = self._woken
         if woken:
             _shutdown(response)
 
-    def detach(self):
+    def detach(self) -> None:
         with self._lock:
             self._response = None
 
-    def consume(self):
+    def consume(self) -> bool:
         """Whether wake() was called since the last consume()."""
         with self._lock:
             woken, self._woken = self._woken, False
         return woken
 
 
-def _shutdown(response):
+def _shutdown(response: Any) -> None:
     shutdown = getattr(response, "shutdown", None)
     try:
         if shutdown is not None:
@@ -250,7 +255,7 @@ def _shutdown(response):
         pass  # the stream is being abandoned either way
 
 
-def _iter_lines(response):
+def _iter_lines(response: Any) -> Iterator[bytes]:
     buffer = b""
     for chunk in response.stream(amt=None, decode_content=True):
         buffer += chunk if isinstance(chunk, bytes) else chunk.encode("utf-8")
@@ -265,13 +270,13 @@ class _WatchGone(Exception):
 
 
 class _WatchError(Exception):
-    def __init__(self, status, message, retry_after=None):
+    def __init__(self, status: int | None, message: str | None, retry_after: float | None = None) -> None:
         super(_WatchError, self).__init__("watch error %s: %s" % (status, message))
         self.status = status
         self.retry_after = retry_after
 
 
-def apply_watch_event(objects, event):
+def apply_watch_event(objects: dict[tuple[str, str | None], dict[str, Any]], event: Mapping[str, Any]) -> str | None:
     """Apply one decoded watch event to ``objects``; returns the event's resourceVersion (or None).
 
     Raises _WatchGone for an ERROR event with code 410 and _WatchError for other ERROR events.
@@ -291,7 +296,7 @@ def apply_watch_event(objects, event):
     return resource_version
 
 
-def list_then_watch(list_func, **kwargs):
+def list_then_watch(list_func: Callable[..., Any], **kwargs: Any) -> tuple[bool, dict[tuple[str, str | None], dict[str, Any]]]:
     """LIST, then WATCH from the list's resourceVersion until ``condition(objects)`` holds or time runs out.
 
     Keyword arguments: ``timeout`` (seconds, required), ``condition`` (required; called with the dict of
@@ -310,7 +315,7 @@ def list_then_watch(list_func, **kwargs):
     clock = kwargs.pop("clock", None) or SYSTEM_CLOCK
     deadline = clock.now() + timeout
 
-    def relist():
+    def relist() -> tuple[dict[tuple[str, str | None], dict[str, Any]], str | None]:
         items, version = list_all(list_func, deadline=deadline, clock=clock, **kwargs)
         return dict((object_key(item), item) for item in items), version
 
@@ -350,7 +355,7 @@ def list_then_watch(list_func, **kwargs):
             clock.sleep(min(delay, max(0.0, deadline - clock.now())))
 
 
-def _watch_retry_delay(exc, failures):
+def _watch_retry_delay(exc: BaseException, failures: int) -> float | None:
     if isinstance(exc, _WatchError):
         if exc.status == HTTP_TOO_MANY_REQUESTS or exc.status in RETRYABLE_SERVER_ERRORS:
             if exc.retry_after:
@@ -363,7 +368,9 @@ def _watch_retry_delay(exc, failures):
     return retry_delay(exc, failures, idempotent=True)
 
 
-def _watch_once(list_func, list_kwargs, objects, resource_version, deadline, condition, waker, clock):
+def _watch_once(list_func: Callable[..., Any], list_kwargs: Mapping[str, Any], objects: dict[tuple[str, str | None], dict[str, Any]],
+                resource_version: str | None, deadline: float, condition: Callable[[dict[tuple[str, str | None], dict[str, Any]]], object],
+                waker: Waker | None, clock: Clock) -> tuple[str | None, int]:
     """One WATCH request; returns (last resourceVersion seen, number of events) when the condition holds,
     the deadline passes or the stream ends."""
     remaining = deadline - clock.now()

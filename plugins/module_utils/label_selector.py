@@ -6,17 +6,21 @@ server parses the ``labelSelector`` parameter (k8s.io/apimachinery/pkg/labels/se
 ``pod_selectors`` the server would refuse is refused before the first cordon (issue 10 item 24).
 """
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 import re
 
 
-def _integer(text):
+def _integer(text: str | None) -> int | None:
     try:
         return int(text)
     except (TypeError, ValueError):
         return None
 
 
-def selector_matches(selector, labels):
+def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str] | None) -> bool:
     """A metav1.LabelSelector (dict) against a label dict; a null selector matches nothing, {} everything.
 
     Also takes what parse_label_selector makes of a selector string: its Gt and Lt requirements hold, as in
@@ -65,7 +69,7 @@ _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _SIGNED_INTEGER = re.compile(r"^[+-]?[0-9]+$")
 
 
-def _selector_tokens(text):
+def _selector_tokens(text: str) -> list[tuple[str, str]]:
     """[(kind, literal)]: kind "id", "in", "notin", a symbol, or "end" (the lexer of labels.Parse)."""
     tokens, index = [], 0
     while index < len(text):
@@ -90,7 +94,7 @@ def _selector_tokens(text):
     return tokens
 
 
-def _check_label_key(key):
+def _check_label_key(key: str) -> None:
     parts = key.split("/")
     if len(parts) > 2:
         raise ValueError("invalid label key %r: a key is a name with an optional DNS prefix and one '/'" % key)
@@ -103,7 +107,7 @@ def _check_label_key(key):
                          "and ending with a letter or digit" % key)
 
 
-def _check_label_value(key, value, operator):
+def _check_label_value(key: str, value: str, operator: str) -> None:
     if len(value) > 63 or not _LABEL_VALUE.match(value):
         raise ValueError("invalid label value %r for key %r: at most 63 letters, digits, '-', '_' or '.', starting "
                          "and ending with a letter or digit" % (value, key))
@@ -112,21 +116,21 @@ def _check_label_value(key, value, operator):
 
 
 class _SelectorParser:
-    def __init__(self, text):
+    def __init__(self, text: str) -> None:
         self.tokens = _selector_tokens(text)
         self.position = 0
 
-    def peek(self, values=True):
+    def peek(self, values: bool = True) -> tuple[str, str]:
         kind, literal = self.tokens[self.position]
         # In a place where values are read, "in" and "notin" are plain words (a key or a value may be "in").
         return ("id" if values and kind in ("in", "notin") else kind), literal
 
-    def take(self, values=True):
+    def take(self, values: bool = True) -> tuple[str, str]:
         token = self.peek(values)
         self.position += 1
         return token
 
-    def parse(self):
+    def parse(self) -> list[dict[str, Any]]:
         expressions = []
         while True:
             kind, literal = self.peek()
@@ -144,7 +148,7 @@ class _SelectorParser:
             if kind not in ("id", "!"):
                 raise ValueError("found '%s', expected: identifier after ','" % literal)
 
-    def requirement(self):
+    def requirement(self) -> dict[str, Any]:
         negated = self.peek()[0] == "!"
         if negated:
             self.take()
@@ -165,7 +169,7 @@ class _SelectorParser:
             _check_label_value(key, value, operator)
         return dict(key=key, operator=operator, values=values)
 
-    def exact_value(self):
+    def exact_value(self) -> list[str]:
         kind, literal = self.peek()
         if kind in ("end", ","):
             return [""]
@@ -174,7 +178,7 @@ class _SelectorParser:
             raise ValueError("found '%s', expected: identifier" % literal)
         return [literal]
 
-    def value_set(self):
+    def value_set(self) -> list[str]:
         kind, literal = self.take()
         if kind != "(":
             raise ValueError("found '%s', expected: '('" % literal)
@@ -206,7 +210,7 @@ class _SelectorParser:
                 raise ValueError("found '%s', expected: ',', or identifier" % literal)
 
 
-def parse_label_selector(text):
+def parse_label_selector(text: str | None) -> dict[str, list[dict[str, Any]]]:
     """A label selector string (``app=web,tier in (a,b),!canary``) as a metav1.LabelSelector dict for
     selector_matches: every requirement in ``matchExpressions`` (``=``/``==`` as In and ``!=`` as NotIn with one
     value, ``>``/``<`` as Gt/Lt). Raises ValueError, saying what is wrong where the API server would refuse it;

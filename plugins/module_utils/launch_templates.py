@@ -3,20 +3,28 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Launch templates: the versions an upgrade reads, creates and points the group at (SPEC U1)."""
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import ec2 as ec2_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import NOT_FOUND, UpgradeError, not_found
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import asg_launch_template_spec
 
+if TYPE_CHECKING:
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
 
-def pin_asg_launch_template(autoscaling, asg, lt_id, version):
+
+def pin_asg_launch_template(autoscaling: Any, asg: Mapping[str, Any], lt_id: str, version: int | str) -> None:
     """Point the ASG at one exact launch template version number."""
     autoscaling_api.set_launch_template(autoscaling, asg["AutoScalingGroupName"],
                                         dict(LaunchTemplateId=lt_id, Version=str(version)),
                                         mixed=asg_launch_template_spec(asg)["mixed"])
 
 
-def describe_lt_version(ec2, lt_id, version, parameter="version"):
+def describe_lt_version(ec2: Any, lt_id: str, version: int | str, parameter: str = "version") -> dict[str, Any]:
     """One launch template version (number, "$Latest" or "$Default"); ResourceNotFound naming ``parameter``."""
     try:
         described = ec2_api.describe_launch_template_version(ec2, lt_id, version)
@@ -31,12 +39,13 @@ def describe_lt_version(ec2, lt_id, version, parameter="version"):
     return described
 
 
-def lt_version_image(version_description):
+def lt_version_image(version_description: Mapping[str, Any]) -> str | None:
     """The AMI of a launch template version description, or None."""
     return (version_description.get("LaunchTemplateData") or {}).get("ImageId")
 
 
-def target_lt_version(ec2, lt_id, asg_version, named=None, parameter="launch_template_version"):
+def target_lt_version(ec2: Any, lt_id: str, asg_version: int | str, named: int | str | None = None,
+                      parameter: str = "launch_template_version") -> tuple[int, str | None]:
     """(version number, AMI) of the launch template version new nodes run: ``named`` when given
     (ResourceNotFound naming ``parameter``), else the one the ASG points at (``asg_version``, a number or
     "$Latest"/"$Default"; ResourceNotFound naming asg_name)."""
@@ -44,7 +53,7 @@ def target_lt_version(ec2, lt_id, asg_version, named=None, parameter="launch_tem
     return int(described["VersionNumber"]), lt_version_image(described)
 
 
-def describe_image(ec2, image_id, parameter="image_id"):
+def describe_image(ec2: Any, image_id: str, parameter: str = "image_id") -> dict[str, Any]:
     """The AMI description; ResourceNotFound naming ``parameter`` when it does not exist (or is not visible)."""
     try:
         image = ec2_api.describe_image(ec2, image_id)
@@ -59,7 +68,7 @@ def describe_image(ec2, image_id, parameter="image_id"):
     return image
 
 
-def resolve_launch_template_id(ec2, spec):
+def resolve_launch_template_id(ec2: Any, spec: Mapping[str, Any]) -> str:
     """The launch template id of an ASG's spec (which may name the template instead)."""
     if spec.get("id"):
         return spec["id"]
@@ -69,7 +78,7 @@ def resolve_launch_template_id(ec2, spec):
     return template["LaunchTemplateId"]
 
 
-def describe_launch_template(ec2, lt_id):
+def describe_launch_template(ec2: Any, lt_id: str) -> dict[str, Any]:
     """The launch template (name, DefaultVersionNumber, LatestVersionNumber)."""
     template = ec2_api.describe_launch_template(ec2, lt_id)
     if template is None:
@@ -77,7 +86,8 @@ def describe_launch_template(ec2, lt_id):
     return template
 
 
-def plan_launch_template_version(asg_version, current, latest, target_image_id=None, named=None):
+def plan_launch_template_version(asg_version: int | str, current: Mapping[str, Any], latest: Mapping[str, Any],
+                                 target_image_id: str | None = None, named: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What launch_template_version must do (SPEC U1), given descriptions of LT versions.
 
     ``asg_version``: the version string on the ASG now; ``current``: the version it resolves to (the source);
@@ -112,6 +122,6 @@ def plan_launch_template_version(asg_version, current, latest, target_image_id=N
     )
 
 
-def journal_conflict(journal, lt_id, target_version):
+def journal_conflict(journal: Journal | None, lt_id: str, target_version: int | str) -> bool:
     """True when an upgrade journal exists for another launch template version than this target."""
     return journal is not None and not journal.targets(lt_id, target_version)

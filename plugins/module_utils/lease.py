@@ -21,6 +21,10 @@ A failed run releases it (module nodegroup_lease); the restore clears it with th
 without a lease id (roles used on their own) neither claim nor check it.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 import datetime
 import threading
 import time
@@ -28,6 +32,9 @@ import time
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import TAG_PREFIX, Journal, parse_utc_iso, utc_now_iso
+
+if TYPE_CHECKING:
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 
 LEASE_TAG = TAG_PREFIX + "lease"
 UPGRADE_IN_PROGRESS = "UpgradeInProgress"
@@ -37,18 +44,18 @@ LEASE_SETTLE_SECONDS = 1.0
 LEASE_OPTION = dict(lease_id=dict(type="str"))
 
 
-def _utc(now=None):
+def _utc(now: datetime.datetime | None = None) -> datetime.datetime:
     return now or datetime.datetime.now(datetime.timezone.utc)
 
 
-def parse_lease(value):
+def parse_lease(value: str | None) -> tuple[str, datetime.datetime] | None:
     """(holder, expiry datetime) from the tag's value, or None when it is unreadable (then it is no lease)."""
     holder, _sep, expiry = (value or "").partition(" ")
     expires = parse_utc_iso(expiry)
     return (holder, expires) if holder and expires else None
 
 
-def lease_of(tags):
+def lease_of(tags: Iterable[Mapping[str, str]] | None) -> tuple[str, datetime.datetime] | None:
     """The lease in an ASG's tags (AWS tag list), or None."""
     for tag in tags or []:
         if tag["Key"] == LEASE_TAG:
@@ -56,16 +63,16 @@ def lease_of(tags):
     return None
 
 
-def lease_value(lease_id, now=None, seconds=LEASE_SECONDS):
+def lease_value(lease_id: str, now: datetime.datetime | None = None, seconds: float = LEASE_SECONDS) -> str:
     return "%s %s" % (lease_id, utc_now_iso(_utc(now) + datetime.timedelta(seconds=seconds)))
 
 
-def held_by_another(lease, lease_id, now=None):
+def held_by_another(lease: tuple[str, datetime.datetime] | None, lease_id: str, now: datetime.datetime | None = None) -> bool:
     """True when ``lease`` (parse_lease) belongs to another run and has not expired."""
     return lease is not None and lease[0] != lease_id and lease[1] > _utc(now)
 
 
-def in_progress_error(asg, lease):
+def in_progress_error(asg: Mapping[str, Any], lease: tuple[str, datetime.datetime]) -> UpgradeError:
     """UpgradeInProgress, naming the run that holds the lease (its journal's run id and start time)."""
     name = asg["AutoScalingGroupName"]
     journal = Journal.from_tags(asg.get("Tags"), asg_name=name)
@@ -81,11 +88,11 @@ def in_progress_error(asg, lease):
         started_at=journal.started_at if journal is not None else None)
 
 
-def _write(autoscaling, asg_name, lease_id):
+def _write(autoscaling: Any, asg_name: str, lease_id: str) -> None:
     autoscaling_api.create_or_update_tags(autoscaling, asg_name, {LEASE_TAG: lease_value(lease_id)})
 
 
-def _read(autoscaling, asg_name):
+def _read(autoscaling: Any, asg_name: str) -> dict[str, Any]:
     return autoscaling_api.describe_auto_scaling_group(autoscaling, asg_name) or {"AutoScalingGroupName": asg_name}
 
 
@@ -93,7 +100,7 @@ class Heartbeat(object):
     """Renews the lease every LEASE_RENEW_SECONDS while it is ours, until stop() or the end of the process
     (daemon thread)."""
 
-    def __init__(self, autoscaling, asg_name, lease_id):
+    def __init__(self, autoscaling: Any, asg_name: str, lease_id: str) -> None:
         self.autoscaling = autoscaling
         self.asg_name = asg_name
         self.lease_id = lease_id
@@ -102,14 +109,14 @@ class Heartbeat(object):
         self._thread = threading.Thread(target=self._run, name="eksops-lease-heartbeat")
         self._thread.daemon = True
 
-    def start(self):
+    def start(self) -> Heartbeat:
         self._thread.start()
         return self
 
-    def stop(self):
+    def stop(self) -> None:
         self._stop.set()
 
-    def beat(self):
+    def beat(self) -> bool:
         """One renewal; returns False (and remembers the holder) when another run has taken the lease."""
         lease = lease_of(_read(self.autoscaling, self.asg_name).get("Tags"))
         if lease is None or lease[0] != self.lease_id:
@@ -123,7 +130,7 @@ class Heartbeat(object):
         _write(self.autoscaling, self.asg_name, self.lease_id)
         return True
 
-    def _run(self):
+    def _run(self) -> None:
         while not self._stop.wait(LEASE_RENEW_SECONDS):
             try:
                 if not self.beat():
@@ -132,7 +139,7 @@ class Heartbeat(object):
                 pass  # the next beat tries again; the lease lasts LEASE_SECONDS
 
 
-def claim(module, autoscaling, asg, sleep=time.sleep):
+def claim(module: EksopsModule, autoscaling: Any, asg: Mapping[str, Any], sleep: Callable[[float], None] = time.sleep) -> Heartbeat | None:
     """Claim the lease for ``module.params["lease_id"]`` before the module's first change (see the module
     docstring); raise UpgradeInProgress when another live run holds it. Returns the Heartbeat, or None without a
     lease id or in check mode (where a lease held by another run is refused all the same)."""
@@ -156,7 +163,7 @@ def claim(module, autoscaling, asg, sleep=time.sleep):
     return Heartbeat(autoscaling, name, lease_id).start()
 
 
-def release(autoscaling, asg, lease_id):
+def release(autoscaling: Any, asg: Mapping[str, Any], lease_id: str) -> bool:
     """Delete the lease when ``lease_id`` holds it; returns whether it did."""
     lease = lease_of(asg.get("Tags"))
     if lease is None or lease[0] != lease_id:

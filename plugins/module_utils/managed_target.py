@@ -5,9 +5,13 @@
 UpdateNodegroupVersion request they make, from DescribeNodegroup's and DescribeCluster's answers. Pure: nothing here
 talks to AWS."""
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 import re
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import invalid_parameter
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError, invalid_parameter
 from ansible_collections.eksops.nodegroup.plugins.module_utils.eks_amis import check_kubernetes_version
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import resolve_max_unavailable
 
@@ -30,7 +34,7 @@ _SSM_FAMILY_BY_AMI_TYPE = {
 _AMAZON_LINUX_RELEASE = re.compile(r"^(\d+)\.(\d+)\.(\d+)-(\d{8})$")
 
 
-def validate_options(params):
+def validate_options(params: Mapping[str, Any]) -> None:
     """Refuse inconsistent options before any AWS call: exactly one target, parallelism, timings."""
     given = [name for name in TARGET_OPTIONS if params[name] is not None]
     if len(given) != 1:
@@ -53,12 +57,12 @@ def validate_options(params):
         raise invalid_parameter("poll_interval", "poll_interval must be at least 1 second")
 
 
-def ssm_family(ami_type):
+def ssm_family(ami_type: str | None) -> str | None:
     """The SSM path part of the EKS-optimized Amazon Linux AMIs of ``ami_type``, or None (not published)."""
     return _SSM_FAMILY_BY_AMI_TYPE.get(ami_type)
 
 
-def release_version_ssm_parameter(ami_type, kubernetes_version):
+def release_version_ssm_parameter(ami_type: str | None, kubernetes_version: str) -> str | None:
     """The SSM public parameter holding the release EKS picks for ``kubernetes_version``, or None."""
     family = ssm_family(ami_type)
     if family is None:
@@ -66,13 +70,13 @@ def release_version_ssm_parameter(ami_type, kubernetes_version):
     return "/aws/service/eks/optimized-ami/%s/%s/recommended/release_version" % (kubernetes_version, family)
 
 
-def kubernetes_minor(version):
+def kubernetes_minor(version: str | None) -> tuple[int, int] | None:
     """(major, minor) of "1.30" (or of "1.30.4"), or None."""
     match = re.match(r"^(\d+)\.(\d+)(?:\.\d+)?$", version or "")
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
-def _release_order(ami_type, release_version):
+def _release_order(ami_type: str | None, release_version: str | None) -> tuple[tuple[int, int], int, str] | None:
     """A sortable key of an Amazon Linux release version ((major, minor), patch, date), else None."""
     match = _AMAZON_LINUX_RELEASE.match(release_version or "")
     if ssm_family(ami_type) is None or not match:
@@ -80,13 +84,13 @@ def _release_order(ami_type, release_version):
     return (int(match.group(1)), int(match.group(2))), int(match.group(3)), match.group(4)
 
 
-def _launch_template_label(nodegroup):
+def _launch_template_label(nodegroup: Mapping[str, Any]) -> str | None:
     """The name (else the id) of the launch template the group was created with."""
     launch_template = nodegroup.get("launchTemplate") or {}
     return launch_template.get("name") or launch_template.get("id")
 
 
-def _refuse_image_id(nodegroup, image_id):
+def _refuse_image_id(nodegroup: Mapping[str, Any], image_id: str) -> UpgradeError:
     name = nodegroup["nodegroupName"]
     if nodegroup.get("launchTemplate"):
         instead = ("create a version of the node group's launch template %s with ImageId %s and pass its number "
@@ -102,7 +106,7 @@ def _refuse_image_id(nodegroup, image_id):
         "version. Instead, %s" % (name, image_id, instead), image_id=image_id)
 
 
-def _check_not_custom_ami(nodegroup, parameter):
+def _check_not_custom_ami(nodegroup: Mapping[str, Any], parameter: str) -> None:
     if nodegroup.get("amiType") == "CUSTOM":
         raise invalid_parameter(
             parameter, "Node group %s runs the AMI named in its launch template (amiType CUSTOM); EKS refuses %s "
@@ -111,7 +115,7 @@ def _check_not_custom_ami(nodegroup, parameter):
             % (nodegroup["nodegroupName"], parameter, _launch_template_label(nodegroup)))
 
 
-def _check_kubernetes_version(parameter, target, nodegroup, cluster_version):
+def _check_kubernetes_version(parameter: str, target: str, nodegroup: Mapping[str, Any], cluster_version: str | None) -> None:
     """K6 (not newer than the control plane) and EKS's no-rollback rule, for a target minor version."""
     wanted = kubernetes_minor(target)
     control_plane = kubernetes_minor(cluster_version)
@@ -127,7 +131,7 @@ def _check_kubernetes_version(parameter, target, nodegroup, cluster_version):
             "back" % (parameter, target, nodegroup["nodegroupName"], nodegroup["version"]))
 
 
-def _release_version_target(release, nodegroup, cluster_version):
+def _release_version_target(release: str, nodegroup: Mapping[str, Any], cluster_version: str | None) -> dict[str, Any]:
     _check_not_custom_ami(nodegroup, "release_version")
     request = {"releaseVersion": release}
     ami_type = nodegroup.get("amiType")
@@ -150,7 +154,7 @@ def _release_version_target(release, nodegroup, cluster_version):
     return dict(option="release_version", value=release, request=request, ssm_parameter=None)
 
 
-def _launch_template_version_target(version, nodegroup):
+def _launch_template_version_target(version: int, nodegroup: Mapping[str, Any]) -> dict[str, Any]:
     launch_template = nodegroup.get("launchTemplate")
     if not launch_template:
         raise invalid_parameter(
@@ -164,7 +168,7 @@ def _launch_template_version_target(version, nodegroup):
                 ssm_parameter=None)
 
 
-def resolve_target(params, nodegroup, cluster_version):
+def resolve_target(params: Mapping[str, Any], nodegroup: Mapping[str, Any], cluster_version: str | None) -> dict[str, Any]:
     """The target of the update, from the one target option given (validate_options ran) and the
     DescribeNodegroup / DescribeCluster answers; refusals name the option.
 

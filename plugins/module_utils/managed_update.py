@@ -13,6 +13,11 @@ DescribeAutoScalingGroups and SSM GetParameter exactly as botocore returns them 
 outputs are request payloads for EKS, plain snake_case dicts for the module's result, and UpgradeError.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import API_ERROR, UpgradeError
 
 UPDATE_STRATEGIES = {"default": "DEFAULT", "minimal": "MINIMAL"}
@@ -30,7 +35,7 @@ _EKS_DEFAULT_UPDATE_CONFIG = {"maxUnavailable": 1, "updateStrategy": "DEFAULT"}
 
 # --- updateConfig ------------------------------------------------------------------------------------------
 
-def wanted_update_config(max_unavailable, max_unavailable_percentage, update_strategy):
+def wanted_update_config(max_unavailable: int | None, max_unavailable_percentage: int | None, update_strategy: str | None) -> dict[str, Any]:
     """The NodegroupUpdateConfig the playbook asks for: only what is set (what is not keeps the group's own)."""
     wanted = {}
     if update_strategy is not None:
@@ -42,7 +47,7 @@ def wanted_update_config(max_unavailable, max_unavailable_percentage, update_str
     return wanted
 
 
-def effective_update_config(update_config):
+def effective_update_config(update_config: Mapping[str, Any] | None) -> dict[str, Any]:
     """A node group's updateConfig with EKS's defaults filled in (a group may report none, or no strategy)."""
     config = dict((key, value) for key, value in (update_config or {}).items() if value is not None)
     if "maxUnavailable" not in config and "maxUnavailablePercentage" not in config:
@@ -51,14 +56,14 @@ def effective_update_config(update_config):
     return config
 
 
-def _parallelism_matches(config, wanted):
+def _parallelism_matches(config: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
     for key in ("maxUnavailable", "maxUnavailablePercentage"):
         if key in wanted:
             return config.get(key) == wanted[key]
     return True
 
 
-def update_config_request(current, wanted):
+def update_config_request(current: Mapping[str, Any] | None, wanted: Mapping[str, Any]) -> dict[str, Any] | None:
     """The updateConfig of an UpdateNodegroupConfig request that gives the group ``wanted``, or None when its
     ``current`` updateConfig (DescribeNodegroup) already matches.
 
@@ -81,7 +86,7 @@ def update_config_request(current, wanted):
     return request
 
 
-def apply_update_config(current, request):
+def apply_update_config(current: Mapping[str, Any] | None, request: Mapping[str, Any] | None) -> dict[str, Any]:
     """The updateConfig EKS reports after ``request`` (None: unchanged); one parallelism setting clears the other."""
     config = effective_update_config(current)
     if not request:
@@ -98,11 +103,11 @@ def apply_update_config(current, request):
 
 # --- Updates EKS is running ---------------------------------------------------------------------------------
 
-def _params(update):
+def _params(update: Mapping[str, Any]) -> dict[str | None, str | None]:
     return dict((param.get("type"), param.get("value")) for param in update.get("params") or [])
 
 
-def is_target_update(update, target):
+def is_target_update(update: Mapping[str, Any], target: Mapping[str, Any]) -> bool:
     """Whether a VersionUpdate is one to ``target`` (its params name the same version/release/LT version)."""
     if update.get("type") != "VersionUpdate":
         return False
@@ -111,7 +116,7 @@ def is_target_update(update, target):
     return _params(update).get(param) == target["value"]
 
 
-def is_wanted_config_update(update, wanted):
+def is_wanted_config_update(update: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
     """Whether a ConfigUpdate changes only the updateConfig, to values the playbook asks for (a rerun's own)."""
     if update.get("type") != "ConfigUpdate":
         return False
@@ -127,13 +132,13 @@ def is_wanted_config_update(update, wanted):
     return True
 
 
-def _describe_update_briefly(update):
+def _describe_update_briefly(update: Mapping[str, Any]) -> str:
     params = ", ".join("%s=%s" % (param.get("type"), param.get("value")) for param in update.get("params") or [])
     return "%s %s (%s%s)" % (update.get("type"), update.get("id"), update.get("status"),
                              ": " + params if params else "")
 
 
-def _already_on_target(nodegroup, target, expected_release):
+def _already_on_target(nodegroup: Mapping[str, Any], target: Mapping[str, Any], expected_release: str | None) -> bool:
     if target["option"] == "kubernetes_version":
         return nodegroup.get("version") == target["value"] and (
             expected_release is None or nodegroup.get("releaseVersion") == expected_release)
@@ -142,11 +147,12 @@ def _already_on_target(nodegroup, target, expected_release):
     return str((nodegroup.get("launchTemplate") or {}).get("version")) == target["value"]
 
 
-def _target_words(target):
+def _target_words(target: Mapping[str, Any]) -> str:
     return "%s %s" % (target["option"], target["value"])
 
 
-def plan_managed_update(nodegroup, target, wanted_config, in_progress, force=False, expected_release=None):
+def plan_managed_update(nodegroup: Mapping[str, Any], target: Mapping[str, Any], wanted_config: Mapping[str, Any],
+                        in_progress: Sequence[Mapping[str, Any]], force: bool = False, expected_release: str | None = None) -> dict[str, Any]:
     """What to do (SPEC K3, K5): nothing, follow our update EKS is running, or start one.
 
     ``in_progress``: the node group's updates whose status is InProgress (DescribeUpdate answers).
@@ -195,7 +201,8 @@ def plan_managed_update(nodegroup, target, wanted_config, in_progress, force=Fal
     return plan
 
 
-def plan_follow(nodegroup, target, update, expected_release=None):
+def plan_follow(nodegroup: Mapping[str, Any], target: Mapping[str, Any], update: Mapping[str, Any],
+                expected_release: str | None = None) -> dict[str, Any]:
     """The plan of a run told which version update to follow (option update_id): follow it, whatever its status,
     and never start another, so a failure of that update is reported rather than retried behind the caller."""
     plan = dict(action="follow", target=dict(option=target["option"], value=target["value"]),
@@ -208,7 +215,7 @@ def plan_follow(nodegroup, target, update, expected_release=None):
 
 # --- Following an update ------------------------------------------------------------------------------------
 
-def update_progress(auto_scaling_groups):
+def update_progress(auto_scaling_groups: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     """{nodes_total, nodes_updated} of the node group's ASGs (DescribeAutoScalingGroups): InService instances,
     and those of them launched from the launch template version each group points at now.
 
@@ -233,11 +240,11 @@ def update_progress(auto_scaling_groups):
     return dict(nodes_total=total, nodes_updated=updated)
 
 
-def is_finished(update):
+def is_finished(update: Mapping[str, Any]) -> bool:
     return update.get("status") != "InProgress"
 
 
-def failed_update_error(update, nodegroup_name):
+def failed_update_error(update: Mapping[str, Any], nodegroup_name: str) -> UpgradeError:
     """The UpgradeError of a Failed (or Cancelled) update: EKS's first errorCode as the code (U8), and every
     error EKS gave quoted with its resource ids."""
     errors = update.get("errors") or []
@@ -262,11 +269,11 @@ def failed_update_error(update, nodegroup_name):
 
 # --- Result shapes ------------------------------------------------------------------------------------------
 
-def _timestamp(value):
+def _timestamp(value: Any) -> Any:
     return value.isoformat() if hasattr(value, "isoformat") else value
 
 
-def update_summary(update):
+def update_summary(update: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """snake_case result of an EKS Update."""
     if update is None:
         return None
@@ -278,14 +285,14 @@ def update_summary(update):
         created_at=_timestamp(update.get("createdAt")))
 
 
-def update_config_summary(update_config):
+def update_config_summary(update_config: Mapping[str, Any] | None) -> dict[str, Any]:
     config = update_config or {}
     return dict(max_unavailable=config.get("maxUnavailable"),
                 max_unavailable_percentage=config.get("maxUnavailablePercentage"),
                 update_strategy=config.get("updateStrategy"))
 
 
-def nodegroup_summary(nodegroup):
+def nodegroup_summary(nodegroup: Mapping[str, Any]) -> dict[str, Any]:
     """snake_case result of a DescribeNodegroup answer."""
     launch_template = nodegroup.get("launchTemplate")
     return dict(
@@ -299,14 +306,14 @@ def nodegroup_summary(nodegroup):
         auto_scaling_groups=[g.get("name") for g in (nodegroup.get("resources") or {}).get("autoScalingGroups") or []])
 
 
-def diff_state(nodegroup):
+def diff_state(nodegroup: Mapping[str, Any]) -> dict[str, Any]:
     """The fields a managed update changes, for the diff."""
     return dict(version=nodegroup.get("version"), release_version=nodegroup.get("releaseVersion"),
                 launch_template_version=(nodegroup.get("launchTemplate") or {}).get("version"),
                 update_config=update_config_summary(effective_update_config(nodegroup.get("updateConfig"))))
 
 
-def predicted_diff_state(nodegroup, plan):
+def predicted_diff_state(nodegroup: Mapping[str, Any], plan: Mapping[str, Any]) -> dict[str, Any]:
     """diff_state after the plan, as far as it can be known before EKS has done it."""
     after = diff_state(nodegroup)
     if plan["action"] == "none":

@@ -3,6 +3,10 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """EksopsModule: AnsibleModule plus the collection's AWS/Kubernetes option specs, clients and error reporting."""
 
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
 import copy
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
@@ -39,7 +43,7 @@ FIRST_CONTACT_RETRY_SECONDS = 15
 _RESERVED_RESULT_KEYS = frozenset(["msg", "code", "failed", "changed", "invocation", "warnings", "deprecations"])
 
 
-def merged_argument_spec(argument_spec, uses_aws=True, uses_k8s=False):
+def merged_argument_spec(argument_spec: Mapping[str, Any], uses_aws: bool = True, uses_k8s: bool = False) -> dict[str, Any]:
     """The module's own spec plus the shared AWS and/or Kubernetes options (module options win).
 
     Everything is deep-copied: modules build their specs from shared dicts (NODEGROUP_ARGUMENT_SPEC), and the
@@ -54,7 +58,7 @@ def merged_argument_spec(argument_spec, uses_aws=True, uses_k8s=False):
     return copy.deepcopy(spec)
 
 
-def error_result(err):
+def error_result(err: UpgradeError) -> dict[str, Any]:
     """fail_json keyword arguments for an UpgradeError: msg, code and the details (reserved keys prefixed)."""
     result = dict(msg=err.msg, code=err.code)
     for key, value in err.details.items():
@@ -68,7 +72,7 @@ class EksopsModule:
     Attribute access not defined here goes to the wrapped AnsibleModule (params, check_mode, exit_json, ...).
     """
 
-    def __init__(self, argument_spec, uses_aws=True, uses_k8s=False, **ansible_module_kwargs):
+    def __init__(self, argument_spec: Mapping[str, Any], uses_aws: bool = True, uses_k8s: bool = False, **ansible_module_kwargs: Any) -> None:
         self.module = AnsibleModule(argument_spec=merged_argument_spec(argument_spec, uses_aws, uses_k8s),
                                     **ansible_module_kwargs)
         self.uses_aws = uses_aws
@@ -83,17 +87,17 @@ class EksopsModule:
         self._k8s_client = None
         self._core_v1 = None
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         # Only reached for names this class does not define; "module" itself is missing only mid-construction.
         if name == "module":
             raise AttributeError(name)
         return getattr(self.module, name)
 
     @property
-    def user_agent(self):
+    def user_agent(self) -> str:
         return "%s/%s" % (USER_AGENT_EXTRA, self.module._name.rsplit(".", 1)[-1])
 
-    def aws(self, service):
+    def aws(self, service: str) -> Any:
         """A cached botocore client for ``service``."""
         if service not in self._aws_clients:
             if self._aws_session is None:
@@ -101,7 +105,7 @@ class EksopsModule:
             self._aws_clients[service] = aws_client(self.module.params, service, session=self._aws_session)
         return self._aws_clients[service]
 
-    def k8s(self):
+    def k8s(self) -> Any:
         """A cached kubernetes ApiClient (see k8s.k8s_api_client for how credentials are chosen).
 
         Built on first use and checked with one GET /version, so an unreachable API server or rejected
@@ -121,25 +125,25 @@ class EksopsModule:
             self._k8s_client = client
         return self._k8s_client
 
-    def core_v1(self):
+    def core_v1(self) -> Any:
         if self._core_v1 is None:
             self._core_v1 = core_v1(self.k8s())
         return self._core_v1
 
-    def with_diff(self, result, before, after):
+    def with_diff(self, result: dict[str, Any], before: Any, after: Any) -> dict[str, Any]:
         """``result``, with ``diff`` set to the state ``before`` and ``after`` the change in diff mode only (``--diff``,
         ``diff: true``): every module's diff is built here, and only when asked for, as Ansible expects."""
         if self._diff:
             result["diff"] = dict(before=before, after=after)
         return result
 
-    def fail_upgrade(self, err, **result):
+    def fail_upgrade(self, err: UpgradeError, **result: Any) -> None:
         """fail_json for an UpgradeError; ``result`` carries what the module did before failing."""
         payload = dict(result)
         payload.update(error_result(err))
         self.module.fail_json(**payload)
 
-    def run(self, fn):
+    def run(self, fn: Callable[[], dict[str, Any] | None]) -> None:
         """Call ``fn()``; a dict it returns goes to exit_json, an UpgradeError it raises to fail_json."""
         try:
             result = fn()

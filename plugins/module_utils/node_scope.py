@@ -9,28 +9,37 @@ of the group's Auto Scaling group's instances, or is leaving that group (EC2 sti
 never decide (a node's labels are whatever its bootstrap wrote); they only help to say where a node belongs.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
 from ansible_collections.eksops.nodegroup.plugins.module_utils import kinds
 from ansible_collections.eksops.nodegroup.plugins.module_utils.termination import describe_known_instances
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import aws_tags_to_dict
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import invalid_parameter
+
+if TYPE_CHECKING:
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NodegroupRef
 
 # The tag EC2 Auto Scaling puts on every instance it launches (Auto Scaling user guide, "Tag Auto Scaling groups
 # and instances"); it stays on an instance the group terminates.
 ASG_NAME_TAG = "aws:autoscaling:groupName"
 
 
-def group_instance_ids(group):
+def group_instance_ids(group: NodegroupRef) -> frozenset[str]:
     """The instance ids the node group's Auto Scaling group lists (a nodegroup.NodegroupRef)."""
     return frozenset(instance["InstanceId"] for instance in group.asg.get("Instances") or [])
 
 
-def labelled_nodegroup(labels):
+def labelled_nodegroup(labels: Mapping[str, str] | None) -> str | None:
     """The node group a node's labels name (EKS's or eksctl's label), or None."""
     labels = labels or {}
     return labels.get(kinds.EKS_NODEGROUP_LABEL) or labels.get(kinds.EKSCTL_NODEGROUP_LABEL)
 
 
-def outside_nodegroup(group, node_instances, ec2_tags=None, node_labels=None):
+def outside_nodegroup(group: NodegroupRef, node_instances: Mapping[str, str | None], ec2_tags: Mapping[str, Mapping[str, str]] | None = None,
+                      node_labels: Mapping[str, Mapping[str, str]] | None = None) -> list[dict[str, Any]]:
     """The nodes of ``node_instances`` ({node name: instance id or None}) that are not ``group``'s, sorted by name:
     [{node, instance_id, asg_name, nodegroup}] where ``asg_name`` is the Auto Scaling group EC2's tag names (from
     ``ec2_tags``: {instance id: {key: value}}, None when unknown) and ``nodegroup`` the group the node's labels
@@ -49,7 +58,7 @@ def outside_nodegroup(group, node_instances, ec2_tags=None, node_labels=None):
     return outside
 
 
-def _where(entry):
+def _where(entry: Mapping[str, Any]) -> str:
     if entry["instance_id"] is None:
         return "node %s has no EC2 instance in its spec.providerID" % entry["node"]
     if entry["asg_name"]:
@@ -61,7 +70,7 @@ def _where(entry):
     return "node %s (instance %s) %s" % (entry["node"], entry["instance_id"], where)
 
 
-def outside_message(group, outside, parameter, action):
+def outside_message(group: NodegroupRef, outside: list[dict[str, Any]], parameter: str, action: str) -> str:
     return ("%s names nodes outside node group %s of cluster %s (nodegroup_name; Auto Scaling group %s): %s. Refusing "
             "to %s nodes of another node group; name only this group's nodes, or leave nodegroup_name out to act on "
             "any node. Nothing was changed."
@@ -69,7 +78,8 @@ def outside_message(group, outside, parameter, action):
                "; ".join(_where(entry) for entry in outside), action))
 
 
-def check_nodes_in_nodegroup(group, node_instances, aws, parameter, action="cordon or drain", node_labels=None):
+def check_nodes_in_nodegroup(group: NodegroupRef, node_instances: Mapping[str, str | None], aws: Callable[[str], Any], parameter: str,
+                             action: str = "cordon or drain", node_labels: Mapping[str, Mapping[str, str]] | None = None) -> None:
     """Refuse, with InvalidParameter naming ``parameter`` and every node outside, nodes that are not ``group``'s
     (see outside_nodegroup). EC2 (``aws("ec2")``, a module's client factory) is asked, with one DescribeInstances,
     only about instances the group does not list; nodes all in the group cost no call."""

@@ -4,6 +4,10 @@
 """Node group discovery (SPEC K1): which Auto Scaling group is the node group, of which kind, and EKS's record of
 it when EKS manages it; the options that name it."""
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 import re
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils import kinds
@@ -19,6 +23,9 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import describe_eks_cluster
 
+if TYPE_CHECKING:
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
+
 # EKS CreateCluster: "The name can contain only alphanumeric characters (case-sensitive), hyphens, and underscores.
 # It must start with an alphanumeric character and can't be longer than 100 characters." CreateNodegroup names
 # follow the same rule (63 characters); eksctl, terraform-aws-eks and the CloudFormation template name their
@@ -27,7 +34,7 @@ CLUSTER_NAME_PATTERN = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")
 NODEGROUP_NAME_PATTERN = re.compile(r"^[0-9A-Za-z][A-Za-z0-9._-]{0,254}$")
 
 
-def check_names(cluster_name, nodegroup_name):
+def check_names(cluster_name: str | None, nodegroup_name: str | None) -> None:
     """Refuse a cluster or node group name AWS could never hold, naming the parameter, before any call."""
     if not CLUSTER_NAME_PATTERN.match(cluster_name or ""):
         raise invalid_parameter(
@@ -41,7 +48,7 @@ def check_names(cluster_name, nodegroup_name):
 
 # --- Auto Scaling group -------------------------------------------------------------------------------------
 
-def describe_asg(autoscaling, asg_name, parameter="asg_name"):
+def describe_asg(autoscaling: Any, asg_name: str, parameter: str = "asg_name") -> dict[str, Any]:
     """The ASG description; ResourceNotFound naming ``parameter`` when it does not exist."""
     group = autoscaling_api.describe_auto_scaling_group(autoscaling, asg_name)
     if group is None:
@@ -50,7 +57,7 @@ def describe_asg(autoscaling, asg_name, parameter="asg_name"):
     return group
 
 
-def describe_managed_nodegroup(eks, cluster_name, nodegroup_name):
+def describe_managed_nodegroup(eks: Any, cluster_name: str, nodegroup_name: str) -> dict[str, Any] | None:
     """DescribeNodegroup's answer, or None when EKS has no managed node group of that name (self-managed)."""
     try:
         return eks_api.describe_nodegroup(eks, cluster_name, nodegroup_name)
@@ -63,7 +70,8 @@ def describe_managed_nodegroup(eks, cluster_name, nodegroup_name):
 class NodegroupRef:
     """A discovered node group: its kind (SPEC K1), its Auto Scaling group, and EKS's record when managed."""
 
-    def __init__(self, cluster_name, nodegroup_name, kind, asg, managed=None):
+    def __init__(self, cluster_name: str, nodegroup_name: str, kind: str, asg: dict[str, Any],
+                 managed: dict[str, Any] | None = None) -> None:
         self.cluster_name = cluster_name
         self.nodegroup_name = nodegroup_name
         self.kind = kind
@@ -71,22 +79,22 @@ class NodegroupRef:
         self.managed = managed
 
     @property
-    def asg_name(self):
+    def asg_name(self) -> str:
         return self.asg["AutoScalingGroupName"]
 
-    def journal(self):
+    def journal(self) -> Journal | None:
         """The upgrade journal on the Auto Scaling group, or None."""
         return Journal.from_tags(self.asg.get("Tags"), asg_name=self.asg_name)
 
-    def with_asg(self, asg):
+    def with_asg(self, asg: dict[str, Any]) -> NodegroupRef:
         """The same node group with a newer description of its Auto Scaling group."""
         return NodegroupRef(self.cluster_name, self.nodegroup_name, self.kind, asg, self.managed)
 
     @property
-    def node_selector(self):
+    def node_selector(self) -> str | None:
         return kinds.node_selector(self.kind, self.nodegroup_name)
 
-    def refuse_if_managed(self, action):
+    def refuse_if_managed(self, action: str) -> None:
         """SPEC K3: never write to an Auto Scaling group or launch template EKS owns."""
         if self.kind == kinds.MANAGED:
             raise invalid_parameter(
@@ -97,11 +105,11 @@ class NodegroupRef:
                 kind=self.kind, asg_name=self.asg_name)
 
 
-def _tags(asg):
+def _tags(asg: Mapping[str, Any]) -> dict[str, str]:
     return aws_tags_to_dict(asg.get("Tags"))
 
 
-def _check_named_asg(asg, cluster_name, nodegroup_name):
+def _check_named_asg(asg: Mapping[str, Any], cluster_name: str, nodegroup_name: str) -> None:
     """The named ASG must be tagged for this cluster, and for this node group as far as its kind's tags tell:
     an untagged group may be another cluster's, whose instances would all look like nodes that never joined."""
     tags = _tags(asg)
@@ -122,7 +130,7 @@ def _check_named_asg(asg, cluster_name, nodegroup_name):
                 "node group's Auto Scaling group" % (name, told, expected, parameter), asg_name=name)
 
 
-def _candidates(autoscaling, eks, cluster_name, nodegroup_name):
+def _candidates(autoscaling: Any, eks: Any, cluster_name: str, nodegroup_name: str) -> list[tuple[str, dict[str, Any], dict[str, Any] | None]]:
     """Every Auto Scaling group that could be the node group, by kind (SPEC K1): [(kind, asg, managed record)]."""
     found = []
     managed = describe_managed_nodegroup(eks, cluster_name, nodegroup_name)
@@ -140,7 +148,7 @@ def _candidates(autoscaling, eks, cluster_name, nodegroup_name):
     return list(unique.values())
 
 
-def find_nodegroup(autoscaling, eks, cluster_name, nodegroup_name, asg_name=None):
+def find_nodegroup(autoscaling: Any, eks: Any, cluster_name: str, nodegroup_name: str, asg_name: str | None = None) -> NodegroupRef:
     """The node group and its kind (SPEC K1): the named Auto Scaling group (its kind from its tags), else the one
     DescribeNodegroup names, the one eksctl tagged, or the plain one tagged kubernetes.io/cluster/<cluster>
     whose Name (or own name) is the node group's. Two matches are refused, naming both."""
@@ -174,7 +182,7 @@ def find_nodegroup(autoscaling, eks, cluster_name, nodegroup_name, asg_name=None
         cluster_name=cluster_name, nodegroup_name=nodegroup_name)
 
 
-def asg_launch_template_spec(asg):
+def asg_launch_template_spec(asg: Mapping[str, Any]) -> dict[str, Any]:
     """{"id", "name", "version", "mixed"} of the launch template an ASG launches from."""
     spec = asg.get("LaunchTemplate")
     mixed = False
@@ -189,13 +197,13 @@ def asg_launch_template_spec(asg):
                 version=str(spec.get("Version") or "$Default"), mixed=mixed)
 
 
-def asg_launch_template(asg):
+def asg_launch_template(asg: Mapping[str, Any]) -> tuple[str | None, str]:
     """(launch template id, version string as the ASG has it, e.g. "3" or "$Latest")."""
     spec = asg_launch_template_spec(asg)
     return spec["id"], spec["version"]
 
 
-def asg_summary(asg):
+def asg_summary(asg: Mapping[str, Any]) -> dict[str, Any]:
     """The sizes, processes and AZs of an ASG, snake_case."""
     spec = asg_launch_template_spec(asg)
     return dict(
@@ -210,7 +218,7 @@ def asg_summary(asg):
     )
 
 
-def find_module_nodegroup(module, refuse_managed=None):
+def find_module_nodegroup(module: EksopsModule, refuse_managed: str | None = None) -> NodegroupRef:
     """The node group a module's cluster_name, nodegroup_name and asg_name options name (find_nodegroup). With
     ``refuse_managed``, what the module would do to its Auto Scaling group, an EKS managed group is refused
     (SPEC K3)."""

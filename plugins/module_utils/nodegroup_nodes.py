@@ -3,9 +3,17 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The node group's nodes: listing them, and the C2 annotation that keeps the cluster autoscaler off them."""
 
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
 from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import find_instance_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import translate_k8s_errors
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import list_all, read_body, retry_api_call
+
+if TYPE_CHECKING:
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NodegroupRef
 
 # SPEC C2: the cluster autoscaler reads this node annotation and never scales such a node down.
 SCALE_DOWN_DISABLED_ANNOTATION = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
@@ -16,11 +24,11 @@ MERGE_PATCH = "application/merge-patch+json"
 
 
 class _Obj:
-    def __init__(self, **attrs):
+    def __init__(self, **attrs: Any) -> None:
         self.__dict__.update(attrs)
 
 
-def node_view(raw):
+def node_view(raw: dict[str, Any]) -> _Obj:
     """A raw node dict (as kube_watch yields) with the attribute shape instances.join_instances_nodes reads."""
     metadata = raw.get("metadata") or {}
     spec = raw.get("spec") or {}
@@ -35,7 +43,7 @@ def node_view(raw):
     )
 
 
-def patch_node_annotations(core_v1, node_name, annotations):
+def patch_node_annotations(core_v1: Any, node_name: str, annotations: Mapping[str, str | None]) -> None:
     """Merge-patch node annotations (a None value removes one); retried on 429/5xx (SPEC P3)."""
     body = {"metadata": {"annotations": annotations}}
     with translate_k8s_errors("annotate node %s" % node_name):
@@ -43,7 +51,7 @@ def patch_node_annotations(core_v1, node_name, annotations):
                                  _preload_content=False))
 
 
-def mark_scale_down_disabled(core_v1, nodes, run_id):
+def mark_scale_down_disabled(core_v1: Any, nodes: Iterable[_Obj], run_id: str | None) -> list[str]:
     """Give nodes the C2 annotation, recording that we set it; returns the names changed."""
     changed = []
     for node in nodes:
@@ -56,7 +64,7 @@ def mark_scale_down_disabled(core_v1, nodes, run_id):
     return changed
 
 
-def unmark_scale_down_disabled(core_v1, nodes):
+def unmark_scale_down_disabled(core_v1: Any, nodes: Iterable[_Obj]) -> list[str]:
     """Remove the C2 annotation from the nodes we gave it to; returns the names changed."""
     changed = []
     for node in nodes:
@@ -67,7 +75,7 @@ def unmark_scale_down_disabled(core_v1, nodes):
     return changed
 
 
-def list_all_nodes(core_v1, label_selector=None, purpose="list nodes"):
+def list_all_nodes(core_v1: Any, label_selector: str | None = None, purpose: str = "list nodes") -> list[_Obj]:
     """Nodes as node_view objects: one paged LIST (each page retried as SPEC P3 says), narrowed on the server
     by ``label_selector`` when there is one (SPEC P2). ``purpose`` names the list in an error."""
     with translate_k8s_errors(purpose + (" (%s)" % label_selector if label_selector else "")):
@@ -75,7 +83,7 @@ def list_all_nodes(core_v1, label_selector=None, purpose="list nodes"):
     return [node_view(item) for item in items]
 
 
-def list_nodegroup_nodes(core_v1, group):
+def list_nodegroup_nodes(core_v1: Any, group: NodegroupRef) -> list[_Obj]:
     """The nodes of the group's instances as node_view objects, matched by spec.providerID and narrowed by the
     kind's node label where it has one (instances.find_instance_nodes)."""
     instance_ids = [instance["InstanceId"] for instance in group.asg.get("Instances", [])]
@@ -85,5 +93,5 @@ def list_nodegroup_nodes(core_v1, group):
     return [node_view(node) for node in nodes.values()]
 
 
-def selector_kwargs(label_selector):
+def selector_kwargs(label_selector: str | None) -> dict[str, str]:
     return dict(label_selector=label_selector) if label_selector else {}

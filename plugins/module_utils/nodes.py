@@ -3,6 +3,11 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The nodes of EC2 instances, and the check before an instance is terminated (U5: only drained nodes go)."""
 
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.api import KubeApi
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.cordon import left_pods_mark
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.pods import (
@@ -20,12 +25,12 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.returning_pods im
 )
 
 
-def nodes_of_instances(api, instance_ids, node_selector=None):
+def nodes_of_instances(api: KubeApi, instance_ids: Iterable[str], node_selector: str | None = None) -> dict[str, dict[str, Any]]:
     """instances.find_instance_nodes through this engine's counted API."""
     return find_instance_nodes(api.counted(api.core.list_node), instance_ids, node_selector, clock=api.clock)
 
 
-def resolve_instance_nodes(core_v1, instance_ids, node_selector=None):
+def resolve_instance_nodes(core_v1: Any, instance_ids: Sequence[str], node_selector: str | None = None) -> tuple[dict[str, str | None], int]:
     """{instance_id: node name or None} and the number of requests made (see nodes_of_instances)."""
     if not instance_ids:
         return {}, 0
@@ -37,7 +42,7 @@ def resolve_instance_nodes(core_v1, instance_ids, node_selector=None):
     return names, api.requests_made
 
 
-def pod_outlives_node(pod):
+def pod_outlives_node(pod: Mapping[str, Any]) -> bool:
     """Whether a pod still on a node is lost when the node's instance goes (U5: terminate only empty nodes).
 
     DaemonSet and mirror pods belong to the node, finished pods hold nothing; every other pod counts, also one
@@ -49,7 +54,7 @@ def pod_outlives_node(pod):
     return controller is None or controller.get("kind") != "DaemonSet"
 
 
-def termination_problem(instance_id, node, pods):
+def termination_problem(instance_id: str, node: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
     """Why the instance of ``node`` must not be terminated yet (a dict naming the node and pods), or None.
 
     Pods of the workloads a forced drain left on the node because they come back to it (Z3,
@@ -64,7 +69,7 @@ def termination_problem(instance_id, node, pods):
     return dict(instance_id=instance_id, node=node["metadata"]["name"], cordoned=cordoned, pods=blocking)
 
 
-def termination_problems_message(problems):
+def termination_problems_message(problems: Iterable[Mapping[str, Any]]) -> str:
     parts = []
     for problem in problems:
         why = []
@@ -77,13 +82,13 @@ def termination_problems_message(problems):
     return "refusing to terminate undrained instances (drain them first with node_drain): %s" % "; ".join(parts)
 
 
-def undrained_instances(core_v1, instance_ids, node_selector=None):
+def undrained_instances(core_v1: Any, instance_ids: Sequence[str], node_selector: str | None = None) -> tuple[list[dict[str, Any]], int]:
     """The termination problems of ``instance_ids`` (see termination_problem), and the requests made."""
     check = termination_check(core_v1, instance_ids, node_selector)
     return check["problems"], check["requests"]
 
 
-def termination_check(core_v1, instance_ids, node_selector=None):
+def termination_check(core_v1: Any, instance_ids: Sequence[str], node_selector: str | None = None) -> dict[str, Any]:
     """{problems, nodeless, requests}: the termination problems of ``instance_ids`` (see termination_problem),
     the instances that have no node, and the requests made.
 

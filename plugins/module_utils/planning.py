@@ -8,6 +8,10 @@ Nothing here talks to AWS or Kubernetes; every function takes plain values (the 
 launch_template_version, image_id, node_name, ready, unschedulable, labels) and returns plain values.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 import json
 import re
 
@@ -20,6 +24,9 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     invalid_parameter,
 )
 
+if TYPE_CHECKING:
+    import random
+
 MAX_UNAVAILABLE_LIMIT = 100
 SURGE_CAP_DEFAULT = 20
 SURGE_CAP_LIMIT = 100
@@ -31,7 +38,7 @@ LEAVING_STATES = frozenset([
 ])
 
 
-def _check_int_range(parameter, value, low, high):
+def _check_int_range(parameter: str, value: Any, low: int, high: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise invalid_parameter(parameter, "%s must be an integer, got %r" % (parameter, value), value=value)
     if value < low or value > high:
@@ -39,7 +46,7 @@ def _check_int_range(parameter, value, low, high):
             parameter, "%s must be between %d and %d, got %d" % (parameter, low, high, value), value=value)
 
 
-def resolve_max_unavailable(max_unavailable, max_unavailable_percentage, node_count):
+def resolve_max_unavailable(max_unavailable: int | None, max_unavailable_percentage: int | None, node_count: int) -> int:
     """Nodes upgraded in parallel (SPEC U1), with EKS NodegroupUpdateConfig semantics.
 
     ``max_unavailable`` and ``max_unavailable_percentage`` (each 1..100) are mutually exclusive; neither
@@ -64,14 +71,15 @@ def resolve_max_unavailable(max_unavailable, max_unavailable_percentage, node_co
     return max_unavailable
 
 
-def rolling_surge(az_count, max_unavailable):
+def rolling_surge(az_count: int, max_unavailable: int) -> int:
     """New nodes launched before the rolling upgrade (SPEC U2): max(2 x AZs, max_unavailable)."""
     if az_count < 0 or max_unavailable < 0:
         raise ValueError("az_count and max_unavailable must be >= 0")
     return max(2 * az_count, max_unavailable)
 
 
-def rolling_parallelism(group_size, az_count, max_unavailable=None, max_unavailable_percentage=None, minimal=False):
+def rolling_parallelism(group_size: int, az_count: int, max_unavailable: int | None = None, max_unavailable_percentage: int | None = None,
+                        minimal: bool = False) -> dict[str, int]:
     """The parallelism of a rolling (or, with ``minimal``, a minimal) upgrade, resolved once (issue 12):
     {max_unavailable, surge, batch_size}.
 
@@ -85,7 +93,7 @@ def rolling_parallelism(group_size, az_count, max_unavailable=None, max_unavaila
     return dict(max_unavailable=max_unavailable, surge=surge, batch_size=max_unavailable)
 
 
-def scaled_up_sizes(min_size, max_size, target_desired):
+def scaled_up_sizes(min_size: int, max_size: int, target_desired: int) -> dict[str, int]:
     """ASG sizes that run ``target_desired`` instances: MaxSize only grows, MinSize is untouched."""
     return {
         "min_size": min_size,
@@ -94,18 +102,18 @@ def scaled_up_sizes(min_size, max_size, target_desired):
     }
 
 
-def _label(instance, key):
+def _label(instance: Mapping[str, Any], key: str) -> str | None:
     return (instance.get("labels") or {}).get(key)
 
 
-def int_or_none(value):
+def int_or_none(value: Any) -> int | None:
     try:
         return int(value)
     except (TypeError, ValueError):
         return None
 
 
-def is_new_instance(instance, target_lt_version, target_image_id):
+def is_new_instance(instance: Mapping[str, Any], target_lt_version: int | str | None, target_image_id: str | None) -> bool:
     """True when what is known of the instance matches every given target (and something is known).
 
     What an instance runs comes from AWS (its launch template version, its AMI), never from its node's labels
@@ -125,7 +133,8 @@ def is_new_instance(instance, target_lt_version, target_image_id):
     return compared
 
 
-def split_old_new(instances, target_lt_version, target_image_id):
+def split_old_new(instances: Iterable[dict[str, Any]], target_lt_version: int | str | None,
+                  target_image_id: str | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(old, new) instance records for the target; instances leaving the group are in neither."""
     old, new = [], []
     for instance in instances:
@@ -135,7 +144,7 @@ def split_old_new(instances, target_lt_version, target_image_id):
     return old, new
 
 
-def pick_batch(old, size, rng):
+def pick_batch(old: Iterable[dict[str, Any]], size: int, rng: random.Random) -> list[dict[str, Any]]:
     """Up to ``size`` old instances to replace next (SPEC U5: at random, drawn with ``rng``).
 
     Instances already cordoned come first: after a crash mid-batch the rerun finishes those nodes
@@ -151,7 +160,7 @@ def pick_batch(old, size, rng):
     return batch
 
 
-def validate_surge_settings(max_surge, max_unavailable, cap=SURGE_CAP_DEFAULT):
+def validate_surge_settings(max_surge: int, max_unavailable: int, cap: int = SURGE_CAP_DEFAULT) -> None:
     """Check the surge parameters (SPEC S1); raise InvalidParameter naming the offending one."""
     _check_int_range("surge_cap", cap, 1, SURGE_CAP_LIMIT)
     _check_int_range("max_surge", max_surge, 0, cap)
@@ -168,7 +177,7 @@ def validate_surge_settings(max_surge, max_unavailable, cap=SURGE_CAP_DEFAULT):
             value=max_surge)
 
 
-def surge_steps(node_count, max_surge, max_unavailable):
+def surge_steps(node_count: int, max_surge: int, max_unavailable: int) -> list[dict[str, int]]:
     """The GKE-style surge schedule (SPEC S3, S4) for a group of ``node_count`` old nodes.
 
     Each step first raises the desired capacity to ``desired_after_launch`` (launching ``launch`` new
@@ -204,7 +213,7 @@ def surge_steps(node_count, max_surge, max_unavailable):
     return steps
 
 
-def place_surge_steps(steps, old_ids, group_size):
+def place_surge_steps(steps: Iterable[Mapping[str, int]], old_ids: Sequence[str], group_size: int) -> list[dict[str, Any]]:
     """The surge ``steps`` (``surge_steps`` of the ``old_ids``) on the group as it is, for the surge role to pass on
     without arithmetic (issue 12).
 
@@ -221,11 +230,11 @@ def place_surge_steps(steps, old_ids, group_size):
     return placed
 
 
-def _az_key(instance):
+def _az_key(instance: Mapping[str, Any]) -> str:
     return instance.get("availability_zone") or ""
 
 
-def _scale_in_preference(instance, group_version):
+def _scale_in_preference(instance: Mapping[str, Any], group_version: int | str | None) -> tuple[bool, bool, bool, int, str]:
     # Within an AZ: nodes already cordoned (a resumed scale-in finishes those), then nodes not on the version
     # the group launches (after a rollback these are the failed new ones), then nodes that are not serving,
     # then the oldest launch template version.
@@ -239,7 +248,7 @@ def _scale_in_preference(instance, group_version):
     )
 
 
-def scale_in_choice(instances, count, group_version=None):
+def scale_in_choice(instances: Iterable[dict[str, Any]], count: int, group_version: int | str | None = None) -> list[dict[str, Any]]:
     """``count`` instances to remove, AZ-balanced (SPEC U6): always from the AZ with the most left.
 
     ``group_version``: the launch template version the group launches now; within an AZ, instances on another
@@ -259,7 +268,7 @@ def scale_in_choice(instances, count, group_version=None):
     return chosen
 
 
-def _problem(instance, reason):
+def _problem(instance: Mapping[str, Any], reason: str) -> dict[str, Any]:
     return {
         "availability_zone": instance.get("availability_zone"),
         "instance_id": instance.get("instance_id"),
@@ -268,7 +277,7 @@ def _problem(instance, reason):
     }
 
 
-def check_new_nodes(nodes, azs_with_old_nodes, expected_labels):
+def check_new_nodes(nodes: Iterable[Mapping[str, Any]], azs_with_old_nodes: Iterable[str], expected_labels: Mapping[str, str]) -> list[dict[str, Any]]:
     """Problems that keep the scale-up from succeeding (SPEC U3); an empty list means it succeeded.
 
     ``nodes`` are the new instance records (joined with their nodes by providerID, SPEC K2);
@@ -296,7 +305,7 @@ def check_new_nodes(nodes, azs_with_old_nodes, expected_labels):
     return problems
 
 
-def autoscaler_changed(desired_now, desired_set, desired_pending=None):
+def autoscaler_changed(desired_now: int | str, desired_set: int | str | None, desired_pending: int | str | None = None) -> bool:
     """True when someone else (the cluster autoscaler) changed the desired capacity we set (SPEC C3).
 
     ``desired_pending``: the desired capacity our own decrementing termination under way leaves; a crash
@@ -307,7 +316,7 @@ def autoscaler_changed(desired_now, desired_set, desired_pending=None):
     return int(desired_now) not in [int(value) for value in (desired_set, desired_pending) if value is not None]
 
 
-def plan_suspension(recorded, requested, suspended_now):
+def plan_suspension(recorded: Iterable[str], requested: Iterable[str], suspended_now: Iterable[str]) -> tuple[list[str], list[str]]:
     """SPEC A1: (processes the upgrade owns, processes to suspend now).
 
     ``recorded``: the processes the journal says the upgrade suspended; ``requested``: the ones it wants
@@ -325,7 +334,7 @@ SUSPENDABLE_PROCESSES = ("AddToLoadBalancer", "AlarmNotification", "AZRebalance"
                          "ReplaceUnhealthy", "ScheduledActions")
 
 
-def validate_suspend_processes(processes, parameter="suspend_processes"):
+def validate_suspend_processes(processes: Iterable[str], parameter: str = "suspend_processes") -> None:
     """Refuse processes an upgrade cannot suspend, naming the parameter."""
     unknown = [process for process in processes if process not in SUSPENDABLE_PROCESSES]
     if unknown:
@@ -351,7 +360,7 @@ _AZ_PATTERN = re.compile(r"\b([a-z]{2}(?:-[a-z]+)+-\d[a-z])\b")
 _INSTANCE_PATTERN = re.compile(r"\b(i-[0-9a-f]{8,17})\b")
 
 
-def _activity_details(activity):
+def _activity_details(activity: Mapping[str, Any]) -> dict[str, Any]:
     try:
         details = json.loads(activity.get("Details") or "{}")
     except ValueError:
@@ -368,7 +377,7 @@ TRANSIENT_LAUNCH_CAUSES = frozenset(["insufficient EC2 capacity", "instance laun
 PERSISTENT_FAILURES_PER_AZ = 3
 
 
-def persistent_launch_failure(failures, limit=PERSISTENT_FAILURES_PER_AZ):
+def persistent_launch_failure(failures: Sequence[dict[str, Any]], limit: int = PERSISTENT_FAILURES_PER_AZ) -> dict[str, Any] | None:
     """The launch failure (of ``failures``, newest first) that retrying cannot fix, or None to keep waiting: the
     newest one of a kind no retry fixes, else the newest one of an AZ with ``limit`` failures or more."""
     for failure in failures:
@@ -383,7 +392,7 @@ def persistent_launch_failure(failures, limit=PERSISTENT_FAILURES_PER_AZ):
     return None
 
 
-def launch_failure(activity):
+def launch_failure(activity: Mapping[str, Any]) -> dict[str, Any] | None:
     """A failed launch activity as {code, cause, availability_zone, instance_id, message}; else None."""
     if activity.get("StatusCode") != "Failed":
         return None
@@ -413,7 +422,7 @@ def launch_failure(activity):
     }
 
 
-def launch_failure_error(failure, asg_name, what="a node"):
+def launch_failure_error(failure: Mapping[str, Any], asg_name: str, what: str = "a node") -> UpgradeError:
     """The error of a persistent launch failure (persistent_launch_failure), with its code (U8) and where it
     happened; ``what`` the group was launching ("a node", "a replacement")."""
     where = failure["availability_zone"] or "an unknown Availability Zone"

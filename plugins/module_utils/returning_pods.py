@@ -22,6 +22,10 @@ on that node: without ``force`` the node fails (PodEvictionFailure naming the wo
 Pure logic over raw pod and node dicts; no API calls.
 """
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 import random
 import threading
 
@@ -64,7 +68,7 @@ RETURNS_WITHOUT_CAUSE = 2
 # Pure helpers
 # --------------------------------------------------------------------------------------------------------
 
-def controller_ref(obj):
+def controller_ref(obj: Mapping[str, Any]) -> dict[str, Any] | None:
     """The ownerReference with controller: true, or None."""
     for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
         if ref.get("controller"):
@@ -72,7 +76,7 @@ def controller_ref(obj):
     return None
 
 
-def workload_of(pod):
+def workload_of(pod: Mapping[str, Any]) -> tuple[str, str, str] | None:
     """(kind, namespace, name) of the workload that owns ``pod``, or None for a pod without a controller.
 
     A ReplicaSet that a Deployment made is named ``<deployment>-<pod-template-hash>`` and its pods carry the
@@ -91,17 +95,17 @@ def workload_of(pod):
     return (kind, namespace, name)
 
 
-def workload_ref(workload):
+def workload_ref(workload: tuple[str, str, str]) -> str:
     """"Kind namespace/name" of a workload tuple."""
     kind, namespace, name = workload
     return "%s %s/%s" % (kind, namespace, name)
 
 
-def _pod_spec(pod):
+def _pod_spec(pod: Mapping[str, Any]) -> dict[str, Any]:
     return pod.get("spec") or {}
 
 
-def _tolerates(toleration, key, effect):
+def _tolerates(toleration: Mapping[str, Any], key: str, effect: str) -> bool:
     if toleration.get("effect") and toleration.get("effect") != effect:
         return False
     if toleration.get("operator") == "Exists":
@@ -109,18 +113,18 @@ def _tolerates(toleration, key, effect):
     return toleration.get("key") == key
 
 
-def tolerates_every_taint(pod):
+def tolerates_every_taint(pod: Mapping[str, Any]) -> bool:
     """A toleration with operator Exists and no key (and no effect) tolerates every taint."""
     return any(t.get("operator") == "Exists" and not t.get("key") and not t.get("effect")
                for t in _pod_spec(pod).get("tolerations") or [])
 
 
-def tolerates_cordon(pod):
+def tolerates_cordon(pod: Mapping[str, Any]) -> bool:
     """Whether the pod tolerates the NoSchedule taint a cordon puts on a node."""
     return any(_tolerates(t, UNSCHEDULABLE_TAINT, "NoSchedule") for t in _pod_spec(pod).get("tolerations") or [])
 
 
-def _only_value(requirement, key):
+def _only_value(requirement: Mapping[str, Any], key: str) -> str | None:
     """The single value an ``In`` requirement on ``key`` allows, or None."""
     values = requirement.get("values") or []
     if requirement.get("key") == key and requirement.get("operator") == "In" and len(values) == 1:
@@ -128,7 +132,7 @@ def _only_value(requirement, key):
     return None
 
 
-def pinned_to_node(pod, node):
+def pinned_to_node(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
     """Whether the pod can only run on ``node``: a nodeSelector on its hostname, or required node affinity on
     its ``metadata.name`` (what the DaemonSet controller writes) or its hostname, in every term."""
     metadata = node.get("metadata") or {}
@@ -141,14 +145,14 @@ def pinned_to_node(pod, node):
                 .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
     terms = required.get("nodeSelectorTerms") or []
 
-    def pins(term):
+    def pins(term: Mapping[str, Any]) -> bool:
         return (any(_only_value(r, "metadata.name") == node_name for r in term.get("matchFields") or [])
                 or any(_only_value(r, HOSTNAME_LABEL) == hostname for r in term.get("matchExpressions") or []))
 
     return bool(terms) and all(pins(term) for term in terms)
 
 
-def return_cause(pod, node):
+def return_cause(pod: Mapping[str, Any], node: Mapping[str, Any]) -> str:
     """Why a pod that came back to the cordoned ``node`` could land there: TOLERATES_ALL, TOLERATES_CORDON,
     PINNED, or BOUND (nothing in its spec lets the scheduler put it there: its controller bound it)."""
     if tolerates_every_taint(pod):
@@ -160,7 +164,7 @@ def return_cause(pod, node):
     return BOUND
 
 
-def _is_candidate(pod):
+def _is_candidate(pod: Mapping[str, Any]) -> bool:
     """Only running pods of a (non-DaemonSet) controller can return; a terminating one is already leaving."""
     metadata = pod.get("metadata") or {}
     if metadata.get("deletionTimestamp") or ((pod.get("status") or {}).get("phase")) in ("Succeeded", "Failed"):
@@ -176,7 +180,7 @@ def _is_candidate(pod):
 class Returning:
     """A workload whose pods come back to the node: what, why, and the figures."""
 
-    def __init__(self, workload, cause, removed, returned):
+    def __init__(self, workload: tuple[str, str, str], cause: str, removed: int, returned: int) -> None:
         self.workload = workload
         self.cause = cause
         self.removed = removed
@@ -184,23 +188,23 @@ class Returning:
         self.pods = []
 
     @property
-    def ref(self):
+    def ref(self) -> str:
         return workload_ref(self.workload)
 
     @property
-    def why(self):
+    def why(self) -> str:
         return CAUSE_TEXT[self.cause]
 
     @property
-    def remedy(self):
+    def remedy(self) -> str:
         return REMEDY[self.cause]
 
-    def describe(self):
+    def describe(self) -> str:
         """"<Kind ns/name>: <why> (N evicted from this node, M came back)"."""
         return "%s: %s (%d of its pod(s) removed from this node, %d came back)" % (
             self.ref, self.why, self.removed, self.returned)
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return dict(workload=self.ref, reason=self.why, cause=self.cause, removed=self.removed,
                     returned=self.returned, pods=sorted(self.pods))
 
@@ -215,7 +219,7 @@ class ReturnTracker:
     from the node's watch.
     """
 
-    def __init__(self, node, rng=random):
+    def __init__(self, node: Mapping[str, Any], rng: Any = random) -> None:
         self.node = node
         self._rng = rng
         self._lock = threading.Lock()
@@ -225,14 +229,14 @@ class ReturnTracker:
         self._delays = {}      # pod uid -> backoff before evicting it
         self._flagged = {}     # workload -> Returning
 
-    def sending(self, pod):
+    def sending(self, pod: Mapping[str, Any]) -> None:
         workload = workload_of(pod)
         if workload is None:
             return
         with self._lock:
             self._in_flight[workload] = self._in_flight.get(workload, 0) + 1
 
-    def sent(self, pod, accepted):
+    def sent(self, pod: Mapping[str, Any], accepted: bool) -> None:
         workload = workload_of(pod)
         if workload is None:
             return
@@ -243,7 +247,7 @@ class ReturnTracker:
                 if workload in self._flagged:
                     self._flagged[workload].removed += 1
 
-    def arrived(self, pod):
+    def arrived(self, pod: Mapping[str, Any]) -> Returning | None:
         """Record a newcomer; the Returning of its workload when the workload is flagged, else None."""
         if not _is_candidate(pod):
             return None
@@ -265,12 +269,12 @@ class ReturnTracker:
             self._delays[(pod.get("metadata") or {}).get("uid")] = backoff_delay(returns - 1, rng=self._rng)
             return None
 
-    def take_delay(self, pod):
+    def take_delay(self, pod: Mapping[str, Any]) -> float:
         """Seconds to wait before evicting ``pod`` (a return with no visible cause), once; 0.0 otherwise."""
         with self._lock:
             return self._delays.pop((pod.get("metadata") or {}).get("uid"), 0.0)
 
-    def flagged(self, pod):
+    def flagged(self, pod: Mapping[str, Any]) -> Returning | None:
         """The Returning of ``pod``'s workload, or None."""
         workload = workload_of(pod)
         if workload is None:
@@ -278,7 +282,7 @@ class ReturnTracker:
         with self._lock:
             return self._flagged.get(workload)
 
-    def returning(self):
+    def returning(self) -> list[Returning]:
         """Every flagged workload, by reference."""
         with self._lock:
             return sorted(self._flagged.values(), key=lambda r: r.ref)

@@ -4,6 +4,10 @@
 """Terminating instances through their Auto Scaling group, and waiting until they are gone: EC2's view of
 them, and the group's lifecycle hooks on termination (SPEC U5, U6)."""
 
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 import re
 import time
 
@@ -34,7 +38,7 @@ HOOK_DEFAULT_RESULT = "ABANDON"
 _INSTANCE_ID = re.compile(r"\bi-[0-9a-f]{8,17}\b")
 
 
-def describe_known_instances(ec2, instance_ids):
+def describe_known_instances(ec2: Any, instance_ids: Iterable[str]) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """(EC2 descriptions {instance_id: description}, ids EC2 does not know).
 
     DescribeInstances fails as a whole with InvalidInstanceID.NotFound when one id is unknown: an instance
@@ -66,13 +70,13 @@ def describe_known_instances(ec2, instance_ids):
     return found, sorted(unknown)
 
 
-def _instance_states(ec2, instance_ids):
+def _instance_states(ec2: Any, instance_ids: Iterable[str]) -> dict[str, str]:
     """{instance_id: state name}; instances EC2 no longer knows (purged after termination) are left out."""
     found, _unknown = describe_known_instances(ec2, instance_ids)
     return dict((instance_id, description["State"]["Name"]) for instance_id, description in found.items())
 
 
-def terminate_or_gone(autoscaling, ec2, asg_name, instance_id, decrement):
+def terminate_or_gone(autoscaling: Any, ec2: Any, asg_name: str, instance_id: str, decrement: bool) -> bool:
     """TerminateInstanceInAutoScalingGroup; True when this call terminated the instance, False when it was gone
     already (issue 10 item 11).
 
@@ -100,7 +104,7 @@ def terminate_or_gone(autoscaling, ec2, asg_name, instance_id, decrement):
         raise err
 
 
-def termination_hooks(autoscaling, asg_name):
+def termination_hooks(autoscaling: Any, asg_name: str) -> list[dict[str, Any]]:
     """The group's lifecycle hooks on autoscaling:EC2_INSTANCE_TERMINATING, by name, in snake_case:
     {name, heartbeat_timeout, global_timeout, default_result}. One DescribeLifecycleHooks call (it is not paged:
     a group has at most 50 hooks)."""
@@ -113,7 +117,7 @@ def termination_hooks(autoscaling, asg_name):
     return sorted(found, key=lambda hook: hook["name"])
 
 
-def hook_hold_seconds(hooks):
+def hook_hold_seconds(hooks: Iterable[Mapping[str, Any]]) -> int:
     """How long termination hooks hold an instance in Terminating:Wait when nobody completes their actions and
     nobody records a heartbeat: then each hook's HeartbeatTimeout passes and its DefaultResult (CONTINUE or ABANDON:
     for a terminating instance both let it terminate) applies. AWS does not document whether the actions of
@@ -121,7 +125,7 @@ def hook_hold_seconds(hooks):
     return sum(hook["heartbeat_timeout"] for hook in hooks)
 
 
-def describe_hooks(hooks):
+def describe_hooks(hooks: Iterable[Mapping[str, Any]]) -> str:
     """'drain' (HeartbeatTimeout 300 s, DefaultResult CONTINUE), ... for messages."""
     return ", ".join("'%s' (HeartbeatTimeout %d s, DefaultResult %s)"
                      % (hook["name"], hook["heartbeat_timeout"], hook["default_result"]) for hook in hooks)
@@ -138,8 +142,8 @@ class TerminationWait:
     lifecycle action is never completed here: it belongs to whoever owns the hook.
     """
 
-    def __init__(self, ec2, autoscaling=None, asg_name=None, hooks=(), clock=time, poll=EC2_POLL_SECONDS,
-                 first_poll=EC2_FIRST_POLL_SECONDS, asg_poll=ASG_POLL_SECONDS):
+    def __init__(self, ec2: Any, autoscaling: Any = None, asg_name: str | None = None, hooks: Iterable[dict[str, Any]] = (), clock: Any = time,
+                 poll: float = EC2_POLL_SECONDS, first_poll: float = EC2_FIRST_POLL_SECONDS, asg_poll: float = ASG_POLL_SECONDS) -> None:
         self.ec2 = ec2
         self.autoscaling = autoscaling
         self.asg_name = asg_name
@@ -155,7 +159,7 @@ class TerminationWait:
         self.extension = 0.0    # seconds the hooks added to the deadline
         self.timeout = None
 
-    def _observe(self, pending, now):
+    def _observe(self, pending: Iterable[str], now: float) -> None:
         try:
             instances = describe_asg(self.autoscaling, self.asg_name).get("Instances", [])
         except UpgradeError as err:
@@ -171,10 +175,10 @@ class TerminationWait:
             elif instance_id in self.held_since:
                 self.held_until.setdefault(instance_id, now)
 
-    def held_now(self, instance_ids):
+    def held_now(self, instance_ids: Iterable[str]) -> list[str]:
         return [i for i in instance_ids if i in self.held_since and i not in self.held_until]
 
-    def run(self, instance_ids, timeout):
+    def run(self, instance_ids: Iterable[str], timeout: float) -> list[str]:
         """Returns the ids still not terminated at the deadline (empty when all are)."""
         clock = self.clock
         self.timeout = timeout
@@ -207,7 +211,7 @@ class TerminationWait:
         self.extension = deadline - base_deadline
         return pending
 
-    def hook_waits(self, now=None):
+    def hook_waits(self, now: float | None = None) -> list[dict[str, Any]]:
         """Each instance seen in Terminating:Wait: {instance_id, lifecycle_hooks, held_seconds, still_held}."""
         now = self.clock.time() if now is None else now
         names = [hook["name"] for hook in self.hooks]
@@ -216,7 +220,7 @@ class TerminationWait:
                      still_held=i not in self.held_until)
                 for i in sorted(self.held_since)]
 
-    def timeout_error(self, pending, asg_name):
+    def timeout_error(self, pending: Sequence[str], asg_name: str) -> UpgradeError:
         """WaitTimeout naming, for each instance, what it waits for (the hooks, by name)."""
         total = self.timeout + self.extension
         why = []
@@ -245,7 +249,8 @@ class TerminationWait:
                             lifecycle_hooks=self.hooks, lifecycle_hook_waits=self.hook_waits())
 
 
-def wait_terminated(ec2, instance_ids, timeout, poll=EC2_POLL_SECONDS, clock=time, first_poll=EC2_FIRST_POLL_SECONDS):
+def wait_terminated(ec2: Any, instance_ids: Iterable[str], timeout: float, poll: float = EC2_POLL_SECONDS, clock: Any = time,
+                    first_poll: float = EC2_FIRST_POLL_SECONDS) -> list[str]:
     """Wait until every instance is terminated (or gone); returns the ids still not terminated at timeout.
 
     Polls after ``first_poll`` seconds, then twice as long each time up to ``poll``. No lifecycle hooks: see

@@ -3,6 +3,10 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The upgrade plan: strategy, parallelism, surge and the random batches (SPEC U2, U5, U7, S1-S4)."""
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
 import random
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import invalid_parameter
@@ -17,7 +21,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
 )
 
 
-def random_batches(old, batch_size, rng):
+def random_batches(old: Sequence[dict[str, Any]], batch_size: int, rng: random.Random) -> list[list[str]]:
     """All old instances split into batches of instance ids, each drawn with planning.pick_batch (SPEC U5)."""
     batches = []
     remaining = list(old)
@@ -31,9 +35,9 @@ def random_batches(old, batch_size, rng):
     return batches
 
 
-def upgrade_plan(old, node_count, az_count, update_strategy="default", max_unavailable=None,
-                 max_unavailable_percentage=None, max_surge=None, surge_cap=SURGE_CAP_DEFAULT, seed=None,
-                 group_size=None):
+def upgrade_plan(old: Sequence[dict[str, Any]], node_count: int, az_count: int, update_strategy: str = "default",
+                 max_unavailable: int | None = None, max_unavailable_percentage: int | None = None, max_surge: int | None = None,
+                 surge_cap: int = SURGE_CAP_DEFAULT, seed: int | None = None, group_size: int | None = None) -> dict[str, Any]:
     """The upgrade plan for the given parameters: strategy, parallelism, surge and the random batches.
 
     ``max_surge`` given selects the surge strategy (SPEC S1-S4, max_unavailable may then be 0); otherwise

@@ -3,6 +3,10 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The drain's Kubernetes calls: counted, retried (P3), cached per run, and run side by side (P4)."""
 
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 import datetime
 import threading
 import time
@@ -15,6 +19,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import (
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import (
     SYSTEM_CLOCK,
+    Clock,
     list_all,
     read_body,
     read_json,
@@ -42,6 +47,9 @@ EVENT_NAMESPACE = "default"
 # Nodes cordoned (GET, PATCH, Event) at once: a batch of 100 nodes one at a time took about a minute.
 NODE_CONCURRENCY = 10
 
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
 
 class KubeApi:
     """The engine's API calls, counted (requests_made), with retries (P3) and per-run caches.
@@ -50,7 +58,7 @@ class KubeApi:
     its auth header, so nothing here caches credentials.
     """
 
-    def __init__(self, core_v1, clock=SYSTEM_CLOCK):
+    def __init__(self, core_v1: Any, clock: Clock = SYSTEM_CLOCK) -> None:
         self.core = core_v1
         self.policy = policy_v1(core_v1.api_client)
         self.apps = apps_v1(core_v1.api_client)
@@ -61,20 +69,20 @@ class KubeApi:
         self._pdbs = {}
 
     @property
-    def requests_made(self):
+    def requests_made(self) -> int:
         return self._requests
 
-    def counted(self, fn):
-        def call(*args, **kwargs):
+    def counted(self, fn: Callable[..., _R]) -> Callable[..., _R]:
+        def call(*args: Any, **kwargs: Any) -> _R:
             with self._lock:
                 self._requests += 1
             return fn(*args, **kwargs)
         return call
 
-    def _call(self, fn, *args, **kwargs):
+    def _call(self, fn: Callable[..., _R], *args: Any, **kwargs: Any) -> _R:
         return retry_api_call(self.counted(fn), *args, clock=self.clock, **kwargs)
 
-    def get_node(self, name):
+    def get_node(self, name: str) -> dict[str, Any]:
         try:
             return read_json(self._call(self.core.read_node, name, _preload_content=False))
         except ApiException as exc:
@@ -82,21 +90,21 @@ class KubeApi:
                 raise not_found("names", "node %s was not found" % name, node=name)
             raise
 
-    def patch_node(self, name, patch):
+    def patch_node(self, name: str, patch: Mapping[str, Any]) -> dict[str, Any]:
         return read_json(self._call(self.core.patch_node, name, patch, _content_type="application/merge-patch+json",
                                     _preload_content=False))
 
     @property
-    def list_pods(self):
+    def list_pods(self) -> Callable[..., Any]:
         return self.counted(self.core.list_pod_for_all_namespaces)
 
-    def node_pod_selectors(self, node_name, pod_selectors):
+    def node_pod_selectors(self, node_name: str, pod_selectors: str | None) -> dict[str, str]:
         kwargs = dict(field_selector="spec.nodeName=%s" % node_name)
         if pod_selectors:
             kwargs["label_selector"] = pod_selectors
         return kwargs
 
-    def remove_pod(self, pod, method, grace_period):
+    def remove_pod(self, pod: Mapping[str, Any], method: str, grace_period: int) -> None:
         """One eviction (policy/v1, D11) or DELETE, with the pod's UID as precondition and the grace period (D12)."""
         metadata = pod["metadata"]
         delete_options = V1DeleteOptions(preconditions=V1Preconditions(uid=metadata["uid"]))
@@ -112,7 +120,7 @@ class KubeApi:
             body = delete_options
         read_body(call(metadata["name"], metadata["namespace"], body=body, _preload_content=False))
 
-    def daemonset_exists(self, namespace, name):
+    def daemonset_exists(self, namespace: str, name: str) -> bool:
         key = (namespace, name)
         with self._lock:
             if key in self._daemonsets:
@@ -128,7 +136,7 @@ class KubeApi:
             self._daemonsets[key] = exists
         return exists
 
-    def pdbs_in(self, namespace):
+    def pdbs_in(self, namespace: str) -> list[dict[str, Any]]:
         with self._lock:
             if namespace in self._pdbs:
                 return self._pdbs[namespace]
@@ -138,7 +146,8 @@ class KubeApi:
             self._pdbs[namespace] = items
         return items
 
-    def record_event(self, node, reason, message, event_type="Normal", log=None):
+    def record_event(self, node: Mapping[str, Any], reason: str, message: str, event_type: str = "Normal",
+                     log: Callable[[str], None] | None = None) -> None:
         """A core/v1 Event on the Node; best effort (an event must never fail a drain)."""
         metadata = node.get("metadata") or {}
         now = datetime.datetime.now(datetime.timezone.utc)
@@ -158,7 +167,7 @@ class KubeApi:
                 log("could not record event %s on node %s: %s" % (reason, metadata.get("name"), exc))
 
 
-def in_parallel(fn, items):
+def in_parallel(fn: Callable[[_T], _R], items: Sequence[_T]) -> list[_R]:
     """``[fn(item) for item in items]``, at most NODE_CONCURRENCY calls at once (P4); the first error is raised."""
     if len(items) <= 1:
         return [fn(item) for item in items]

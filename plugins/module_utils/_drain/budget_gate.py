@@ -3,6 +3,10 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Evictions paced by the PodDisruptionBudgets' own disruptionsAllowed (P1, P4, S5)."""
 
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 import threading
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain import eviction
@@ -12,13 +16,17 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.label_selector import selector_matches
 
+if TYPE_CHECKING:
+    from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.api import KubeApi
+    from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.scheduler import EvictionScheduler, RemovalJob
+
 
 # How long a drain waits for the first LIST of a namespace's PDBs before evicting without pacing.
 FIRST_LIST_WAIT_SECONDS = 30
 PDB_WATCH_SECONDS = 300
 
 
-def matching_pdbs(pod, pdbs):
+def matching_pdbs(pod: Mapping[str, Any], pdbs: Iterable[Mapping[str, Any]]) -> list[str]:
     labels = (pod.get("metadata") or {}).get("labels") or {}
     return sorted((pdb.get("metadata") or {}).get("name") for pdb in pdbs
                   if selector_matches((pdb.get("spec") or {}).get("selector"), labels))
@@ -37,7 +45,7 @@ class BudgetGate:
     pod). Pods covered by no PDB or by several go straight to the server, which decides.
     """
 
-    def __init__(self, api, scheduler, log):
+    def __init__(self, api: KubeApi, scheduler: EvictionScheduler, log: Callable[[str], None]) -> None:
         self.api = api
         self.scheduler = scheduler
         self.log = log
@@ -48,7 +56,7 @@ class BudgetGate:
         self._last_probe = {}   # (namespace, pdb name) -> clock time of the last eviction sent without room
         self._stopped = False
 
-    def budget_of(self, pod):
+    def budget_of(self, pod: Mapping[str, Any]) -> tuple[str, str] | None:
         """The (namespace, name) of the pod's only PDB, or None (no PDB, several, or PDBs not watchable)."""
         namespace = pod["metadata"].get("namespace")
         state = self._namespace(namespace)
@@ -59,7 +67,7 @@ class BudgetGate:
         names = matching_pdbs(pod, pdbs)
         return (namespace, names[0]) if len(names) == 1 else None
 
-    def admit(self, job, now):
+    def admit(self, job: RemovalJob, now: float) -> bool:
         """Whether ``job`` may send its eviction now; otherwise it is parked until the budget has room."""
         if job.budget is None:
             return True
@@ -74,7 +82,7 @@ class BudgetGate:
             self._park(job)
             return False
 
-    def refused(self, job):
+    def refused(self, job: RemovalJob) -> None:
         """The server refused although our view had room: our view was stale."""
         if job.budget is None:
             return
@@ -82,19 +90,19 @@ class BudgetGate:
             self._allowed[job.budget] = 0
             self._park(job)
 
-    def _park(self, job):
+    def _park(self, job: RemovalJob) -> None:
         parked = self._parked.setdefault(job.budget, [])
         if job not in parked:
             parked.append(job)
 
-    def stop(self):
+    def stop(self) -> None:
         with self._lock:
             self._stopped = True
             states = list(self._namespaces.values())
         for state in states:
             state["waker"].wake()
 
-    def _namespace(self, namespace):
+    def _namespace(self, namespace: str) -> dict[str, Any]:
         with self._lock:
             state = self._namespaces.get(namespace)
             if state is None:
@@ -106,10 +114,10 @@ class BudgetGate:
                 thread.start()
         return state
 
-    def _watch(self, namespace, state):
+    def _watch(self, namespace: str, state: dict[str, Any]) -> None:
         list_func = self.api.counted(self.api.policy.list_namespaced_pod_disruption_budget)
 
-        def update(objects):
+        def update(objects: Mapping[tuple[str, str | None], dict[str, Any]]) -> bool:
             self._update(namespace, state, objects)
             return self._stopped
 
@@ -132,7 +140,7 @@ class BudgetGate:
         finally:
             state["ready"].set()
 
-    def _update(self, namespace, state, objects):
+    def _update(self, namespace: str, state: dict[str, Any], objects: Mapping[tuple[str, str | None], dict[str, Any]]) -> None:
         released = []
         with self._lock:
             state["pdbs"] = list(objects.values())

@@ -3,6 +3,10 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Cordon and uncordon (D1, U4, C1): the patches, the marks that say which run changed what, and the calls."""
 
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 import json
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.api import (
@@ -38,11 +42,11 @@ REASON_CORDON = "EksopsCordon"
 REASON_UNCORDON = "EksopsUncordon"
 
 
-def node_taint_keys(node):
+def node_taint_keys(node: Mapping[str, Any]) -> list[str | None]:
     return [taint.get("key") for taint in (node.get("spec") or {}).get("taints") or []]
 
 
-def node_state(node):
+def node_state(node: Mapping[str, Any]) -> dict[str, Any]:
     """The parts of a node this engine changes, for diffs."""
     metadata = node.get("metadata") or {}
     return dict(
@@ -53,7 +57,7 @@ def node_state(node):
     )
 
 
-def check_not_autoscaler_target(node, parameter="names"):
+def check_not_autoscaler_target(node: Mapping[str, Any], parameter: str = "names") -> None:
     """C1: never cordon or drain a node the cluster autoscaler is deleting."""
     if AUTOSCALER_TAINT in node_taint_keys(node):
         name = (node.get("metadata") or {}).get("name")
@@ -72,7 +76,7 @@ _CORDON_MARK_FIELDS = frozenset((SET_UNSCHEDULABLE, SET_LABEL))
 _CORDON_MARK_SEPARATOR = "; set="
 
 
-def cordon_mark(run_id, fields):
+def cordon_mark(run_id: str, fields: Iterable[str]) -> str:
     """The CORDONED_BY_ANNOTATION value saying that ``run_id`` set ``fields`` (SET_UNSCHEDULABLE, SET_LABEL)."""
     fields = frozenset(fields)
     if fields == _CORDON_MARK_FIELDS:
@@ -80,7 +84,7 @@ def cordon_mark(run_id, fields):
     return "%s%s%s" % (run_id, _CORDON_MARK_SEPARATOR, ",".join(sorted(fields)))
 
 
-def parse_cordon_mark(value):
+def parse_cordon_mark(value: str) -> tuple[str, frozenset[str]]:
     """(run_id, frozenset of what it set) from a CORDONED_BY_ANNOTATION value; a bare run id means both."""
     head, separator, tail = value.rpartition(_CORDON_MARK_SEPARATOR)
     fields = frozenset(tail.split(","))
@@ -89,7 +93,7 @@ def parse_cordon_mark(value):
     return value, _CORDON_MARK_FIELDS
 
 
-def cordon_patch(node, run_id, exclude_from_load_balancers):
+def cordon_patch(node: Mapping[str, Any], run_id: str, exclude_from_load_balancers: bool) -> dict[str, Any] | None:
     """The merge patch that cordons (D1) and marks (U4) ``node``, or None when nothing would change."""
     state = node_state(node)
     patch = {}
@@ -111,7 +115,7 @@ def cordon_patch(node, run_id, exclude_from_load_balancers):
     return patch or None
 
 
-def uncordon_patch(node, run_id=None):
+def uncordon_patch(node: Mapping[str, Any], run_id: str | None = None) -> dict[str, Any] | None:
     """The merge patch that undoes a cordon, or None (nothing to do, or cordoned by another run).
 
     With ``run_id``, only what that run recorded setting is undone. Without it (an explicit uncordon, as
@@ -136,7 +140,7 @@ def uncordon_patch(node, run_id=None):
     return patch or None
 
 
-def left_pods_mark(node):
+def left_pods_mark(node: Mapping[str, Any]) -> tuple[Any, frozenset[str]] | None:
     """(run_id, frozenset of "Kind ns/name") from the node's LEFT_PODS_ANNOTATION, or None (absent or unreadable)."""
     value = ((node.get("metadata") or {}).get("annotations") or {}).get(LEFT_PODS_ANNOTATION)
     try:
@@ -148,7 +152,7 @@ def left_pods_mark(node):
     return parsed.get("run_id"), frozenset(w for w in parsed.get("workloads") or [] if isinstance(w, str))
 
 
-def apply_merge_patch(obj, patch):
+def apply_merge_patch(obj: Any, patch: Any) -> Any:
     """RFC 7386 merge patch applied to a copy of ``obj`` (for check-mode diffs)."""
     if not isinstance(patch, dict):
         return patch
@@ -161,13 +165,14 @@ def apply_merge_patch(obj, patch):
     return result
 
 
-def cordon(api, names, run_id, exclude_from_load_balancers, check_mode, log):
+def cordon(api: KubeApi, names: list[str], run_id: str, exclude_from_load_balancers: bool, check_mode: bool,
+           log: Callable[[str], None]) -> dict[str, tuple[dict[str, Any], NodeResult]]:
     """Cordon and mark every node (C1 checked for all first). Returns {name: (node_after, NodeResult)}."""
     nodes = dict(zip(names, in_parallel(api.get_node, names)))
     for node in nodes.values():
         check_not_autoscaler_target(node)
 
-    def cordon(name):
+    def cordon(name: str) -> tuple[dict[str, Any], NodeResult]:
         node = nodes[name]
         result = NodeResult(name)
         result.before = node_state(node)
@@ -189,7 +194,7 @@ def cordon(api, names, run_id, exclude_from_load_balancers, check_mode, log):
     return dict(zip(names, in_parallel(cordon, names)))
 
 
-def read_nodes(core_v1, node_names):
+def read_nodes(core_v1: Any, node_names: Iterable[str] | None) -> tuple[dict[str, dict[str, Any]], int]:
     """({name: raw node}, requests made) for ``node_names``; ResourceNotFound naming the first unknown node."""
     names = validate_names(node_names)
     api = KubeApi(core_v1)
@@ -198,7 +203,8 @@ def read_nodes(core_v1, node_names):
     return nodes, api.requests_made
 
 
-def cordon_nodes(core_v1, node_names, *, run_id, exclude_from_load_balancers=True, check_mode=False, log=None):
+def cordon_nodes(core_v1: Any, node_names: Iterable[str] | None, *, run_id: str, exclude_from_load_balancers: bool = True,
+                 check_mode: bool = False, log: Callable[[str], None] | None = None) -> DrainResult:
     """D1/U4/C1: cordon (and label) every node; no-op for nodes already set. Returns a DrainResult."""
     names = validate_names(node_names)
     api = KubeApi(core_v1)
@@ -211,7 +217,8 @@ def cordon_nodes(core_v1, node_names, *, run_id, exclude_from_load_balancers=Tru
     return result
 
 
-def uncordon_nodes(core_v1, node_names, *, run_id=None, check_mode=False, log=None):
+def uncordon_nodes(core_v1: Any, node_names: Iterable[str] | None, *, run_id: str | None = None, check_mode: bool = False,
+                   log: Callable[[str], None] | None = None) -> DrainResult:
     """Undo a cordon. With ``run_id``, only nodes cordoned by that run are touched. Returns a DrainResult."""
     names = validate_names(node_names)
     log = log or noop_log

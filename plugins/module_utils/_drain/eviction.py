@@ -3,6 +3,10 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What an eviction (or DELETE) answer means, and when to retry it (D13)."""
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 import random
 import re
 
@@ -37,17 +41,18 @@ RETRY_OUTCOMES = (PDB_BLOCKED, THROTTLED, TRANSIENT)
 
 
 class EvictionOutcome:
-    def __init__(self, kind, message="", retry_in=None, pdb=None):
+    def __init__(self, kind: str, message: str = "", retry_in: float | None = None, pdb: str | None = None) -> None:
         self.kind = kind
         self.message = message
         self.retry_in = retry_in
         self.pdb = pdb
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "EvictionOutcome(%r, %r, retry_in=%r, pdb=%r)" % (self.kind, self.message, self.retry_in, self.pdb)
 
 
-def classify_eviction(status, headers=None, body=None, attempt=0, rng=random, server_errors=0):
+def classify_eviction(status: int | None, headers: Mapping[str, str] | None = None, body: dict[str, Any] | str | bytes | None = None,
+                      attempt: int = 0, rng: Any = random, server_errors: int = 0) -> EvictionOutcome:
     """D13: what an eviction (or delete) response means, and when to retry.
 
     ``status`` is the HTTP status (None for a transport error), ``body`` the Status object (dict or JSON),

@@ -4,6 +4,11 @@
 """Which pods a drain removes, waits for, leaves or refuses (D3-D10, Z3), as kubectl's pkg/drain/filters.go:
 each filter returns None (pass) or a Verdict, run in SPEC order; the first that skips or refuses decides."""
 
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.pods import (
     controller_of,
     has_local_storage,
@@ -13,6 +18,12 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.pods impor
     pod_ref,
 )
 
+if TYPE_CHECKING:
+    import datetime
+
+    from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.options import DrainOptions
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.returning_pods import ReturnTracker
+
 
 WARN = "warn"      # pass, with a warning
 SKIP = "skip"      # leave the pod on the node
@@ -20,18 +31,19 @@ REFUSE = "refuse"  # the pod blocks the drain of its node (D10)
 
 
 class Verdict:
-    def __init__(self, kind, reason):
+    def __init__(self, kind: str, reason: str) -> None:
         self.kind = kind
         self.reason = reason
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, Verdict) and (self.kind, self.reason) == (other.kind, other.reason)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Verdict(%r, %r)" % (self.kind, self.reason)
 
 
-def deleting_filter(pod, options, daemonset_exists, now):
+def deleting_filter(pod: Mapping[str, Any], options: DrainOptions, daemonset_exists: Callable[[str, str], bool],
+                    now: datetime.datetime) -> Verdict | None:
     """D4: skip pods terminating for longer than skip_wait_for_delete_timeout (when > 0)."""
     deleted_at = parse_time((pod.get("metadata") or {}).get("deletionTimestamp"))
     timeout = options.skip_wait_for_delete_timeout
@@ -40,7 +52,8 @@ def deleting_filter(pod, options, daemonset_exists, now):
     return None
 
 
-def daemonset_filter(pod, options, daemonset_exists, now):
+def daemonset_filter(pod: Mapping[str, Any], options: DrainOptions, daemonset_exists: Callable[[str, str], bool],
+                     now: datetime.datetime) -> Verdict | None:
     """D5: DaemonSet pods are skipped (ignore_daemonsets) or refuse; orphans go only with force."""
     controller = controller_of(pod)
     if controller is None or controller.get("kind") != "DaemonSet" or is_finished(pod):
@@ -56,14 +69,16 @@ def daemonset_filter(pod, options, daemonset_exists, now):
     return Verdict(REFUSE, "DaemonSet-managed pod (set ignore_daemonsets)")
 
 
-def mirror_filter(pod, options, daemonset_exists, now):
+def mirror_filter(pod: Mapping[str, Any], options: DrainOptions, daemonset_exists: Callable[[str, str], bool],
+                  now: datetime.datetime) -> Verdict | None:
     """D6: static (mirror) pods cannot be evicted; skipped silently."""
     if is_mirror(pod):
         return Verdict(SKIP, "mirror pod")
     return None
 
 
-def local_storage_filter(pod, options, daemonset_exists, now):
+def local_storage_filter(pod: Mapping[str, Any], options: DrainOptions, daemonset_exists: Callable[[str, str], bool],
+                         now: datetime.datetime) -> Verdict | None:
     """D7: emptyDir data is lost; allowed (with a warning) only with delete_emptydir_data."""
     if not has_local_storage(pod) or is_finished(pod):
         return None
@@ -72,7 +87,8 @@ def local_storage_filter(pod, options, daemonset_exists, now):
     return Verdict(REFUSE, "pod with emptyDir data (set delete_emptydir_data)")
 
 
-def unreplicated_filter(pod, options, daemonset_exists, now):
+def unreplicated_filter(pod: Mapping[str, Any], options: DrainOptions, daemonset_exists: Callable[[str, str], bool],
+                        now: datetime.datetime) -> Verdict | None:
     """D8: a pod without a controller is not recreated; allowed (with a warning) only with force."""
     if is_finished(pod) or controller_of(pod) is not None:
         return None
@@ -87,13 +103,14 @@ POD_FILTERS = (deleting_filter, daemonset_filter, mirror_filter, local_storage_f
 NOT_EVICTED_AGAIN = "not evicted again"
 
 
-def returning_filter(tracker):
+def returning_filter(tracker: ReturnTracker) -> Callable[..., Verdict | None]:
     """Z3, for pods that land on the node after it was listed (after the filters above, as kubectl's drain
     adds its own filters to the list): a pod of a workload whose pods come back to the cordoned node is not
     evicted again. Without force it refuses (the node fails, naming the workload and why); with force it is
     left on the node, to go with the node's termination."""
 
-    def filter_returning(pod, options, daemonset_exists, now):
+    def filter_returning(pod: Mapping[str, Any], options: DrainOptions, daemonset_exists: Callable[[str, str], bool],
+                         now: datetime.datetime) -> Verdict | None:
         returning = tracker.arrived(pod)
         if returning is None:
             return None
@@ -109,17 +126,18 @@ WAIT = "wait"      # already terminating: wait for it, send nothing
 
 
 class PodDecision:
-    def __init__(self, pod, action, reason=None, warnings=()):
+    def __init__(self, pod: dict[str, Any], action: str, reason: str | None = None, warnings: Iterable[str] = ()) -> None:
         self.pod = pod
         self.action = action
         self.reason = reason
         self.warnings = list(warnings)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "PodDecision(%s, %r, %r, %r)" % (pod_ref(self.pod), self.action, self.reason, self.warnings)
 
 
-def decide_pod(pod, options, daemonset_exists, now, filters=POD_FILTERS):
+def decide_pod(pod: dict[str, Any], options: DrainOptions, daemonset_exists: Callable[[str, str], bool],
+               now: datetime.datetime, filters: Iterable[Callable[..., Verdict | None]] = POD_FILTERS) -> PodDecision:
     """Run the filters in SPEC order (D3); the first one that skips or refuses decides."""
     warnings = []
     for pod_filter in filters:
@@ -137,7 +155,7 @@ def decide_pod(pod, options, daemonset_exists, now, filters=POD_FILTERS):
 class NodePlan:
     """What draining one node means for each of its pods."""
 
-    def __init__(self, decisions):
+    def __init__(self, decisions: list[PodDecision]) -> None:
         self.decisions = decisions
         self.remove = [d.pod for d in decisions if d.action == REMOVE]
         self.wait = [d.pod for d in decisions if d.action == WAIT]
@@ -146,17 +164,18 @@ class NodePlan:
         self.warnings = ["%s: %s" % (pod_ref(d.pod), warning) for d in decisions for warning in d.warnings]
 
     @property
-    def blocked(self):
+    def blocked(self) -> bool:
         """D10: one refused pod means nothing on the node is evicted."""
         return bool(self.refused)
 
 
-def plan_node(pods, options, daemonset_exists, now, extra_filters=()):
+def plan_node(pods: Iterable[dict[str, Any]], options: DrainOptions, daemonset_exists: Callable[[str, str], bool],
+              now: datetime.datetime, extra_filters: Iterable[Callable[..., Verdict | None]] = ()) -> NodePlan:
     filters = POD_FILTERS + tuple(extra_filters)
     return NodePlan([decide_pod(pod, options, daemonset_exists, now, filters) for pod in pods])
 
 
-def refusal_message(node_name, refused):
+def refusal_message(node_name: str, refused: Iterable[Mapping[str, Any]]) -> str:
     """D10: every refused pod, grouped by reason."""
     by_reason = {}
     for entry in refused:

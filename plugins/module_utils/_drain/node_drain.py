@@ -4,6 +4,8 @@
 """Draining one node (D2-D16, Z3): LIST, plan, remove through the shared scheduler, watch until every pod is
 gone, then watch post_drain_wait for pods that land on the cordoned node."""
 
+from __future__ import annotations
+from typing import Any
 import datetime
 import json
 import threading
@@ -23,6 +25,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.deadlines 
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.filters import (
     NOT_EVICTED_AGAIN,
     REFUSE,
+    NodePlan,
     SKIP,
     plan_node,
     refusal_message,
@@ -48,7 +51,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import
     list_all,
     list_then_watch,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.returning_pods import ReturnTracker
+from ansible_collections.eksops.nodegroup.plugins.module_utils.returning_pods import Returning, ReturnTracker
 
 
 REASON_DRAIN = "EksopsDrain"
@@ -58,7 +61,7 @@ REASON_DRAIN_FAILED = "EksopsDrainFailed"
 class NodeDrain:
     """Draining one node: LIST, plan, remove through the shared scheduler, watch until gone (D2-D16)."""
 
-    def __init__(self, engine, node, result):
+    def __init__(self, engine: Any, node: dict[str, Any], result: Any) -> None:
         self.engine = engine
         self.api = engine.api
         self.options = engine.options
@@ -76,17 +79,17 @@ class NodeDrain:
         self.returns = ReturnTracker(node)   # Z3: workloads whose pods come back to this node
         self.returning_filter = returning_filter(self.returns)
 
-    def log(self, message):
+    def log(self, message: str) -> None:
         self.engine.log("node %s: %s" % (self.name, message))
 
-    def run(self):
+    def run(self) -> None:
         try:
             self._run()
         finally:
             for returning in self.returns.returning():
                 self.result.returning_workloads.append(returning.to_dict())
 
-    def _run(self):
+    def _run(self) -> None:
         deadline = Deadline(self.api.clock.now(), self.options.drain_timeout)
         listed = self._list(deadline)
         plan = self._plan(listed[0])
@@ -104,19 +107,19 @@ class NodeDrain:
         if self._remove_in_rounds(plan, listed, deadline):
             self._finish_drained()
 
-    def _list(self, deadline):
+    def _list(self, deadline: Deadline) -> tuple[list[dict[str, Any]], str | None]:
         """The node's pods and the LIST's resourceVersion: one LIST (P2) within the node's deadline."""
         return list_all(self.api.list_pods, deadline=deadline.expires_at, clock=self.api.clock,
                         **self.api.node_pod_selectors(self.name, self.options.pod_selectors))
 
-    def _plan(self, pods):
+    def _plan(self, pods: list[dict[str, Any]]) -> NodePlan:
         self.seen.update(pod_instance_key(pod) for pod in pods)
         plan = plan_node(pods, self.options, self.api.daemonset_exists, datetime.datetime.now(datetime.timezone.utc))
         self.result.skipped.extend(plan.skipped)
         self.result.warnings.extend(plan.warnings)
         return plan
 
-    def _remove_in_rounds(self, plan, listed, deadline):
+    def _remove_in_rounds(self, plan: NodePlan, listed: tuple[list[dict[str, Any]], str | None], deadline: Deadline) -> bool:
         """Remove the planned pods, then the ones that land on the node; False when the node failed (recorded).
 
         Pods land on a cordoned node (Z3: a Deployment tolerating every taint, pods bound by spec.nodeName): each
@@ -151,14 +154,14 @@ class NodeDrain:
             listed = self._list(deadline)
             to_remove, to_wait = arrived.remove, arrived.wait
 
-    def _force_delete(self, remaining):
+    def _force_delete(self, remaining: list[PodRemoval]) -> tuple[list[PodRemoval], dict[tuple[str, str | None], dict[str, Any]]]:
         """U5 with force: DELETE what eviction did not remove, waiting the pods' grace period and some slack."""
         self.log("force: deleting %d pod(s) that eviction did not remove" % len(remaining))
         pods = [state.pod for state in remaining]
         deadline = Deadline(self.api.clock.now(), force_wait_seconds(pods, self.options.grace_period))
         return self._remove_and_wait(pods, [], "delete", deadline, None)
 
-    def _finish_drained(self):
+    def _finish_drained(self) -> None:
         result = self.result
         summary = "drained: %d pod(s) evicted, %d deleted" % (len(result.evicted), len(result.deleted))
         returning = self.returns.returning()
@@ -170,7 +173,7 @@ class NodeDrain:
             self.api.record_event(self.node, REASON_DRAIN, summary, log=self.engine.log)
         self.log(summary)
 
-    def _adopt(self, objects):
+    def _adopt(self, objects: dict[tuple[str, str | None], dict[str, Any]]) -> NodePlan | None:
         """Plan the pods that appeared on the node since it was listed; returns their NodePlan, or None.
 
         Skips and warnings are recorded; a refused newcomer fails the node (``late_refused``).
@@ -200,12 +203,12 @@ class NodeDrain:
             self.result.changed = True
         return plan
 
-    def _watch_for_arrivals(self, seconds, listed):
+    def _watch_for_arrivals(self, seconds: float, listed: tuple[list[dict[str, Any]], str | None]) -> NodePlan | None:
         """Watch the node's pods for ``seconds`` from ``listed`` ((pods, resourceVersion) as list_then_watch
         takes it); the NodePlan of the pods that arrived (to remove, to wait for, or refused), or None."""
         arrived = []
 
-        def newcomer(objects):
+        def newcomer(objects: dict[tuple[str, str | None], dict[str, Any]]) -> bool:
             plan = self._adopt(objects)
             if plan is not None and (plan.remove or plan.wait or plan.refused):
                 arrived.append(plan)
@@ -216,13 +219,13 @@ class NodeDrain:
                         **list_kwargs)
         return arrived[0] if arrived else None
 
-    def _leave_returning(self):
+    def _leave_returning(self) -> None:
         """Z3 with force: the queued removals of pods of workloads that come back are dropped; their pods are
         left on the node (the jobs in flight see the flag in attempt_removal)."""
         for job in self.engine.scheduler.cancel(lambda job: job.drain is self and self.returns.flagged(job.pod)):
             self._leave(job.pod)
 
-    def _leave(self, pod):
+    def _leave(self, pod: dict[str, Any]) -> None:
         returning = self.returns.flagged(pod)
         if not self._settle(pod, SETTLED_LEFT, reason="%s; left on the node" % returning.ref):
             return
@@ -232,7 +235,7 @@ class NodeDrain:
                                         % (returning.ref, returning.why)))
         self.log("%s: not evicted: %s" % (ref, returning.describe()))
 
-    def _record_left(self, returning):
+    def _record_left(self, returning: list[Returning]) -> None:
         """Z3 with force: say which workloads' pods were left, on the node (so the check before its termination,
         U5, lets them go with it) and in the warnings."""
         for entry in returning:
@@ -252,12 +255,13 @@ class NodeDrain:
         self.result.changed = True
         self.result.after = node_state(self.node)
 
-    def _finish_failed(self):
+    def _finish_failed(self) -> None:
         self.log(self.result.error)
         if not self.options.check_mode:
             self.api.record_event(self.node, REASON_DRAIN_FAILED, self.result.error, "Warning", log=self.engine.log)
 
-    def _remove_and_wait(self, to_remove, to_wait, method, deadline, listed):
+    def _remove_and_wait(self, to_remove: list[dict[str, Any]], to_wait: list[dict[str, Any]], method: str, deadline: Deadline,
+                         listed: tuple[list[dict[str, Any]], str | None] | None) -> tuple[list[PodRemoval], dict[tuple[str, str | None], dict[str, Any]]]:
         """Remove pods and wait until every one is gone or failed, or the deadline. Returns the _PodStates left
         and the node's pods as last seen.
 
@@ -267,7 +271,7 @@ class NodeDrain:
         tracked = []
         clock = self.api.clock
 
-        def track(removals, waits):
+        def track(removals: list[dict[str, Any]], waits: list[dict[str, Any]]) -> None:
             for pod in waits:
                 state = self.pods[pod_instance_key(pod)] = PodRemoval(pod, REQUESTED)
                 tracked.append(state)
@@ -284,7 +288,7 @@ class NodeDrain:
 
         track(to_remove, to_wait)
 
-        def settled(objects):
+        def settled(objects: dict[tuple[str, str | None], dict[str, Any]]) -> bool:
             plan = self._adopt(objects)
             if plan is not None and not plan.refused:
                 track(plan.remove, plan.wait)
@@ -306,7 +310,7 @@ class NodeDrain:
                 left.append(state)
         return left, objects
 
-    def _stop_jobs(self):
+    def _stop_jobs(self) -> None:
         """Cancel this node's queued removals and wait for the ones in flight (they see ``stopped``)."""
         with self.lock:
             self.stopped = True
@@ -321,7 +325,7 @@ class NodeDrain:
                 # A job that was running during cancel() may have been queued again: cancel once more.
                 self.lock.wait(0.1)
 
-    def _unremoved_reason(self, job):
+    def _unremoved_reason(self, job: RemovalJob) -> str:
         returning = self.returns.flagged(job.pod)
         if returning is not None:
             return "%s came back to the cordoned node; %s" % (returning.ref, NOT_EVICTED_AGAIN)
@@ -329,7 +333,7 @@ class NodeDrain:
             return "not removed within the deadline"
         return "not evicted: the drain of the node stopped"
 
-    def _settle(self, pod, state, reason=None, pdb=None, pdb_related=False):
+    def _settle(self, pod: dict[str, Any], state: str, reason: str | None = None, pdb: str | None = None, pdb_related: bool = False) -> bool:
         """Record the final outcome of a pod's removal job (once: a job may sit in the queue twice)."""
         with self.lock:
             pod_state = self.pods[pod_instance_key(pod)]
@@ -349,13 +353,13 @@ class NodeDrain:
             self.waker.wake()
         return True
 
-    def _held_by_pdb(self, job):
+    def _held_by_pdb(self, job: RemovalJob) -> None:
         """Count PDB wait for ``job``'s pod (caller holds self.lock); a settled job may still be finishing an
         attempt: it stays released."""
         if not job.done:
             self.pdb_wait.block(pod_instance_key(job.pod))
 
-    def attempt_removal(self, job):
+    def attempt_removal(self, job: RemovalJob) -> float | None:
         clock = self.api.clock
         now = clock.now()
         pod_state = self.pods[pod_instance_key(job.pod)]
@@ -409,7 +413,7 @@ class NodeDrain:
         self._settle(job.pod, SETTLED_FAILED, reason=outcome.message, pdb=outcome.pdb, pdb_related=pdb_related)
         return None
 
-    def _send(self, job):
+    def _send(self, job: RemovalJob) -> eviction.EvictionOutcome:
         """One removal request; its EvictionOutcome. The ReturnTracker sees it sent and whether it was accepted
         (a replacement may land before the answer)."""
         self.returns.sending(job.pod)
@@ -427,7 +431,7 @@ class NodeDrain:
             self.returns.sent(job.pod, outcome is not None and outcome.kind == eviction.ACCEPTED)
         return outcome
 
-    def _record_failures(self, remaining, deadline):
+    def _record_failures(self, remaining: list[PodRemoval], deadline: Deadline) -> None:
         entries = list(self.late_refused)
         for state in remaining:
             reason = state.reason or ("still terminating" if state.state == REQUESTED else "not removed")

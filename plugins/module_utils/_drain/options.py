@@ -3,6 +3,10 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What a drain is asked to do: the node names and the options with their SPEC names and defaults (D1-D16)."""
 
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
 import datetime
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import invalid_parameter
@@ -34,7 +38,7 @@ DEFAULT_OPTIONS = dict(
 class DrainOptions:
     """Validated drain options with the SPEC names (defaults are the upgrade defaults)."""
 
-    def __init__(self, **options):
+    def __init__(self, **options: Any) -> None:
         unknown = sorted(set(options) - set(DEFAULT_OPTIONS))
         if unknown:
             raise invalid_parameter(unknown[0], "unknown drain option(s): %s" % ", ".join(unknown))
@@ -68,16 +72,16 @@ class DrainOptions:
         self.__dict__.update(values)
 
     @classmethod
-    def coerce(cls, options):
+    def coerce(cls, options: DrainOptions | Mapping[str, Any] | None) -> DrainOptions:
         if isinstance(options, cls):
             return options
         return cls(**dict(options or {}))
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         return dict((key, getattr(self, key)) for key in DEFAULT_OPTIONS)
 
 
-def validate_names(node_names):
+def validate_names(node_names: Iterable[str] | None) -> list[str]:
     """The node names, refused (naming ``names``) when none is given or one is repeated."""
     names = [name for name in (node_names or []) if name]
     if not names:
@@ -87,5 +91,5 @@ def validate_names(node_names):
     return names
 
 
-def noop_log(_message):
+def noop_log(_message: str) -> None:
     """The log of a caller that gave none."""

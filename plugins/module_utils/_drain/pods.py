@@ -3,6 +3,10 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Reading pods: references, phase, timestamps, storage, grace period (pure, over raw pod dicts)."""
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 import datetime
 import itertools
 
@@ -15,17 +19,17 @@ MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 DEFAULT_POD_GRACE_SECONDS = 30
 
 
-def pod_ref(pod):
+def pod_ref(pod: Mapping[str, Any]) -> str:
     """"namespace/name" of a pod dict."""
     metadata = pod.get("metadata") or {}
     return "%s/%s" % (metadata.get("namespace"), metadata.get("name"))
 
 
-def pod_uid(pod):
+def pod_uid(pod: Mapping[str, Any]) -> str | None:
     return (pod.get("metadata") or {}).get("uid")
 
 
-def pod_instance_key(pod):
+def pod_instance_key(pod: Mapping[str, Any]) -> tuple[str, str | None, str | None]:
     """(namespace, name, uid): a pod recreated under the same name (StatefulSet) is another pod."""
     return object_key(pod) + (pod_uid(pod),)
 
@@ -33,11 +37,11 @@ def pod_instance_key(pod):
 controller_of = controller_ref  # the ownerReference with controller: true, or None
 
 
-def is_finished(pod):
+def is_finished(pod: Mapping[str, Any]) -> bool:
     return ((pod.get("status") or {}).get("phase")) in ("Succeeded", "Failed")
 
 
-def parse_time(value):
+def parse_time(value: str | None) -> datetime.datetime | None:
     """An RFC 3339 timestamp as an aware datetime (None stays None)."""
     if not value:
         return None
@@ -50,22 +54,22 @@ def parse_time(value):
     return datetime.datetime.fromisoformat(text)
 
 
-def has_local_storage(pod):
+def has_local_storage(pod: Mapping[str, Any]) -> bool:
     """emptyDir volumes count as local storage (D7); hostPath does not."""
     return any("emptyDir" in volume for volume in (pod.get("spec") or {}).get("volumes") or [])
 
 
-def pod_grace(pod):
+def pod_grace(pod: Mapping[str, Any]) -> int:
     value = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
     return DEFAULT_POD_GRACE_SECONDS if value is None else int(value)
 
 
-def is_gone(pod, objects):
+def is_gone(pod: Mapping[str, Any], objects: Mapping[tuple[str, str | None], Mapping[str, Any]]) -> bool:
     """D15: gone when deleted, or when a pod of that name now has another UID."""
     current = objects.get(object_key(pod))
     return current is None or pod_uid(current) != pod_uid(pod)
 
 
-def is_mirror(pod):
+def is_mirror(pod: Mapping[str, Any]) -> bool:
     """D6: a static pod's mirror; the API server refuses to evict it."""
     return MIRROR_POD_ANNOTATION in ((pod.get("metadata") or {}).get("annotations") or {})

@@ -3,14 +3,22 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What a drain did, per node and in all (D16): the module's return values, its diff and its error."""
 
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     POD_EVICTION_FAILURE,
     UpgradeError,
 )
 
+if TYPE_CHECKING:
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.returning_pods import Returning
+
 
 class NodeResult:
-    def __init__(self, name):
+    def __init__(self, name: str) -> None:
         self.name = name
         self.cordoned = False
         self.changed = False
@@ -27,10 +35,10 @@ class NodeResult:
         self.after = None
 
     @property
-    def ok(self):
+    def ok(self) -> bool:
         return self.error is None
 
-    def fail_eviction(self, entries, returning, force):
+    def fail_eviction(self, entries: list[dict[str, Any]], returning: Iterable[Returning], force: bool) -> None:
         """U5: the node stays cordoned; ``entries`` ({pod, reason, pdb}) could not be evicted, and the workloads
         ``returning`` to the node (Z3) are named first with what the drain did about them."""
         self.failed.extend(entries)
@@ -48,7 +56,7 @@ class NodeResult:
         self.error = ("node %s stays cordoned: %s%d pod(s) could not be evicted: %s"
                       % (self.name, lead, len(entries), details))
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return dict(cordoned=self.cordoned, changed=self.changed, evicted=sorted(self.evicted),
                     deleted=sorted(self.deleted), skipped=sorted(self.skipped, key=lambda e: e["pod"]),
                     failed=sorted(self.failed, key=lambda e: e["pod"]), warnings=list(self.warnings),
@@ -57,26 +65,26 @@ class NodeResult:
 
 
 class DrainResult:
-    def __init__(self, node_names):
+    def __init__(self, node_names: Iterable[str]) -> None:
         self.nodes = dict((name, NodeResult(name)) for name in node_names)
         self.requests_made = 0
 
     @property
-    def changed(self):
+    def changed(self) -> bool:
         return any(node.changed for node in self.nodes.values())
 
     @property
-    def failed_nodes(self):
+    def failed_nodes(self) -> list[str]:
         return sorted(name for name, node in self.nodes.items() if not node.ok)
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, dict[str, Any]]:
         return dict((name, node.to_dict()) for name, node in self.nodes.items())
 
-    def diff(self):
+    def diff(self) -> dict[str, dict[str, Any]]:
         return dict(before=dict((n, r.before) for n, r in self.nodes.items() if r.before is not None),
                     after=dict((n, r.after) for n, r in self.nodes.items() if r.after is not None))
 
-    def error(self):
+    def error(self) -> UpgradeError | None:
         """The PodEvictionFailure for the failed nodes (they stay cordoned), or None."""
         failed = self.failed_nodes
         if not failed:
@@ -84,7 +92,7 @@ class DrainResult:
         return UpgradeError(POD_EVICTION_FAILURE, " | ".join(self.nodes[name].error for name in failed),
                             failed_nodes=failed, nodes=self.to_dict())
 
-    def raise_for_failure(self):
+    def raise_for_failure(self) -> None:
         err = self.error()
         if err is not None:
             raise err

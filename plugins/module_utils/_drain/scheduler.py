@@ -3,17 +3,25 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Removal jobs and the scheduler that runs them, at most eviction_concurrency at once across a batch (P4)."""
 
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 import heapq
 import itertools
 import threading
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import SYSTEM_CLOCK
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import SYSTEM_CLOCK, Clock
+
+if TYPE_CHECKING:
+    from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.deadlines import Deadline
+    from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.node_drain import NodeDrain
 
 
 class RemovalJob:
     """Removing one pod: one attempt per run(); rescheduled while the outcome says retry."""
 
-    def __init__(self, drain, pod, method, deadline):
+    def __init__(self, drain: NodeDrain, pod: dict[str, Any], method: str, deadline: Deadline) -> None:
         self.drain = drain
         self.pod = pod
         self.method = method
@@ -25,7 +33,7 @@ class RemovalJob:
         self.done = False
         self._running = threading.Lock()
 
-    def run(self):
+    def run(self) -> float | None:
         """One attempt; returns when to try again (a clock time), or None when done.
 
         A job parked by the budget gate is queued twice (its fallback retry and the gate's release): the
@@ -47,7 +55,7 @@ class EvictionScheduler:
     Jobs waiting to retry (PDB refusals, Retry-After) hold no worker: they sit in a heap ordered by due time.
     """
 
-    def __init__(self, concurrency, clock=SYSTEM_CLOCK):
+    def __init__(self, concurrency: int, clock: Clock = SYSTEM_CLOCK) -> None:
         self._clock = clock
         self._cond = threading.Condition()
         self._heap = []
@@ -59,12 +67,12 @@ class EvictionScheduler:
             thread.daemon = True
             thread.start()
 
-    def submit(self, job, due=None):
+    def submit(self, job: RemovalJob, due: float | None = None) -> None:
         with self._cond:
             heapq.heappush(self._heap, (self._clock.now() if due is None else due, next(self._sequence), job))
             self._cond.notify()
 
-    def cancel(self, predicate):
+    def cancel(self, predicate: Callable[[RemovalJob], object]) -> list[RemovalJob]:
         """Remove the queued jobs matching ``predicate``; returns them."""
         with self._cond:
             removed = [entry[2] for entry in self._heap if predicate(entry[2])]
@@ -72,7 +80,7 @@ class EvictionScheduler:
             heapq.heapify(self._heap)
         return removed
 
-    def close(self):
+    def close(self) -> None:
         with self._cond:
             self._closed = True
             self._heap = []
@@ -80,7 +88,7 @@ class EvictionScheduler:
         for thread in self._threads:
             thread.join()
 
-    def _next_job(self):
+    def _next_job(self) -> RemovalJob | None:
         with self._cond:
             while True:
                 if self._closed:
@@ -93,7 +101,7 @@ class EvictionScheduler:
                 else:
                     self._cond.wait()
 
-    def _work(self):
+    def _work(self) -> None:
         while True:
             job = self._next_job()
             if job is None:
@@ -114,7 +122,7 @@ SETTLED_LEFT = "left"     # Z3 with force: a pod of a workload that comes back, 
 class PodRemoval:
     """Where one pod's removal stands (a state above), why it has not succeeded yet, and its job."""
 
-    def __init__(self, pod, state=PENDING):
+    def __init__(self, pod: dict[str, Any], state: str = PENDING) -> None:
         self.pod = pod
         self.state = state
         self.reason = None

@@ -6,11 +6,16 @@
 Each function is one call, its errors translated by aws_call; what to make of an answer is the caller's.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import aws_call, paginate
 
 
 @aws_call(lambda ec2, instance_ids: "describe %d EC2 instances" % len(instance_ids))
-def describe_instances(ec2, instance_ids):
+def describe_instances(ec2: Any, instance_ids: Sequence[str]) -> list[dict[str, Any]]:
     """The instances of those ids (all pages), flattened out of their reservations. DescribeInstances fails as a
     whole (InvalidInstanceID.NotFound) when it does not know one of them."""
     reservations = paginate(ec2, "describe_instances", "Reservations", InstanceIds=list(instance_ids))
@@ -18,21 +23,21 @@ def describe_instances(ec2, instance_ids):
 
 
 @aws_call("describe launch template {lt_id}")
-def describe_launch_template(ec2, lt_id):
+def describe_launch_template(ec2: Any, lt_id: str) -> dict[str, Any] | None:
     """The launch template of that id, or None."""
     templates = ec2.describe_launch_templates(LaunchTemplateIds=[lt_id])["LaunchTemplates"]
     return templates[0] if templates else None
 
 
 @aws_call("describe launch template {lt_name}")
-def describe_launch_template_named(ec2, lt_name):
+def describe_launch_template_named(ec2: Any, lt_name: str) -> dict[str, Any] | None:
     """The launch template of that name, or None."""
     templates = ec2.describe_launch_templates(LaunchTemplateNames=[lt_name])["LaunchTemplates"]
     return templates[0] if templates else None
 
 
 @aws_call("describe version {version} of launch template {lt_id}")
-def describe_launch_template_version(ec2, lt_id, version):
+def describe_launch_template_version(ec2: Any, lt_id: str, version: int | str) -> dict[str, Any] | None:
     """One version (a number, "$Latest" or "$Default") of the launch template, or None."""
     versions = ec2.describe_launch_template_versions(
         LaunchTemplateId=lt_id, Versions=[str(version)])["LaunchTemplateVersions"]
@@ -40,14 +45,14 @@ def describe_launch_template_version(ec2, lt_id, version):
 
 
 @aws_call("describe AMI {image_id}")
-def describe_image(ec2, image_id):
+def describe_image(ec2: Any, image_id: str) -> dict[str, Any] | None:
     """The AMI of that id, or None when this account cannot see it."""
     images = ec2.describe_images(ImageIds=[image_id])["Images"]
     return images[0] if images else None
 
 
 @aws_call("create a version of launch template {lt_id} from version {source_version} with AMI {image_id}")
-def create_launch_template_version(ec2, lt_id, source_version, image_id, description):
+def create_launch_template_version(ec2: Any, lt_id: str, source_version: int | str, image_id: str, description: str) -> int:
     """A new version that is ``source_version`` with only the AMI replaced; returns its number."""
     created = ec2.create_launch_template_version(
         LaunchTemplateId=lt_id, SourceVersion=str(source_version), VersionDescription=description,
@@ -56,6 +61,6 @@ def create_launch_template_version(ec2, lt_id, source_version, image_id, descrip
 
 
 @aws_call("set the default version of launch template {lt_id} to {version}")
-def set_default_launch_template_version(ec2, lt_id, version):
+def set_default_launch_template_version(ec2: Any, lt_id: str, version: int | str) -> None:
     """ModifyLaunchTemplate's DefaultVersion."""
     ec2.modify_launch_template(LaunchTemplateId=lt_id, DefaultVersion=str(version))

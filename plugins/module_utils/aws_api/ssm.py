@@ -5,10 +5,14 @@
 the EKS-optimized AMIs.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import aws_call
 
 
 @aws_call("read SSM parameter {name}")
-def get_parameter(ssm, name):
+def get_parameter(ssm: Any, name: str) -> str:
     """The parameter's value, stripped."""
     return ssm.get_parameter(Name=name)["Parameter"]["Value"].strip()

@@ -11,7 +11,9 @@
   operation name given to paginate/get_paginator), each under aws.aws_call's error translation;
 - no file over 450 lines of code (a module's DOCUMENTATION, EXAMPLES and RETURN aside) and no function over 60.
   The files and functions still over the bar are listed with their size today: each may shrink, none may grow,
-  and none may join the list.
+  and none may join the list;
+- type hints in module_utils/ and filter/: every function and method (nested ones too, ``__init__`` included)
+  annotates its parameters, self and cls aside, and its return.
 """
 
 from __future__ import annotations
@@ -204,3 +206,40 @@ def test_every_aws_call_is_under_the_error_translation(name, path):
             decorators = [called_name(decorator) for decorator in node.decorator_list
                           if isinstance(decorator, ast.Call)]
             assert decorators == ["aws_call"], "%s: %s() is not decorated with aws_call" % (name, node.name)
+
+
+TYPED_TREES = ("module_utils/", "filter/")
+SELF_NAMES = frozenset(["self", "cls"])
+
+
+def unannotated(tree):
+    """(line, function, what) for every function of ``tree`` with a parameter (self and cls aside) or a return
+    without a type hint; ``what`` names the parameters, and "return"."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        args = node.args
+        params = args.posonlyargs + args.args + args.kwonlyargs + [arg for arg in (args.vararg, args.kwarg) if arg]
+        missing = [param.arg for param in params if param.annotation is None and param.arg not in SELF_NAMES]
+        if node.returns is None:
+            missing.append("return")
+        if missing:
+            found.append((node.lineno, node.name, ", ".join(missing)))
+    return sorted(found)
+
+
+def test_the_scan_finds_functions_without_type_hints():
+    tree = ast.parse("def f(a: int, b, *args, c: str = '', **kwargs) -> None:\n    pass\n"
+                     "class C:\n    def __init__(self, x: int):\n        pass\n"
+                     "    @classmethod\n    def make(cls) -> 'C':\n        def inner(y: int):\n            pass\n"
+                     "        return cls()\n"
+                     "def g(*, k: int, **kw: str) -> int:\n    return k\n")
+    assert unannotated(tree) == [(1, "f", "b, args, kwargs"), (4, "__init__", "return"), (8, "inner", "return")]
+
+
+@pytest.mark.parametrize("name, path", [(name, path) for name, path in sources() if name.startswith(TYPED_TREES)])
+def test_functions_have_type_hints(name, path):
+    missing = unannotated(ast.parse(path.read_text()))
+    assert missing == [], "%s: functions without type hints (issue 12): %s" % (
+        name, "; ".join("line %d: %s() lacks %s" % entry for entry in missing))

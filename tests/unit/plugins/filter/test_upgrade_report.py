@@ -114,7 +114,9 @@ def test_a_managed_upgrade_reports_eks_update_and_the_update_strategy_given():
 
 
 def test_a_failed_managed_upgrade_reports_the_last_step_of_eks_update():
-    step = dict(failed=True, msg="boom", eks_update={"id": "upd-2", "status": "Failed"}, nodegroup={"version": "1.29"})
+    # eks_nodegroup_update's failed result: what it followed is under its result key, nodegroup_update.
+    step = dict(failed=True, msg="boom", nodegroup_update=dict(eks_update={"id": "upd-2", "status": "Failed"},
+                                                               nodegroup={"version": "1.29"}))
     report = upgrade_report(run(setup_result=setup_result(kind="managed"), managed_update_step=step,
                                 error=dict(ERROR, phase="eks_update")))
     assert report["eks_update"] == dict(eks_update={"id": "upd-2", "status": "Failed"}, nodegroup={"version": "1.29"},
