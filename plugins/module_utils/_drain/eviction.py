@@ -47,7 +47,8 @@ class EvictionOutcome:
         return "EvictionOutcome(%r, %r, retry_in=%r, pdb=%r)" % (self.kind, self.message, self.retry_in, self.pdb)
 
 
-def classify_eviction(status, headers=None, body=None, attempt=0, rng=random, server_errors=0):
+def classify_eviction(status, headers=None, body=None, attempt=0, rng=random, server_errors=0,
+                      pdb_retry_seconds=PDB_RETRY_SECONDS, server_error_retries=SERVER_ERROR_RETRIES):
     """D13: what an eviction (or delete) response means, and when to retry.
 
     ``status`` is the HTTP status (None for a transport error), ``body`` the Status object (dict or JSON),
@@ -77,10 +78,10 @@ def classify_eviction(status, headers=None, body=None, attempt=0, rng=random, se
             kind = PDB_BLOCKED if budget_causes else THROTTLED
             return EvictionOutcome(kind, text, retry_in=retry_after * (1.0 + rng.uniform(0.0, 0.2)), pdb=pdb)
         # A PDB refusal carries no Retry-After: retry every 5 s with jitter, as kubectl does.
-        return EvictionOutcome(PDB_BLOCKED, text, retry_in=PDB_RETRY_SECONDS * rng.uniform(0.8, 1.2), pdb=pdb)
+        return EvictionOutcome(PDB_BLOCKED, text, retry_in=pdb_retry_seconds * rng.uniform(0.8, 1.2), pdb=pdb)
     if status == 500 and MULTIPLE_PDB_MESSAGE in message.lower():
         return EvictionOutcome(MULTIPLE_PDBS, message)
-    if status == 500 and server_errors < SERVER_ERROR_RETRIES:
+    if status == 500 and server_errors < server_error_retries:
         return EvictionOutcome(TRANSIENT, message or "HTTP 500", retry_in=backoff_delay(server_errors, rng=rng))
     if status == 403 and any(c.get("type") == "NamespaceTerminating" for c in causes):
         return EvictionOutcome(TERMINATING_NAMESPACE, message)

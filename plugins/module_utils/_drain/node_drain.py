@@ -381,7 +381,7 @@ class NodeDrain:
                     pod_state.pdb = job.budget[1]
                     pod_state.pdb_related = True
                     self._held_by_pdb(job)
-                return job.deadline.next_attempt(now, jittered(eviction.PDB_RETRY_SECONDS * 0.8, spread=0.5))  # 0.8-1.2x
+                return job.deadline.next_attempt(now, jittered(self.engine.pdb_retry_seconds * 0.8, spread=0.5))  # 0.8-1.2x
         outcome = self._send(job)
         job.attempt += 1
         ref = pod_ref(job.pod)
@@ -419,7 +419,9 @@ class NodeDrain:
             outcome = eviction.classify_eviction(200)
         except ApiException as exc:
             outcome = eviction.classify_eviction(exc.status, exc.headers, exc.body, job.attempt,
-                                                 server_errors=job.server_errors)
+                                                 server_errors=job.server_errors,
+                                                 pdb_retry_seconds=self.engine.pdb_retry_seconds,
+                                                 server_error_retries=self.engine.server_error_retries)
             job.server_errors += exc.status == 500
         except TRANSPORT_ERRORS as exc:
             outcome = eviction.classify_eviction(None, None, str(exc), job.attempt)
