@@ -75,13 +75,13 @@ def list_all_nodes(core_v1, label_selector=None, purpose="list nodes"):
     return [node_view(item) for item in items]
 
 
-def list_nodegroup_nodes(core_v1, group):
+def list_nodegroup_nodes(core_v1, group, *, clock=None):
     """The nodes of the group's instances as node_view objects, matched by spec.providerID and narrowed by the
     kind's node label where it has one (instances.find_instance_nodes)."""
     instance_ids = [instance["InstanceId"] for instance in group.asg.get("Instances", [])]
     with translate_k8s_errors("list the nodes of node group %s (%s)"
                               % (group.nodegroup_name, group.node_selector or "every node")):
-        nodes = find_instance_nodes(core_v1.list_node, instance_ids, group.node_selector)
+        nodes = find_instance_nodes(core_v1.list_node, instance_ids, group.node_selector, clock=clock)
     return [node_view(node) for node in nodes.values()]
 
 
