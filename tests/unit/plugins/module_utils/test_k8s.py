@@ -14,7 +14,7 @@ from kubernetes.client.exceptions import ApiException
 from ansible_collections.eksops.nodegroup.plugins.module_utils import aws, k8s
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 
-from ..fakes import FakeTime
+from ..fakes import FakeClock
 
 AWS_PARAMS = dict(region="us-west-2", access_key="AKIDTEST", secret_key="secret", session_token=None, profile=None,
                   endpoint_url=None)
@@ -59,7 +59,7 @@ def test_eks_token_is_presigned_for_regional_sts_not_the_endpoint_url(monkeypatc
 
 
 def test_token_is_refreshed_before_14_minutes():
-    clock = FakeTime(1000.0)
+    clock = FakeClock()
     minted = []
     refresher = k8s.EksTokenRefresher(lambda: minted.append(len(minted)) or "token-%d" % len(minted), clock=clock)
 
@@ -69,10 +69,10 @@ def test_token_is_refreshed_before_14_minutes():
     config = Config()
     refresher(config)
     assert config.api_key["BearerToken"] == "Bearer token-1"
-    clock.now += 14 * 60 - 1
+    clock.advance(14 * 60 - 1)
     refresher(config)
     assert config.api_key["BearerToken"] == "Bearer token-1"
-    clock.now += 1
+    clock.advance(1)
     refresher(config)
     assert config.api_key["BearerToken"] == "Bearer token-2"
     assert len(minted) == 2

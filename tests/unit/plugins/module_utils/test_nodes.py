@@ -20,7 +20,6 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodes import (
 
 from ..fakes import EKSCTL_SELECTOR, NodeListing, ec2_node, make_pod, node
 
-pytestmark = pytest.mark.usefixtures("fast_engine")
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -38,7 +38,6 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.returning_pods im
 
 from ..fakes import FakeCluster, make_pod, node, run_drain
 
-pytestmark = pytest.mark.usefixtures("fast_engine")
 
 TOLERATE_ALL = [{"operator": "Exists"}]
 POD_HASH = "5d8f9c7b6"
