@@ -10,6 +10,7 @@ which put tests/unit/plugins on sys.path, ``import fakes``. Fixtures that use fa
   same core API plus pods, scripted evictions, events, and PolicyV1 + AppsV1 (PDBs that spend their budget,
   DaemonSets) reached through ``FakeApiClient``, a real kubernetes ApiClient that sends its requests to the fake.
   ``NodeListing`` is FakeCluster's old name (FakeCluster lists nodes now), kept for the modules' tests.
+  ``FakeApiServer``: a FakeCoreV1 behind a real HTTP server, for code that builds its own client.
 - Objects: ``make_pod``, ``node``, ``ec2_node``; the PDB refusal ``PDB_STATUS`` / ``pdb_refusal``.
 - ``run_drain``: drain_nodes with the test defaults (run-1, no post_drain_wait, drain_timeout=5, PDB refusals
   retried every FAST_PDB_RETRY_SECONDS through drain_nodes' own ``pdb_retry_seconds``).
@@ -20,6 +21,7 @@ which put tests/unit/plugins on sys.path, ``import fakes``. Fixtures that use fa
 from __future__ import annotations
 
 import datetime
+import http.server
 import json
 import re
 import threading
@@ -197,6 +199,60 @@ class FakeStore:
 
     def kinds(self):
         return [kind for kind, dummy in self.calls]
+
+
+class FakeApiServer:
+    """A real HTTP API server on 127.0.0.1 over a FakeCoreV1 (``core``, replaceable): GET /version, and the node
+    LIST (query parameters as CoreV1Api.list_node sends them; an injected fault is answered with its status).
+    For code that builds its own kubernetes client from a kubeconfig or host: point it at ``url``."""
+
+    VERSION = {"major": "1", "minor": "30", "gitVersion": "v1.30.0", "gitCommit": "0", "gitTreeState": "clean",
+               "buildDate": "2024-01-01T00:00:00Z", "goVersion": "go1.22", "compiler": "gc",
+               "platform": "linux/amd64"}
+
+    def __init__(self, core=None):
+        self.core = core if core is not None else FakeCoreV1()
+        self.paths = []
+        fake = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                parts = urlsplit(self.path)
+                path = parts.path.rstrip("/")
+                fake.paths.append(path)
+                status, body = 200, None
+                if path == "/version":
+                    body = json.dumps(fake.VERSION).encode()
+                elif path == "/api/v1/nodes":
+                    kwargs = dict(FakeApiClient._argument(k, v) for k, v in parse_qsl(parts.query))
+                    try:
+                        body = fake.core.list_node(**kwargs).data
+                    except ApiException as exc:
+                        status, body = exc.status, exc.body.encode()
+                else:
+                    status, body = 404, json.dumps({"kind": "Status", "code": 404}).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
+        self._thread = None
+
+    def __enter__(self):
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info):
+        self.httpd.shutdown()
+        self.httpd.server_close()
 
 
 # ----------------------------------------------------------------------------------------------------------
