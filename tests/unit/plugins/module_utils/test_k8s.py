@@ -9,6 +9,7 @@ import urllib.parse
 import pytest
 import urllib3
 import yaml
+from moto import mock_aws
 from kubernetes.client.exceptions import ApiException
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils import aws, k8s
@@ -87,15 +88,15 @@ def test_token_is_refreshed_before_14_minutes():
     (dict(cluster_name="demo"), {}, False, "cluster_name"),
 ])
 def test_credential_precedence(monkeypatch, tmp_path, params, environ, kubeconfig_exists, method):
-    home_kubeconfig = tmp_path / "config"
+    monkeypatch.setenv("HOME", str(tmp_path))  # k8s.DEFAULT_KUBECONFIG is ~/.kube/config
     if kubeconfig_exists:
-        home_kubeconfig.write_text("{}")
-    monkeypatch.setattr(k8s, "DEFAULT_KUBECONFIG", str(home_kubeconfig))
+        (tmp_path / ".kube").mkdir()
+        (tmp_path / ".kube" / "config").write_text("{}")
     assert k8s.auth_method(dict(NO_K8S, **params), environ) == method
 
 
 def test_no_credentials_at_all_names_cluster_name(monkeypatch, tmp_path):
-    monkeypatch.setattr(k8s, "DEFAULT_KUBECONFIG", str(tmp_path / "absent"))
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.kube/config
     with pytest.raises(UpgradeError) as raised:
         k8s.auth_method(dict(NO_K8S, cluster_name=None), {})
     assert raised.value.details["parameter"] == "cluster_name"
@@ -170,19 +171,17 @@ class FakeEks:
 
 
 def test_cluster_name_auth_uses_endpoint_ca_and_a_refreshing_token(monkeypatch, tmp_path):
-    ca = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
-    eks = FakeEks({"endpoint": "https://ABC.gr7.us-west-2.eks.amazonaws.com", "status": "ACTIVE",
-                   "certificateAuthority": {"data": base64.b64encode(ca).decode()}})
-    real_client = aws.aws_client
-    monkeypatch.setattr(k8s, "aws_client", lambda params, service, session=None:
-                        eks if service == "eks" else real_client(params, service, session=session))
-    monkeypatch.setattr(k8s, "DEFAULT_KUBECONFIG", str(tmp_path / "absent"))
+    """DescribeCluster (moto's) gives the endpoint and the CA; no kubeconfig anywhere (HOME is empty)."""
+    monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("KUBECONFIG", raising=False)
-    client = k8s.k8s_api_client(dict(NO_K8S, cluster_name="demo", **AWS_PARAMS))
+    with mock_aws():
+        cluster = aws.aws_client(AWS_PARAMS, "eks").create_cluster(
+            name="demo", roleArn="arn:aws:iam::123456789012:role/eks", resourcesVpcConfig={"subnetIds": []})["cluster"]
+        client = k8s.k8s_api_client(dict(NO_K8S, cluster_name="demo", **AWS_PARAMS))
     config = client.configuration
-    assert config.host == "https://ABC.gr7.us-west-2.eks.amazonaws.com"
+    assert config.host == cluster["endpoint"]
     with open(config.ssl_ca_cert, "rb") as handle:
-        assert handle.read() == ca
+        assert handle.read() == base64.b64decode(cluster["certificateAuthority"]["data"])
     bearer = config.auth_settings()["BearerToken"]["value"]
     assert bearer.startswith("Bearer k8s-aws-v1.")
     assert isinstance(config.refresh_api_key_hook, k8s.EksTokenRefresher)
