@@ -30,6 +30,10 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.cordon imp
     read_nodes,
     uncordon_nodes,
 )
+from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.eviction import (
+    PDB_RETRY_SECONDS,
+    SERVER_ERROR_RETRIES,
+)
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.node_drain import NodeDrain
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.options import (
     DEFAULT_OPTIONS,
@@ -46,10 +50,13 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import transl
 class _Engine:
     """What the drains of one batch share: the API, the options, the log, the removal scheduler and the gate."""
 
-    def __init__(self, api: KubeApi, options: DrainOptions, log: Callable[[str], None]) -> None:
+    def __init__(self, api: KubeApi, options: DrainOptions, log: Callable[[str], None],
+                 pdb_retry_seconds: float = PDB_RETRY_SECONDS, server_error_retries: int = SERVER_ERROR_RETRIES) -> None:
         self.api = api
         self.options = options
         self.log = log
+        self.pdb_retry_seconds = pdb_retry_seconds
+        self.server_error_retries = server_error_retries
         self.scheduler = None
         self.gate = None
 
@@ -59,7 +66,7 @@ class _Engine:
             return
         self.scheduler = EvictionScheduler(self.options.eviction_concurrency, clock=self.api.clock)
         if not self.options.disable_eviction:
-            self.gate = BudgetGate(self.api, self.scheduler, self.log)
+            self.gate = BudgetGate(self.api, self.scheduler, self.log, retry_seconds=self.pdb_retry_seconds)
 
     def stop(self) -> None:
         if self.gate is not None:
@@ -79,19 +86,21 @@ def _run_side_by_side(drains: list[NodeDrain]) -> None:
 
 
 def drain_nodes(core_v1: Any, node_names: Iterable[str] | None, options: DrainOptions | Mapping[str, Any] | None, *,
-                log: Callable[[str], None] | None = None) -> DrainResult:
+                log: Callable[[str], None] | None = None, pdb_retry_seconds: float = PDB_RETRY_SECONDS,
+                server_error_retries: int = SERVER_ERROR_RETRIES) -> DrainResult:
     """Cordon all ``node_names`` (D1), then drain them concurrently (D2-D16). Returns a DrainResult.
 
     Raises UpgradeError before touching anything for bad options, unknown nodes and nodes the cluster
     autoscaler is deleting (C1). Pod-level failures do not raise: the DrainResult records them per node
     (the node stays cordoned) and ``result.raise_for_failure()`` turns them into a PodEvictionFailure.
     In check mode nothing is changed and the result lists what would be evicted, deleted, skipped or refused.
+    ``pdb_retry_seconds`` and ``server_error_retries``: D13's PDB retry interval and 500 retries (tests shorten them).
     """
     options = DrainOptions.coerce(options)
     names = validate_names(node_names)
     log = log or noop_log
     api = KubeApi(core_v1)
-    engine = _Engine(api, options, log)
+    engine = _Engine(api, options, log, pdb_retry_seconds, server_error_retries)
     result = DrainResult(names)
     with translate_k8s_errors("drain nodes"):
         cordoned = cordon(api, names, options.run_id, options.exclude_from_load_balancers, options.check_mode, log)

@@ -21,12 +21,13 @@ EC2_LT_VERSION_TAG = "aws:ec2launchtemplate:version"
 DESCRIBE_INSTANCES_CHUNK = 200
 
 
-def describe_instances(ec2: Any, instance_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+def describe_instances(ec2: Any, instance_ids: Iterable[str],
+                       chunk_size: int = DESCRIBE_INSTANCES_CHUNK) -> dict[str, dict[str, Any]]:
     """EC2 descriptions of ``instance_ids`` (chunked, paged): {instance_id: description}."""
     found = {}
     ids = sorted(set(instance_ids))
-    for start in range(0, len(ids), DESCRIBE_INSTANCES_CHUNK):
-        chunk = ids[start:start + DESCRIBE_INSTANCES_CHUNK]
+    for start in range(0, len(ids), chunk_size):
+        chunk = ids[start:start + chunk_size]
         for instance in ec2_api.describe_instances(ec2, chunk):
             found[instance["InstanceId"]] = instance
     return found

@@ -32,7 +32,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import (
     translate_k8s_errors,
     version_api,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import SYSTEM_CLOCK, retry_api_call
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import SYSTEM_CLOCK, Clock, retry_api_call
 
 # The first request to the Kubernetes API retries for this long only: a cluster that cannot be reached (or that
 # refuses the credentials) at the start fails in seconds, before the module changes anything. Later calls retry
@@ -72,7 +72,9 @@ class EksopsModule:
     Attribute access not defined here goes to the wrapped AnsibleModule (params, check_mode, exit_json, ...).
     """
 
-    def __init__(self, argument_spec: Mapping[str, Any], uses_aws: bool = True, uses_k8s: bool = False, **ansible_module_kwargs: Any) -> None:
+    def __init__(self, argument_spec: Mapping[str, Any], uses_aws: bool = True, uses_k8s: bool = False, *,
+                 clock: Clock | None = None, aws_clients: Callable[[str], Any] | None = None,
+                 **ansible_module_kwargs: Any) -> None:
         self.module = AnsibleModule(argument_spec=merged_argument_spec(argument_spec, uses_aws, uses_k8s),
                                     **ansible_module_kwargs)
         self.uses_aws = uses_aws
@@ -84,6 +86,8 @@ class EksopsModule:
             self.module.fail_json(msg=missing_required_lib("kubernetes"), exception=str(KUBERNETES_IMPORT_ERROR))
         self._aws_session = None
         self._aws_clients = {}
+        self._aws_client_factory = aws_clients  # service -> client, instead of building them (tests)
+        self._clock = clock  # the first contact's retries (kube_watch's Clock; None: SYSTEM_CLOCK)
         self._k8s_client = None
         self._core_v1 = None
 
@@ -99,6 +103,8 @@ class EksopsModule:
 
     def aws(self, service: str) -> Any:
         """A cached botocore client for ``service``."""
+        if self._aws_client_factory is not None:
+            return self._aws_client_factory(service)
         if service not in self._aws_clients:
             if self._aws_session is None:
                 self._aws_session = aws_session(self.module.params)
@@ -116,8 +122,8 @@ class EksopsModule:
             params = self.module.params
             with translate_k8s_errors("connect to the Kubernetes API"):
                 client = k8s_api_client(params, user_agent=self.user_agent)
-                retry_api_call(version_api(client).get_code,
-                               deadline=SYSTEM_CLOCK.now() + FIRST_CONTACT_RETRY_SECONDS)
+                retry_api_call(version_api(client).get_code, clock=self._clock,
+                               deadline=(self._clock or SYSTEM_CLOCK).now() + FIRST_CONTACT_RETRY_SECONDS)
             # Credentials built from cluster_name use DescribeCluster's endpoint: proven by construction.
             if params.get("cluster_name") and auth_method(params) != "cluster_name":
                 eks_endpoint = describe_eks_cluster(self.aws("eks"), params["cluster_name"])[0]

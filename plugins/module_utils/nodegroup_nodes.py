@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import find_instance_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import translate_k8s_errors
-from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import list_all, read_body, retry_api_call
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import Clock, list_all, read_body, retry_api_call
 
 if TYPE_CHECKING:
     from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NodegroupRef
@@ -83,13 +83,13 @@ def list_all_nodes(core_v1: Any, label_selector: str | None = None, purpose: str
     return [node_view(item) for item in items]
 
 
-def list_nodegroup_nodes(core_v1: Any, group: NodegroupRef) -> list[_Obj]:
+def list_nodegroup_nodes(core_v1: Any, group: NodegroupRef, *, clock: Clock | None = None) -> list[_Obj]:
     """The nodes of the group's instances as node_view objects, matched by spec.providerID and narrowed by the
     kind's node label where it has one (instances.find_instance_nodes)."""
     instance_ids = [instance["InstanceId"] for instance in group.asg.get("Instances", [])]
     with translate_k8s_errors("list the nodes of node group %s (%s)"
                               % (group.nodegroup_name, group.node_selector or "every node")):
-        nodes = find_instance_nodes(core_v1.list_node, instance_ids, group.node_selector)
+        nodes = find_instance_nodes(core_v1.list_node, instance_ids, group.node_selector, clock=clock)
     return [node_view(node) for node in nodes.values()]
 
 

@@ -350,8 +350,8 @@ def run(module):
         # Issue 10 item 23: the documented way out after ClusterAutoscalerActive.
         journal = check_capacity_unmoved(module, autoscaling, asg, journal)
 
-    after, surplus, to_resume, diff = plan_restore(asg, before, journal, list_nodegroup_nodes(module.core_v1(), group),
-                                                result)
+    nodes = list_nodegroup_nodes(module.core_v1(), group)
+    after, surplus, to_resume, diff = plan_restore(asg, before, journal, nodes, result)
     if module.check_mode:
         result["elapsed_seconds"] = round(time.time() - started_clock, 1)
         return module.with_diff(dict(changed=True, restore=result), **diff)

@@ -45,8 +45,10 @@ class BudgetGate:
     pod). Pods covered by no PDB or by several go straight to the server, which decides.
     """
 
-    def __init__(self, api: KubeApi, scheduler: EvictionScheduler, log: Callable[[str], None]) -> None:
+    def __init__(self, api: KubeApi, scheduler: EvictionScheduler, log: Callable[[str], None],
+                 retry_seconds: float = eviction.PDB_RETRY_SECONDS) -> None:
         self.api = api
+        self.retry_seconds = retry_seconds
         self.scheduler = scheduler
         self.log = log
         self._lock = threading.Lock()
@@ -76,7 +78,7 @@ class BudgetGate:
                 self._allowed[job.budget] -= 1
                 return True
             last_probe = self._last_probe.get(job.budget)
-            if last_probe is None or now - last_probe >= eviction.PDB_RETRY_SECONDS:
+            if last_probe is None or now - last_probe >= self.retry_seconds:
                 self._last_probe[job.budget] = now
                 return True
             self._park(job)

@@ -51,8 +51,10 @@ class EvictionOutcome:
         return "EvictionOutcome(%r, %r, retry_in=%r, pdb=%r)" % (self.kind, self.message, self.retry_in, self.pdb)
 
 
-def classify_eviction(status: int | None, headers: Mapping[str, str] | None = None, body: dict[str, Any] | str | bytes | None = None,
-                      attempt: int = 0, rng: Any = random, server_errors: int = 0) -> EvictionOutcome:
+def classify_eviction(status: int | None, headers: Mapping[str, str] | None = None,
+                      body: dict[str, Any] | str | bytes | None = None, attempt: int = 0, rng: Any = random,
+                      server_errors: int = 0, pdb_retry_seconds: float = PDB_RETRY_SECONDS,
+                      server_error_retries: int = SERVER_ERROR_RETRIES) -> EvictionOutcome:
     """D13: what an eviction (or delete) response means, and when to retry.
 
     ``status`` is the HTTP status (None for a transport error), ``body`` the Status object (dict or JSON),
@@ -82,10 +84,10 @@ def classify_eviction(status: int | None, headers: Mapping[str, str] | None = No
             kind = PDB_BLOCKED if budget_causes else THROTTLED
             return EvictionOutcome(kind, text, retry_in=retry_after * (1.0 + rng.uniform(0.0, 0.2)), pdb=pdb)
         # A PDB refusal carries no Retry-After: retry every 5 s with jitter, as kubectl does.
-        return EvictionOutcome(PDB_BLOCKED, text, retry_in=PDB_RETRY_SECONDS * rng.uniform(0.8, 1.2), pdb=pdb)
+        return EvictionOutcome(PDB_BLOCKED, text, retry_in=pdb_retry_seconds * rng.uniform(0.8, 1.2), pdb=pdb)
     if status == 500 and MULTIPLE_PDB_MESSAGE in message.lower():
         return EvictionOutcome(MULTIPLE_PDBS, message)
-    if status == 500 and server_errors < SERVER_ERROR_RETRIES:
+    if status == 500 and server_errors < server_error_retries:
         return EvictionOutcome(TRANSIENT, message or "HTTP 500", retry_in=backoff_delay(server_errors, rng=rng))
     if status == 403 and any(c.get("type") == "NamespaceTerminating" for c in causes):
         return EvictionOutcome(TERMINATING_NAMESPACE, message)

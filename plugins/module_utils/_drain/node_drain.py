@@ -5,23 +5,17 @@
 gone, then watch post_drain_wait for pods that land on the cordoned node."""
 
 from __future__ import annotations
-from typing import Any
+
 import datetime
 import json
 import threading
+from typing import Any
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain import eviction
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.api import ApiException
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.budget_gate import matching_pdbs
-from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.cordon import (
-    LEFT_PODS_ANNOTATION,
-    node_state,
-)
-from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.deadlines import (
-    Deadline,
-    PdbWaitTracker,
-    force_wait_seconds,
-)
+from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.cordon import LEFT_PODS_ANNOTATION, node_state
+from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.deadlines import Deadline, PdbWaitTracker, force_wait_seconds
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.filters import (
     NOT_EVICTED_AGAIN,
     REFUSE,
@@ -31,11 +25,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.filters im
     refusal_message,
     returning_filter,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.pods import (
-    is_gone,
-    pod_instance_key,
-    pod_ref,
-)
+from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.pods import is_gone, pod_instance_key, pod_ref
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.scheduler import (
     REQUESTED,
     SETTLED_FAILED,
@@ -44,13 +34,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.scheduler 
     PodRemoval,
     RemovalJob,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import (
-    TRANSPORT_ERRORS,
-    Waker,
-    jittered,
-    list_all,
-    list_then_watch,
-)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import TRANSPORT_ERRORS, Waker, jittered, list_all, list_then_watch
 from ansible_collections.eksops.nodegroup.plugins.module_utils.returning_pods import Returning, ReturnTracker
 
 
@@ -385,7 +369,7 @@ class NodeDrain:
                     pod_state.pdb = job.budget[1]
                     pod_state.pdb_related = True
                     self._held_by_pdb(job)
-                return job.deadline.next_attempt(now, jittered(eviction.PDB_RETRY_SECONDS * 0.8, spread=0.5))  # 0.8-1.2x
+                return job.deadline.next_attempt(now, jittered(self.engine.pdb_retry_seconds * 0.8, spread=0.5))  # 0.8-1.2x
         outcome = self._send(job)
         job.attempt += 1
         ref = pod_ref(job.pod)
@@ -422,8 +406,9 @@ class NodeDrain:
             self.api.remove_pod(job.pod, job.method, self.options.grace_period)
             outcome = eviction.classify_eviction(200)
         except ApiException as exc:
-            outcome = eviction.classify_eviction(exc.status, exc.headers, exc.body, job.attempt,
-                                                 server_errors=job.server_errors)
+            engine = self.engine
+            outcome = eviction.classify_eviction(exc.status, exc.headers, exc.body, job.attempt, server_errors=job.server_errors,
+                                                 pdb_retry_seconds=engine.pdb_retry_seconds, server_error_retries=engine.server_error_retries)
             job.server_errors += exc.status == 500
         except TRANSPORT_ERRORS as exc:
             outcome = eviction.classify_eviction(None, None, str(exc), job.attempt)

@@ -1,5 +1,6 @@
-"""Shared by the contract tests: an in-process sandbox with fast timings, boto3 clients on it, and response
-validation against botocore's EKS model."""
+"""Shared by the contract tests: an in-process sandbox, boto3 clients on it, and response validation against
+botocore's EKS model. Scenarios come from eks_sandbox.kube.testing.scenario (fast timings), with EKS_CLUSTER's
+cluster and AMIs for the EKS tests."""
 
 from __future__ import annotations
 
@@ -13,23 +14,13 @@ from botocore import xform_name
 from botocore.stub import Stubber
 
 from eks_sandbox.runtime import AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, Sandbox
-from eks_sandbox.scenario.loader import load_scenario
 
 OLD_AMI = "amazon-eks-node-al2023-x86_64-standard-1.29-v20240101"
 NEW_AMI = "amazon-eks-node-al2023-x86_64-standard-1.30-v20240201"
 AMIS = [{"name": OLD_AMI, "kubernetes_version": "1.29"}, {"name": NEW_AMI, "kubernetes_version": "1.30"}]
-FAST_TIMINGS = {"instance_pending_seconds": 0.05, "instance_shutdown_seconds": 0.05, "node_boot_seconds": 0.1,
-                "node_removal_seconds": 0.1, "pod_start_seconds": 0.1, "grace_period_scale": 0.01,
-                "controller_interval_seconds": 0.02, "sample_interval_seconds": 0.05,
-                "eks_drain_timeout_seconds": 1.0, "eks_post_drain_wait_seconds": 0.05,
-                "eks_node_ready_timeout_seconds": 5.0}
-
-
-def scenario(nodegroups: list[dict[str, Any]], workloads: list[dict[str, Any]] = (), **extra: Any) -> dict[str, Any]:
-    """A cluster on 1.30 with the AMIS (node groups start on the 1.29 one) unless `extra` says otherwise."""
-    return load_scenario({"name": "eks", "cluster": {"kubernetes_version": "1.30", "tls": False},
-                          "timings": FAST_TIMINGS, "amis": AMIS, "nodegroups": nodegroups,
-                          "workloads": list(workloads), **extra})
+# scenario(**EKS_CLUSTER, nodegroups=..., workloads=...): cluster "eks" on 1.30 with the AMIS (node groups start
+# on the 1.29 one).
+EKS_CLUSTER = {"name": "eks", "cluster": {"name": "eks"}, "amis": AMIS}
 
 
 @contextlib.contextmanager

@@ -25,6 +25,9 @@ AL2023 = "amazon-linux-2023/x86_64/standard"
 
 
 def scenario(**overrides):
+    """AwsSim's own scenario (cluster "demo", default timings but two, the AMI catalogue these tests look up;
+    overrides replace keys). Not eks_sandbox.kube.testing.scenario: that one's fast timings, TLS-less 1.30
+    cluster and merged dict overrides are for the sandbox with its KubeSim, which these tests do not start."""
     spec = {
         "name": "demo",
         "timings": {"instance_pending_seconds": 0.05, "instance_shutdown_seconds": 0.05},

@@ -11,7 +11,8 @@ import json
 import pytest
 from botocore.exceptions import ClientError
 
-from harness import OLD_AMI, client, running, scenario, valid, wait_for
+from harness import EKS_CLUSTER, OLD_AMI, client, running, valid, wait_for
+from eks_sandbox.kube.testing import scenario
 from eks_sandbox.scenario.schema import generated_ami_id
 
 CLUSTER = "eks"
@@ -22,12 +23,14 @@ OLD_AMI_ID = generated_ami_id(OLD_AMI)
 @pytest.fixture(scope="module")
 def sandbox():
     loaded = scenario(
-        [{"name": "workers", "kind": "managed", "ami": OLD_AMI, "min_size": 1, "max_size": 4, "desired_capacity": 3,
-          "labels": {"team": "web"}, "taints": [TAINT], "update_config": {"max_unavailable": 2}},
-         {"name": "custom", "kind": "managed", "launch_template": "custom", "ami": OLD_AMI, "min_size": 1,
-          "max_size": 2, "desired_capacity": 1},
-         {"name": "batch", "ami": OLD_AMI, "min_size": 1, "max_size": 1, "desired_capacity": 1,
-          "labels": {"role": "batch"}}],
+        **EKS_CLUSTER,
+        nodegroups=[{"name": "workers", "kind": "managed", "ami": OLD_AMI, "min_size": 1, "max_size": 4,
+                     "desired_capacity": 3, "labels": {"team": "web"}, "taints": [TAINT],
+                     "update_config": {"max_unavailable": 2}},
+                    {"name": "custom", "kind": "managed", "launch_template": "custom", "ami": OLD_AMI, "min_size": 1,
+                     "max_size": 2, "desired_capacity": 1},
+                    {"name": "batch", "ami": OLD_AMI, "min_size": 1, "max_size": 1, "desired_capacity": 1,
+                     "labels": {"role": "batch"}}],
         faults=[{"type": "aws_error", "action": "DescribeNodegroup", "code": "ThrottlingException", "count": 1}])
     with running(loaded) as started:
         yield started

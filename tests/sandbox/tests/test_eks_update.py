@@ -10,8 +10,8 @@ import kubernetes
 import pytest
 from botocore.exceptions import ClientError
 
-from harness import AMIS, FAST_TIMINGS, NEW_AMI, OLD_AMI, client, running, scenario, valid, wait_for, \
-    wait_for_update
+from harness import AMIS, EKS_CLUSTER, NEW_AMI, OLD_AMI, client, running, valid, wait_for, wait_for_update
+from eks_sandbox.kube.testing import scenario
 from eks_sandbox.scenario.schema import generated_ami_id
 
 CLUSTER = "eks"
@@ -64,11 +64,13 @@ def settled_nodes(sandbox, nodegroup, count):
 
 def test_an_update_surges_drains_every_old_node_and_scales_back(tmp_path):
     loaded = scenario(
-        [{"name": "workers", "kind": "managed", "ami": OLD_AMI, "min_size": 1, "max_size": 4, "desired_capacity": 3},
-         {"name": "custom", "kind": "managed", "launch_template": "custom", "ami": OLD_AMI,
-          "availability_zones": ["us-west-2a"], "min_size": 1, "max_size": 2, "desired_capacity": 1}],
-        [{"kind": "Deployment", "name": "web", "replicas": 4, "nodegroup": "workers", "pdb": {"min_available": 3}},
-         {"kind": "DaemonSet", "name": "agent"}])
+        **EKS_CLUSTER,
+        nodegroups=[{"name": "workers", "kind": "managed", "ami": OLD_AMI, "min_size": 1, "max_size": 4,
+                     "desired_capacity": 3},
+                    {"name": "custom", "kind": "managed", "launch_template": "custom", "ami": OLD_AMI,
+                     "availability_zones": ["us-west-2a"], "min_size": 1, "max_size": 2, "desired_capacity": 1}],
+        workloads=[{"kind": "Deployment", "name": "web", "replicas": 4, "nodegroup": "workers", "pdb": {"min_available": 3}},
+                   {"kind": "DaemonSet", "name": "agent"}])
     with running(loaded) as sandbox:
         eks, ec2 = client(sandbox, "eks"), client(sandbox, "ec2")
         old_nodes = {n["name"] for n in sandbox.report()["nodegroups"]["workers"]["nodes"]}
@@ -136,10 +138,12 @@ def test_an_update_surges_drains_every_old_node_and_scales_back(tmp_path):
 
 def test_a_pdb_that_never_allows_an_eviction_fails_the_update_unless_forced():
     loaded = scenario(
-        [{"name": "workers", "kind": "managed", "ami": OLD_AMI, "availability_zones": ["us-west-2a", "us-west-2b"],
-          "min_size": 1, "max_size": 2, "desired_capacity": 2}],
-        [{"kind": "Deployment", "name": "billing", "replicas": 1, "nodegroup": "workers",
-          "pdb": {"min_available": 1}}])
+        **EKS_CLUSTER,
+        nodegroups=[{"name": "workers", "kind": "managed", "ami": OLD_AMI,
+                     "availability_zones": ["us-west-2a", "us-west-2b"], "min_size": 1, "max_size": 2,
+                     "desired_capacity": 2}],
+        workloads=[{"kind": "Deployment", "name": "billing", "replicas": 1, "nodegroup": "workers",
+                    "pdb": {"min_available": 1}}])
     with running(loaded) as sandbox:
         eks = client(sandbox, "eks")
         core = kubernetes.client.CoreV1Api(kubernetes.config.new_client_from_config(str(sandbox.kubeconfig_path)))
@@ -163,8 +167,10 @@ def test_a_pdb_that_never_allows_an_eviction_fails_the_update_unless_forced():
 
 def test_the_minimal_strategy_replaces_nodes_without_surge():
     loaded = scenario(
-        [{"name": "gpu", "kind": "managed", "ami": OLD_AMI, "availability_zones": ["us-west-2a", "us-west-2b"],
-          "min_size": 1, "max_size": 2, "desired_capacity": 2, "update_config": {"update_strategy": "MINIMAL"}}])
+        **EKS_CLUSTER,
+        nodegroups=[{"name": "gpu", "kind": "managed", "ami": OLD_AMI, "availability_zones": ["us-west-2a", "us-west-2b"],
+                     "min_size": 1, "max_size": 2, "desired_capacity": 2,
+                     "update_config": {"update_strategy": "MINIMAL"}}])
     with running(loaded) as sandbox:
         eks = client(sandbox, "eks")
         peak = {"max": 0, "instances": 0}
@@ -182,9 +188,10 @@ def test_the_minimal_strategy_replaces_nodes_without_surge():
 def test_new_nodes_that_never_become_ready_fail_the_update_with_node_creation_failure():
     amis = [AMIS[0], {**AMIS[1], "never_ready": True}]
     loaded = scenario(
-        [{"name": "workers", "kind": "managed", "ami": OLD_AMI, "availability_zones": ["us-west-2a"],
-          "min_size": 1, "max_size": 1, "desired_capacity": 1}],
-        amis=amis, timings={**FAST_TIMINGS, "eks_node_ready_timeout_seconds": 1.0})
+        **dict(EKS_CLUSTER, amis=amis),
+        nodegroups=[{"name": "workers", "kind": "managed", "ami": OLD_AMI, "availability_zones": ["us-west-2a"],
+                     "min_size": 1, "max_size": 1, "desired_capacity": 1}],
+        timings={"eks_node_ready_timeout_seconds": 1.0})
     with running(loaded) as sandbox:
         eks = client(sandbox, "eks")
         failed = wait_for_update(eks, CLUSTER, "workers", start_update(eks, "workers")["id"])

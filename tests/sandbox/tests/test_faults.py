@@ -16,6 +16,9 @@ SCENARIOS_DIR = Path(__file__).resolve().parents[1] / "scenarios"
 
 
 class FakeClock:
+    """The time function Faults is given. Not the unit tests' fakes.FakeClock: the sandbox is its own package, run in
+    its own process (pytest.ini), and those fakes import the collection (ansible_collections.eksops.nodegroup)."""
+
     def __init__(self):
         self.now = 1000.0
 

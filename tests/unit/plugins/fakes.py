@@ -2,24 +2,33 @@
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The unit tests' fakes, in one place. Tests import them (``from ..fakes import FakeCluster``); the benchmarks,
-which put tests/unit/plugins on sys.path, ``import fakes``. Fixtures that install fakes are in conftest.py.
+which put tests/unit/plugins on sys.path, ``import fakes``. Fixtures that use fakes are in conftest.py.
 
 - A fake Kubernetes API server: ``api_error``, ``FakeResponse``, ``FakeStore`` (a collection with
   resourceVersions, paging, selectors, watch history and injected faults) and its watch streams;
-  ``FakeCoreV1`` (node LIST and PATCH); ``FakeCluster`` (CoreV1 + PolicyV1 + AppsV1 for the drain engine, with
-  scripted evictions and PDBs that spend their budget) and ``NodeListing`` (FakeCluster plus LIST nodes).
+  ``FakeCoreV1``, the one fake CoreV1Api: nodes (LIST, GET, merge PATCH) in a FakeStore; ``FakeCluster``, the
+  same core API plus pods, scripted evictions, events, and PolicyV1 + AppsV1 (PDBs that spend their budget,
+  DaemonSets) reached through ``FakeApiClient``, a real kubernetes ApiClient that sends its requests to the fake.
+  ``NodeListing`` is FakeCluster's old name (FakeCluster lists nodes now), kept for the modules' tests.
+  ``FakeApiServer``: a FakeCoreV1 behind a real HTTP server, for code that builds its own client.
 - Objects: ``make_pod``, ``node``, ``ec2_node``; the PDB refusal ``PDB_STATUS`` / ``pdb_refusal``.
-- ``run_drain``: drain_nodes with the test defaults (run-1, no post_drain_wait, drain_timeout=5).
-- Clocks: ``FakeClock`` for kube_watch's Clock protocol (``now()``), ``FakeTime`` for the time module's
-  (``time()``, ``sleep()``) or a plain time function; two protocols, so two fakes."""
+- ``run_drain``: drain_nodes with the test defaults (run-1, no post_drain_wait, drain_timeout=5, PDB refusals
+  retried every FAST_PDB_RETRY_SECONDS through drain_nodes' own ``pdb_retry_seconds``).
+- ``FakeClock``: the one fake clock. It is kube_watch's Clock (``now()``, ``sleep()``), the time module as
+  asg_ops and termination use it (``time()``, ``sleep()``), and a time function (``clock()``, for
+  k8s.EksTokenRefresher); ``advance()`` moves it without a sleep."""
 
 from __future__ import annotations
 
 import datetime
+import http.server
 import json
+import re
 import threading
 import time
+from urllib.parse import parse_qsl, unquote, urlsplit
 
+from kubernetes.client import ApiClient, Configuration
 from kubernetes.client.exceptions import ApiException
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.cordon import apply_merge_patch
@@ -192,61 +201,86 @@ class FakeStore:
         return [kind for kind, dummy in self.calls]
 
 
-class FakeCoreV1:
-    """CoreV1Api's node calls: LIST from a FakeStore of ``nodes`` (``store``: paging, selectors, injected faults)
-    and PATCH, recorded in ``patches`` and answered with a response that must be read before it is released."""
+class FakeApiServer:
+    """A real HTTP API server on 127.0.0.1 over a FakeCoreV1 (``core``, replaceable): GET /version, and the node
+    LIST (query parameters as CoreV1Api.list_node sends them; an injected fault is answered with its status).
+    For code that builds its own kubernetes client from a kubeconfig or host: point it at ``url``."""
 
-    def __init__(self, nodes=()):
-        self.store = FakeStore(nodes)
-        self.list_node = self.store.list_func
-        self.patches = []
+    VERSION = {"major": "1", "minor": "30", "gitVersion": "v1.30.0", "gitCommit": "0", "gitTreeState": "clean",
+               "buildDate": "2024-01-01T00:00:00Z", "goVersion": "go1.22", "compiler": "gc",
+               "platform": "linux/amd64"}
 
-    @property
-    def calls(self):
-        """The label selector of each node LIST (None: every node)."""
-        return [kwargs.get("label_selector") for dummy, kwargs in self.store.calls]
+    def __init__(self, core=None):
+        self.core = core if core is not None else FakeCoreV1()
+        self.paths = []
+        fake = self
 
-    def patch_node(self, name, body, _content_type=None, _preload_content=True):
-        self.patches.append((name, body, _content_type))
-        return FakeResponse({}, must_be_read=True)
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                parts = urlsplit(self.path)
+                path = parts.path.rstrip("/")
+                fake.paths.append(path)
+                status, body = 200, None
+                if path == "/version":
+                    body = json.dumps(fake.VERSION).encode()
+                elif path == "/api/v1/nodes":
+                    kwargs = dict(FakeApiClient._argument(k, v) for k, v in parse_qsl(parts.query))
+                    try:
+                        body = fake.core.list_node(**kwargs).data
+                    except ApiException as exc:
+                        status, body = exc.status, exc.body.encode()
+                else:
+                    status, body = 404, json.dumps({"kind": "Status", "code": 404}).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
+        self._thread = None
+
+    def __enter__(self):
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info):
+        self.httpd.shutdown()
+        self.httpd.server_close()
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Clocks
+# Clock
 # ----------------------------------------------------------------------------------------------------------
 
 class FakeClock:
-    """kube_watch's Clock (``now()``, ``sleep()``), from 1000 s; ``sleeps`` records every sleep asked for, and a
-    negative one leaves the time as it is."""
+    """The one fake clock, from ``start`` (1000 s unless told). Three protocols over one time: kube_watch's Clock
+    (``now()``, ``sleep()``), the time module's (``time()``, ``sleep()``) and a plain time function
+    (``clock()``). ``sleeps`` records every sleep asked for; a negative one leaves the time as it is (a real
+    clock never goes back). ``advance(seconds)`` moves the time without a sleep."""
 
-    def __init__(self):
-        self.time = 1000.0
+    def __init__(self, start=1000.0):
+        self.current = float(start)
         self.sleeps = []
 
     def now(self):
-        return self.time
+        return self.current
+
+    time = now
+    __call__ = now
 
     def sleep(self, seconds):
         self.sleeps.append(seconds)
-        self.time += max(0.0, seconds)
+        self.current += max(0.0, seconds)
 
-
-class FakeTime:
-    """The time module's ``time()`` and ``sleep()`` (asg_ops), or a time function called for the time
-    (k8s.EksTokenRefresher): ``now`` moves only when slept through or set. Unlike FakeClock, nothing records the
-    sleeps and a negative sleep moves the time back."""
-
-    def __init__(self, now=0.0):
-        self.now = now
-
-    def __call__(self):
-        return self.now
-
-    def time(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.now += seconds
+    def advance(self, seconds):
+        self.current += seconds
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -312,45 +346,131 @@ def pdb_refusal(name="web-pdb"):
 # The drain engine's cluster
 # ----------------------------------------------------------------------------------------------------------
 
-class FakeCluster:
-    """CoreV1Api + PolicyV1Api + AppsV1Api stand-in over FakeStores; evictions follow per-pod scripts.
+class FakeApiClient(ApiClient):
+    """A real kubernetes ApiClient whose ``call_api`` (the one method every generated API class sends its requests
+    through) answers from ``cluster``'s methods: the engine's real PolicyV1Api and AppsV1Api, built on
+    ``core_v1.api_client`` as in production, run over the fake, parameter checks and URL building included."""
 
-    A script is a list of responses consumed per eviction request: an int status (2xx evicts) or an
-    ApiException. When a script runs out the last entry repeats. Evicted pods go away after
-    `termination_delay` seconds.
-    """
+    ROUTES = [
+        (re.compile(r"/apis/policy/v1/namespaces/(?P<namespace>[^/]+)/poddisruptionbudgets$"),
+         "list_namespaced_pod_disruption_budget"),
+        (re.compile(r"/apis/apps/v1/namespaces/(?P<namespace>[^/]+)/daemonsets/(?P<name>[^/]+)$"),
+         "read_namespaced_daemon_set"),
+    ]
 
-    def __init__(self, pods=(), nodes=None, pdbs=(), daemonsets=("daemonset-1",), termination_delay=0.05):
-        self.api_client = self
-        self.pods = FakeStore(pods)
-        self.nodes = dict((n["metadata"]["name"], n) for n in (nodes or [node("node-a")]))
-        self.pdbs = FakeStore(pdbs)
-        self.daemonsets = set(daemonsets)
-        self.scripts = {}
-        self.termination_delay = termination_delay
-        self.budget_refill = 0.1
+    def __init__(self, cluster):
+        super().__init__(Configuration(host="http://fake-cluster.invalid"))
+        self.cluster = cluster
+
+    @staticmethod
+    def _argument(name, value):
+        """A query parameter back as the keyword the Python API took (``labelSelector=a`` -> label_selector='a')."""
+        name = "_continue" if name == "continue" else re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), name)
+        if value in ("true", "false"):
+            return name, value == "true"
+        if name in ("limit", "timeout_seconds"):
+            return name, int(value)
+        return name, value
+
+    def call_api(self, method, url, header_params=None, body=None, post_params=None, _request_timeout=None):
+        parts = urlsplit(url)
+        for pattern, operation in self.ROUTES:
+            match = pattern.search(parts.path)
+            if match:
+                break
+        else:
+            raise AssertionError("the fake cluster does not answer %s %s" % (method, url))
+        kwargs = dict(self._argument(name, value) for name, value in parse_qsl(parts.query))
+        kwargs.update((key, unquote(value)) for key, value in match.groupdict().items())
+        return _RestAnswer(getattr(self.cluster, operation)(_preload_content=False, **kwargs))
+
+
+class _RestAnswer:
+    """A 2xx RESTResponse around a fake response (errors are raised by the fake as ApiExceptions)."""
+
+    status = 200
+    reason = "OK"
+
+    def __init__(self, response):
+        self.response = response
+
+    @property
+    def data(self):
+        return self.response.data
+
+    def read(self):
+        return self.data
+
+    def getheaders(self):
+        return {}
+
+
+class FakeCoreV1:
+    """The fake CoreV1Api: nodes in a FakeStore (``store``: paging, selectors, injected faults), listed (LIST,
+    label selectors), read (GET, 404 for an unknown node) and merge-patched (PATCH, recorded in ``patches`` and
+    answered with the patched node, which must be read before its connection is released). Every call is in
+    ``requests``; ``calls`` are the label selectors of the node LISTs (None: every node); ``nodes`` is
+    {name: node} as the server has it now."""
+
+    def __init__(self, nodes=()):
+        self.api_client = FakeApiClient(self)
+        self.store = FakeStore(nodes)
+        self.patches = []
         self.lock = threading.Lock()
         self.requests = []
-        self.events = []
-        self.in_flight = 0
-        self.peak_in_flight = 0
 
     def _record(self, what):
         with self.lock:
             self.requests.append(what)
 
-    # nodes
+    @property
+    def nodes(self):
+        return dict((name, obj) for (dummy, name), obj in self.store.objects.items())
+
+    @property
+    def calls(self):
+        return [kwargs.get("label_selector") for dummy, kwargs in self.store.calls]
+
+    def list_node(self, **kwargs):
+        self._record(("watch" if kwargs.get("watch") else "list", "nodes", kwargs.get("label_selector")))
+        return self.store.list_func(**kwargs)
+
     def read_node(self, name, _preload_content=True):
         self._record(("get", "node", name))
-        if name not in self.nodes:
+        if ("", name) not in self.store.objects:
             raise api_error(404)
-        return FakeResponse(self.nodes[name])
+        return FakeResponse(self.store.objects[("", name)])
 
     def patch_node(self, name, body, _content_type=None, _preload_content=True):
         self._record(("patch", "node", name, json.dumps(body, sort_keys=True)))
-        assert _content_type == "application/merge-patch+json"
-        self.nodes[name] = apply_merge_patch(self.nodes[name], body)
-        return FakeResponse(self.nodes[name])
+        self.patches.append((name, body, _content_type))
+        assert _content_type == "application/merge-patch+json", _content_type
+        current = self.store.objects.get(("", name))
+        if current is None:
+            raise api_error(404)
+        return FakeResponse(self.store.put(apply_merge_patch(current, body)), must_be_read=True)
+
+
+class FakeCluster(FakeCoreV1):
+    """The drain engine's cluster: FakeCoreV1's nodes (default: node-a) plus pods, evictions, events, PDBs and
+    DaemonSets, the last two reached through FakeApiClient as PolicyV1Api and AppsV1Api.
+
+    Evictions follow per-pod scripts: a list of responses consumed per eviction request, an int status (2xx
+    evicts) or an ApiException; when a script runs out the last entry repeats. Evicted pods go away after
+    ``termination_delay`` seconds.
+    """
+
+    def __init__(self, pods=(), nodes=None, pdbs=(), daemonsets=("daemonset-1",), termination_delay=0.05):
+        super().__init__(nodes or [node("node-a")])
+        self.pods = FakeStore(pods)
+        self.pdbs = FakeStore(pdbs)
+        self.daemonsets = set(daemonsets)
+        self.scripts = {}
+        self.termination_delay = termination_delay
+        self.budget_refill = 0.1
+        self.events = []
+        self.in_flight = 0
+        self.peak_in_flight = 0
 
     # pods
     def list_pod_for_all_namespaces(self, **kwargs):
@@ -438,19 +558,19 @@ class FakeCluster:
         return [body.reason for _ns, body in self.events]
 
 
-class NodeListing(FakeCluster):
-    """FakeCluster plus LIST nodes (label selector only, as the API server for spec.providerID)."""
+# FakeCluster's old name, from when only a subclass of it listed nodes; the modules' tests still use it.
+NodeListing = FakeCluster
 
-    def list_node(self, **kwargs):
-        selector = kwargs.get("label_selector")
-        self._record(("list", "nodes", selector))
-        key, _eq, value = (selector or "").partition("=")
-        items = [n for n in self.nodes.values() if not selector or n["metadata"]["labels"].get(key) == value]
-        return FakeResponse({"kind": "NodeList", "metadata": {"resourceVersion": "7"}, "items": items})
+# PDB refusals in drains retried this often instead of every 5 s (drain_nodes' pdb_retry_seconds).
+FAST_PDB_RETRY_SECONDS = 0.05
 
 
-def run_drain(cluster, names=("node-a",), **options):
+def run_drain(cluster, names=("node-a",), pdb_retry_seconds=FAST_PDB_RETRY_SECONDS, server_error_retries=None,
+              **options):
+    """drain_nodes on ``cluster`` with the test defaults; the retry settings are drain_nodes' keywords (None:
+    the engine's default)."""
     options.setdefault("run_id", "run-1")
     options.setdefault("post_drain_wait", 0)
     options.setdefault("drain_timeout", 5)
-    return drain_nodes(cluster, list(names), options)
+    limits = dict(pdb_retry_seconds=pdb_retry_seconds, server_error_retries=server_error_retries)
+    return drain_nodes(cluster, list(names), options, **dict((k, v) for k, v in limits.items() if v is not None))

@@ -16,9 +16,13 @@ from ..recorder import Recorder
 from ..scenario.loader import load_scenario
 from .sim import KubeSim
 
+# The one set of fast timings for tests of the sandbox (tests/sandbox/tests: the kube harness here and the EKS
+# contract tests through scenario()); the eks_* ones only matter to managed node groups.
 FAST_TIMINGS = {"instance_pending_seconds": 0.05, "instance_shutdown_seconds": 0.05, "node_boot_seconds": 0.05,
                 "node_removal_seconds": 0.2, "pod_start_seconds": 0.1, "grace_period_scale": 0.01,
-                "controller_interval_seconds": 0.02, "sample_interval_seconds": 0.1}
+                "controller_interval_seconds": 0.02, "sample_interval_seconds": 0.1,
+                "eks_drain_timeout_seconds": 1.0, "eks_post_drain_wait_seconds": 0.05,
+                "eks_node_ready_timeout_seconds": 5.0}
 
 
 class FakeCloud:
@@ -65,7 +69,8 @@ class FakeCloud:
 
 
 def scenario(**overrides: Any) -> dict[str, Any]:
-    """A validated scenario: one node group `workers` on ami-00000000000000001, TLS off, fast timings."""
+    """A validated scenario: one node group `workers` on ami-00000000000000001, TLS off, fast timings. Each
+    override replaces its key, except a dict for a dict key (cluster, timings), which is merged into it."""
     raw: dict[str, Any] = {
         "name": "kube-test", "cluster": {"name": "kube-test", "tls": False, "kubernetes_version": "1.30"},
         "availability_zones": ["us-west-2a", "us-west-2b", "us-west-2c"],

@@ -6,13 +6,13 @@ import datetime
 
 import pytest
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import asg_ops, journal, kinds, kube_watch, nodegroup_nodes, termination
+from ansible_collections.eksops.nodegroup.plugins.module_utils import asg_ops, journal, kinds, nodegroup_nodes, termination
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import instance_id_of, join_instances_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NodegroupRef
 
-from ..fakes import FakeClock, FakeCoreV1, FakeTime, api_error
+from ..fakes import FakeClock, FakeCoreV1, api_error
 
 
 def raw_node(name, instance_id, ready="True", annotations=None, labels=None):
@@ -60,27 +60,27 @@ class FakeEc2:
 
 
 def test_wait_terminated_polls_until_done():
-    clock = FakeTime()
+    clock = FakeClock(start=0)
     ec2 = FakeEc2({"i-1": 1, "i-2": 3})
     assert termination.wait_terminated(ec2, ["i-1", "i-2"], timeout=60, poll=2, clock=clock) == []
-    assert ec2.calls == 3 and clock.now == 0.5 + 1
+    assert ec2.calls == 3 and clock.now() == 0.5 + 1
 
 
 def test_wait_terminated_sees_a_quick_shutdown_quickly_and_backs_off_to_poll():
-    clock = FakeTime()
+    clock = FakeClock(start=0)
     assert termination.wait_terminated(FakeEc2({"i-1": 2}), ["i-1"], timeout=60, clock=clock) == []
-    assert clock.now == termination.EC2_FIRST_POLL_SECONDS == 0.5
-    clock = FakeTime()
+    assert clock.now() == termination.EC2_FIRST_POLL_SECONDS == 0.5
+    clock = FakeClock(start=0)
     slow = FakeEc2({"i-1": 1000})
     assert termination.wait_terminated(slow, ["i-1"], timeout=60, poll=2, clock=clock) == ["i-1"]
     # looks at 0, 0.5, 1.5, then every 2 s until the timeout: about 30 DescribeInstances a minute, not more
-    assert clock.now == 60 and slow.calls == 33
+    assert clock.now() == 60 and slow.calls == 33
 
 
 def test_wait_terminated_returns_the_stragglers_at_timeout():
-    clock = FakeTime()
+    clock = FakeClock(start=0)
     assert termination.wait_terminated(FakeEc2({"i-1": 100}), ["i-1"], timeout=10, poll=2, clock=clock) == ["i-1"]
-    assert clock.now == 10
+    assert clock.now() == 10
 
 
 def node_store(*raw_nodes):
@@ -141,33 +141,32 @@ def test_list_all_nodes_with_and_without_a_selector():
 
 
 @pytest.mark.parametrize("status", [500, 503, 429])
-def test_a_failed_node_list_is_retried_P3(monkeypatch, status):
+def test_a_failed_node_list_is_retried_P3(status):
     """The fault soak's "list nodes ... failed: 500": one transient error is retried."""
     clock = FakeClock()
-    monkeypatch.setattr(kube_watch, "SYSTEM_CLOCK", clock)
     store, core_v1 = node_store(raw_node("n1", "i-1"))
     store.faults["list"].append(api_error(status))
-    assert [n.metadata.name for n in nodegroup_nodes.list_nodegroup_nodes(core_v1, group(kinds.SELF_MANAGED, ["i-1"]))] \
-        == ["n1"]
+    assert [n.metadata.name for n in nodegroup_nodes.list_nodegroup_nodes(
+        core_v1, group(kinds.SELF_MANAGED, ["i-1"]), clock=clock)] == ["n1"]
     assert store.kinds() == ["list", "list"] and len(clock.sleeps) == 1
 
 
 @pytest.mark.parametrize("kind, named", [(kinds.SELF_MANAGED_EKSCTL, "alpha.eksctl.io/nodegroup-name=workers"),
                                          (kinds.SELF_MANAGED, "workers")])
-def test_a_node_list_that_keeps_failing_says_what_it_listed(monkeypatch, kind, named):
-    monkeypatch.setattr(kube_watch, "SYSTEM_CLOCK", FakeClock())
+def test_a_node_list_that_keeps_failing_says_what_it_listed(kind, named):
     store, core_v1 = node_store()
     store.faults["list"].extend(api_error(500) for dummy in range(100))
     with pytest.raises(UpgradeError) as raised:
-        nodegroup_nodes.list_nodegroup_nodes(core_v1, group(kind, ["i-1"]))
+        nodegroup_nodes.list_nodegroup_nodes(core_v1, group(kind, ["i-1"]), clock=FakeClock())
     assert "list the nodes of node group workers" in str(raised.value) and named in str(raised.value)
     assert len(store.calls) > 1
 
 
 def test_c2_mark_skips_nodes_already_annotated_and_unmark_removes_only_ours():
-    core_v1 = FakeCoreV1()
-    ours = nodegroup_nodes.node_view(raw_node("n1", "i-1"))
-    theirs = nodegroup_nodes.node_view(raw_node("n2", "i-2", annotations={nodegroup_nodes.SCALE_DOWN_DISABLED_ANNOTATION: "true"}))
+    raw_ours = raw_node("n1", "i-1")
+    raw_theirs = raw_node("n2", "i-2", annotations={nodegroup_nodes.SCALE_DOWN_DISABLED_ANNOTATION: "true"})
+    core_v1 = FakeCoreV1([raw_ours, raw_theirs])
+    ours, theirs = nodegroup_nodes.node_view(raw_ours), nodegroup_nodes.node_view(raw_theirs)
     assert nodegroup_nodes.mark_scale_down_disabled(core_v1, [ours, theirs], "run-1") == ["n1"]
     assert core_v1.patches == [("n1", {"metadata": {"annotations": {
         nodegroup_nodes.SCALE_DOWN_DISABLED_ANNOTATION: "true", nodegroup_nodes.SCALE_DOWN_DISABLED_BY_ANNOTATION: "run-1"}}},
@@ -216,6 +215,6 @@ class PurgingEc2(FakeEc2):
 
 
 def test_wait_terminated_counts_purged_instances_as_terminated():
-    clock = FakeTime()
+    clock = FakeClock(start=0)
     ec2 = PurgingEc2({"i-1": 2})
     assert termination.wait_terminated(ec2, ["i-gone", "i-1"], timeout=60, poll=2, clock=clock) == []

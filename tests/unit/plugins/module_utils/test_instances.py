@@ -71,18 +71,19 @@ def test_node_labels_never_say_what_an_instance_runs():
     assert row["node_name"] == "n1"
 
 
-def test_describe_instances_in_chunks(world, monkeypatch):
+def test_describe_instances_in_chunks(world):
     ids = [i["InstanceId"] for i in world.asg()["Instances"]]
     calls = []
-    real = world.ec2.get_paginator
 
-    def counting_paginator(name):
-        calls.append(name)
-        return real(name)
-
-    monkeypatch.setattr(world.ec2, "get_paginator", counting_paginator)
-    monkeypatch.setattr(insts, "DESCRIBE_INSTANCES_CHUNK", 2)
-    found = insts.describe_instances(world.ec2, ids + ids[:1])
+    def count(params, **kwargs):
+        calls.append(sorted(params["InstanceIds"]))
+    # botocore's documented event hooks see every DescribeInstances the client sends
+    world.ec2.meta.events.register("provide-client-params.ec2.DescribeInstances", count)
+    try:
+        found = insts.describe_instances(world.ec2, ids + ids[:1], chunk_size=2)
+    finally:
+        world.ec2.meta.events.unregister("provide-client-params.ec2.DescribeInstances", count)
     assert sorted(found) == sorted(ids)
     assert all(found[i]["ImageId"] == world.old_ami for i in ids)
-    assert len(calls) == 3
+    assert calls == [sorted(ids)[0:2], sorted(ids)[2:4], sorted(ids)[4:]]
+    assert insts.DESCRIBE_INSTANCES_CHUNK == 200  # DescribeInstances' limit on InstanceIds per request

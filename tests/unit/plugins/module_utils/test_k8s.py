@@ -9,12 +9,13 @@ import urllib.parse
 import pytest
 import urllib3
 import yaml
+from moto import mock_aws
 from kubernetes.client.exceptions import ApiException
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils import aws, k8s
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 
-from ..fakes import FakeTime
+from ..fakes import FakeClock
 
 AWS_PARAMS = dict(region="us-west-2", access_key="AKIDTEST", secret_key="secret", session_token=None, profile=None,
                   endpoint_url=None)
@@ -59,7 +60,7 @@ def test_eks_token_is_presigned_for_regional_sts_not_the_endpoint_url(monkeypatc
 
 
 def test_token_is_refreshed_before_14_minutes():
-    clock = FakeTime(1000.0)
+    clock = FakeClock()
     minted = []
     refresher = k8s.EksTokenRefresher(lambda: minted.append(len(minted)) or "token-%d" % len(minted), clock=clock)
 
@@ -69,10 +70,10 @@ def test_token_is_refreshed_before_14_minutes():
     config = Config()
     refresher(config)
     assert config.api_key["BearerToken"] == "Bearer token-1"
-    clock.now += 14 * 60 - 1
+    clock.advance(14 * 60 - 1)
     refresher(config)
     assert config.api_key["BearerToken"] == "Bearer token-1"
-    clock.now += 1
+    clock.advance(1)
     refresher(config)
     assert config.api_key["BearerToken"] == "Bearer token-2"
     assert len(minted) == 2
@@ -87,15 +88,15 @@ def test_token_is_refreshed_before_14_minutes():
     (dict(cluster_name="demo"), {}, False, "cluster_name"),
 ])
 def test_credential_precedence(monkeypatch, tmp_path, params, environ, kubeconfig_exists, method):
-    home_kubeconfig = tmp_path / "config"
+    monkeypatch.setenv("HOME", str(tmp_path))  # k8s.DEFAULT_KUBECONFIG is ~/.kube/config
     if kubeconfig_exists:
-        home_kubeconfig.write_text("{}")
-    monkeypatch.setattr(k8s, "DEFAULT_KUBECONFIG", str(home_kubeconfig))
+        (tmp_path / ".kube").mkdir()
+        (tmp_path / ".kube" / "config").write_text("{}")
     assert k8s.auth_method(dict(NO_K8S, **params), environ) == method
 
 
 def test_no_credentials_at_all_names_cluster_name(monkeypatch, tmp_path):
-    monkeypatch.setattr(k8s, "DEFAULT_KUBECONFIG", str(tmp_path / "absent"))
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.kube/config
     with pytest.raises(UpgradeError) as raised:
         k8s.auth_method(dict(NO_K8S, cluster_name=None), {})
     assert raised.value.details["parameter"] == "cluster_name"
@@ -170,19 +171,17 @@ class FakeEks:
 
 
 def test_cluster_name_auth_uses_endpoint_ca_and_a_refreshing_token(monkeypatch, tmp_path):
-    ca = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
-    eks = FakeEks({"endpoint": "https://ABC.gr7.us-west-2.eks.amazonaws.com", "status": "ACTIVE",
-                   "certificateAuthority": {"data": base64.b64encode(ca).decode()}})
-    real_client = aws.aws_client
-    monkeypatch.setattr(k8s, "aws_client", lambda params, service, session=None:
-                        eks if service == "eks" else real_client(params, service, session=session))
-    monkeypatch.setattr(k8s, "DEFAULT_KUBECONFIG", str(tmp_path / "absent"))
+    """DescribeCluster (moto's) gives the endpoint and the CA; no kubeconfig anywhere (HOME is empty)."""
+    monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("KUBECONFIG", raising=False)
-    client = k8s.k8s_api_client(dict(NO_K8S, cluster_name="demo", **AWS_PARAMS))
+    with mock_aws():
+        cluster = aws.aws_client(AWS_PARAMS, "eks").create_cluster(
+            name="demo", roleArn="arn:aws:iam::123456789012:role/eks", resourcesVpcConfig={"subnetIds": []})["cluster"]
+        client = k8s.k8s_api_client(dict(NO_K8S, cluster_name="demo", **AWS_PARAMS))
     config = client.configuration
-    assert config.host == "https://ABC.gr7.us-west-2.eks.amazonaws.com"
+    assert config.host == cluster["endpoint"]
     with open(config.ssl_ca_cert, "rb") as handle:
-        assert handle.read() == ca
+        assert handle.read() == base64.b64decode(cluster["certificateAuthority"]["data"])
     bearer = config.auth_settings()["BearerToken"]["value"]
     assert bearer.startswith("Bearer k8s-aws-v1.")
     assert isinstance(config.refresh_api_key_hook, k8s.EksTokenRefresher)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
 import json
 import socket
 
@@ -15,11 +14,19 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils import module as 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule, error_result
 
+from ..fakes import FakeApiServer, FakeClock, FakeCoreV1
+
 AWS_ARGS = dict(region="us-west-2", access_key="AK", secret_key="SK")
 
 
 @pytest.fixture
-def make():
+def seams():
+    """EksopsModule keywords every module a test makes gets (fixtures such as ``aws`` set them)."""
+    return {}
+
+
+@pytest.fixture
+def make(seams):
     """An EksopsModule for these args; the args stay patched in until the test ends (exit_json needs them)."""
     patches = []
 
@@ -28,7 +35,7 @@ def make():
         patch.__enter__()
         patches.append(patch)
         return EksopsModule(spec or dict(cluster_name=dict(type="str", required=True)), supports_check_mode=True,
-                            **kwargs)
+                            **dict(seams, **kwargs))
 
     yield build
     for patch in reversed(patches):
@@ -121,24 +128,27 @@ class FakeEks:
 
 
 @pytest.fixture
-def aws(monkeypatch):
-    """EksopsModule.aws: the fake EKS for "eks"; any other client (the node evidence of K4) is an error unless a
-    test sets its own."""
+def aws(seams):
+    """The modules' AWS clients (EksopsModule's aws_clients): the fake EKS for "eks"; any other client (the node
+    evidence of K4) is an error unless a test sets its own."""
     clients = dict(eks=FakeEks())
     asked = []
 
-    def fake_aws(self, service):
+    def fake_aws(service):
         asked.append(service)
         if service not in clients:
             raise AssertionError("unexpected %s client" % service)
         return clients[service]
 
-    monkeypatch.setattr(EksopsModule, "aws", fake_aws)
+    seams["aws_clients"] = fake_aws
     return dict(clients=clients, asked=asked)
 
 
 @pytest.fixture
 def probes(monkeypatch):
+    """The first contact's GET /version, recorded instead of sent (these kubeconfigs name EKS endpoints nothing
+    answers). Patches the kubernetes library's VersionApi, no name of ours; tests with an API server to talk to
+    (FakeApiServer) do without."""
     probed = []
     monkeypatch.setattr(VersionApi, "get_code", lambda api: probed.append(api.api_client))
     return probed
@@ -185,109 +195,114 @@ def test_k4_another_endpoint_without_a_node_group_is_cluster_unreachable(make, t
 
 def test_k4_cluster_name_credentials_are_proven_by_construction(make, tmp_path, monkeypatch, aws, probes):
     """With credentials built from cluster_name the client already uses DescribeCluster's endpoint: one
-    DescribeCluster (for the credentials), none more for the proof."""
-    from ansible_collections.eksops.nodegroup.plugins.module_utils import aws as aws_utils, k8s
+    DescribeCluster (for the credentials, answered by moto, seen by moto's request recorder), none more for the
+    proof (the module's own clients are not asked)."""
+    import boto3
+    from moto import mock_aws
+    from moto.moto_api import recorder
 
-    credentials_eks = FakeEks()
-    real_client = aws_utils.aws_client
-    monkeypatch.setattr(k8s, "aws_client", lambda params, service, session=None:
-                        credentials_eks if service == "eks" else real_client(params, service, session=session))
-    monkeypatch.setattr(k8s, "DEFAULT_KUBECONFIG", str(tmp_path / "absent"))
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.kube/config
     monkeypatch.delenv("KUBECONFIG", raising=False)
-    module = make(dict(AWS_ARGS, cluster_name="demo"), uses_k8s=True)
-    client = module.k8s()
-    assert client.configuration.host == EKS_ENDPOINT
-    assert credentials_eks.calls == ["demo"]
+    monkeypatch.chdir(tmp_path)  # moto's recorder writes to ./moto_recording unless MOTO_RECORDER_FILEPATH says
+    with mock_aws():
+        eks = boto3.client("eks", region_name="us-west-2", aws_access_key_id="AK", aws_secret_access_key="SK")
+        endpoint = eks.create_cluster(name="demo", roleArn="arn:aws:iam::123456789012:role/eks",
+                                      resourcesVpcConfig={"subnetIds": []})["cluster"]["endpoint"]
+        module = make(dict(AWS_ARGS, cluster_name="demo"), uses_k8s=True)
+        recorder.reset_recording()
+        recorder.start_recording()
+        try:
+            client = module.k8s()
+        finally:
+            recorder.stop_recording()
+        requests = [json.loads(line) for line in recorder.download_recording().splitlines() if line.strip()]
+    assert client.configuration.host == endpoint
+    assert [(r["method"], r["url"].rsplit("/", 2)[-2:]) for r in requests] == [("GET", ["clusters", "demo"])]
     assert aws["asked"] == [] and aws["clients"]["eks"].calls == []
 
 
-def test_unreachable_api_fails_at_first_contact_as_cluster_unreachable(make, tmp_path, monkeypatch):
+def test_unreachable_api_fails_at_first_contact_as_cluster_unreachable(make, tmp_path):
     """U8 ClusterUnreachable, within the first-contact window instead of the long retry window."""
-    monkeypatch.setattr(module_utils, "FIRST_CONTACT_RETRY_SECONDS", 0)
+    clock = FakeClock()
     with socket.socket() as sock:  # a port nothing listens on
         sock.bind(("127.0.0.1", 0))
         closed = sock.getsockname()[1]
     kubeconfig = write_kubeconfig(tmp_path, "http://127.0.0.1:%d" % closed)
-    module = make(dict(AWS_ARGS, cluster_name="demo", kubeconfig=kubeconfig), uses_k8s=True)
+    module = make(dict(AWS_ARGS, cluster_name="demo", kubeconfig=kubeconfig), uses_k8s=True, clock=clock)
     with pytest.raises(UpgradeError) as raised:
         module.k8s()
     assert raised.value.code == "ClusterUnreachable"
     assert str(closed) in raised.value.msg
+    # retried on the module's clock, within the first-contact window (no retry starts that would end past it)
+    assert len(clock.sleeps) >= 2 and 1000 < clock.now() <= 1000 + module_utils.FIRST_CONTACT_RETRY_SECONDS
 
 
 # --- K4 by node evidence: another endpoint (a proxy), the node group's instances' nodes are there -------------
 
-PROXY = "https://kube-proxy.internal.example.com:8443"
+
+@pytest.fixture
+def moto_group():
+    """A moto node group (terraform-aws-eks, 3 instances); the modules' own AWS clients answer from moto."""
+    from moto import mock_aws
+
+    from ..moto_nodegroup import MotoNodegroup
+
+    with mock_aws():
+        yield MotoNodegroup(desired=3)
 
 
 @pytest.fixture
-def moto_group(monkeypatch):
-    """A moto node group (terraform-aws-eks, 3 instances) and EksopsModule.aws answering from moto."""
-    from moto import mock_aws
-
-    from ..moto_nodegroup import AWS_PARAMS, MotoNodegroup
-
-    with mock_aws():
-        world = MotoNodegroup(desired=3)
-        from ansible_collections.eksops.nodegroup.plugins.module_utils import aws as aws_utils
-
-        session = aws_utils.aws_session(AWS_PARAMS)
-        monkeypatch.setattr(EksopsModule, "aws", lambda self, service: aws_utils.aws_client(
-            AWS_PARAMS, service, session=session))
-        yield world
+def proxy():
+    """The API server at another endpoint than the EKS one (a proxy): a FakeApiServer."""
+    with FakeApiServer() as server:
+        yield server
 
 
-def proxied_module(make, tmp_path, monkeypatch, world, nodes, node_ready_timeout=900):
-    """A module of node group workers whose kubeconfig points at a proxy; its node LIST answers ``nodes``."""
-    from ..fakes import FakeCoreV1
+def proxied_module(make, tmp_path, proxy, nodes, node_ready_timeout=900):
+    """A module of node group workers whose kubeconfig points at ``proxy``, whose node LIST answers ``nodes``."""
     from ..moto_nodegroup import AWS_PARAMS, CLUSTER, NODEGROUP
 
-    core_v1 = FakeCoreV1(nodes)
-    monkeypatch.setattr(module_utils, "core_v1", lambda client: core_v1)
+    proxy.core = FakeCoreV1(nodes)
     spec = dict(cluster_name=dict(type="str", required=True), nodegroup_name=dict(type="str", required=True),
                 asg_name=dict(type="str"), node_ready_timeout=dict(type="int"))
     args = dict(AWS_PARAMS, cluster_name=CLUSTER, nodegroup_name=NODEGROUP, node_ready_timeout=node_ready_timeout,
-                kubeconfig=write_kubeconfig(tmp_path, PROXY))
-    return make(args, spec=spec, uses_k8s=True), core_v1.store
+                kubeconfig=write_kubeconfig(tmp_path, proxy.url))
+    return make(args, spec=spec, uses_k8s=True), proxy.core.store
 
 
-def test_k4_another_endpoint_is_proven_by_the_groups_nodes(make, tmp_path, monkeypatch, probes, moto_group):
-    module, store = proxied_module(make, tmp_path, monkeypatch, moto_group, moto_group.raw_nodes())
-    assert module.k8s().configuration.host == PROXY
+def test_k4_another_endpoint_is_proven_by_the_groups_nodes(make, tmp_path, proxy, moto_group):
+    module, store = proxied_module(make, tmp_path, proxy, moto_group.raw_nodes())
+    assert module.k8s().configuration.host == proxy.url
     assert [kwargs.get("label_selector") for dummy, kwargs in store.calls] == [None]
 
 
-def test_k4_young_instances_still_joining_do_not_disprove(make, tmp_path, monkeypatch, probes, moto_group):
+def test_k4_young_instances_still_joining_do_not_disprove(make, tmp_path, proxy, moto_group):
     """Instances launched less than node_ready_timeout ago may not have their node yet."""
-    module, _store = proxied_module(make, tmp_path, monkeypatch, moto_group, moto_group.raw_nodes()[:1])
-    assert module.k8s().configuration.host == PROXY
+    module, _store = proxied_module(make, tmp_path, proxy, moto_group.raw_nodes()[:1])
+    assert module.k8s().configuration.host == proxy.url
 
 
-def test_k4_an_old_instance_without_its_node_disproves(make, tmp_path, monkeypatch, probes, moto_group):
-    """The same instances an hour later: one still has no node although node_ready_timeout (10 min) is past."""
-    from ansible_collections.eksops.nodegroup.plugins.module_utils import cluster_proof
-
-    later = cluster_proof.utc_now() + datetime.timedelta(hours=1)
-    monkeypatch.setattr(cluster_proof, "utc_now", lambda: later)
+def test_k4_an_old_instance_without_its_node_disproves(make, tmp_path, proxy, moto_group):
+    """One instance still has no node although node_ready_timeout is past (0 s here: every instance is older)."""
     nodes = moto_group.raw_nodes()
     missing = nodes.pop()["spec"]["providerID"].rsplit("/", 1)[-1]
-    module, _store = proxied_module(make, tmp_path, monkeypatch, moto_group, nodes, node_ready_timeout=600)
+    module, _store = proxied_module(make, tmp_path, proxy, nodes, node_ready_timeout=0)
     with pytest.raises(UpgradeError) as raised:
         module.k8s()
     err = raised.value
     assert err.code == "ClusterUnreachable" and err.details["parameter"] == "cluster_name"
-    assert PROXY in err.msg and moto_group.cluster_endpoint in err.msg
+    assert proxy.url in err.msg and moto_group.cluster_endpoint in err.msg
     assert missing in err.msg and moto_group.asg_name in err.msg
     assert err.details["instances_without_node"] == [missing]
 
 
-def test_k4_another_clusters_api_has_none_of_the_groups_nodes(make, tmp_path, monkeypatch, probes, moto_group):
+def test_k4_another_clusters_api_has_none_of_the_groups_nodes(make, tmp_path, proxy, moto_group):
     """The kubeconfig is another cluster's: its nodes are other instances'; even young instances prove nothing."""
     from ..moto_nodegroup import node_labels, raw_node
 
     strangers = [raw_node("ip-10-9-0-%d" % i, "i-0%015x" % i, "us-west-2a",
                           node_labels("self_managed", "us-west-2a", "ip-10-9-0-%d" % i)) for i in range(3)]
-    module, _store = proxied_module(make, tmp_path, monkeypatch, moto_group, strangers)
+    module, _store = proxied_module(make, tmp_path, proxy, strangers)
     with pytest.raises(UpgradeError) as raised:
         module.k8s()
     assert raised.value.code == "ClusterUnreachable"

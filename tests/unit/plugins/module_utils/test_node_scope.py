@@ -5,7 +5,9 @@
 
 from __future__ import annotations
 
+import boto3
 import pytest
+from botocore.stub import Stubber
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils import node_scope
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
@@ -41,19 +43,21 @@ def test_issue10_item24_nodes_elsewhere_are_named_with_where_they_belong():
     assert message.endswith("Nothing was changed.")
 
 
-def test_issue10_item24_check_asks_ec2_only_about_instances_the_group_does_not_list(monkeypatch):
+def test_issue10_item24_check_asks_ec2_only_about_instances_the_group_does_not_list():
+    ec2 = boto3.client("ec2", region_name="us-west-2", aws_access_key_id="AK", aws_secret_access_key="SK")
     asked = []
 
-    def describe_known_instances(ec2, ids):
-        asked.append((ec2, ids))
-        return {"i-9": {"InstanceId": "i-9", "Tags": [{"Key": node_scope.ASG_NAME_TAG, "Value": "other-asg"}]}}, []
-
-    monkeypatch.setattr(node_scope, "describe_known_instances", describe_known_instances)
-    node_scope.check_nodes_in_nodegroup(GROUP, {"a": "i-1"}, aws=None, parameter="names")
+    def aws(service):
+        asked.append(service)
+        return ec2
+    node_scope.check_nodes_in_nodegroup(GROUP, {"a": "i-1"}, aws=aws, parameter="names")
     assert asked == []
-    with pytest.raises(UpgradeError) as raised:
-        node_scope.check_nodes_in_nodegroup(GROUP, {"a": "i-1", "x": "i-9"}, aws=lambda service: service,
-                                            parameter="instance_ids")
-    assert asked == [("ec2", ["i-9"])]
+    with Stubber(ec2) as stubber:
+        stubber.add_response("describe_instances", {"Reservations": [{"Instances": [{"InstanceId": "i-9", "Tags": [
+            {"Key": node_scope.ASG_NAME_TAG, "Value": "other-asg"}]}]}]}, expected_params={"InstanceIds": ["i-9"]})
+        with pytest.raises(UpgradeError) as raised:
+            node_scope.check_nodes_in_nodegroup(GROUP, {"a": "i-1", "x": "i-9"}, aws=aws, parameter="instance_ids")
+        stubber.assert_no_pending_responses()
+    assert asked == ["ec2"]
     assert (raised.value.code, raised.value.details["parameter"]) == ("InvalidParameter", "instance_ids")
     assert raised.value.details["outside"][0]["asg_name"] == "other-asg"

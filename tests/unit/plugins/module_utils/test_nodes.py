@@ -20,12 +20,11 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodes import (
 
 from ..fakes import EKSCTL_SELECTOR, NodeListing, ec2_node, make_pod, node
 
-pytestmark = pytest.mark.usefixtures("fast_engine")
-
 
 # ----------------------------------------------------------------------------------------------------------
 # Which pods a termination would lose (U5)
 # ----------------------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("pod, outlives", [
     (make_pod("web"), True),

@@ -14,12 +14,12 @@ import time
 
 import pytest
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import returning_pods
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.cordon import (
     LEFT_PODS_ANNOTATION,
     left_pods_mark,
     uncordon_patch,
 )
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import BACKOFF_BASE_SECONDS
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodes import termination_problem
 from ansible_collections.eksops.nodegroup.plugins.module_utils.returning_pods import (
     BOUND,
@@ -38,7 +38,6 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.returning_pods im
 
 from ..fakes import FakeCluster, make_pod, node, run_drain
 
-pytestmark = pytest.mark.usefixtures("fast_engine")
 
 TOLERATE_ALL = [{"operator": "Exists"}]
 POD_HASH = "5d8f9c7b6"
@@ -337,16 +336,16 @@ def test_item7_Z3_a_workload_that_is_not_evicted_yet_when_flagged_is_not_evicted
     assert len(returning["pods"]) >= 6 - len(evicted)
 
 
-def test_item7_a_return_without_a_cause_backs_off_then_fails_the_node(monkeypatch):
+def test_item7_a_return_without_a_cause_backs_off_then_fails_the_node():
     """issue 10 item 7: pods bound to the node by their controller (spec.nodeName, nothing in the spec says so):
     the first one that comes back is evicted after a backoff, the second flags the workload."""
-    monkeypatch.setattr(returning_pods, "backoff_delay", lambda attempt, rng=None: 0.4)
     cluster = ComebackCluster([replica("everywhere-0")])
     result = run_drain(cluster, drain_timeout=30)
     err = result.error()
     assert err is not None and err.code == "PodEvictionFailure"
     assert "bound to this node by spec.nodeName" in err.msg
     assert len(cluster.removal_times) == 2
-    assert cluster.removal_times[1] - cluster.removal_times[0] >= 0.4
+    # the first backoff (kube_watch.backoff_delay(0)) is at least half its 0.5 s ceiling
+    assert cluster.removal_times[1] - cluster.removal_times[0] >= BACKOFF_BASE_SECONDS / 2
     [returning] = result.to_dict()["node-a"]["returning_workloads"]
     assert returning["cause"] == BOUND and returning["returned"] == 2

@@ -14,7 +14,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils import group_watc
 from ansible_collections.eksops.nodegroup.plugins.module_utils import termination
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 
-from ..fakes import FakeTime
+from ..fakes import FakeClock
 
 OLD, NEW, OTHER = "i-0000000000000001", "i-0000000000000002", "i-0000000000000003"
 HOOK = {"LifecycleHookName": "drain", "AutoScalingGroupName": "workers",
@@ -54,7 +54,7 @@ class Ec2:
         instances = []
         for instance_id in InstanceIds:
             state = self.states[instance_id]
-            state = state(self.clock.now) if callable(state) else state
+            state = state(self.clock.now()) if callable(state) else state
             instances.append({"InstanceId": instance_id, "State": {"Name": state}})
         return [{"Reservations": [{"Instances": instances}]}]
 
@@ -74,7 +74,7 @@ class Autoscaling:
         self.calls.append("DescribeAutoScalingGroups")
         instances = []
         for instance_id, state in self.lifecycle.items():
-            state = state(self.clock.now) if callable(state) else state
+            state = state(self.clock.now()) if callable(state) else state
             if state is not None:
                 instances.append({"InstanceId": instance_id, "LifecycleState": state, "AvailabilityZone": "us-west-2a"})
         return {"AutoScalingGroups": [{"AutoScalingGroupName": AutoScalingGroupNames[0], "Instances": instances}]}
@@ -191,12 +191,12 @@ def held_world(clock, released_at, terminated_at):
 def test_item14_an_instance_held_by_a_hook_is_waited_for_beyond_wait_timeout():
     """Issue 10 item 14: an instance held in Terminating:Wait longer than wait_timeout is waited for, up to the
     hook's heartbeat timeout; the wait says which hook it waited for."""
-    clock = FakeTime()
+    clock = FakeClock(start=0)
     autoscaling, ec2 = held_world(clock, released_at=40, terminated_at=42)
     hooks = termination.termination_hooks(autoscaling, "workers")
     waiter = termination.TerminationWait(ec2, autoscaling, "workers", hooks, clock=clock)
     assert waiter.run([OLD], timeout=10) == []
-    assert 42 <= clock.now < 48
+    assert 42 <= clock.now() < 48
     assert waiter.extension == 60, "first seen waiting at 0: 0 + 60 (HeartbeatTimeout) + 10 - 10"
     [wait] = waiter.hook_waits()
     assert wait["instance_id"] == OLD and wait["lifecycle_hooks"] == ["drain"] and not wait["still_held"]
@@ -205,20 +205,20 @@ def test_item14_an_instance_held_by_a_hook_is_waited_for_beyond_wait_timeout():
 
 
 def test_item14_without_the_hooks_the_same_instance_times_out_at_wait_timeout():
-    clock = FakeTime()
+    clock = FakeClock(start=0)
     autoscaling, ec2 = held_world(clock, released_at=40, terminated_at=42)
     waiter = termination.TerminationWait(ec2, autoscaling, "workers", [], clock=clock)
     assert waiter.run([OLD], timeout=10) == [OLD]
-    assert clock.now == 10 and "DescribeAutoScalingGroups" not in autoscaling.calls
+    assert clock.now() == 10 and "DescribeAutoScalingGroups" not in autoscaling.calls
 
 
 def test_item14_a_hook_held_past_its_heartbeat_timeout_is_a_timeout_naming_the_hook():
-    clock = FakeTime()
+    clock = FakeClock(start=0)
     autoscaling, ec2 = held_world(clock, released_at=10 ** 6, terminated_at=10 ** 6)
     hooks = termination.termination_hooks(autoscaling, "workers")
     waiter = termination.TerminationWait(ec2, autoscaling, "workers", hooks, clock=clock)
     assert waiter.run([OLD], timeout=10) == [OLD]
-    assert clock.now == 70
+    assert clock.now() == 70
     err = waiter.timeout_error([OLD], "workers")
     assert err.code == "WaitTimeout"
     assert "within 70 s (wait_timeout 10 s plus 60 s for termination lifecycle hook(s) 'drain' " \
@@ -229,7 +229,7 @@ def test_item14_a_hook_held_past_its_heartbeat_timeout_is_a_timeout_naming_the_h
 
 
 def test_item14_while_every_instance_waits_for_a_hook_the_group_is_polled_gently():
-    clock = FakeTime()
+    clock = FakeClock(start=0)
     autoscaling, ec2 = held_world(clock, released_at=10 ** 6, terminated_at=10 ** 6)
     waiter = termination.TerminationWait(ec2, autoscaling, "workers", termination.termination_hooks(autoscaling, "workers"),
                                          clock=clock)
@@ -239,12 +239,12 @@ def test_item14_while_every_instance_waits_for_a_hook_the_group_is_polled_gently
 
 
 def test_item14_an_instance_not_held_times_out_with_its_states():
-    clock = FakeTime()
+    clock = FakeClock(start=0)
     autoscaling = Autoscaling({OLD: "Terminating"}, hooks=[HOOK], clock=clock)
     waiter = termination.TerminationWait(Ec2({OLD: "shutting-down"}, clock=clock), autoscaling, "workers",
                                          termination.termination_hooks(autoscaling, "workers"), clock=clock)
     assert waiter.run([OLD], timeout=10) == [OLD]
-    assert clock.now == 10 and waiter.extension == 0
+    assert clock.now() == 10 and waiter.extension == 0
     err = waiter.timeout_error([OLD], "workers")
     assert err.msg.endswith("within 10 s (wait_timeout 10 s): %s is shutting-down in EC2, Terminating in the group"
                             % OLD)

@@ -63,12 +63,11 @@ class _RestResponse:
         return self.data
 
 
-def test_P5_every_request_asks_the_client_configuration_for_its_token(monkeypatch):
+def test_P5_every_request_asks_the_client_configuration_for_its_token():
     """Long drains survive token expiry: nothing caches the Authorization header, so the client's
     refresh_api_key_hook (EKS token refresher) runs before every request."""
     from kubernetes.client import ApiClient, Configuration, CoreV1Api
 
-    monkeypatch.undo()  # the real PolicyV1Api/AppsV1Api classes
     tokens = iter("token-%d" % i for i in range(100))
     configuration = Configuration(host="https://eks.invalid")
     configuration.api_key = {"authorization": "token-initial"}
@@ -77,13 +76,16 @@ def test_P5_every_request_asks_the_client_configuration_for_its_token(monkeypatc
     def refresh(config):
         config.api_key["authorization"] = next(tokens)
     configuration.refresh_api_key_hook = refresh
-    client = ApiClient(configuration)
     seen = []
 
-    def request(method, url, headers=None, body=None, post_params=None, _request_timeout=None):
-        seen.append((method, headers.get("authorization")))
-        return _RestResponse(node() if "/nodes/" in url else {})
-    monkeypatch.setattr(client.rest_client, "request", request)
+    class RecordingClient(ApiClient):
+        """An ApiClient whose call_api, the public method every API class sends through, records the headers
+        the client built for the request and answers it."""
+
+        def call_api(self, method, url, header_params=None, body=None, post_params=None, _request_timeout=None):
+            seen.append((method, header_params.get("authorization")))
+            return _RestResponse(node() if "/nodes/" in url else {})
+    client = RecordingClient(configuration)
     result = cordon_nodes(CoreV1Api(client), ["node-a"], run_id="run-1")
     assert result.changed and result.requests_made == 3
     assert [auth for _method, auth in seen] == ["Bearer token-0", "Bearer token-1", "Bearer token-2"]
@@ -126,13 +128,12 @@ def slow_body_server():
     server.server_close()
 
 
-def test_D11_eviction_responses_are_read_before_their_connection_is_reused(monkeypatch, slow_body_server):
+def test_D11_eviction_responses_are_read_before_their_connection_is_reused(slow_body_server):
     """An accepted eviction's response is read to the end before its connection is reused: otherwise the next
     eviction on it reads the leftover body as its status line, fails on our side although the server evicted
     the pod, and is sent again (a 404 that files an evicted pod as merely gone)."""
     from kubernetes.client import ApiClient, Configuration, CoreV1Api
 
-    monkeypatch.undo()  # the real PolicyV1Api/AppsV1Api classes
     configuration = Configuration(host="http://127.0.0.1:%d" % slow_body_server.server_address[1])
     configuration.connection_pool_maxsize = 1
     api = drain_api.KubeApi(CoreV1Api(ApiClient(configuration)))

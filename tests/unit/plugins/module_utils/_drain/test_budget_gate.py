@@ -29,12 +29,11 @@ def budget(name="web-pdb", allowed=1, app="web"):
             "spec": {"selector": {"matchLabels": {"app": app}}}, "status": {"disruptionsAllowed": allowed}}
 
 
-def test_S5_evictions_follow_the_budget_instead_of_collecting_429s(monkeypatch):
-    monkeypatch.setattr(eviction, "PDB_RETRY_SECONDS", 5.0)
+def test_S5_evictions_follow_the_budget_instead_of_collecting_429s():
     cluster = FakeCluster([make_pod("web-%d" % i) for i in range(8)] + [make_pod("db-0", labels={"app": "db"})],
                           pdbs=[budget(allowed=1)])
     started = time.monotonic()
-    result = run_drain(cluster, drain_timeout=20)
+    result = run_drain(cluster, drain_timeout=20, pdb_retry_seconds=eviction.PDB_RETRY_SECONDS)
     assert result.error() is None and len(result.to_dict()["node-a"]["evicted"]) == 9
     # one disruption at a time, released by the PDB watch (0.1 s refills), not by 5 s retries
     assert time.monotonic() - started < 5
@@ -43,16 +42,15 @@ def test_S5_evictions_follow_the_budget_instead_of_collecting_429s(monkeypatch):
     assert len(cluster.verbs("watch", "pdbs")) >= 1 and len(cluster.verbs("list", "pdbs")) == 1
 
 
-def test_S5_a_blocked_budget_is_probed_once_per_interval_not_once_per_pod(monkeypatch):
-    monkeypatch.setattr(eviction, "PDB_RETRY_SECONDS", 0.2)
+def test_S5_a_blocked_budget_is_probed_once_per_interval_not_once_per_pod():
     cluster = FakeCluster([make_pod("web-%d" % i) for i in range(6)], pdbs=[budget(allowed=0)])
-    result = run_drain(cluster, drain_timeout=1)
+    result = run_drain(cluster, drain_timeout=1, pdb_retry_seconds=0.2)
     failed = result.to_dict()["node-a"]["failed"]
     assert len(failed) == 6 and all(f["pdb"] == "web-pdb" for f in failed)
     # six pods held by the gate at once for the whole second: counted once, not six times
     assert 0.7 <= result.to_dict()["node-a"]["pdb_wait_seconds"] <= 1.3
     # kubectl would send 6 pods x 5 retries here; we send one per budget per interval
-    assert len(cluster.verbs("evict")) <= 1 / 0.2 + 2
+    assert 1 / 0.2 - 2 <= len(cluster.verbs("evict")) <= 1 / 0.2 + 2
     assert "web-pdb" in result.error().msg
 
 

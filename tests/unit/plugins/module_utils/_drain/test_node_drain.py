@@ -13,7 +13,6 @@ import time
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils._drain import eviction
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.cordon import EXCLUDE_LB_LABEL
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import CORDONED_BY_ANNOTATION
@@ -209,12 +208,11 @@ def test_D13_a_passing_500_on_an_eviction_does_not_fail_the_drain():
     assert len([r for r in cluster.verbs("evict") if r[2] == "default/web-0"]) == 2
 
 
-def test_D13_a_persistent_500_fails_that_pod_before_the_deadline(monkeypatch):
-    monkeypatch.setattr(eviction, "SERVER_ERROR_RETRIES", 2)
+def test_D13_a_persistent_500_fails_that_pod_before_the_deadline():
     cluster = FakeCluster([make_pod("web-0"), make_pod("web-1")])
     cluster.scripts[("default", "web-0")] = [api_error(500, body={"message": "admission webhook timed out"})]
     started = time.monotonic()
-    result = run_drain(cluster, drain_timeout=30)
+    result = run_drain(cluster, drain_timeout=30, server_error_retries=2)
     assert time.monotonic() - started < 10
     node_result = result.to_dict()["node-a"]
     assert node_result["evicted"] == ["default/web-1"]
