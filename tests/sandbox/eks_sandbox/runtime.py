@@ -29,6 +29,7 @@ from .recorder import Recorder
 if TYPE_CHECKING:
     from .aws import AwsSim
     from .kube import KubeSim
+    from .lb_controllers import LoadBalancerControllers
 
 __all__ = ["Sandbox", "write_env_file", "read_env_file", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"]
 
@@ -71,6 +72,7 @@ class Sandbox:
         self.observer = Observer(scenario, self.recorder)
         self.aws: AwsSim | None = None
         self.kube: KubeSim | None = None
+        self.load_balancers: LoadBalancerControllers | None = None
         self.aws_endpoint: str | None = None
         self.started_at = time.time()
         self.ready_at: float | None = None
@@ -115,12 +117,14 @@ class Sandbox:
         # Imported here: the CLI's report/down read state files through this module without loading moto.
         from .aws import AwsSim
         from .kube import KubeSim
+        from .lb_controllers import LoadBalancerControllers
 
         began = time.monotonic()
         self.aws = AwsSim(self.scenario, self.recorder, self.faults)
         self.aws_endpoint = self.aws.start()
         self.kube = KubeSim(self.scenario, self.aws, self.recorder, self.faults, str(self.state_dir))
         self.aws.eks.attach_kube(self.kube.api)  # EKS drains managed nodes through the cluster's API
+        self.load_balancers = LoadBalancerControllers(self.scenario, self.aws, self.recorder)
         self.kube.start()
         self._start_control_server()
         self.kube.write_kubeconfig(str(self.kubeconfig_path))
@@ -173,6 +177,7 @@ class Sandbox:
             began = time.monotonic()
             self._guarded("aws.tick", self.aws.tick)
             self._guarded("kube.tick", self.kube.tick)
+            self._guarded("load_balancers.tick", self._tick_load_balancers)
             if not self._ready.is_set():
                 self._guarded("readiness", self._check_ready)
             elif began >= next_sample:
@@ -197,6 +202,17 @@ class Sandbox:
                 count = entry["count"]
             if count <= _TRACEBACKS_LOGGED_IN_FULL or count % _TRACEBACK_EVERY == 0:
                 log.error("%s failed (%d times so far):\n%s", where, count, traceback.format_exc())
+
+    def _tick_load_balancers(self) -> None:
+        """The AWS Load Balancer Controller and the service controller (lb_controllers.py): after the kubelets and
+        EC2 have moved, so a node's new label or an instance's termination is seen in the same pass."""
+        if not self.scenario["load_balancers"]:
+            return
+        from .kube.resources import NODES
+
+        with self.kube.store.lock:
+            nodes = [dict(node) for node in self.kube.store.items(NODES)]
+        self.load_balancers.tick(nodes, self.aws.instances())
 
     def _sample(self) -> None:
         instances = self.aws.instances()
@@ -232,6 +248,8 @@ class Sandbox:
             if len(running) != want or len(mine) != want or len(ready) != want:
                 waiting.append(f"nodegroup {nodegroup['name']}: {len(running)}/{want} instances running, "
                                f"{len(ready)}/{want} nodes Ready")
+        if self.load_balancers is not None and self.load_balancers.unsettled():
+            waiting.append(self.load_balancers.unsettled())
         for workload in self.scenario["workloads"]:
             key = f"{workload['namespace']}/{workload['name']}"
             seen = snapshot["workloads"].get(key)
@@ -261,6 +279,7 @@ class Sandbox:
                  "faults": self.faults.fired_counts(),
                  "controller": {**self._loop_stats, "errors": errors},
                  "events_dropped": self.recorder.events_dropped()}
+        extra.update(self.load_balancers.report())
         report = self.observer.report(snapshot, asg_views, instances, extra)
         for name, view in report["nodegroups"].items():
             eks_view = self.aws.eks.view(name)

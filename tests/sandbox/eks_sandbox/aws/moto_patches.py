@@ -21,7 +21,12 @@ its state on moto's own objects, so moto stays the single source of truth.
       RecordLifecycleActionHeartbeat exist; PutLifecycleHook validates and reports GlobalTimeout as AWS does
       (lifecycle.py);
   (i) DescribeInstances is eventually consistent: an instance the scenario's `instance_not_visible` fault hides is
-      unknown to it (InvalidInstanceID.NotFound) for a while after its launch.
+      unknown to it (InvalidInstanceID.NotFound) for a while after its launch;
+  (j) an ELBv2 target that is deregistered stays `draining` (Target.DeregistrationInProgress) for its target
+      group's deregistration delay before it leaves DescribeTargetHealth (moto drops it at once), and a registered
+      instance that is no longer running is `unused` / Target.InvalidState;
+  (k) a Classic ELB with connection draining keeps a deregistered instance `InService` ("Instance deregistration
+      currently in progress.") for the draining timeout (moto drops it at once).
 """
 
 from __future__ import annotations
@@ -43,12 +48,17 @@ from moto.ec2.models.instances import InstanceState as Ec2InstanceState
 from moto.ec2.responses.instances import InstanceResponse
 from moto.ec2.responses.launch_templates import LaunchTemplates
 from moto.ec2.utils import parse_user_data
+from moto.elb.models import ELBBackend
+from moto.elb.models import LoadBalancer as ClassicLoadBalancer
+from moto.elb.responses import ELBResponse
+from moto.elbv2.models import ELBv2Backend, FakeHealthStatus, FakeTargetGroup
 
 from . import lifecycle
 from .activities import aws_time, group_activities, record_activity, utcnow
 
 __all__ = ["PINNED_MOTO_VERSION", "SCALING_PROCESSES", "MotoVersionError", "apply_moto_corrections",
-           "check_moto_version", "instance_visible", "note_capacity_change", "suspended_process_names"]
+           "check_moto_version", "instance_visible", "note_capacity_change", "suspended_process_names",
+           "draining_targets", "registered_at", "classic_draining_instances", "classic_draining_timeout"]
 
 PINNED_MOTO_VERSION = "5.2.5"
 
@@ -482,9 +492,219 @@ def correct_describe_instances_consistency() -> None:
     InstanceResponse.describe_instances = describe_instances
 
 
+# ------------------------------------------------------------------------------------------------ (j)
+
+def _registration_times(owner: Any) -> dict[str, float]:
+    if not hasattr(owner, "sandbox_registered_at"):
+        owner.sandbox_registered_at = {}
+    return owner.sandbox_registered_at
+
+
+def _draining(owner: Any) -> dict[str, tuple[float, float]]:
+    if not hasattr(owner, "sandbox_draining"):
+        owner.sandbox_draining = {}
+    return owner.sandbox_draining
+
+
+def registered_at(owner: Any, target_id: str) -> float | None:
+    """When (time.monotonic) a target group target or a Classic ELB instance was last registered (None: unknown)."""
+    return _registration_times(owner).get(target_id)
+
+
+def draining_targets(target_group: FakeTargetGroup, now: float | None = None) -> dict[str, tuple[float, float]]:
+    """The targets of a target group that are draining now: {id: (deregistered at, draining until)}, in
+    time.monotonic seconds. Targets whose delay has passed are dropped (they are gone)."""
+    now = time.monotonic() if now is None else now
+    draining = _draining(target_group)
+    for target_id in [t for t, (dummy, until) in draining.items() if until <= now]:
+        del draining[target_id]
+    return dict(draining)
+
+
+def _deregistration_delay(target_group: FakeTargetGroup) -> float:
+    return float(target_group.attributes.get("deregistration_delay.timeout_seconds", 300))
+
+
+@_apply_once
+def correct_target_deregistration_delay() -> None:
+    """(j) ELBv2 deregistration delay. Application Load Balancers user guide, "Target groups" > "Deregistration
+    delay": "The initial state of a deregistering target is draining. After the deregistration delay elapses, the
+    deregistration process completes and the state of the target is unused" ("even though target deregistration is
+    complete, the status of the target is displayed as draining until the deregistration delay timeout expires");
+    API reference TargetHealth: state draining has reason Target.DeregistrationInProgress, and "Target.InvalidState
+    - The target is in the stopped or terminated state" (state unused).
+
+    DeregisterTargets moves a target to `draining` for the group's deregistration_delay.timeout_seconds (real
+    seconds, on time.monotonic, the clock of every other sandbox timer); DescribeTargetHealth lists draining
+    targets (moto lists registered ones only) as `draining` / Target.DeregistrationInProgress until the delay has
+    passed, then they are gone (asked for by id: moto's `unused` / Target.NotRegistered). RegisterTargets of a
+    draining target ends its draining. A registered instance that is shutting down or terminated is `unused` /
+    Target.InvalidState (moto: healthy). moto's own reaction to TerminateInstances (the target turns `draining`
+    for ever) is dropped: a terminated instance stays registered, and reported as such, until its owner
+    deregisters it (the sandbox's load balancer controllers do)."""
+    original_register = FakeTargetGroup.register
+    original_deregister = FakeTargetGroup.deregister
+    original_health_for = FakeTargetGroup.health_for
+
+    def register(self: FakeTargetGroup, targets: list[dict[str, Any]]) -> None:
+        original_register(self, targets)
+        now = time.monotonic()
+        for target in targets:
+            _draining(self).pop(target["Id"], None)
+            _registration_times(self)[target["Id"]] = now
+
+    def deregister(self: FakeTargetGroup, targets: list[dict[str, Any]]) -> None:
+        known = {target["Id"]: self.targets.get(target["Id"]) for target in targets}
+        original_deregister(self, targets)  # moto's InvalidTargetError for a target it does not know
+        now = time.monotonic()
+        delay = _deregistration_delay(self)
+        for target_id, target in known.items():
+            if target is not None and delay > 0:
+                _draining(self)[target_id] = (now, now + delay)
+
+    def deregister_terminated_instances(self: FakeTargetGroup, instance_ids: list[str]) -> None:
+        return None
+
+    def health_for(self: FakeTargetGroup, target: dict[str, Any], ec2_backend: Any) -> FakeHealthStatus:
+        target_id = target["Id"]
+        if target_id not in self.targets and target_id in draining_targets(self):
+            port = target.get("Port", self.deregistered_targets.get(target_id, {}).get("Port", self.port))
+            return FakeHealthStatus(target_id, port, self.health_check_port, "draining",
+                                    "Target.DeregistrationInProgress", "Target deregistration is in progress")
+        if target_id in self.targets and target_id.startswith("i-"):
+            instance = ec2_backend.get_instance_by_id(target_id)
+            if instance is not None and instance.state in ("shutting-down", "terminated"):
+                return FakeHealthStatus(target_id, self.targets[target_id]["Port"], self.health_check_port,
+                                        "unused", "Target.InvalidState", "Target is in the terminated state")
+        return original_health_for(self, target, ec2_backend)
+
+    def describe_target_health(self: ELBv2Backend, target_group_arn: str,
+                               targets: list[dict[str, Any]]) -> list[FakeHealthStatus]:
+        target_group = self.target_groups.get(target_group_arn)
+        if target_group is not None and not targets:
+            targets = list(target_group.targets.values()) + [
+                {"Id": target_id, **({"Port": target_group.deregistered_targets[target_id]["Port"]}
+                                     if target_id in target_group.deregistered_targets else {})}
+                for target_id in draining_targets(target_group) if target_id not in target_group.targets]
+            if not targets:
+                return []
+        return original_describe_target_health(self, target_group_arn, targets)
+
+    original_describe_target_health = ELBv2Backend.describe_target_health
+    FakeTargetGroup.register = register
+    FakeTargetGroup.deregister = deregister
+    FakeTargetGroup.deregister_terminated_instances = deregister_terminated_instances
+    FakeTargetGroup.health_for = health_for
+    ELBv2Backend.describe_target_health = describe_target_health
+
+
+# ------------------------------------------------------------------------------------------------ (k)
+
+def classic_draining_timeout(load_balancer: ClassicLoadBalancer) -> float | None:
+    """The connection draining timeout of a Classic ELB (None: draining disabled). moto keeps the attribute as
+    given: lower-case keys from its defaults, the API's member names from ModifyLoadBalancerAttributes."""
+    setting = load_balancer.attributes.get("connection_draining") or {}
+    enabled = setting.get("Enabled", setting.get("enabled", False))
+    if str(enabled).lower() != "true":
+        return None
+    return float(setting.get("Timeout", setting.get("timeout", 300)))
+
+
+def classic_draining_instances(load_balancer: ClassicLoadBalancer,
+                               now: float | None = None) -> dict[str, tuple[float, float]]:
+    """The instances a Classic ELB is draining now: {id: (deregistered at, draining until)} (time.monotonic)."""
+    now = time.monotonic() if now is None else now
+    draining = _draining(load_balancer)
+    for instance_id in [i for i, (dummy, until) in draining.items() if until <= now]:
+        del draining[instance_id]
+    return dict(draining)
+
+
+_EC2_STATE_DESCRIPTIONS = {"pending": "Instance is in pending state.", "stopped": "Instance is in stopped state.",
+                           "stopping": "Instance is in stopped state.",
+                           "shutting-down": "Instance is in terminated state.",
+                           "terminated": "Instance is in terminated state."}
+
+
+@_apply_once
+def correct_classic_connection_draining() -> None:
+    """(k) Classic ELB connection draining. Classic Load Balancers user guide, "Configure connection draining for
+    your Classic Load Balancer": "If a deregistering instance has no in-flight requests ... While in-flight requests
+    are being served, the load balancer reports the state of a deregistering instance as InService: Instance
+    deregistration currently in progress"; the timeout is 1-3600 s. API reference InstanceState: State InService |
+    OutOfService | Unknown, ReasonCode ELB | Instance | N/A, and the Description values quoted below.
+
+    DeregisterInstancesFromLoadBalancer on a load balancer with ConnectionDraining enabled keeps each instance in
+    DescribeInstanceHealth as InService / "Instance deregistration currently in progress." for the timeout (real
+    seconds, time.monotonic); a listing without instances includes it. A registered instance that is not running
+    is OutOfService / ReasonCode Instance / "Instance is in terminated state." (pending, stopped likewise); moto
+    answers "N/A" for every description. Left as moto has it: an instance that is not registered is `Unknown`."""
+
+    original_register = ELBBackend.register_instances
+    original_deregister = ELBBackend.deregister_instances
+
+    def register_instances(self: ELBBackend, load_balancer_name: str, instance_ids: Any,
+                           from_autoscaling: bool = False) -> ClassicLoadBalancer:
+        instance_ids = list(instance_ids)
+        load_balancer = original_register(self, load_balancer_name, instance_ids, from_autoscaling)
+        now = time.monotonic()
+        for instance_id in instance_ids:
+            _draining(load_balancer).pop(instance_id, None)
+            _registration_times(load_balancer)[instance_id] = now
+        return load_balancer
+
+    def deregister_instances(self: ELBBackend, load_balancer_name: str, instance_ids: Any,
+                             from_autoscaling: bool = False) -> ClassicLoadBalancer:
+        instance_ids = list(instance_ids)
+        before = set(self.get_load_balancer(load_balancer_name).instance_ids)
+        load_balancer = original_deregister(self, load_balancer_name, instance_ids, from_autoscaling)
+        timeout = classic_draining_timeout(load_balancer)
+        now = time.monotonic()
+        for instance_id in instance_ids:
+            if timeout and instance_id in before and instance_id not in load_balancer.instance_ids:
+                _draining(load_balancer)[instance_id] = (now, now + timeout)
+        return load_balancer
+
+    def describe_instance_health(self: ELBResponse) -> ActionResult:
+        load_balancer = self.elb_backend.get_load_balancer(self._get_param("LoadBalancerName"))
+        asked = [i["InstanceId"] for i in self._get_param("Instances", [])]
+        if load_balancer is None:  # moto's LoadBalancerNotFound
+            self.elb_backend.describe_instance_health(self._get_param("LoadBalancerName"), [])
+        draining = classic_draining_instances(load_balancer)
+        registered = load_balancer.instance_ids
+        ids = asked or list(registered) + [i for i in draining if i not in registered]
+        states = []
+        for instance_id in ids:
+            if instance_id in registered:
+                states.append(_classic_instance_state(self, instance_id))
+            elif instance_id in draining:
+                states.append({"InstanceId": instance_id, "State": "InService", "ReasonCode": "N/A",
+                               "Description": "Instance deregistration currently in progress."})
+            else:
+                states.append({"InstanceId": instance_id, "State": "Unknown", "ReasonCode": "N/A",
+                               "Description": "N/A"})
+        return ActionResult({"InstanceStates": states})
+
+    ELBBackend.register_instances = register_instances
+    ELBBackend.deregister_instances = deregister_instances
+    ELBResponse.describe_instance_health = describe_instance_health
+
+
+def _classic_instance_state(response: ELBResponse, instance_id: str) -> dict[str, str]:
+    from moto.ec2.models import ec2_backends
+
+    instance = ec2_backends[response.current_account][response.region].get_instance_by_id(instance_id)
+    state = instance.state if instance is not None else "terminated"
+    if state == "running":
+        return {"InstanceId": instance_id, "State": "InService", "ReasonCode": "N/A", "Description": "N/A"}
+    return {"InstanceId": instance_id, "State": "OutOfService", "ReasonCode": "Instance",
+            "Description": _EC2_STATE_DESCRIPTIONS.get(state, "Instance is in stopped state.")}
+
+
 CORRECTIONS = (correct_az_balance, correct_capacity_limits, correct_source_version,
                correct_instance_launch_template, correct_suspended_processes, correct_scaling_activities,
-               correct_instance_timing, correct_lifecycle_hooks, correct_describe_instances_consistency)
+               correct_instance_timing, correct_lifecycle_hooks, correct_describe_instances_consistency,
+               correct_target_deregistration_delay, correct_classic_connection_draining)
 
 
 def apply_moto_corrections() -> None:

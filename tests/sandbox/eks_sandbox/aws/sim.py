@@ -13,11 +13,14 @@ from moto.autoscaling.models import FakeAutoScalingGroup, autoscaling_backends
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.ec2.models import ec2_backends
 from moto.eks.models import eks_backends
+from moto.elb.models import elb_backends
+from moto.elbv2.models import elbv2_backends
 from moto.moto_api._internal import moto_api_backend
 from moto.ssm.models import ssm_backends
 
 from ..eks import EksNodegroups
 from .capacity import CapacityReconciler, launch_template_version_of
+from .load_balancers import seed_load_balancers
 from .moto_patches import LIVE_LIFECYCLE_STATES, apply_moto_corrections, suspended_process_names
 from .seed import seed_amis, seed_cluster, seed_network, seed_self_managed_nodegroup, seed_ssm_parameters
 from .server import AwsRequestMiddleware, LockedMotoServer
@@ -57,6 +60,8 @@ class AwsSim:
         self._nodegroup_by_asg: dict[str, str] = {}
         self._seed_versions: dict[str, int] = {}
         self._clients: dict[tuple[str, str], Any] = {}
+        # The scenario's load balancers as seeded: {name: {type, arn (target groups), port}}.
+        self.load_balancers: dict[str, dict[str, Any]] = {}
 
     # ------------------------------------------------------------------------------------------- lifecycle
 
@@ -118,6 +123,16 @@ class AwsSim:
     def _autoscaling(self) -> Any:
         return autoscaling_backends[DEFAULT_ACCOUNT_ID][self.region]
 
+    @property
+    def elbv2(self) -> Any:
+        """moto's ELBv2 backend (the load balancer controllers work on it directly, holding `lock`)."""
+        return elbv2_backends[DEFAULT_ACCOUNT_ID][self.region]
+
+    @property
+    def elb(self) -> Any:
+        """moto's Classic ELB backend."""
+        return elb_backends[DEFAULT_ACCOUNT_ID][self.region]
+
     # ------------------------------------------------------------------------------------------- seeding
 
     def seed(self, kube_url: str, kube_ca_pem: str | None) -> None:
@@ -131,6 +146,7 @@ class AwsSim:
             seed_amis(self._ec2, scenario["amis"], scenario["availability_zones"][0])
             seed_ssm_parameters(ssm_backends[DEFAULT_ACCOUNT_ID][self.region], scenario["amis"])
             seed_cluster(eks, scenario, vpc_id, list(subnets.values()), kube_url, kube_ca_pem)
+            self.load_balancers = seed_load_balancers(self.elbv2, self.elb, scenario, vpc_id, subnets)
             now = time.monotonic()
             for nodegroup in scenario["nodegroups"]:
                 if nodegroup["kind"] == "managed":
@@ -212,6 +228,12 @@ class AwsSim:
                         "instance_type": instance.instance_type,
                         "user_data": user_data.decode() if user_data else ""})
         return result
+
+    def state_since(self, instance_id: str) -> float | None:
+        """When (time.monotonic) the instance entered its current EC2 state (None: unknown instance)."""
+        with self.lock:
+            instance = self._ec2.get_instance_by_id(instance_id)
+            return getattr(instance, "sandbox_state_since", None) if instance is not None else None
 
     def asg_view(self, nodegroup: str) -> dict[str, Any]:
         with self.lock:

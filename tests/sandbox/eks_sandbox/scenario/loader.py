@@ -17,7 +17,8 @@ from typing import Any, Iterable
 import yaml
 
 from .fields import ScenarioError, Section, join_path, type_name
-from .schema import check_zone, normalize_fault, read_ami, read_cluster, read_nodegroup, read_timings, read_workload
+from .schema import (check_zone, normalize_fault, read_ami, read_cluster, read_load_balancer, read_nodegroup, read_timings,
+                     read_workload)
 
 __all__ = ["load_scenario"]
 
@@ -41,6 +42,7 @@ def load_scenario(path_or_dict: Any) -> dict[str, Any]:
     scenario["nodegroups"] = _nodegroups(top, zones, scenario["amis"])
     scenario["workloads"] = _workloads(top, scenario["nodegroups"])
     scenario["faults"] = _faults(top, zones, scenario["nodegroups"])
+    scenario["load_balancers"] = _load_balancers(top, scenario["nodegroups"])
     top.finish()
     return scenario
 
@@ -170,3 +172,19 @@ def _faults(top: Section, zones: list[str], nodegroups: list[dict[str, Any]]) ->
             _nodegroup_named(join_path(path, "nodegroup"), fault["nodegroup"], nodegroups)
         faults.append(fault)
     return faults
+
+
+def _load_balancers(top: Section, nodegroups: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The cluster's load balancers; `nodegroups` defaults to every node group (the loaded form is a list)."""
+    balancers: list[dict[str, Any]] = []
+    for path, raw in top.items("load_balancers"):
+        balancer = read_load_balancer(Section(raw, path))
+        # Target group names are unique per account and region, Classic ELB names too (each in its own namespace).
+        _check_unique(join_path(path, "name"), f"{balancer['type']} name", balancer["name"],
+                      (b["name"] for b in balancers if b["type"] == balancer["type"]))
+        if balancer["nodegroups"] is None:
+            balancer["nodegroups"] = [ng["name"] for ng in nodegroups]
+        for i, name in enumerate(balancer["nodegroups"]):
+            _nodegroup_named(f"{join_path(path, 'nodegroups')}[{i}]", name, nodegroups)
+        balancers.append(balancer)
+    return balancers

@@ -17,7 +17,8 @@ from ..bootstrap import TAINT_EFFECTS
 from .fields import ScenarioError, Section
 
 __all__ = ["DEFAULT_TIMINGS", "FAULT_TYPES", "generated_ami_id", "default_release_version", "check_zone",
-           "read_cluster", "read_timings", "read_ami", "read_nodegroup", "read_workload", "normalize_fault"]
+           "read_cluster", "read_timings", "read_ami", "read_nodegroup", "read_workload", "read_load_balancer",
+           "normalize_fault", "LOAD_BALANCER_TYPES", "TARGET_TYPES"]
 
 DEFAULT_TIMINGS = {
     "instance_pending_seconds": 0.5,
@@ -245,6 +246,54 @@ def _pdb(workload: Section) -> dict[str, Any] | None:
     pdb["extra"] = section.integer("extra", 0)
     section.finish()
     return pdb
+
+
+# ----------------------------------------------------------------------------------------------------- load balancers
+
+# target_group: an ELBv2 target group (and its Network Load Balancer) made by the AWS Load Balancer Controller;
+# classic: a Classic ELB made by the in-tree service controller (cloud-provider-aws). See eks_sandbox/lb_controllers.py.
+LOAD_BALANCER_TYPES = ("target_group", "classic")
+TARGET_TYPES = ("instance", "ip")
+# ELBv2 CreateTargetGroup: "up to 32 alphanumeric characters or hyphens, and must not begin or end with a hyphen";
+# CreateLoadBalancer (Classic): the same 32-character rule for LoadBalancerName.
+_LB_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,30}[A-Za-z0-9])?$")
+# ELBv2 target group attribute deregistration_delay.timeout_seconds: "0-3600 seconds. The default value is 300
+# seconds"; Classic ELB ConnectionDraining.Timeout: 1-3600 (its default, 300, applies only when enabled).
+DEREGISTRATION_DELAY_DEFAULT = 300
+_SERVICE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def read_load_balancer(section: Section) -> dict[str, Any]:
+    """One load balancer of the cluster; the node groups it names are the loader's to check."""
+    name = section.string("name", required=True)
+    if not _LB_NAME.match(name):
+        raise ScenarioError(f"{section.path_of('name')}: up to 32 letters, digits or hyphens, not beginning or "
+                            f"ending with a hyphen; got {name!r}")
+    lb_type = section.string("type", "target_group", choices=LOAD_BALANCER_TYPES)
+    if lb_type == "classic":
+        if section.raw_value("target_type") is not None:
+            raise ScenarioError(f"{section.path_of('target_type')}: only a target_group takes target_type")
+        target_type = None
+        # cloud-provider-aws creates Classic ELBs with connection draining disabled unless the Service's
+        # aws-load-balancer-connection-draining-enabled annotation says otherwise: null = disabled.
+        delay = section.integer("deregistration_delay", None, minimum=1, maximum=3600)
+    else:
+        target_type = section.string("target_type", "instance", choices=TARGET_TYPES)
+        delay = section.integer("deregistration_delay", DEREGISTRATION_DELAY_DEFAULT, minimum=0, maximum=3600)
+    service = section.string("service", f"default/{name.lower()}")
+    if not _SERVICE.match(service):
+        raise ScenarioError(f"{section.path_of('service')}: expected <namespace>/<name> of DNS labels, got {service!r}")
+    nodegroups = section.raw_value("nodegroups")
+    if nodegroups is not None and (not isinstance(nodegroups, list)
+                                   or not all(isinstance(n, str) and n for n in nodegroups)):
+        raise ScenarioError(f"{section.path_of('nodegroups')}: expected a list of node group names, got {nodegroups!r}")
+    balancer = {"name": name, "type": lb_type, "target_type": target_type, "deregistration_delay": delay,
+                "service": service,
+                "node_port": section.integer("node_port", 30080, minimum=30000, maximum=32767),
+                "nodegroups": list(nodegroups) if nodegroups is not None else None,
+                "node_selector": section.string_map("node_selector")}
+    section.finish()
+    return balancer
 
 
 # ----------------------------------------------------------------------------------------------------- faults
