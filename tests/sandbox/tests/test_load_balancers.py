@@ -21,7 +21,8 @@ import time
 import kubernetes
 import pytest
 
-from harness import OLD_AMI, client, running, scenario, valid, wait_for
+from eks_sandbox.kube.testing import scenario
+from harness import EKS_CLUSTER, OLD_AMI, client, running, valid, wait_for
 
 EXCLUDE = "node.kubernetes.io/exclude-from-external-load-balancers"
 FAST, SLOW, CLASSIC_DRAINING = 1, 2, 1
@@ -30,8 +31,9 @@ FAST, SLOW, CLASSIC_DRAINING = 1, 2, 1
 @pytest.fixture(scope="module")
 def sandbox():
     loaded = scenario(
-        [{"name": "workers", "ami": OLD_AMI, "min_size": 1, "max_size": 8, "desired_capacity": 5},
-         {"name": "batch", "ami": OLD_AMI, "min_size": 1, "max_size": 2, "desired_capacity": 1}],
+        **EKS_CLUSTER,
+        nodegroups=[{"name": "workers", "ami": OLD_AMI, "min_size": 1, "max_size": 8, "desired_capacity": 5},
+                    {"name": "batch", "ami": OLD_AMI, "min_size": 1, "max_size": 2, "desired_capacity": 1}],
         load_balancers=[
             {"name": "web-fast", "deregistration_delay": FAST, "nodegroups": ["workers"], "service": "default/web"},
             {"name": "web-slow", "deregistration_delay": SLOW, "nodegroups": ["workers"], "service": "default/api"},
