@@ -3,6 +3,8 @@
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
+from __future__ import annotations
+
 
 DOCUMENTATION = r"""
 module: asg_instance_terminate
@@ -194,6 +196,9 @@ undrained:
   sample: [{instance_id: i-0123456789abcdef0, node: ip-10-0-1-5.internal, cordoned: true, pods: [default/web-1]}]
 """
 
+import datetime
+from collections.abc import Iterable
+from typing import Any
 import re
 import time
 
@@ -233,6 +238,9 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodes import (
     termination_problems_message,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import LEAVING_STATES, launch_failure_error, persistent_launch_failure
+from ansible_collections.eksops.nodegroup.plugins.module_utils.group_watch import GroupSnapshot
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NodegroupRef
 
 ARGUMENT_SPEC = dict(
     NODEGROUP_ARGUMENT_SPEC,
@@ -249,7 +257,7 @@ ARGUMENT_SPEC = dict(
 INSTANCE_ID = re.compile(r"^i-[0-9a-f]{8,17}$")
 
 
-def validate_params(params):
+def validate_params(params: dict[str, Any]) -> None:
     ids = params["instance_ids"]
     if not ids:
         raise invalid_parameter("instance_ids", "instance_ids must name at least one instance")
@@ -270,7 +278,7 @@ def validate_params(params):
 GONE_STATES = ("shutting-down", "terminated")
 
 
-def classify_instances(ec2, asg, instance_ids):
+def classify_instances(ec2: Any, asg: dict[str, Any], instance_ids: list[str]) -> tuple[list[str], list[str]]:
     """(to terminate, already leaving or terminated); refuses ids outside the group, naming them.
 
     An id outside the group that EC2 does not know (InvalidInstanceID.NotFound) is refused too: it never existed
@@ -303,15 +311,15 @@ def classify_instances(ec2, asg, instance_ids):
 class ReplacementsReady:
     """The group is back at its desired capacity and every instance launched since is a Ready node."""
 
-    def __init__(self, initial_ids, terminated_ids):
+    def __init__(self, initial_ids: Iterable[str], terminated_ids: Iterable[str]) -> None:
         self.initial_ids = set(initial_ids)
         self.terminated_ids = set(terminated_ids)
 
-    def replacements(self, snapshot):
+    def replacements(self, snapshot: GroupSnapshot) -> list[dict[str, Any]]:
         return [i for i in snapshot.instances if i["instance_id"] not in self.initial_ids
                 and i["lifecycle_state"] not in LEAVING_STATES]
 
-    def problems(self, snapshot):
+    def problems(self, snapshot: GroupSnapshot) -> list[str]:
         serving = [i for i in snapshot.instances if i["instance_id"] not in self.terminated_ids
                    and i["lifecycle_state"] not in LEAVING_STATES]
         problems = ["%s (%s): node is not Ready" % (i["instance_id"], i["availability_zone"])
@@ -321,11 +329,11 @@ class ReplacementsReady:
             problems.append("%d replacement instance(s) not launched yet" % missing)
         return problems
 
-    def __call__(self, snapshot):
+    def __call__(self, snapshot: GroupSnapshot) -> bool:
         return persistent_launch_failure(snapshot.failures) is not None or not self.problems(snapshot)
 
 
-def check_drained(module, group, instance_ids):
+def check_drained(module: EksopsModule, group: NodegroupRef, instance_ids: list[str]) -> list[dict[str, Any]]:
     """U5: refuse to terminate instances whose node is not cordoned or still runs pods (warn in check mode).
     Returns why each instance without a node has none: the cluster is proven (K4), so it never joined."""
     check = termination_check(module.core_v1(), instance_ids, group.node_selector)
@@ -355,7 +363,8 @@ def check_drained(module, group, instance_ids):
     return nodeless
 
 
-def wait_for_replacements(module, group, initial_ids, terminated_ids, started, timeout):
+def wait_for_replacements(module: EksopsModule, group: NodegroupRef, initial_ids: list[str], terminated_ids: list[str],
+                          started: datetime.datetime, timeout: float) -> list[dict[str, Any]]:
     name = group.asg_name
     condition = ReplacementsReady(initial_ids, terminated_ids)
     watch = GroupWatch(module.aws("autoscaling"), module.aws("ec2"), module.core_v1(), group,
@@ -373,7 +382,7 @@ def wait_for_replacements(module, group, initial_ids, terminated_ids, started, t
     return replacements
 
 
-def sizes_after(before, decrements, journal, name):
+def sizes_after(before: dict[str, int], decrements: int, journal: Journal | None, name: str) -> dict[str, int]:
     """The sizes once ``decrements`` terminations have each lowered the desired capacity: MinSize goes down with
     it during an upgrade (the journal restores it at the scale-down), and is never lowered outside one."""
     after = dict(before)
@@ -390,7 +399,9 @@ def sizes_after(before, decrements, journal, name):
     return after
 
 
-def terminate(module, group, journal, to_terminate, leaving, before, after, result):
+def terminate(module: EksopsModule, group: NodegroupRef, journal: Journal | None, to_terminate: list[str],
+              leaving: list[str], before: dict[str, int], after: dict[str, int],
+              result: dict[str, Any]) -> tuple[list[str], list[str]]:
     """Terminate through the group, then record the desired capacity in the journal. Returns (terminated,
     leaving): an instance someone else terminated meanwhile is leaving, not terminated by this run."""
     autoscaling, ec2, name = module.aws("autoscaling"), module.aws("ec2"), group.asg_name
@@ -417,7 +428,9 @@ def terminate(module, group, journal, to_terminate, leaving, before, after, resu
     return to_terminate, leaving
 
 
-def wait_until_gone(module, group, journal, hooks, instance_ids, started, started_clock, result):
+def wait_until_gone(module: EksopsModule, group: NodegroupRef, journal: Journal | None, hooks: list[dict[str, Any]],
+                    instance_ids: list[str], started: datetime.datetime, started_clock: float,
+                    result: dict[str, Any]) -> None:
     """With ``wait``, until the instances are terminated (through the lifecycle hooks that hold them); with
     ``wait_for_replacements``, until their replacements are Ready nodes (U3), within one wait_timeout (which a
     hook's hold extends)."""
@@ -440,7 +453,7 @@ def wait_until_gone(module, group, journal, hooks, instance_ids, started, starte
             set_scale_in_protection(autoscaling, describe_asg(autoscaling, name), True)
 
 
-def run(module):
+def run(module: EksopsModule) -> dict[str, Any]:
     started_clock = time.time()
     started = utc_now()
     params = module.params
@@ -477,7 +490,7 @@ def run(module):
     return module.with_diff(dict(changed=bool(to_terminate), termination=result), **diff)
 
 
-def main():
+def main() -> None:
     module = EksopsModule(ARGUMENT_SPEC, uses_aws=True, uses_k8s=True, supports_check_mode=True)
     module.run(lambda: run(module))
 

@@ -3,6 +3,8 @@
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
+from __future__ import annotations
+
 
 DOCUMENTATION = r"""
 module: asg_surge
@@ -198,6 +200,8 @@ diff:
   type: dict
 """
 
+import datetime
+from typing import Any
 import time
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
@@ -237,6 +241,8 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
     split_old_new,
     validate_suspend_processes,
 )
+from ansible_collections.eksops.nodegroup.plugins.module_utils.group_watch import GroupSnapshot
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NodegroupRef
 
 ARGUMENT_SPEC = dict(
     NODEGROUP_ARGUMENT_SPEC,
@@ -257,7 +263,7 @@ ARGUMENT_SPEC = dict(
 )
 
 
-def validate_params(params):
+def validate_params(params: dict[str, Any]) -> None:
     """Refuse bad input before any AWS call, naming the parameter."""
     resolve_max_unavailable(params["max_unavailable"], params["max_unavailable_percentage"], 0)
     if params["mode"] == "explicit" and params["surge"] < 0:
@@ -273,7 +279,7 @@ def validate_params(params):
                                 % params["pending_decrement"])
 
 
-def target_desired(params, asg, original_desired):
+def target_desired(params: dict[str, Any], asg: dict[str, Any], original_desired: int) -> tuple[int, int]:
     """(desired capacity to reach, surge) for the mode, from the size before the upgrade (SPEC U2)."""
     mode = params["mode"]
     if mode == "desired":
@@ -287,7 +293,8 @@ def target_desired(params, asg, original_desired):
     return original_desired + surge, surge
 
 
-def plan_journal(journal, asg, target, wanted_desired, surge, requested_processes, pending_decrement=0):
+def plan_journal(journal: Journal | None, asg: dict[str, Any], target: dict[str, Any], wanted_desired: int, surge: int,
+                 requested_processes: list[str], pending_decrement: int = 0) -> tuple[Journal, list[str]]:
     """The journal after this run, and the processes to suspend now (SPEC A1: only ones not already suspended)."""
     before = asg_sizes(asg)
     base = journal or Journal.start(phase="scale_up")
@@ -310,12 +317,12 @@ def plan_journal(journal, asg, target, wanted_desired, surge, requested_processe
     return updated, to_suspend
 
 
-def node_summary(instance):
+def node_summary(instance: dict[str, Any]) -> dict[str, Any]:
     return dict(instance_id=instance["instance_id"], availability_zone=instance["availability_zone"],
                 node_name=instance["node_name"], ready=instance["ready"])
 
 
-def describe_problems(problems):
+def describe_problems(problems: list[dict[str, Any]]) -> str:
     return "; ".join("%s%s: %s" % (p["instance_id"] or "availability zone " + str(p["availability_zone"]),
                                    " (%s)" % p["availability_zone"] if p["instance_id"] else "", p["reason"])
                      for p in problems)
@@ -325,7 +332,7 @@ class NewNodeValidation:
     """The U3 condition over a GroupWatch snapshot: enough instances, every new node Ready and carrying the
     labels its node group's tool sets (SPEC K1)."""
 
-    def __init__(self, params, group, target, wanted_desired):
+    def __init__(self, params: dict[str, Any], group: NodegroupRef, target: dict[str, Any], wanted_desired: int) -> None:
         self.params = params
         self.expected_labels = expected_node_labels(group.kind, group.nodegroup_name)
         self.target = target
@@ -334,10 +341,10 @@ class NewNodeValidation:
         self.require_every_az = params["mode"] == "rolling"
         self.relaunches_left = PERSISTENT_FAILURES_PER_AZ
 
-    def new_instances(self, snapshot):
+    def new_instances(self, snapshot: GroupSnapshot) -> list[dict[str, Any]]:
         return split_old_new(snapshot.instances, self.target["launch_template_version"], self.target["image_id"])[1]
 
-    def problems(self, snapshot):
+    def problems(self, snapshot: GroupSnapshot) -> list[dict[str, Any]]:
         old, new = split_old_new(snapshot.instances, self.target["launch_template_version"], self.target["image_id"])
         azs_with_old_nodes = set(i["availability_zone"] for i in old) if self.require_every_az else set()
         problems = check_new_nodes(new, azs_with_old_nodes, self.expected_labels)
@@ -347,7 +354,7 @@ class NewNodeValidation:
                                  reason="%d of the %d instances were not launched" % (missing, self.wanted_desired)))
         return problems
 
-    def az_to_relaunch(self, snapshot):
+    def az_to_relaunch(self, snapshot: GroupSnapshot) -> str | None:
         """An AZ that has old nodes but no new instance after a capacity error there, once every wanted instance
         is launched; else None. Auto Scaling launched the failed instance in another AZ and, AZRebalance being
         suspended (SPEC A1), will not come back to this one: one more instance is asked for, which Auto Scaling
@@ -361,12 +368,12 @@ class NewNodeValidation:
         lacking = set(i["availability_zone"] for i in old) - set(i["availability_zone"] for i in new)
         return next((f["availability_zone"] for f in snapshot.failures if f["availability_zone"] in lacking), None)
 
-    def __call__(self, snapshot):
+    def __call__(self, snapshot: GroupSnapshot) -> bool:
         return (persistent_launch_failure(snapshot.failures) is not None or self.az_to_relaunch(snapshot) is not None
                 or not self.problems(snapshot))
 
 
-def relaunch(autoscaling, asg_name, journal, validation):
+def relaunch(autoscaling: Any, asg_name: str, journal: Journal, validation: NewNodeValidation) -> Journal:
     """One more instance for the AZ that NewNodeValidation.az_to_relaunch named: desired capacity and MaxSize up
     by one, recorded in the journal first (SPEC C3: the capacity we set). Returns the journal written."""
     wanted = validation.wanted_desired + 1
@@ -379,7 +386,8 @@ def relaunch(autoscaling, asg_name, journal, validation):
     return updated
 
 
-def wait_for_new_nodes(module, group, target, journal, started):
+def wait_for_new_nodes(module: EksopsModule, group: NodegroupRef, target: dict[str, Any], journal: Journal,
+                       started: datetime.datetime) -> tuple[list[dict[str, Any]], list[Any], Journal]:
     """Wait for U3 (SPEC U3), asking for another instance where a capacity error left an AZ without a new one;
     raise the launch failure or NodeCreationFailure. Returns (new instances, nodes, the journal as written)."""
     params = module.params
@@ -412,7 +420,7 @@ def wait_for_new_nodes(module, group, target, journal, started):
     return new, snapshot.nodes, journal
 
 
-def check_wanted(params, wanted, desired_now, original_desired, name):
+def check_wanted(params: dict[str, Any], wanted: int, desired_now: int, original_desired: int, name: str) -> None:
     """Refuse a target desired capacity below the current one (the module only scales up), more than
     SURGE_CAP_LIMIT above the size before the upgrade (issue 10 item 18: a typo must not launch a fleet), or below
     pending_decrement; each naming the option it came from."""
@@ -432,7 +440,8 @@ def check_wanted(params, wanted, desired_now, original_desired, name):
             "group %s" % (params["pending_decrement"], wanted, name))
 
 
-def scale_up(module, group, journal, new_journal, to_suspend, before, after):
+def scale_up(module: EksopsModule, group: NodegroupRef, journal: Journal | None, new_journal: Journal, to_suspend: list[str],
+             before: dict[str, int], after: dict[str, int]) -> bool:
     """Journal first, then the processes, the scale-in protection and the sizes. Returns whether protection was
     set (the other changes the plan foresaw)."""
     autoscaling, name = module.aws("autoscaling"), group.asg_name
@@ -448,7 +457,9 @@ def scale_up(module, group, journal, new_journal, to_suspend, before, after):
     return protected
 
 
-def wait_and_label(module, group, target, journal, started, wanted, after, result):
+def wait_and_label(module: EksopsModule, group: NodegroupRef, target: dict[str, Any], journal: Journal,
+                   started: datetime.datetime, wanted: int, after: dict[str, int],
+                   result: dict[str, Any]) -> tuple[Journal, bool]:
     """Wait for the new nodes (U3), protect them, and with label_surge_nodes mark them for the cluster autoscaler
     (C2). Returns (the journal as written, whether a node was marked)."""
     autoscaling, name = module.aws("autoscaling"), group.asg_name
@@ -468,7 +479,7 @@ def wait_and_label(module, group, target, journal, started, wanted, after, resul
     return journal, bool(marked)
 
 
-def run(module):
+def run(module: EksopsModule) -> dict[str, Any]:
     started_clock = time.time()
     started = utc_now()
     params = module.params
@@ -520,7 +531,7 @@ def run(module):
     return module.with_diff(dict(changed=changed, surge=result), **diff)
 
 
-def main():
+def main() -> None:
     module = EksopsModule(
         ARGUMENT_SPEC, uses_aws=True, uses_k8s=True, supports_check_mode=True,
         mutually_exclusive=[("max_unavailable", "max_unavailable_percentage")],

@@ -3,6 +3,8 @@
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
+from __future__ import annotations
+
 
 DOCUMENTATION = r"""
 ---
@@ -348,6 +350,8 @@ code:
   sample: PodEvictionFailure
 """
 
+from collections.abc import Callable
+from typing import Any
 import time
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
@@ -402,7 +406,7 @@ ARGUMENT_SPEC = dict(
 
 # --- Reading EKS, SSM and Auto Scaling ----------------------------------------------------------------------
 
-def describe_nodegroup(eks, cluster_name, nodegroup_name):
+def describe_nodegroup(eks: Any, cluster_name: str, nodegroup_name: str) -> dict[str, Any]:
     nodegroup = describe_managed_nodegroup(eks, cluster_name, nodegroup_name)
     if nodegroup is None:
         raise not_found("nodegroup_name", "Cluster %s has no EKS managed node group %s (nodegroup_name); a "
@@ -411,7 +415,7 @@ def describe_nodegroup(eks, cluster_name, nodegroup_name):
     return nodegroup
 
 
-def read_expected_release(ssm, target, nodegroup):
+def read_expected_release(ssm: Any, target: dict[str, Any], nodegroup: dict[str, Any]) -> str:
     """The release EKS picks for a kubernetes_version target, from the public SSM parameter."""
     name = target["ssm_parameter"]
     try:
@@ -425,7 +429,7 @@ def read_expected_release(ssm, target, nodegroup):
         raise
 
 
-def describe_update(eks, nodegroup, update_id, parameter=None):
+def describe_update(eks: Any, nodegroup: dict[str, Any], update_id: str, parameter: str | None = None) -> dict[str, Any]:
     """DescribeUpdate's answer; with ``parameter``, an unknown update is ResourceNotFound naming it."""
     try:
         return eks_api.describe_update(eks, nodegroup["clusterName"], nodegroup["nodegroupName"], update_id)
@@ -436,14 +440,14 @@ def describe_update(eks, nodegroup, update_id, parameter=None):
         raise
 
 
-def updates_in_progress(eks, nodegroup):
+def updates_in_progress(eks: Any, nodegroup: dict[str, Any]) -> list[dict[str, Any]]:
     """The node group's updates whose status is InProgress (ListUpdates gives ids only)."""
     update_ids = eks_api.list_updates(eks, nodegroup["clusterName"], nodegroup["nodegroupName"])
     described = [describe_update(eks, nodegroup, update_id) for update_id in update_ids]
     return [update for update in described if not is_finished(update)]
 
 
-def read_progress(autoscaling, nodegroup):
+def read_progress(autoscaling: Any, nodegroup: dict[str, Any]) -> dict[str, int]:
     names = [group["name"] for group in (nodegroup.get("resources") or {}).get("autoScalingGroups") or []]
     if not names:
         return update_progress([])
@@ -452,7 +456,7 @@ def read_progress(autoscaling, nodegroup):
 
 # --- Changing the node group (EKS API only) -----------------------------------------------------------------
 
-def start_update(call, eks, request):
+def start_update(call: Callable[[Any, dict[str, Any]], dict[str, Any]], eks: Any, request: dict[str, Any]) -> dict[str, Any]:
     """Send an Update* request (``call``: an aws_api.eks function); EKS's ResourceInUseException becomes a clear
     "another update" refusal."""
     try:
@@ -466,7 +470,8 @@ def start_update(call, eks, request):
         raise
 
 
-def follow_update(eks, nodegroup, update, deadline, poll_interval):
+def follow_update(eks: Any, nodegroup: dict[str, Any], update: dict[str, Any], deadline: float,
+                  poll_interval: float) -> dict[str, Any]:
     """``update`` described every ``poll_interval`` seconds until it ends or ``deadline``; its last description."""
     while not is_finished(update):
         remaining = deadline - SYSTEM_CLOCK.now()
@@ -477,7 +482,8 @@ def follow_update(eks, nodegroup, update, deadline, poll_interval):
     return update
 
 
-def carry_out(module, eks, nodegroup, plan, in_progress, result, follow_for):
+def carry_out(module: EksopsModule, eks: Any, nodegroup: dict[str, Any], plan: dict[str, Any],
+              in_progress: list[dict[str, Any]], result: dict[str, Any], follow_for: float) -> dict[str, Any]:
     """Start (or follow) the plan's updates; returns the update followed last. Keeps result["changed"] and
     result["nodegroup_update"]["eks_update"] current, so a failure on the way still reports them. Follows for ``follow_for``
     seconds at most."""
@@ -485,7 +491,7 @@ def carry_out(module, eks, nodegroup, plan, in_progress, result, follow_for):
     deadline = SYSTEM_CLOCK.now() + follow_for
     by_id = dict((update["id"], update) for update in in_progress)
 
-    def follow(update, wait=True):
+    def follow(update: dict[str, Any], wait: bool = True) -> dict[str, Any]:
         result["nodegroup_update"]["eks_update"] = update_summary(update)
         if wait:
             update = follow_update(eks, nodegroup, update, deadline, params["poll_interval"])
@@ -508,7 +514,7 @@ def carry_out(module, eks, nodegroup, plan, in_progress, result, follow_for):
     return follow(update, wait=params["wait"])
 
 
-def follow_window(params, following_since, started_at):
+def follow_window(params: dict[str, Any], following_since: float, started_at: float) -> tuple[float, bool]:
     """(seconds this run follows, whether that reaches the end of wait_timeout): return_after, but never past
     wait_timeout after following_since (both following_since and started_at, this run's start, are wall-clock
     epoch seconds)."""
@@ -517,7 +523,8 @@ def follow_window(params, following_since, started_at):
     return min(to_timeout, return_after), to_timeout <= return_after
 
 
-def update_and_report(module, eks, nodegroup, plan, in_progress, result, follow_for):
+def update_and_report(module: EksopsModule, eks: Any, nodegroup: dict[str, Any], plan: dict[str, Any],
+                      in_progress: list[dict[str, Any]], result: dict[str, Any], follow_for: float) -> dict[str, Any]:
     """Carry the plan out and put the outcome in ``result``; a failure on the way (a Failed update: with EKS's
     error code) fails the module with the result so far. Returns the final DescribeNodegroup answer."""
     try:
@@ -533,7 +540,7 @@ def update_and_report(module, eks, nodegroup, plan, in_progress, result, follow_
     return final
 
 
-def outcome_message(nodegroup, plan, update):
+def outcome_message(nodegroup: dict[str, Any], plan: dict[str, Any], update: dict[str, Any]) -> str:
     """The sentence for an update that is Successful or still InProgress."""
     name = nodegroup["nodegroupName"]
     if update["status"] == "Successful":
@@ -543,7 +550,7 @@ def outcome_message(nodegroup, plan, update):
             % (update["type"], update["id"], name))
 
 
-def run(module):
+def run(module: EksopsModule) -> dict[str, Any]:
     params = module.params
     validate_options(params)
     eks = module.aws("eks")
@@ -589,7 +596,7 @@ def run(module):
                             else predicted_diff_state(nodegroup, plan))
 
 
-def main():
+def main() -> None:
     module = EksopsModule(ARGUMENT_SPEC, uses_aws=True, supports_check_mode=True)
     module.run(lambda: run(module))
 

@@ -3,6 +3,8 @@
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
+from __future__ import annotations
+
 
 DOCUMENTATION = r"""
 ---
@@ -212,6 +214,7 @@ diff:
   type: dict
 """
 
+from typing import Any
 from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
     DEFAULT_SUSPENDED_PROCESSES,
     suspended_process_names,
@@ -265,7 +268,8 @@ ARGUMENT_SPEC = dict(
 TARGET_OPTIONS = ["image_id", "kubernetes_version", "version"]
 
 
-def resolve_target(module, ec2, lt_id, current):
+def resolve_target(module: EksopsModule, ec2: Any, lt_id: str,
+                   current: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None, str | None]:
     """(target image id or None, named version description or None, SSM parameter or None); validated."""
     params = module.params
     if params["version"] is not None:
@@ -290,7 +294,7 @@ def resolve_target(module, ec2, lt_id, current):
     return image_id, None, ssm_parameter
 
 
-def check_target_version(module, ec2, plan, nodes_image_id):
+def check_target_version(module: EksopsModule, ec2: Any, plan: dict[str, Any], nodes_image_id: str | None) -> None:
     """K6 skew and downgrade, judged from the AMIs' names, before any change. ``nodes_image_id``: the AMI the
     nodes ran before this upgrade (the journal's, on a rerun after the group was pinned to the target)."""
     if not plan["image_id"] or plan["image_id"] == nodes_image_id:
@@ -304,7 +308,8 @@ def check_target_version(module, ec2, plan, nodes_image_id):
                          cluster_version, params["allow_downgrade"])
 
 
-def journal_for(module, journal, asg, lt_id, plan):
+def journal_for(module: EksopsModule, journal: Journal | None, asg: dict[str, Any], lt_id: str,
+                plan: dict[str, Any]) -> tuple[Journal | None, list[str]]:
     """(The journal to write before pinning, or None when the existing one stays as it is; the processes to
     suspend before pinning, SPEC A1)."""
     updated = retargeted_journal(module, journal, asg["AutoScalingGroupName"], lt_id, plan)
@@ -318,7 +323,8 @@ def journal_for(module, journal, asg, lt_id, plan):
     return updated, to_suspend
 
 
-def retargeted_journal(module, journal, asg_name, lt_id, plan):
+def retargeted_journal(module: EksopsModule, journal: Journal | None, asg_name: str, lt_id: str,
+                       plan: dict[str, Any]) -> Journal | None:
     """The journal of this target, or None when the existing one already is."""
     target_fields = dict(
         previous_launch_template_version=str(plan["source_version"]),
@@ -343,14 +349,15 @@ def retargeted_journal(module, journal, asg_name, lt_id, plan):
     return journal.retargeted(lt_id, str(plan["target_version"]), plan["image_id"], str(plan["source_version"]))
 
 
-def create_version(module, ec2, lt_id, plan):
+def create_version(module: EksopsModule, ec2: Any, lt_id: str, plan: dict[str, Any]) -> int:
     """Create the new version from SourceVersion with only the AMI replaced; returns its number."""
     description = module.params["description"] or "eksops.nodegroup: %s from version %s" % (
         plan["image_id"], plan["source_version"])
     return ec2_api.create_launch_template_version(ec2, lt_id, plan["source_version"], plan["image_id"], description)
 
 
-def apply_changes(module, asg, lt_id, plan, pin, set_default, journal, new_journal, to_suspend):
+def apply_changes(module: EksopsModule, asg: dict[str, Any], lt_id: str, plan: dict[str, Any], pin: bool, set_default: bool,
+                  journal: Journal | None, new_journal: Journal | None, to_suspend: list[str]) -> Journal | None:
     """Create the version, record the journal, suspend the processes, pin the group, set the default: in that
     order, so a crash leaves a state a rerun picks up. Returns the journal written (or None)."""
     autoscaling, ec2 = module.aws("autoscaling"), module.aws("ec2")
@@ -386,7 +393,7 @@ def apply_changes(module, asg, lt_id, plan, pin, set_default, journal, new_journ
     return new_journal
 
 
-def previous_of_upgrade(ec2, lt_id, plan, journal):
+def previous_of_upgrade(ec2: Any, lt_id: str, plan: dict[str, Any], journal: Journal | None) -> tuple[int, str | None]:
     """(version, AMI) the group used before the upgrade: the journal's, when it records one of this template,
     since a rerun after a crash finds the group on the target already (a rollback goes back to it)."""
     recorded = journal.previous_launch_template_version if journal is not None else None
@@ -397,7 +404,7 @@ def previous_of_upgrade(ec2, lt_id, plan, journal):
     return int(previous["VersionNumber"]), lt_version_image(previous)
 
 
-def run(module):
+def run(module: EksopsModule) -> dict[str, Any]:
     params = module.params
     validate_suspend_processes(params["suspend_processes"])
     autoscaling, ec2 = module.aws("autoscaling"), module.aws("ec2")
@@ -453,7 +460,7 @@ def run(module):
     )
 
 
-def main():
+def main() -> None:
     module = EksopsModule(
         ARGUMENT_SPEC,
         uses_aws=True,

@@ -3,6 +3,8 @@
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
+from __future__ import annotations
+
 
 DOCUMENTATION = r"""
 ---
@@ -409,6 +411,7 @@ code:
   type: str
 """
 
+from typing import Any
 from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import (
     DEFAULT_OPTIONS, DrainOptions, cordon_nodes, drain_nodes, read_nodes, uncordon_nodes)
 from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import instance_id_of
@@ -447,7 +450,7 @@ ARGUMENT_SPEC = dict(
 )
 
 
-def drain_options(params, check_mode):
+def drain_options(params: dict[str, Any], check_mode: bool) -> DrainOptions:
     """The engine's options (SPEC names) from the module's (kubernetes.core names)."""
     delete = params["delete_options"] or {}
     return DrainOptions(
@@ -470,7 +473,7 @@ def drain_options(params, check_mode):
 ACTIONS = dict(drain="cordon or drain", cordon="cordon", uncordon="uncordon")
 
 
-def run(module):
+def run(module: EksopsModule) -> dict[str, Any]:
     params = module.params
     # Every option, pod_selectors too, is checked before the first request: a selector the API server refuses
     # used to be found only by the first pod LIST, after the nodes were cordoned (issue 10 item 24).
@@ -530,7 +533,7 @@ def run(module):
     return output
 
 
-def main():
+def main() -> None:
     module = EksopsModule(
         ARGUMENT_SPEC,
         uses_aws=True,

@@ -3,6 +3,8 @@
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
+from __future__ import annotations
+
 
 DOCUMENTATION = r"""
 ---
@@ -206,6 +208,8 @@ nodegroup:
         size_range: null
 """
 
+from collections.abc import Iterable
+from typing import Any
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import list_all_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kinds import MANAGED
@@ -241,7 +245,7 @@ ARGUMENT_SPEC = dict(
 )
 
 
-def resolve_target(ec2, lt_id, asg_version, target):
+def resolve_target(ec2: Any, lt_id: str, asg_version: str, target: str | None) -> tuple[int | None, str | None]:
     """(target LT version number or None, target image id) for the old/new split: an AMI, a named launch
     template version, or (no target) the version the ASG points at."""
     if target and target.startswith("ami-"):
@@ -250,7 +254,7 @@ def resolve_target(ec2, lt_id, asg_version, target):
     return target_lt_version(ec2, lt_id, asg_version, target, parameter="target")
 
 
-def managed_summary(record):
+def managed_summary(record: dict[str, Any] | None) -> dict[str, Any] | None:
     """The parts of EKS's DescribeNodegroup answer an upgrade needs, snake_case (None when self-managed)."""
     if record is None:
         return None
@@ -265,7 +269,7 @@ def managed_summary(record):
         scaling_config=record.get("scalingConfig"))
 
 
-def size_before_upgrade(summary, journal):
+def size_before_upgrade(summary: dict[str, Any], journal: Journal | None) -> int:
     """The node group's size before the upgrade (the base of a percentage): its desired capacity, or the one
     the journal recorded when an upgrade is under way and the group is surged."""
     if journal is not None and journal.original_desired_capacity is not None:
@@ -273,7 +277,8 @@ def size_before_upgrade(summary, journal):
     return summary["desired_capacity"]
 
 
-def az_breakdown(availability_zones, instances, old_ids, new_ids):
+def az_breakdown(availability_zones: Iterable[str], instances: list[dict[str, Any]], old_ids: set[str],
+                 new_ids: set[str]) -> list[dict[str, Any]]:
     azs = []
     instance_azs = set(i["availability_zone"] for i in instances if i["availability_zone"])
     for name in sorted(set(availability_zones) | instance_azs):
@@ -283,7 +288,7 @@ def az_breakdown(availability_zones, instances, old_ids, new_ids):
     return azs
 
 
-def run(module):
+def run(module: EksopsModule) -> dict[str, Any]:
     params = module.params
     ec2 = module.aws("ec2")
     group = find_module_nodegroup(module)
@@ -334,7 +339,7 @@ def run(module):
     ))
 
 
-def main():
+def main() -> None:
     module = EksopsModule(
         ARGUMENT_SPEC,
         uses_aws=True,

@@ -3,6 +3,8 @@
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
+from __future__ import annotations
+
 
 DOCUMENTATION = r"""
 ---
@@ -62,6 +64,7 @@ lease:
       sample: true
 """
 
+from typing import Any
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import lease_of, release
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC, find_module_nodegroup
@@ -69,7 +72,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import 
 ARGUMENT_SPEC = dict(NODEGROUP_ARGUMENT_SPEC, lease_id=dict(type="str", required=True))
 
 
-def run(module):
+def run(module: EksopsModule) -> dict[str, Any]:
     params = module.params
     autoscaling = module.aws("autoscaling")
     group = find_module_nodegroup(module)
@@ -81,7 +84,7 @@ def run(module):
     return dict(changed=released, lease=dict(lease_id=params["lease_id"], released=released))
 
 
-def main():
+def main() -> None:
     module = EksopsModule(ARGUMENT_SPEC, uses_aws=True, supports_check_mode=True)
     module.run(lambda: run(module))
 

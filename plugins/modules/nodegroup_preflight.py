@@ -3,6 +3,8 @@
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
+from __future__ import annotations
+
 
 DOCUMENTATION = r"""
 ---
@@ -78,6 +80,7 @@ preflight:
       sample: 42
 """
 
+from typing import Any
 import re
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import list_nodegroup_nodes
@@ -96,20 +99,20 @@ AUTOSCALER_CANDIDATE_TAINT = "DeletionCandidateOfClusterAutoscaler"
 BLOCKING_CHECKS = frozenset(["autoscaler_deleting"])
 
 
-def _meta(obj):
+def _meta(obj: dict[str, Any]) -> dict[str, Any]:
     return obj.get("metadata") or {}
 
 
-def _ref(obj):
+def _ref(obj: dict[str, Any]) -> str:
     return "%s/%s" % (_meta(obj).get("namespace"), _meta(obj).get("name"))
 
 
-def _finding(check, kind, obj, message):
+def _finding(check: str, kind: str, obj: dict[str, Any], message: str) -> dict[str, Any]:
     return dict(check=check, kind=kind, namespace=_meta(obj).get("namespace"), name=_meta(obj).get("name"),
                 message=message, blocking=check in BLOCKING_CHECKS)
 
 
-def node_findings(nodes):
+def node_findings(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Findings on the node group's nodes (raw dicts): the cluster autoscaler removing or about to remove one
     (SPEC C1, issue 10 item 5: found only after the surge, the run failed half-way)."""
     findings = []
@@ -131,7 +134,7 @@ def node_findings(nodes):
     return findings
 
 
-def _pdb_blocks_every_eviction(pdb, replicas):
+def _pdb_blocks_every_eviction(pdb: dict[str, Any], replicas: int) -> bool:
     spec = pdb.get("spec") or {}
     min_available, max_unavailable = spec.get("minAvailable"), spec.get("maxUnavailable")
     if max_unavailable is not None:
@@ -143,17 +146,18 @@ def _pdb_blocks_every_eviction(pdb, replicas):
     return int(min_available) >= replicas
 
 
-def _prestop_sleep_seconds(container):
+def _prestop_sleep_seconds(container: dict[str, Any]) -> int | None:
     exec_action = (((container.get("lifecycle") or {}).get("preStop") or {}).get("exec") or {})
     match = _SLEEP.search(" ".join(exec_action.get("command") or []))
     return int(match.group(1)) if match else None
 
 
-def _controlled(pod):
+def _controlled(pod: dict[str, Any]) -> bool:
     return any(ref.get("controller") for ref in _meta(pod).get("ownerReferences") or [])
 
 
-def preflight_findings(pods, deployments, pdbs):
+def preflight_findings(pods: list[dict[str, Any]], deployments: list[dict[str, Any]],
+                       pdbs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Findings (SPEC Z1-Z3) for the Deployments with pods in ``pods`` and for ``pods`` themselves (raw dicts)."""
     findings = []
     labels_by_namespace = {}
@@ -213,7 +217,7 @@ def preflight_findings(pods, deployments, pdbs):
     return findings
 
 
-def run(module):
+def run(module: EksopsModule) -> dict[str, Any]:
     group = find_module_nodegroup(module)
     core = module.core_v1()
     nodes = list_nodegroup_nodes(core, group)
@@ -231,7 +235,7 @@ def run(module):
                                               pods_examined=len(pods)))
 
 
-def main():
+def main() -> None:
     module = EksopsModule(
         dict(NODEGROUP_ARGUMENT_SPEC),
         uses_aws=True,

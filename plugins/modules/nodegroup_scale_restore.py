@@ -3,6 +3,8 @@
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
+from __future__ import annotations
+
 
 DOCUMENTATION = r"""
 module: nodegroup_scale_restore
@@ -159,6 +161,7 @@ diff:
   type: dict
 """
 
+from typing import Any
 import time
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
@@ -198,6 +201,8 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
     autoscaler_changed,
     scale_in_choice,
 )
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NodegroupRef
 
 ARGUMENT_SPEC = dict(
     NODEGROUP_ARGUMENT_SPEC,
@@ -212,7 +217,7 @@ ARGUMENT_SPEC = dict(
 )
 
 
-def validate_params(params):
+def validate_params(params: dict[str, Any]) -> None:
     for name in ("drain_timeout", "wait_timeout"):
         if params[name] <= 0:
             raise invalid_parameter(name, "%s must be > 0, got %d" % (name, params[name]))
@@ -220,7 +225,7 @@ def validate_params(params):
         raise invalid_parameter("post_drain_wait", "post_drain_wait must be >= 0, got %d" % params["post_drain_wait"])
 
 
-def autoscaler_active(journal, desired_now):
+def autoscaler_active(journal: Journal, desired_now: int) -> bool:
     """SPEC C3, allowing for our own scale-in: a resumed scale-down may find the group below the journal's value
     (terminated, journal not yet updated), never above it."""
     if journal.phase == "scale_down" and journal.desired_capacity_set is not None \
@@ -229,9 +234,9 @@ def autoscaler_active(journal, desired_now):
     return autoscaler_changed(desired_now, journal.desired_capacity_set, journal.desired_capacity_pending)
 
 
-def restored_sizes(journal, before):
+def restored_sizes(journal: Journal, before: dict[str, int]) -> dict[str, int]:
     """The sizes before the upgrade; fields the journal lacks (no scale-up happened) keep their value."""
-    def pick(original, current):
+    def pick(original: int | None, current: int) -> int:
         return current if original is None else original
 
     desired = pick(journal.original_desired_capacity, before["desired_capacity"])
@@ -241,7 +246,7 @@ def restored_sizes(journal, before):
                 desired_capacity=desired)
 
 
-def surplus_instances(asg, nodes, count):
+def surplus_instances(asg: dict[str, Any], nodes: list[Any], count: int) -> list[dict[str, Any]]:
     """The ``count`` instances to remove (SPEC U6: AZ-balanced, off the group's launch template version first),
     as join records."""
     if count <= 0:
@@ -252,7 +257,8 @@ def surplus_instances(asg, nodes, count):
     return scale_in_choice(joined, count, int(group_version) if group_version.isdigit() else None)
 
 
-def plan_restore(asg, before, journal, nodes, result):
+def plan_restore(asg: dict[str, Any], before: dict[str, int], journal: Journal, nodes: list[Any], result: dict[str, Any]
+                 ) -> tuple[dict[str, int], list[dict[str, Any]], list[str], dict[str, Any]]:
     """What the restore does to ``asg``, whose sizes are ``before``, also put in ``result``: (the sizes after, the
     surplus instances, the processes to resume, the diff)."""
     after = restored_sizes(journal, before)
@@ -267,7 +273,8 @@ def plan_restore(asg, before, journal, nodes, result):
     return after, surplus, to_resume, diff
 
 
-def autoscaler_stop(module, autoscaling, asg, journal, result, changed):
+def autoscaler_stop(module: EksopsModule, autoscaling: Any, asg: dict[str, Any], journal: Journal, result: dict[str, Any],
+                    changed: bool) -> dict[str, Any]:
     """U6/C3: the cluster autoscaler moved the group; stop without restoring (fail or report, as asked)."""
     err = autoscaler_error(autoscaling, asg, journal)
     result.update(autoscaler_detected=True, scaling_activities=err.details["scaling_activities"])
@@ -276,7 +283,8 @@ def autoscaler_stop(module, autoscaling, asg, journal, result, changed):
     return dict(changed=changed, msg=err.msg, restore=result)
 
 
-def drain_surplus(module, group, journal, surplus_ids, result):
+def drain_surplus(module: EksopsModule, group: NodegroupRef, journal: Journal, surplus_ids: list[str],
+                  result: dict[str, Any]) -> bool:
     """Drain the nodes of the surplus instances, found again now: an instance that had no node a moment ago may
     have joined since (U6: the surplus is drained like any other node, never removed with pods on it). Returns
     whether there was a node to drain."""
@@ -295,7 +303,8 @@ def drain_surplus(module, group, journal, surplus_ids, result):
     return True
 
 
-def remove_surplus(module, autoscaling, group, journal, surplus_ids, desired_after, result):
+def remove_surplus(module: EksopsModule, autoscaling: Any, group: NodegroupRef, journal: Journal, surplus_ids: list[str],
+                   desired_after: int, result: dict[str, Any]) -> Journal:
     """Terminate the drained surplus instances (U5 checked first), each lowering the desired capacity, to
     ``desired_after``, which the journal records; then wait until they are gone. Returns the journal written."""
     wait_timeout = module.params["wait_timeout"]
@@ -315,7 +324,8 @@ def remove_surplus(module, autoscaling, group, journal, surplus_ids, desired_aft
     return journal
 
 
-def restore_group(module, autoscaling, group, journal, after, to_resume, result):
+def restore_group(module: EksopsModule, autoscaling: Any, group: NodegroupRef, journal: Journal, after: dict[str, int],
+                  to_resume: list[str], result: dict[str, Any]) -> None:
     """The sizes, the scale-in protection the upgrade set, the suspended processes and the C2 annotations back."""
     name = group.asg_name
     if asg_sizes(group.asg) != after:
@@ -328,7 +338,7 @@ def restore_group(module, autoscaling, group, journal, after, to_resume, result)
                                                              list_nodegroup_nodes(module.core_v1(), group))
 
 
-def run(module):
+def run(module: EksopsModule) -> dict[str, Any]:
     started_clock = time.time()
     params = module.params
     validate_params(params)
@@ -386,7 +396,7 @@ def run(module):
     return module.with_diff(dict(changed=True, restore=result), **diff)
 
 
-def main():
+def main() -> None:
     module = EksopsModule(ARGUMENT_SPEC, uses_aws=True, uses_k8s=True, supports_check_mode=True)
     module.run(lambda: run(module))
 
