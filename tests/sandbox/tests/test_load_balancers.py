@@ -80,11 +80,15 @@ def nodes_by_instance(sandbox, nodegroup="workers"):
     return found
 
 
-def unused_node(sandbox, taken=set()):
+# The nodes tests have taken: the sandbox is the module's, and each test takes its own node.
+TAKEN_NODES: set = set()
+
+
+def unused_node(sandbox):
     """A workers node no test has touched yet (each test takes its own)."""
     for instance_id, name in sorted(nodes_by_instance(sandbox).items()):
-        if instance_id not in taken:
-            taken.add(instance_id)
+        if instance_id not in TAKEN_NODES:
+            TAKEN_NODES.add(instance_id)
             return instance_id, name
     raise AssertionError("no untouched node left")
 
@@ -187,13 +191,19 @@ def test_cluster_autoscaler_taint_removes_the_node_from_target_groups_and_classi
     assert classic_health(sandbox)[instance_id]["Description"] == "Instance deregistration currently in progress."
 
 
+def report_with_violations(sandbox, instance_id, count, at_least=False):
+    """The sandbox's report once it records ``count`` load balancer violations (or at least that many) of
+    ``instance_id``; else None."""
+    report = sandbox.report()
+    found = len([v for v in report["load_balancer_violations"] if v["instance_id"] == instance_id])
+    return report if (found >= count if at_least else found == count) else None
+
+
 def test_instance_terminated_while_registered_leaves_and_is_a_violation(sandbox):
     instance_id, node = unused_node(sandbox)
     client(sandbox, "autoscaling").terminate_instance_in_auto_scaling_group(
         InstanceId=instance_id, ShouldDecrementDesiredCapacity=False)
-    report = wait_for(lambda: (lambda r: r if len([v for v in r["load_balancer_violations"]
-                                                   if v["instance_id"] == instance_id]) == 3 else None)(
-        sandbox.report()), timeout=5)
+    report = wait_for(lambda: report_with_violations(sandbox, instance_id, 3), timeout=5)
     violations = {v["load_balancer"]: v for v in report["load_balancer_violations"] if v["instance_id"] == instance_id}
     assert set(violations) == {"web-fast", "web-slow", "legacy"}
     assert {v["state"] for v in violations.values()} == {"registered"}
@@ -212,9 +222,7 @@ def test_instance_terminated_while_draining_is_a_violation(sandbox):
     wait_for(lambda: target_health(sandbox, "web-slow").get(instance_id, {}).get("State") == "draining", timeout=5)
     client(sandbox, "autoscaling").terminate_instance_in_auto_scaling_group(
         InstanceId=instance_id, ShouldDecrementDesiredCapacity=True)
-    report = wait_for(lambda: (lambda r: r if any(v["instance_id"] == instance_id
-                                                  for v in r["load_balancer_violations"]) else None)(
-        sandbox.report()), timeout=5)
+    report = wait_for(lambda: report_with_violations(sandbox, instance_id, 1, at_least=True), timeout=5)
     violations = [v for v in report["load_balancer_violations"] if v["instance_id"] == instance_id]
     assert {v["state"] for v in violations} == {"draining"}
     assert "web-slow" in {v["load_balancer"] for v in violations}
