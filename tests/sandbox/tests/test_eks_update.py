@@ -187,9 +187,9 @@ def test_the_minimal_strategy_replaces_nodes_without_surge():
 
 def test_new_nodes_that_never_become_ready_fail_the_update_with_node_creation_failure():
     amis = [AMIS[0], {**AMIS[1], "never_ready": True}]
-    cluster = dict(EKS_CLUSTER, amis=amis)
+    cluster = {key: value for key, value in EKS_CLUSTER.items() if key != "amis"}
     loaded = scenario(
-        **cluster,
+        **cluster, amis=amis,
         nodegroups=[{"name": "workers", "kind": "managed", "ami": OLD_AMI, "availability_zones": ["us-west-2a"],
                      "min_size": 1, "max_size": 1, "desired_capacity": 1}],
         timings={"eks_node_ready_timeout_seconds": 1.0})
