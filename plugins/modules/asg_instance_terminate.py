@@ -209,7 +209,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
     set_scale_in_protection,
     utc_now,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.group_watch import GroupWatch
+from ansible_collections.eksops.nodegroup.plugins.module_utils.group_watch import GroupSnapshot, GroupWatch
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import list_nodegroup_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.termination import (
     describe_known_instances,
@@ -229,18 +229,20 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     UpgradeError,
     invalid_parameter,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import write_journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION, claim
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC, describe_asg, find_module_nodegroup
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
+    NODEGROUP_ARGUMENT_SPEC,
+    NodegroupRef,
+    describe_asg,
+    find_module_nodegroup,
+)
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodes import (
     termination_check,
     termination_problems_message,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import LEAVING_STATES, launch_failure_error, persistent_launch_failure
-from ansible_collections.eksops.nodegroup.plugins.module_utils.group_watch import GroupSnapshot
-from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NodegroupRef
 
 ARGUMENT_SPEC = dict(
     NODEGROUP_ARGUMENT_SPEC,

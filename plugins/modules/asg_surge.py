@@ -215,7 +215,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
     suspended_process_names,
     utc_now,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.group_watch import GroupWatch
+from ansible_collections.eksops.nodegroup.plugins.module_utils.group_watch import GroupSnapshot, GroupWatch
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import mark_scale_down_disabled
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
@@ -227,7 +227,12 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Jo
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION, claim
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kinds import expected_node_labels
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC, describe_asg, find_module_nodegroup
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
+    NODEGROUP_ARGUMENT_SPEC,
+    NodegroupRef,
+    describe_asg,
+    find_module_nodegroup,
+)
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
     SURGE_CAP_LIMIT,
     PERSISTENT_FAILURES_PER_AZ,
@@ -241,8 +246,6 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
     split_old_new,
     validate_suspend_processes,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.group_watch import GroupSnapshot
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NodegroupRef
 
 ARGUMENT_SPEC = dict(
     NODEGROUP_ARGUMENT_SPEC,

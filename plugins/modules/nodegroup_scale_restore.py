@@ -181,12 +181,13 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     UpgradeError,
     invalid_parameter,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import clear_journal, write_journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, clear_journal, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION, claim
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import join_instances_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
     NODEGROUP_ARGUMENT_SPEC,
+    NodegroupRef,
     asg_launch_template,
     describe_asg,
     find_module_nodegroup,
@@ -201,8 +202,6 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
     autoscaler_changed,
     scale_in_choice,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NodegroupRef
 
 ARGUMENT_SPEC = dict(
     NODEGROUP_ARGUMENT_SPEC,
