@@ -15,7 +15,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling, ec2, eks, ssm
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling, ec2, eks, elb, elbv2, ssm
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 
 ASG = "workers"
@@ -26,6 +26,11 @@ GROUP = {"AutoScalingGroupName": ASG, "MinSize": 1, "MaxSize": 3, "DesiredCapaci
 UPDATE = {"id": "u-1", "status": "InProgress", "type": "VersionUpdate"}
 NAMES = {"clusterName": "prod", "nodegroupName": "ng-1"}
 LT_SPEC = {"LaunchTemplateId": LT, "Version": "4"}
+TG_ARN = "arn:aws:elasticloadbalancing:us-west-2:123456789012:targetgroup/k8s-default-web/0123456789abcdef"
+DRAINING_TARGET = {"Target": {"Id": "i-1", "Port": 30080},
+                   "TargetHealth": {"State": "draining", "Reason": "Target.DeregistrationInProgress"}}
+CLASSIC_DRAINING = {"InstanceId": "i-1", "State": "InService", "ReasonCode": "N/A",
+                    "Description": "Instance deregistration currently in progress."}
 
 
 def group_tag(key, value):
@@ -113,6 +118,29 @@ CASES = [
      "update the updateConfig of node group ng-1"),
     (eks, "update_nodegroup_version", (dict(NAMES, releaseVersion="1.31.0-20261101"),), "update_nodegroup_version",
      dict(NAMES, releaseVersion="1.31.0-20261101"), {"update": UPDATE}, UPDATE, "update the version of node group ng-1"),
+    (elbv2, "describe_target_groups", (), "describe_target_groups", {},
+     {"TargetGroups": [{"TargetGroupArn": TG_ARN, "TargetType": "instance"}]},
+     [{"TargetGroupArn": TG_ARN, "TargetType": "instance"}], "describe the target groups"),
+    (elbv2, "describe_tags", ([TG_ARN],), "describe_tags", {"ResourceArns": [TG_ARN]},
+     {"TagDescriptions": [{"ResourceArn": TG_ARN, "Tags": [{"Key": "elbv2.k8s.aws/cluster", "Value": "prod"}]}]},
+     {TG_ARN: {"elbv2.k8s.aws/cluster": "prod"}}, "describe the tags of 1 target group(s)"),
+    (elbv2, "describe_target_health", (TG_ARN,), "describe_target_health", {"TargetGroupArn": TG_ARN},
+     {"TargetHealthDescriptions": [DRAINING_TARGET]}, [DRAINING_TARGET],
+     "describe the targets of target group %s" % TG_ARN),
+    (elbv2, "describe_target_group_attributes", (TG_ARN,), "describe_target_group_attributes",
+     {"TargetGroupArn": TG_ARN}, {"Attributes": [{"Key": "deregistration_delay.timeout_seconds", "Value": "20"}]},
+     {"deregistration_delay.timeout_seconds": "20"}, "describe the attributes of target group %s" % TG_ARN),
+    (elb, "describe_load_balancers", (), "describe_load_balancers", {},
+     {"LoadBalancerDescriptions": [{"LoadBalancerName": "web"}]}, [{"LoadBalancerName": "web"}],
+     "describe the Classic Load Balancers"),
+    (elb, "describe_tags", (["web"],), "describe_tags", {"LoadBalancerNames": ["web"]},
+     {"TagDescriptions": [{"LoadBalancerName": "web", "Tags": [{"Key": "kubernetes.io/cluster/prod", "Value": "owned"}]}]},
+     {"web": {"kubernetes.io/cluster/prod": "owned"}}, "describe the tags of 1 Classic Load Balancer(s)"),
+    (elb, "describe_instance_health", ("web",), "describe_instance_health", {"LoadBalancerName": "web"},
+     {"InstanceStates": [CLASSIC_DRAINING]}, [CLASSIC_DRAINING], "describe the instances of Classic Load Balancer web"),
+    (elb, "describe_load_balancer_attributes", ("web",), "describe_load_balancer_attributes",
+     {"LoadBalancerName": "web"}, {"LoadBalancerAttributes": {"ConnectionDraining": {"Enabled": True, "Timeout": 5}}},
+     {"ConnectionDraining": {"Enabled": True, "Timeout": 5}}, "describe the attributes of Classic Load Balancer web"),
     (ssm, "get_parameter", ("/aws/service/eks/x",), "get_parameter", {"Name": "/aws/service/eks/x"},
      {"Parameter": {"Value": "ami-9\n"}}, "ami-9", "read SSM parameter /aws/service/eks/x"),
 ]
@@ -127,7 +155,7 @@ def stubbed(module):
 
 def test_every_aws_api_function_has_a_case():
     functions = set()
-    for module in (autoscaling, ec2, eks, ssm):
+    for module in (autoscaling, ec2, eks, elb, elbv2, ssm):
         functions.update((module, name) for name, value in vars(module).items()
                          if inspect.isfunction(value) and value.__module__ == module.__name__
                          and not name.startswith("_"))
@@ -166,3 +194,21 @@ def test_nothing_to_do_sends_no_request(call):
     with stubber:
         call(client)
     stubber.assert_no_pending_responses()
+
+
+@pytest.mark.parametrize("module", [elb, elbv2])
+def test_tags_are_asked_twenty_at_a_time_and_none_for_none(module):
+    """DescribeTags of both APIs takes at most 20 resources (ELB and ELBv2 API references)."""
+    names = ["%s-%02d" % (TG_ARN if module is elbv2 else "web", index) for index in range(45)]
+    key = "ResourceArns" if module is elbv2 else "LoadBalancerNames"
+    id_key = "ResourceArn" if module is elbv2 else "LoadBalancerName"
+    client, stubber = stubbed(module)
+    for start in (0, 20, 40):
+        chunk = names[start:start + 20]
+        stubber.add_response("describe_tags", {"TagDescriptions": [{id_key: name, "Tags": [{"Key": "k", "Value": name}]}
+                                                                   for name in chunk]}, {key: chunk})
+    with stubber:
+        assert module.describe_tags(client, names) == dict((name, {"k": name}) for name in names)
+        assert module.describe_tags(client, []) == {}
+    stubber.assert_no_pending_responses()
+

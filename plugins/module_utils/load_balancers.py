@@ -1,0 +1,136 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Which of the cluster's load balancers still hold an instance (SPEC B3, issue 11 item 3).
+
+The cluster's load balancers are found by the tags their controllers put on them:
+- ELBv2 target groups: ``elbv2.k8s.aws/cluster=<cluster>`` (AWS Load Balancer Controller,
+  kubernetes-sigs/aws-load-balancer-controller ``pkg/deploy/tracking/provider.go``) or ``kubernetes.io/cluster/<cluster>``
+  (the in-tree service controller's Network Load Balancers, kubernetes/cloud-provider-aws ``pkg/providers/v1/tags.go``);
+- Classic Load Balancers: ``kubernetes.io/cluster/<cluster>`` (the in-tree service controller).
+
+An instance target is held from its registration until its deregistration has finished: DescribeTargetHealth lists
+it ``draining`` for the group's deregistration delay (Application Load Balancers user guide, "Deregistration
+delay"), and DescribeInstanceHealth lists a deregistering instance InService, "Instance deregistration currently in
+progress.", while its connections drain (Classic Load Balancers user guide, "Configure connection draining"). A
+target group of ``ip`` targets holds pods, not nodes: they leave it through the drain itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import elb, elbv2
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import ACCESS_DENIED, UpgradeError
+
+LBC_CLUSTER_TAG = "elbv2.k8s.aws/cluster"
+DELAY_ATTRIBUTE = "deregistration_delay.timeout_seconds"
+# ELBv2 TargetHealth states: every one but ``unused`` (not registered, or the instance is stopped or terminated)
+# means the load balancer still counts the target (API reference, TargetHealth).
+NOT_HELD = "unused"
+
+
+def cluster_tag(cluster_name: str) -> str:
+    return "kubernetes.io/cluster/%s" % cluster_name
+
+
+def _of_cluster(tags: dict[str, str], cluster_name: str, lbc_tag: bool) -> bool:
+    return cluster_tag(cluster_name) in tags or (lbc_tag and tags.get(LBC_CLUSTER_TAG) == cluster_name)
+
+
+class ClusterLoadBalancers:
+    """The cluster's target groups and Classic Load Balancers, found once; which of them hold an instance now."""
+
+    def __init__(self, elbv2_client: Any, elb_client: Any, target_groups: list[dict[str, Any]],
+                 classic: list[dict[str, Any]]) -> None:
+        self._elbv2 = elbv2_client
+        self._elb = elb_client
+        self.target_groups = target_groups
+        self.classic = classic
+        self._delays = {}
+
+    @classmethod
+    def discover(cls, elbv2_client: Any, elb_client: Any, cluster_name: str) -> ClusterLoadBalancers:
+        """Every target group and Classic Load Balancer tagged for ``cluster_name`` (two listings, and their tags)."""
+        groups = elbv2.describe_target_groups(elbv2_client)
+        group_tags = elbv2.describe_tags(elbv2_client, [group["TargetGroupArn"] for group in groups])
+        balancers = elb.describe_load_balancers(elb_client)
+        balancer_tags = elb.describe_tags(elb_client, [balancer["LoadBalancerName"] for balancer in balancers])
+        return cls(elbv2_client, elb_client,
+                   [group for group in groups
+                    if _of_cluster(group_tags.get(group["TargetGroupArn"], {}), cluster_name, lbc_tag=True)],
+                   [balancer for balancer in balancers
+                    if _of_cluster(balancer_tags.get(balancer["LoadBalancerName"], {}), cluster_name, lbc_tag=False)])
+
+    @property
+    def found(self) -> bool:
+        """Whether the cluster has any load balancer this finds; when not, nothing better than a fixed wait is known."""
+        return bool(self.target_groups or self.classic)
+
+    def describe(self) -> str:
+        instance = sum(1 for group in self.target_groups if group.get("TargetType") == "instance")
+        return "%d target group(s) (%d of instance targets) and %d Classic Load Balancer(s)" % (
+            len(self.target_groups), instance, len(self.classic))
+
+    def holding(self, instance_ids: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
+        """{instance id: the load balancers that still hold it}, each {kind, name, state, delay_seconds}: registered,
+        or deregistered and still draining. An instance held by none is absent."""
+        wanted = set(instance_ids)
+        held = {}
+        for group in self.target_groups:
+            if group.get("TargetType") != "instance":
+                continue
+            for target in elbv2.describe_target_health(self._elbv2, group["TargetGroupArn"]):
+                state = (target.get("TargetHealth") or {}).get("State")
+                if target["Target"]["Id"] in wanted and state != NOT_HELD:
+                    held.setdefault(target["Target"]["Id"], []).append(self._holder("target group", group, state))
+        for balancer in self.classic:
+            for instance in elb.describe_instance_health(self._elb, balancer["LoadBalancerName"]):
+                if instance["InstanceId"] in wanted:
+                    state = instance.get("State")
+                    if instance.get("Description", "").startswith("Instance deregistration currently in progress"):
+                        state = "draining"
+                    held.setdefault(instance["InstanceId"], []).append(self._holder("Classic Load Balancer", balancer,
+                                                                                    state))
+        return held
+
+    def _holder(self, kind: str, balancer: dict[str, Any], state: str | None) -> dict[str, Any]:
+        name = balancer.get("TargetGroupName") or balancer["LoadBalancerName"]
+        return dict(kind=kind, name=name, state=state, delay_seconds=self._delay(kind, balancer))
+
+    def _delay(self, kind: str, balancer: dict[str, Any]) -> int | None:
+        """The target group's deregistration delay, or the Classic Load Balancer's connection draining timeout
+        (0 when draining is off), read once; None when AWS did not say."""
+        key = balancer.get("TargetGroupArn") or balancer["LoadBalancerName"]
+        if key not in self._delays:
+            if kind == "target group":
+                value = elbv2.describe_target_group_attributes(self._elbv2, key).get(DELAY_ATTRIBUTE)
+                self._delays[key] = int(value) if value not in (None, "") else None
+            else:
+                draining = elb.describe_load_balancer_attributes(self._elb, key).get("ConnectionDraining") or {}
+                self._delays[key] = int(draining.get("Timeout") or 0) if draining.get("Enabled") else 0
+        return self._delays[key]
+
+
+def describe_holders(holders: Iterable[dict[str, Any]]) -> str:
+    """'target group web-tg (draining, deregistration delay 300 s), ...' for a message."""
+    return ", ".join("%s %s (%s%s)" % (holder["kind"], holder["name"], holder["state"],
+                                       "" if holder["delay_seconds"] is None
+                                       else ", deregistration delay %d s" % holder["delay_seconds"])
+                     for holder in holders)
+
+
+def find_cluster_load_balancers(aws: Callable[[str], Any], cluster_name: str,
+                                warn: Callable[[str], None]) -> ClusterLoadBalancers | None:
+    """The cluster's load balancers (``aws`` makes a client for a service name), or None with a warning when the
+    credentials may not list them: the drain then waits the fixed post-drain wait, as before B3."""
+    try:
+        return ClusterLoadBalancers.discover(aws("elbv2"), aws("elb"), cluster_name)
+    except UpgradeError as err:
+        if err.code != ACCESS_DENIED:
+            raise
+        warn("the load balancers of cluster %s could not be listed (%s): each drained node waits the fixed "
+             "post_drain_wait instead of its load balancers (docs/iam-policy.json lists the permissions)"
+             % (cluster_name, err.msg))
+        return None
