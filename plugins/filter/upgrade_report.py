@@ -54,6 +54,8 @@ _value:
       found the group. C(eks_update) is what EKS did on a managed node group.
     - C(pods_evicted), C(pods_deleted_by_force), C(pod_warnings) and C(pdb_wait_seconds) add up every drained
       node; C(pdb_wait_seconds) is null when a drain did not report it.
+    - C(post_drain_waits) has, for every drained node, the seconds it waited after it was empty and the load
+      balancers that held its instance meanwhile (SPEC B3).
     - C(restored) has the sizes and processes the scale-down restored (null when it restored nothing);
       C(error) is the run's error with a one-line C(summary).
   type: dict
@@ -86,6 +88,8 @@ _value:
     pods_deleted_by_force: []
     pod_warnings: []
     pdb_wait_seconds: 12.5
+    post_drain_waits:
+      ip-10-0-1-1.ec2.internal: {seconds: 21.4, load_balancers: [k8s-default-web-3c1f0e2a9b]}
     dry_run: false
     plan: null
     autoscaler_detected: false
@@ -182,6 +186,9 @@ def _pods(drained: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
         pods_deleted_by_force=[pod for node in nodes for pod in node["deleted"]],
         pod_warnings=[warning for node in nodes for warning in node["warnings"]],
         pdb_wait_seconds=_pdb_wait_seconds(drained),
+        post_drain_waits=dict((name, dict(seconds=node["post_drain_waited_seconds"],
+                                          load_balancers=node["load_balancers"]))
+                              for name, node in drained.items()),
     )
 
 

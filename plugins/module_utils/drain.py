@@ -11,7 +11,7 @@
 The rooms, one concern each, in ``_drain/``: ``options`` (what is asked), ``pods`` (reading a pod), ``filters``
 (which pods go, D3-D10), ``cordon`` (D1, U4, C1), ``eviction`` (what an answer means, D13), ``deadlines`` (D14),
 ``budget_gate`` (pacing by the PDBs, S5), ``scheduler`` (the removal jobs, P4), ``node_drain`` (one node, D2-D16),
-``result`` (D16) and ``api`` (the calls). The instances' nodes and the check before a termination are in
+``post_drain`` (the wait before a termination, U5, B3), ``result`` (D16) and ``api`` (the calls). The instances' nodes and the check before a termination are in
 ``module_utils/nodes.py``.
 """
 
@@ -45,16 +45,19 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.pods impor
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.result import DrainResult
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.scheduler import EvictionScheduler
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import translate_k8s_errors
+from ansible_collections.eksops.nodegroup.plugins.module_utils.load_balancers import ClusterLoadBalancers
 
 
 class _Engine:
     """What the drains of one batch share: the API, the options, the log, the removal scheduler and the gate."""
 
     def __init__(self, api: KubeApi, options: DrainOptions, log: Callable[[str], None],
-                 pdb_retry_seconds: float = PDB_RETRY_SECONDS, server_error_retries: int = SERVER_ERROR_RETRIES) -> None:
+                 pdb_retry_seconds: float = PDB_RETRY_SECONDS, server_error_retries: int = SERVER_ERROR_RETRIES,
+                 load_balancers: ClusterLoadBalancers | None = None) -> None:
         self.api = api
         self.options = options
         self.log = log
+        self.load_balancers = load_balancers
         self.pdb_retry_seconds = pdb_retry_seconds
         self.server_error_retries = server_error_retries
         self.scheduler = None
@@ -87,7 +90,8 @@ def _run_side_by_side(drains: list[NodeDrain]) -> None:
 
 def drain_nodes(core_v1: Any, node_names: Iterable[str] | None, options: DrainOptions | Mapping[str, Any] | None, *,
                 log: Callable[[str], None] | None = None, pdb_retry_seconds: float = PDB_RETRY_SECONDS,
-                server_error_retries: int = SERVER_ERROR_RETRIES) -> DrainResult:
+                server_error_retries: int = SERVER_ERROR_RETRIES,
+                load_balancers: ClusterLoadBalancers | None = None) -> DrainResult:
     """Cordon all ``node_names`` (D1), then drain them concurrently (D2-D16). Returns a DrainResult.
 
     Raises UpgradeError before touching anything for bad options, unknown nodes and nodes the cluster
@@ -95,12 +99,14 @@ def drain_nodes(core_v1: Any, node_names: Iterable[str] | None, options: DrainOp
     (the node stays cordoned) and ``result.raise_for_failure()`` turns them into a PodEvictionFailure.
     In check mode nothing is changed and the result lists what would be evicted, deleted, skipped or refused.
     ``pdb_retry_seconds`` and ``server_error_retries``: D13's PDB retry interval and 500 retries (tests shorten them).
+    ``load_balancers``: the cluster's (B3); each drained node's instance is waited out of them before the drain ends.
+    Without them the post-drain wait is fixed.
     """
     options = DrainOptions.coerce(options)
     names = validate_names(node_names)
     log = log or noop_log
     api = KubeApi(core_v1)
-    engine = _Engine(api, options, log, pdb_retry_seconds, server_error_retries)
+    engine = _Engine(api, options, log, pdb_retry_seconds, server_error_retries, load_balancers)
     result = DrainResult(names)
     with translate_k8s_errors("drain nodes"):
         cordoned = cordon(api, names, options.run_id, options.exclude_from_load_balancers, options.check_mode, log)

@@ -17,6 +17,9 @@ CLUSTER_UNREACHABLE = "ClusterUnreachable"
 INVALID_PARAMETER = "InvalidParameter"
 NOT_FOUND = "ResourceNotFound"
 AUTOSCALER_ACTIVE = "ClusterAutoscalerActive"
+# Not an EKS code (SPEC B3): a load balancer still held a drained node's instance after post_drain_wait, so the
+# instance was not terminated.
+LOAD_BALANCER_DEREGISTRATION_TIMEOUT = "LoadBalancerDeregistrationTimeout"
 # Not an EKS code: an unfinished upgrade journal names another target than this run's. (EKS's own
 # Ec2LaunchTemplateVersionMismatch is a health issue of a managed node group; people who see both must not
 # take one for the other.)

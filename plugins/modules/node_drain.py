@@ -49,8 +49,16 @@ description:
     RV(drain.nodes.skipped) and a warning, and the node is annotated C(eksops.nodegroup/left-pods) so that
     C(asg_instance_terminate) lets these pods go with the instance (an uncordon removes the annotation). A pod
     that comes back once with nothing in its spec to explain it is evicted again after a jittered backoff."
-  - After a node is empty the module waits O(post_drain_wait) seconds so load balancers drop the node, watching
-    its pods meanwhile; a pod that lands then is removed and the wait starts over.
+  - "After a node is empty the module waits until the cluster's load balancers have let its instance go (SPEC
+    B3): with O(cluster_name) and O(exclude_from_load_balancers), it finds the cluster's ELBv2 target groups (tag
+    C(elbv2.k8s.aws/cluster) or C(kubernetes.io/cluster/<cluster_name>)) and Classic Load Balancers (tag
+    C(kubernetes.io/cluster/<cluster_name>)), and waits until none of them lists the instance as registered or
+    draining, for at least O(post_drain_min_wait) and at most O(post_drain_wait) seconds. An instance still held
+    then fails the node with C(LoadBalancerDeregistrationTimeout) naming the load balancer (it stays cordoned),
+    unless O(ignore_load_balancer_timeout). Target groups of C(ip) targets hold pods, which leave them through the
+    drain itself. When the cluster has no such load balancer (or the AWS credentials may not list them: a warning
+    says so), nothing better is known than a fixed wait of O(post_drain_min_wait), by default O(post_drain_wait)."
+  - The node's pods are watched during the wait; a pod that lands then is removed and the wait starts over.
   - Records a Kubernetes Event on each node it changes (reasons C(EksopsCordon), C(EksopsDrain),
     C(EksopsDrainFailed), C(EksopsUncordon); source C(eksops-nodegroup)).
   - Never cordons or drains a node carrying the cluster autoscaler's C(ToBeDeletedByClusterAutoscaler) taint
@@ -178,10 +186,25 @@ options:
     default: true
   post_drain_wait:
     description:
-      - Seconds to wait after a node is empty, so load balancers finish deregistering it before it is
-        terminated. Owed even when this run evicted nothing (the node may have been labelled just before).
+      - The longest, in seconds, a node waits after it is empty for the cluster's load balancers to let its
+        instance go before it may be terminated; the fixed wait when the cluster has no load balancer this module
+        finds. Owed even when this run evicted nothing (the node may have been labelled just before).
+      - Set it above the longest deregistration delay of the cluster's target groups (300 s unless they set
+        C(deregistration_delay.timeout_seconds)) less the time the drain itself takes.
     type: int
     default: 60
+  post_drain_min_wait:
+    description:
+      - The shortest wait, in seconds, after a node is empty, at most O(post_drain_wait).
+      - Defaults to 0 when the cluster's load balancers were found (their answers say when the node may go), and
+        to O(post_drain_wait) when none was.
+    type: int
+  ignore_load_balancer_timeout:
+    description:
+      - When a load balancer still holds a drained node's instance after O(post_drain_wait), warn and let the node
+        go instead of failing it with C(LoadBalancerDeregistrationTimeout).
+    type: bool
+    default: false
   eviction_concurrency:
     description:
       - Most eviction or delete requests in flight at once across all nodes (1 to 100).
@@ -204,7 +227,7 @@ options:
   cluster_name:
     description:
       - Name of the EKS cluster, used to reach the Kubernetes API with an EKS token when no kubeconfig or
-        O(host) is given.
+        O(host) is given, and to find the cluster's load balancers by their tags (see O(post_drain_wait)).
     type: str
 extends_documentation_fragment:
   - eksops.nodegroup.aws
@@ -369,6 +392,14 @@ drain:
               no disruption. Pods blocked at the same time count once; a pod's wait ends when its eviction is
               accepted or fails. C(0.0) when no budget got in the way, and for O(state=cordon) and O(state=uncordon).
           type: float
+        post_drain_waited_seconds:
+          description: Seconds (one decimal) the node waited after it was empty, for its load balancers or the fixed wait.
+          type: float
+        load_balancers:
+          description: The names of the target groups and Classic Load Balancers that held the node's instance during
+            the wait after its drain (SPEC B3).
+          type: list
+          elements: str
         error:
           description: Why the node failed, or null.
           type: str
@@ -382,6 +413,8 @@ drain:
           failed: []
           warnings: []
           pdb_wait_seconds: 12.4
+          post_drain_waited_seconds: 21.5
+          load_balancers: [k8s-default-web-3c1f0e2a9b]
           returning_workloads: []
           error: null
     instances:
@@ -416,6 +449,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import (
     DEFAULT_OPTIONS, DrainOptions, cordon_nodes, drain_nodes, read_nodes, uncordon_nodes)
 from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import instance_id_of
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION, claim
+from ansible_collections.eksops.nodegroup.plugins.module_utils.load_balancers import find_cluster_load_balancers
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.node_scope import check_nodes_in_nodegroup
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import find_module_nodegroup
@@ -443,6 +477,8 @@ ARGUMENT_SPEC = dict(
     pod_selectors=dict(type="list", elements="str", aliases=["label_selectors"]),
     exclude_from_load_balancers=dict(type="bool", default=DEFAULT_OPTIONS["exclude_from_load_balancers"]),
     post_drain_wait=dict(type="int", default=DEFAULT_OPTIONS["post_drain_wait"]),
+    post_drain_min_wait=dict(type="int"),
+    ignore_load_balancer_timeout=dict(type="bool", default=DEFAULT_OPTIONS["ignore_load_balancer_timeout"]),
     eviction_concurrency=dict(type="int", default=DEFAULT_OPTIONS["eviction_concurrency"]),
     run_id=dict(type="str"),
     cluster_name=dict(type="str"),
@@ -464,6 +500,8 @@ def drain_options(params: dict[str, Any], check_mode: bool) -> DrainOptions:
         pod_selectors=params["pod_selectors"],
         exclude_from_load_balancers=params["exclude_from_load_balancers"],
         post_drain_wait=params["post_drain_wait"],
+        post_drain_min_wait=params["post_drain_min_wait"],
+        ignore_load_balancer_timeout=params["ignore_load_balancer_timeout"],
         eviction_concurrency=params["eviction_concurrency"],
         run_id=params["run_id"],
         check_mode=check_mode,
@@ -471,6 +509,15 @@ def drain_options(params: dict[str, Any], check_mode: bool) -> DrainOptions:
 
 
 ACTIONS = dict(drain="cordon or drain", cordon="cordon", uncordon="uncordon")
+
+
+def drain(module: EksopsModule, core_v1: Any, names: list[str], options: DrainOptions) -> Any:
+    """Cordon and drain the nodes. The cluster's load balancers (B3) are looked for when the nodes get the label
+    that makes their controllers let them go, and a cluster name to find them by."""
+    balancers = None
+    if module.params["cluster_name"] and options.exclude_from_load_balancers and not module.check_mode:
+        balancers = find_cluster_load_balancers(module.aws, module.params["cluster_name"], module.warn)
+    return drain_nodes(core_v1, names, options, log=module.log, load_balancers=balancers)
 
 
 def run(module: EksopsModule) -> dict[str, Any]:
@@ -512,7 +559,7 @@ def run(module: EksopsModule) -> dict[str, Any]:
         claim(module, module.aws("autoscaling"), group.asg)
     state = params["state"]
     if state == "drain":
-        result = drain_nodes(core_v1, names, options, log=module.log)
+        result = drain(module, core_v1, names, options)
     elif state == "cordon":
         result = cordon_nodes(core_v1, names, run_id=options.run_id,
                               exclude_from_load_balancers=options.exclude_from_load_balancers,

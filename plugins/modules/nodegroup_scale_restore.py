@@ -43,9 +43,22 @@ options:
     default: 900
   post_drain_wait:
     description:
-      - Seconds between a node being empty and its termination, for load balancers to deregister it.
+      - The longest, in seconds, a surplus node waits after it is empty for the cluster's load balancers (found by
+        their tags, as M(eksops.nodegroup.node_drain) does) to let its instance go; the fixed wait when the cluster
+        has none.
     type: int
     default: 60
+  post_drain_min_wait:
+    description:
+      - The shortest wait after a surplus node is empty, at most O(post_drain_wait). Defaults to 0 when the
+        cluster's load balancers were found, to O(post_drain_wait) when none was.
+    type: int
+  ignore_load_balancer_timeout:
+    description:
+      - Let a surplus node go when a load balancer still holds its instance after O(post_drain_wait), with a
+        warning, instead of failing with C(LoadBalancerDeregistrationTimeout).
+    type: bool
+    default: false
   force:
     description:
       - Delete the pods that PodDisruptionBudgets still protect after O(drain_timeout).
@@ -175,7 +188,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import list_nodegroup_nodes, unmark_scale_down_disabled
 from ansible_collections.eksops.nodegroup.plugins.module_utils.termination import wait_terminated, WAIT_TIMEOUT
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
-from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import DEFAULT_OPTIONS as DRAIN_DEFAULTS, drain_nodes
+from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import DEFAULT_OPTIONS as DRAIN_DEFAULTS, DrainOptions, drain_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     POD_EVICTION_FAILURE,
     UpgradeError,
@@ -183,6 +196,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, clear_journal, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION, claim
+from ansible_collections.eksops.nodegroup.plugins.module_utils.load_balancers import find_cluster_load_balancers
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import join_instances_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
@@ -208,6 +222,8 @@ ARGUMENT_SPEC = dict(
     on_autoscaler=dict(type="str", choices=["fail", "stop"], default="fail"),
     drain_timeout=dict(type="int", default=DRAIN_DEFAULTS["drain_timeout"]),
     post_drain_wait=dict(type="int", default=DRAIN_DEFAULTS["post_drain_wait"]),
+    post_drain_min_wait=dict(type="int"),
+    ignore_load_balancer_timeout=dict(type="bool", default=DRAIN_DEFAULTS["ignore_load_balancer_timeout"]),
     force=dict(type="bool", default=DRAIN_DEFAULTS["force"]),
     grace_period=dict(type="int", default=DRAIN_DEFAULTS["grace_period"]),
     wait_timeout=dict(type="int", default=600),
@@ -216,12 +232,19 @@ ARGUMENT_SPEC = dict(
 )
 
 
+def drain_options(params: dict[str, Any], run_id: str | None = None) -> DrainOptions:
+    """The surplus drain's options; DrainOptions refuses a bad one naming it."""
+    return DrainOptions(drain_timeout=params["drain_timeout"], post_drain_wait=params["post_drain_wait"],
+                        post_drain_min_wait=params["post_drain_min_wait"],
+                        ignore_load_balancer_timeout=params["ignore_load_balancer_timeout"], force=params["force"],
+                        grace_period=params["grace_period"], run_id=run_id)
+
+
 def validate_params(params: dict[str, Any]) -> None:
     for name in ("drain_timeout", "wait_timeout"):
         if params[name] <= 0:
             raise invalid_parameter(name, "%s must be > 0, got %d" % (name, params[name]))
-    if params["post_drain_wait"] < 0:
-        raise invalid_parameter("post_drain_wait", "post_drain_wait must be >= 0, got %d" % params["post_drain_wait"])
+    drain_options(params)
 
 
 def autoscaler_active(journal: Journal, desired_now: int) -> bool:
@@ -292,9 +315,9 @@ def drain_surplus(module: EksopsModule, group: NodegroupRef, journal: Journal, s
                                                           group.node_selector)[0].values() if node]
     if not node_names:
         return False
-    drained = drain_nodes(module.core_v1(), node_names, dict(
-        drain_timeout=params["drain_timeout"], post_drain_wait=params["post_drain_wait"], force=params["force"],
-        grace_period=params["grace_period"], run_id=journal.run_id))
+    balancers = find_cluster_load_balancers(module.aws, params["cluster_name"], module.warn)
+    drained = drain_nodes(module.core_v1(), node_names, drain_options(params, journal.run_id),
+                          load_balancers=balancers)
     result["drain"] = drained.to_dict()
     error = drained.error()
     if error is not None:

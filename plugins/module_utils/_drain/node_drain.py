@@ -2,11 +2,12 @@
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Draining one node (D2-D16, Z3): LIST, plan, remove through the shared scheduler, watch until every pod is
-gone, then watch post_drain_wait for pods that land on the cordoned node."""
+gone, then wait for the load balancers to let the node go (B3), watching for pods that land on the cordoned node."""
 
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import threading
 from typing import Any
@@ -26,6 +27,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.filters im
     returning_filter,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.pods import is_gone, pod_instance_key, pod_ref
+from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.post_drain import PostDrainWait
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.scheduler import (
     REQUESTED,
     SETTLED_FAILED,
@@ -34,6 +36,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.scheduler 
     PodRemoval,
     RemovalJob,
 )
+from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import instance_id_of
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import TRANSPORT_ERRORS, Waker, jittered, list_all, list_then_watch
 from ansible_collections.eksops.nodegroup.plugins.module_utils.returning_pods import Returning, ReturnTracker
 
@@ -107,7 +110,7 @@ class NodeDrain:
         """Remove the planned pods, then the ones that land on the node; False when the node failed (recorded).
 
         Pods land on a cordoned node (Z3: a Deployment tolerating every taint, pods bound by spec.nodeName): each
-        round removes what the node holds, then post_drain_wait watches for newcomers. A pod of a workload this
+        round removes what the node holds, then the post-drain wait watches for newcomers. A pod of a workload this
         drain removed pods of comes back at most once or twice before the returning filter stops evicting that
         workload (refused without force, left with it). Every round but the first needs a newcomer, and
         newcomers after the deadline (after the one forced round, with force) fail the node, so this ends.
@@ -125,16 +128,18 @@ class NodeDrain:
                 self._record_failures(remaining, deadline)
                 self._finish_failed()
                 return False
-            # U5: wait even when nothing was evicted (a node cordoned and labelled earlier, holding only
+            # U5, B3: wait even when nothing was evicted (a node cordoned and labelled earlier, holding only
             # DaemonSet pods): the load balancers still need the time to drop it before it is terminated.
-            if not self.options.post_drain_wait:
-                return True
-            self.log("empty; waiting post_drain_wait=%d s" % self.options.post_drain_wait)
             # Watched from the last LIST's resourceVersion over what the node held since: the replay also shows
             # pods that came between the end of the last watch and now, and costs no LIST.
-            arrived = self._watch_for_arrivals(self.options.post_drain_wait, (list(objects.values()), listed[1]))
+            wait = PostDrainWait(self.options, self.engine.load_balancers, instance_id_of(self.node), self.api.clock)
+            arrived = wait.run(functools.partial(self._watch_for_arrivals, listed=(list(objects.values()), listed[1])),
+                               self.log)
             if arrived is None:
-                return True
+                if wait.settle(self.result, self.options.ignore_load_balancer_timeout):
+                    return True
+                self._finish_failed()
+                return False
             listed = self._list(deadline)
             to_remove, to_wait = arrived.remove, arrived.wait
 

@@ -29,6 +29,8 @@ DEFAULT_OPTIONS = dict(
     pod_selectors=None,
     exclude_from_load_balancers=True,
     post_drain_wait=60,
+    post_drain_min_wait=None,
+    ignore_load_balancer_timeout=False,
     eviction_concurrency=10,
     run_id=None,
     check_mode=False,
@@ -50,9 +52,15 @@ class DrainOptions:
         if values["drain_timeout"] <= 0:
             raise invalid_parameter("drain_timeout", "drain_timeout must be > 0 seconds, got %d"
                                     % values["drain_timeout"])
-        for name in ("skip_wait_for_delete_timeout", "post_drain_wait"):
-            if values[name] < 0:
+        if values["post_drain_min_wait"] is not None:
+            values["post_drain_min_wait"] = int(values["post_drain_min_wait"])
+        for name in ("skip_wait_for_delete_timeout", "post_drain_wait", "post_drain_min_wait"):
+            if values[name] is not None and values[name] < 0:
                 raise invalid_parameter(name, "%s must be >= 0, got %d" % (name, values[name]))
+        if (values["post_drain_min_wait"] or 0) > values["post_drain_wait"]:
+            raise invalid_parameter("post_drain_min_wait", "post_drain_min_wait (%d s) must not exceed post_drain_wait "
+                                    "(%d s), the longest a drained node waits" % (values["post_drain_min_wait"],
+                                                                                 values["post_drain_wait"]))
         if not 1 <= values["eviction_concurrency"] <= MAX_EVICTION_CONCURRENCY:
             raise invalid_parameter("eviction_concurrency", "eviction_concurrency must be between 1 and %d, got %d"
                                     % (MAX_EVICTION_CONCURRENCY, values["eviction_concurrency"]))

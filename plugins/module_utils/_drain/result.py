@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
+    LOAD_BALANCER_DEREGISTRATION_TIMEOUT,
     POD_EVICTION_FAILURE,
     UpgradeError,
 )
@@ -28,7 +29,10 @@ class NodeResult:
         self.failed = []
         self.warnings = []
         self.error = None
+        self.code = None
         self.pdb_wait_seconds = 0.0
+        self.post_drain_waited = 0.0
+        self.load_balancers = []   # B3: the load balancers that held the node's instance after its drain
         # Z3: workloads whose pods came back to the cordoned node (Returning.to_dict()); not evicted again.
         self.returning_workloads = []
         self.before = None
@@ -53,14 +57,22 @@ class NodeResult:
                 advice = ("stopped evicting it, it would never leave (%s, or drain with force to leave its pods to go "
                           "with the node)" % workload.remedy)
             lead += "%s; %s; " % (workload.describe(), advice)
+        self.code = POD_EVICTION_FAILURE
         self.error = ("node %s stays cordoned: %s%d pod(s) could not be evicted: %s"
                       % (self.name, lead, len(entries), details))
+
+    def fail_load_balancers(self, still_held: str) -> None:
+        """B3: the node is empty, but a load balancer still holds its instance; it stays cordoned, not terminated."""
+        self.code = LOAD_BALANCER_DEREGISTRATION_TIMEOUT
+        self.error = ("node %s stays cordoned: %s; raise post_drain_wait above the deregistration delay, or set "
+                      "ignore_load_balancer_timeout to terminate it anyway" % (self.name, still_held))
 
     def to_dict(self) -> dict[str, Any]:
         return dict(cordoned=self.cordoned, changed=self.changed, evicted=sorted(self.evicted),
                     deleted=sorted(self.deleted), skipped=sorted(self.skipped, key=lambda e: e["pod"]),
                     failed=sorted(self.failed, key=lambda e: e["pod"]), warnings=list(self.warnings),
                     pdb_wait_seconds=round(self.pdb_wait_seconds, 1),
+                    post_drain_waited_seconds=round(self.post_drain_waited, 1), load_balancers=list(self.load_balancers),
                     returning_workloads=sorted(self.returning_workloads, key=lambda e: e["workload"]), error=self.error)
 
 
@@ -85,11 +97,14 @@ class DrainResult:
                     after=dict((n, r.after) for n, r in self.nodes.items() if r.after is not None))
 
     def error(self) -> UpgradeError | None:
-        """The PodEvictionFailure for the failed nodes (they stay cordoned), or None."""
+        """The PodEvictionFailure for the failed nodes (they stay cordoned), or None; LoadBalancerDeregistrationTimeout
+        when every failed node was drained and only a load balancer kept it (B3)."""
         failed = self.failed_nodes
         if not failed:
             return None
-        return UpgradeError(POD_EVICTION_FAILURE, " | ".join(self.nodes[name].error for name in failed),
+        codes = set(self.nodes[name].code for name in failed)
+        code = LOAD_BALANCER_DEREGISTRATION_TIMEOUT if codes == {LOAD_BALANCER_DEREGISTRATION_TIMEOUT} else POD_EVICTION_FAILURE
+        return UpgradeError(code, " | ".join(self.nodes[name].error for name in failed),
                             failed_nodes=failed, nodes=self.to_dict())
 
     def raise_for_failure(self) -> None:

@@ -112,6 +112,8 @@ class MotoNodegroup:
         self.ec2 = boto3.client("ec2", region_name=REGION)
         self.autoscaling = boto3.client("autoscaling", region_name=REGION)
         self.eks = boto3.client("eks", region_name=REGION)
+        self.elbv2 = boto3.client("elbv2", region_name=REGION)
+        self.elb = boto3.client("elb", region_name=REGION)
         self.old_ami = self.ec2.register_image(Name=OLD_AMI_NAME)["ImageId"]
         self.new_ami = self.ec2.register_image(Name=NEW_AMI_NAME)["ImageId"]
         vpc = self.ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]

@@ -15,8 +15,9 @@ ERROR = dict(phase="upgrade", task="Drain the batch", code="PodEvictionFailure",
              rolled_back=False, group_state=None, resume="Rerun the same job.")
 
 
-def drained(evicted=(), deleted=(), warnings=(), **pdb_wait):
-    return dict(evicted=list(evicted), deleted=list(deleted), warnings=list(warnings), failed=[], **pdb_wait)
+def drained(evicted=(), deleted=(), warnings=(), waited=1.0, load_balancers=(), **pdb_wait):
+    return dict(evicted=list(evicted), deleted=list(deleted), warnings=list(warnings), failed=[],
+                post_drain_waited_seconds=waited, load_balancers=list(load_balancers), **pdb_wait)
 
 
 def setup_result(**overrides):
@@ -55,7 +56,8 @@ def test_a_rolling_upgrade_adds_up_the_upgrade_and_the_scale_down():
         setup_result=setup_result(preflight_warnings=[{"check": "single_replica"}]),
         upgrade_replaced_instances=["i-1", "i-2"],
         upgrade_never_joined=[{"instance_id": "i-9", "reason": "never registered"}],
-        upgrade_drain_results={"node-1": drained(["a/p1", "a/p2"], warnings=["w1"], pdb_wait_seconds=1.25),
+        upgrade_drain_results={"node-1": drained(["a/p1", "a/p2"], warnings=["w1"], pdb_wait_seconds=1.25,
+                                                 waited=21.4, load_balancers=["web", "api"]),
                                "node-2": drained(["a/p3"], pdb_wait_seconds=2.0)},
         scale_down_result=scale_down_result(removed_instances=[{"instance_id": "i-20"}],
                                             drain={"node-3": drained(["b/p4"], pdb_wait_seconds=0.1)})))
@@ -69,7 +71,11 @@ def test_a_rolling_upgrade_adds_up_the_upgrade_and_the_scale_down():
         nodes_before=4, replaced_instances=["i-1", "i-2"],
         never_joined=[{"instance_id": "i-9", "reason": "never registered"}],
         drained_nodes=["node-1", "node-2", "node-3"], surplus_removed=["i-20"], pods_evicted=4,
-        pods_deleted_by_force=[], pod_warnings=["w1"], pdb_wait_seconds=3.4, dry_run=False, plan=None,
+        pods_deleted_by_force=[], pod_warnings=["w1"], pdb_wait_seconds=3.4,
+        post_drain_waits={"node-1": dict(seconds=21.4, load_balancers=["web", "api"]),
+                          "node-2": dict(seconds=1.0, load_balancers=[]),
+                          "node-3": dict(seconds=1.0, load_balancers=[])},
+        dry_run=False, plan=None,
         autoscaler_detected=False,
         restored=dict(sizes=dict(min_size=1, max_size=6, desired_capacity=4), resumed_processes=["AZRebalance"]),
         error=None)

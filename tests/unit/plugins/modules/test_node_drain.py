@@ -51,7 +51,8 @@ def test_examples_and_return_are_valid_yaml():
 def _params(**overrides):
     params = dict(name=None, names=None, instance_ids=None, nodegroup_name=None, asg_name=None, state="drain",
                   pod_selectors=None, exclude_from_load_balancers=True,
-                  post_drain_wait=0, eviction_concurrency=10, run_id="run-1", cluster_name=None,
+                  post_drain_wait=0, post_drain_min_wait=None, ignore_load_balancer_timeout=False,
+                  eviction_concurrency=10, run_id="run-1", cluster_name=None,
                   delete_options=dict(terminate_grace_period=-1, force=False, ignore_daemonsets=True,
                                       delete_emptydir_data=True, disable_eviction=False, wait_timeout=5,
                                       skip_wait_for_delete_timeout=0))
@@ -151,7 +152,8 @@ def group_world(request):
 
 
 def group_module(world, cluster, params):
-    return FakeModule(cluster, params, aws=dict(autoscaling=world.autoscaling, eks=world.eks, ec2=world.ec2))
+    return FakeModule(cluster, params, aws=dict(autoscaling=world.autoscaling, eks=world.eks, ec2=world.ec2,
+                                                elbv2=world.elbv2, elb=world.elb))
 
 
 def group_node(world, name, instance_id):

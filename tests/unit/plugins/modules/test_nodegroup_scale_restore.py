@@ -63,8 +63,8 @@ class FakeCluster:
                 "status": {"conditions": [{"type": "Ready", "status": "True"}]}}))
         return views
 
-    def drain(self, _core_v1, names, options):
-        self.drained.append((list(names), dict(options)))
+    def drain(self, _core_v1, names, options, load_balancers=None):
+        self.drained.append((list(names), options.as_dict(), load_balancers))
         result = DrainResult(names)
         for name in names:
             if name in self.failing:
@@ -138,9 +138,11 @@ def test_u6_restores_exactly_resumes_only_ours_and_clears_the_journal_last(surge
     removed = out["removed_instances"]
     assert len(removed) == 6
     # drained like any other node, before termination, with our drain options
-    [(names, options)] = cluster.drained
+    [(names, options, balancers)] = cluster.drained
     assert sorted(names) == sorted(r["node_name"] for r in removed)
     assert options["post_drain_wait"] == 0 and options["force"] is False
+    # B3: the cluster's load balancers were looked for (moto has none), so the fixed wait applies
+    assert balancers is not None and not balancers.found
     assert sizes(surged) == (0, 12, 4)
     assert suspended(surged) == ["AZRebalance"]  # A1: suspended before the upgrade, so left suspended
     assert not any(k.startswith("eksops.nodegroup/") for k in surged.tags())
@@ -215,9 +217,9 @@ def test_c3_autoscaler_change_stops_without_restoring(surged, run, on_autoscaler
 class AutoscalerDuringDrain(FakeCluster):
     """The cluster autoscaler scales the group up while the surplus nodes drain (their pods go Pending)."""
 
-    def drain(self, core_v1, names, options):
+    def drain(self, core_v1, names, options, load_balancers=None):
         self.world.autoscaling.set_desired_capacity(AutoScalingGroupName=ASG_NAME, DesiredCapacity=11)
-        return super().drain(core_v1, names, options)
+        return super().drain(core_v1, names, options, load_balancers)
 
 
 @pytest.mark.parametrize("on_autoscaler", ["fail", "stop"])
@@ -255,7 +257,7 @@ def test_u6_a_surplus_node_that_joined_after_the_plan_is_drained_too(surged, run
     cluster = FakeCluster(surged, joined_late=[late])
     result = run(cluster)
     assert not result.get("failed"), result
-    [(names, _options)] = cluster.drained
+    [(names, _options, _balancers)] = cluster.drained
     assert "n-" + late in names and len(names) == 6
 
 

@@ -17,7 +17,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.cordon imp
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import CORDONED_BY_ANNOTATION
 
-from ...fakes import FakeCluster, api_error, make_pod, node, pdb_refusal, run_drain
+from ...fakes import FakeCluster, api_error, ec2_node, make_pod, node, pdb_refusal, run_drain
 
 
 def test_drain_evicts_waits_and_reports_D1_D11_D16():
@@ -134,6 +134,43 @@ def test_U5_post_drain_wait_even_when_nothing_was_evicted():
     second = run_drain(cluster, post_drain_wait=1)
     assert time.monotonic() - started >= 1
     assert not second.changed
+
+
+class TargetGroupHolding:
+    """Target group ``web`` holds instance i-1 until ``seconds`` after the drain starts (None: for ever)."""
+
+    found = True
+
+    def __init__(self, seconds):
+        self.until = None if seconds is None else time.monotonic() + seconds
+
+    def describe(self):
+        return "1 target group(s)"
+
+    def holding(self, instance_ids):
+        if self.until is not None and time.monotonic() >= self.until:
+            return {}
+        return {"i-1": [dict(kind="target group", name="web", state="draining", delay_seconds=20)]}
+
+
+def test_B3_the_node_waits_for_its_load_balancers_not_for_post_drain_wait():
+    cluster = FakeCluster([make_pod("web-0")], nodes=[ec2_node("node-a", "i-1")])
+    started = time.monotonic()
+    result = run_drain(cluster, post_drain_wait=30, load_balancers=TargetGroupHolding(1.0))
+    took = time.monotonic() - started
+    assert 1.0 <= took < 5, took
+    node = result.to_dict()["node-a"]
+    assert result.error() is None and node["load_balancers"] == ["web"] and node["post_drain_waited_seconds"] >= 1
+
+
+def test_B3_a_node_its_load_balancer_still_holds_stays_cordoned_with_the_code():
+    cluster = FakeCluster([make_pod("web-0")], nodes=[ec2_node("node-a", "i-1")])
+    result = run_drain(cluster, post_drain_wait=1, load_balancers=TargetGroupHolding(None))
+    error = result.error()
+    assert error.code == "LoadBalancerDeregistrationTimeout" and error.details["failed_nodes"] == ["node-a"]
+    assert "target group web (draining, deregistration delay 20 s) after post_drain_wait=1 s" in error.msg
+    assert cluster.nodes["node-a"]["spec"]["unschedulable"] is True
+    assert cluster.event_reasons()[-1] == "EksopsDrainFailed"
 
 
 def test_api_errors_become_upgrade_errors():
