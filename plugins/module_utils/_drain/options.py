@@ -57,10 +57,10 @@ class DrainOptions:
         for name in ("skip_wait_for_delete_timeout", "post_drain_wait", "post_drain_min_wait"):
             if values[name] is not None and values[name] < 0:
                 raise invalid_parameter(name, "%s must be >= 0, got %d" % (name, values[name]))
-        if (values["post_drain_min_wait"] or 0) > values["post_drain_wait"]:
+        minimum = values["post_drain_min_wait"]
+        if minimum is not None and minimum > values["post_drain_wait"]:
             raise invalid_parameter("post_drain_min_wait", "post_drain_min_wait (%d s) must not exceed post_drain_wait "
-                                    "(%d s), the longest a drained node waits" % (values["post_drain_min_wait"],
-                                                                                 values["post_drain_wait"]))
+                                    "(%d s), the longest a drained node waits" % (minimum, values["post_drain_wait"]))
         if not 1 <= values["eviction_concurrency"] <= MAX_EVICTION_CONCURRENCY:
             raise invalid_parameter("eviction_concurrency", "eviction_concurrency must be between 1 and %d, got %d"
                                     % (MAX_EVICTION_CONCURRENCY, values["eviction_concurrency"]))

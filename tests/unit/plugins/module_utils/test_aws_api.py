@@ -211,4 +211,3 @@ def test_tags_are_asked_twenty_at_a_time_and_none_for_none(module):
         assert module.describe_tags(client, names) == dict((name, {"k": name}) for name in names)
         assert module.describe_tags(client, []) == {}
     stubber.assert_no_pending_responses()
-

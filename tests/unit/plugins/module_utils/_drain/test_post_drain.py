@@ -41,7 +41,7 @@ def run_wait(clock, balancers, instance_id="i-1", **options):
     """The whole wait on the fake clock (no pod arrives); returns (the wait, seconds it took)."""
     wait = PostDrainWait(DrainOptions(run_id="r", **options), balancers, instance_id, clock)
     started = clock.now()
-    assert wait.run(lambda seconds: clock.advance(seconds), lambda message: None) is None
+    assert wait.run(clock.advance, lambda message: None) is None
     return wait, clock.now() - started
 
 
