@@ -113,6 +113,17 @@ class ClusterLoadBalancers:
         return self._delays[key]
 
 
+def longer_than(held: dict[str, list[dict[str, Any]]], seconds: int) -> list[dict[str, Any]]:
+    """The load balancers of ``held`` ({instance id: holders}, as ``holding`` answers) whose deregistration delay is
+    longer than ``seconds``, each once, by name."""
+    slow = {}
+    for holders in held.values():
+        for holder in holders:
+            if (holder["delay_seconds"] or 0) > seconds:
+                slow[holder["name"]] = holder
+    return [slow[name] for name in sorted(slow)]
+
+
 def describe_holders(holders: Iterable[dict[str, Any]]) -> str:
     """'target group web-tg (draining, deregistration delay 300 s), ...' for a message."""
     return ", ".join("%s %s (%s%s)" % (holder["kind"], holder["name"], holder["state"],

@@ -21,7 +21,10 @@ description:
     drain fails with PodEvictionFailure unless force); C(multiple_pdbs) (several budgets select the same pods:
     eviction answers 500); C(tolerates_all) (a Deployment tolerating every taint reschedules onto cordoned nodes);
     C(prestop_exceeds_grace) (a C(sleep) preStop hook at least as long as terminationGracePeriodSeconds is cut
-    short); C(unmanaged_pod) (a pod without a controller is only removed with force and never comes back)."
+    short); C(unmanaged_pod) (a pod without a controller is only removed with force and never comes back);
+    with O(post_drain_wait), C(load_balancer_delay) (a target group or Classic Load Balancer of the cluster that
+    holds the group's instances drains them for longer than O(post_drain_wait): a node it still holds that long
+    after its drain fails with C(LoadBalancerDeregistrationTimeout), SPEC B3)."
   - "Blocking checks, which stop the upgrade before anything changes (each finding has C(blocking));
     C(autoscaler_deleting) (a node tainted C(ToBeDeletedByClusterAutoscaler) - the cluster autoscaler is draining
     it and will terminate its instance with a decrement of the desired capacity, which the upgrade would take
@@ -32,6 +35,12 @@ description:
     pods of the cluster.
 author:
   - eksops.nodegroup maintainers (@eksops)
+options:
+  post_drain_wait:
+    description:
+      - The longest a drained node will wait for the cluster's load balancers (see M(eksops.nodegroup.node_drain));
+        when given, the load balancers that hold the group's instances are compared with it.
+    type: int
 extends_documentation_fragment:
   - eksops.nodegroup.nodegroup
   - eksops.nodegroup.aws
@@ -88,6 +97,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import AUTO
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import apps_v1, policy_v1, translate_k8s_errors
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import list_all
 from ansible_collections.eksops.nodegroup.plugins.module_utils.label_selector import selector_matches
+from ansible_collections.eksops.nodegroup.plugins.module_utils.load_balancers import find_cluster_load_balancers, longer_than
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC, find_module_nodegroup
 
@@ -217,6 +227,23 @@ def preflight_findings(pods: list[dict[str, Any]], deployments: list[dict[str, A
     return findings
 
 
+def load_balancer_findings(module: EksopsModule, instance_ids: list[str]) -> list[dict[str, Any]]:
+    """C(load_balancer_delay) (SPEC B3): the cluster's load balancers holding the group's instances that drain them
+    for longer than post_drain_wait."""
+    seconds = module.params["post_drain_wait"]
+    if seconds is None:
+        return []
+    balancers = find_cluster_load_balancers(module.aws, module.params["cluster_name"], module.warn)
+    if balancers is None or not balancers.found:
+        return []
+    return [dict(check="load_balancer_delay", kind=holder["kind"], namespace=None, name=holder["name"], blocking=False,
+                 message="The %s %s drains deregistered instances for %d s, longer than post_drain_wait (%d s): a node "
+                         "it still holds %d s after its drain fails with LoadBalancerDeregistrationTimeout; raise "
+                         "post_drain_wait, or set ignore_load_balancer_timeout."
+                         % (holder["kind"], holder["name"], holder["delay_seconds"], seconds, seconds))
+            for holder in longer_than(balancers.holding(instance_ids), seconds)]
+
+
 def run(module: EksopsModule) -> dict[str, Any]:
     group = find_module_nodegroup(module)
     core = module.core_v1()
@@ -231,13 +258,14 @@ def run(module: EksopsModule) -> dict[str, Any]:
         deployments, _version = list_all(apps_v1(module.k8s()).list_deployment_for_all_namespaces)
         pdbs, _version = list_all(policy_v1(module.k8s()).list_pod_disruption_budget_for_all_namespaces)
     findings = node_findings([node.raw for node in nodes]) + preflight_findings(pods, deployments, pdbs)
+    findings += load_balancer_findings(module, [i["InstanceId"] for i in group.asg.get("Instances", [])])
     return dict(changed=False, preflight=dict(warnings_found=findings, blocking=[f for f in findings if f["blocking"]],
                                               pods_examined=len(pods)))
 
 
 def main() -> None:
     module = EksopsModule(
-        dict(NODEGROUP_ARGUMENT_SPEC),
+        dict(NODEGROUP_ARGUMENT_SPEC, post_drain_wait=dict(type="int")),
         uses_aws=True,
         uses_k8s=True,
         supports_check_mode=True,

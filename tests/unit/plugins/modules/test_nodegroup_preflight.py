@@ -162,10 +162,52 @@ def test_run_examines_the_pods_of_the_groups_nodes_only(capsys, kind, convention
         "spec.nodeName=" + n["metadata"]["name"] for n in group_nodes)
 
 
+def run_on_empty_nodes(world, capsys, aws_calls=None, **args):
+    """run() on the world's nodes without pods or workloads: only the load balancer check can find anything."""
+    core_v1 = mock.Mock(list_node=FakeStore(world.raw_nodes()).list_func,
+                        list_pod_for_all_namespaces=FakeStore([]).list_func)
+    with mock.patch.object(EksopsModule, "core_v1", lambda self: core_v1), \
+            mock.patch.object(EksopsModule, "k8s", lambda self: None), \
+            mock.patch.object(nodegroup_preflight, "apps_v1", lambda client: mock.Mock(
+                list_deployment_for_all_namespaces=FakeStore([]).list_func)), \
+            mock.patch.object(nodegroup_preflight, "policy_v1", lambda client: mock.Mock(
+                list_pod_disruption_budget_for_all_namespaces=FakeStore([]).list_func)):
+        return run_module_in_process(nodegroup_preflight.main, dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP,
+                                                                    **args), capsys, aws_calls=aws_calls)
+
+
+def target_group(world, name, delay, instance_ids, cluster=CLUSTER):
+    vpc = world.ec2.describe_vpcs()["Vpcs"][0]["VpcId"]
+    arn = world.elbv2.create_target_group(Name=name, Protocol="TCP", Port=30080, VpcId=vpc, TargetType="instance",
+                                          Tags=[{"Key": "elbv2.k8s.aws/cluster", "Value": cluster}]
+                                          )["TargetGroups"][0]["TargetGroupArn"]
+    world.elbv2.modify_target_group_attributes(TargetGroupArn=arn, Attributes=[
+        {"Key": "deregistration_delay.timeout_seconds", "Value": str(delay)}])
+    world.elbv2.register_targets(TargetGroupArn=arn, Targets=[{"Id": i, "Port": 30080} for i in instance_ids])
+
+
+def test_B3_a_load_balancer_draining_longer_than_post_drain_wait_is_reported(capsys):
+    with mock_aws():
+        world = MotoNodegroup(desired=2)
+        members = [i["InstanceId"] for i in world.asg()["Instances"]]
+        target_group(world, "k8s-default-web", 300, members)
+        target_group(world, "k8s-default-fast", 10, members)
+        target_group(world, "k8s-other-cluster", 900, members, cluster="staging")
+        calls = []
+        without = run_on_empty_nodes(world, capsys, aws_calls=calls)
+        with_wait = run_on_empty_nodes(world, capsys, post_drain_wait=60)
+    # without post_drain_wait, no load balancer is asked about
+    assert without["preflight"]["warnings_found"] == [] and "DescribeAutoScalingGroups" in calls
+    assert not [call for call in calls if call.startswith(("DescribeTarget", "DescribeLoadBalancer"))], calls
+    [finding] = with_wait["preflight"]["warnings_found"]
+    assert (finding["check"], finding["name"], finding["blocking"]) == ("load_balancer_delay", "k8s-default-web", False)
+    assert "for 300 s, longer than post_drain_wait (60 s)" in finding["message"]
+
+
 def test_documentation_matches_the_argument_spec():
     from ansible_collections.eksops.nodegroup.plugins.module_utils.module import merged_argument_spec
 
     from ..module_docs import assert_docs_match_spec
 
-    assert_docs_match_spec(nodegroup_preflight, merged_argument_spec(dict(NODEGROUP_ARGUMENT_SPEC), uses_aws=True,
+    assert_docs_match_spec(nodegroup_preflight, merged_argument_spec(dict(NODEGROUP_ARGUMENT_SPEC, post_drain_wait=dict(type="int")), uses_aws=True,
                                                                      uses_k8s=True))
