@@ -59,8 +59,8 @@ class DrainOptions:
                 raise invalid_parameter(name, "%s must be >= 0, got %d" % (name, values[name]))
         minimum = values["post_drain_min_wait"]
         if minimum is not None and minimum > values["post_drain_wait"]:
-            raise invalid_parameter("post_drain_min_wait", "post_drain_min_wait (%d s) must not exceed post_drain_wait "
-                                    "(%d s), the longest a drained node waits" % (minimum, values["post_drain_wait"]))
+            raise invalid_parameter("post_drain_min_wait", "post_drain_min_wait (%s s) must not exceed post_drain_wait "
+                                    "(%s s), the longest a drained node waits" % (minimum, values["post_drain_wait"]))
         if not 1 <= values["eviction_concurrency"] <= MAX_EVICTION_CONCURRENCY:
             raise invalid_parameter("eviction_concurrency", "eviction_concurrency must be between 1 and %d, got %d"
                                     % (MAX_EVICTION_CONCURRENCY, values["eviction_concurrency"]))
