@@ -11,9 +11,20 @@ functions of the group's live instances per AZ; planning.rolling_parallelism res
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 # How the rolling scale-up is sized (SPEC U2, B2): EKS's max(2 x AZs, max_unavailable), or to need.
 SURGE_SIZINGS = ("eks", "per_az")
+
+
+def live_per_az(availability_zones: Iterable[str], live: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """The ``live`` instance records (old and new, none leaving) in each AZ the group launches into, empty ones at 0;
+    instances in an AZ the group no longer launches into do not count (Auto Scaling balances its enabled AZs)."""
+    counts = dict.fromkeys(availability_zones, 0)
+    for instance in live:
+        if instance["availability_zone"] in counts:
+            counts[instance["availability_zone"]] += 1
+    return counts
 
 
 def launches_to_reach(az_counts: Mapping[str, int], azs: Iterable[str]) -> int | None:

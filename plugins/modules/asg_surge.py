@@ -241,7 +241,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
     suspended_process_names,
     utc_now,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.az_placement import SURGE_SIZINGS
+from ansible_collections.eksops.nodegroup.plugins.module_utils.az_placement import SURGE_SIZINGS, live_per_az
 from ansible_collections.eksops.nodegroup.plugins.module_utils.group_watch import GroupSnapshot, GroupWatch
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import mark_scale_down_disabled
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
@@ -317,11 +317,7 @@ def group_placement(ec2: Any, asg: dict[str, Any], target: dict[str, Any]) -> tu
     instances = asg.get("Instances", [])
     joined = join_instances_nodes(instances, describe_instances(ec2, [i["InstanceId"] for i in instances]), [])
     old, new = split_old_new(joined, target["launch_template_version"], target["image_id"])
-    az_counts = dict.fromkeys(asg.get("AvailabilityZones", []), 0)
-    for instance in old + new:
-        if instance["availability_zone"] in az_counts:
-            az_counts[instance["availability_zone"]] += 1
-    return az_counts, sorted(set(i["availability_zone"] for i in old))
+    return live_per_az(asg.get("AvailabilityZones", []), old + new), sorted(set(i["availability_zone"] for i in old))
 
 
 def target_desired(params: dict[str, Any], asg: dict[str, Any], original_desired: int, journal_surge: int | None = None,

@@ -14,6 +14,7 @@ from hypothesis import given, settings, strategies as st
 from ansible_collections.eksops.nodegroup.plugins.module_utils import planning
 from ansible_collections.eksops.nodegroup.plugins.module_utils.az_placement import launches_to_reach
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import INVALID_PARAMETER, UpgradeError
+from ansible_collections.eksops.nodegroup.plugins.module_utils.upgrade_plan import upgrade_plan
 
 A, B, C, D = "us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d"
 
@@ -156,3 +157,17 @@ def test_rolling_parallelism_is_the_one_place_the_sizing_is_resolved():
     assert refused.value.code == INVALID_PARAMETER and refused.value.details["parameter"] == "surge"
     with pytest.raises(ValueError):
         planning.rolling_parallelism(2, 3, 1, surge="per_az")
+
+
+def test_the_upgrade_plan_shows_the_per_az_surge_and_a_rerun_the_journals():
+    """The dry run's plan (nodegroup_info -> upgrade_plan) resolves the surge where asg_surge does, and while an
+    upgrade is under way shows the surge the journal recorded, not one sized from the surged group."""
+    old = [dict(instance_id="i-1", availability_zone=A), dict(instance_id="i-2", availability_zone=B)]
+    plan = upgrade_plan(old, node_count=2, az_count=3, surge_sizing="per_az", az_counts={A: 1, B: 1, C: 0}, seed=1)
+    assert (plan["surge"], plan["surge_sizing"], plan["desired_capacity_during"]) == (4, "per_az", 6)
+    assert upgrade_plan(old, node_count=2, az_count=3, seed=1)["surge"] == 6
+    resumed = upgrade_plan(old, node_count=6, az_count=3, group_size=2, surge_sizing="per_az",
+                           az_counts={A: 3, B: 2, C: 1}, recorded_surge=4, seed=1)
+    assert (resumed["surge"], resumed["desired_capacity_during"]) == (4, 6)
+    assert upgrade_plan(old, node_count=2, az_count=3, update_strategy="minimal", surge_sizing="per_az",
+                        az_counts={A: 1, B: 1, C: 0}, seed=1)["surge"] == 0
