@@ -25,7 +25,7 @@ def place(az_counts, launches, tie_break):
     group's order and the launches so far). Returns the new instances per AZ."""
     counts = dict(az_counts)
     new = dict.fromkeys(counts, 0)
-    for _ in range(launches):
+    for _launch in range(launches):
         fewest = min(counts.values())
         az = tie_break([az for az in counts if counts[az] == fewest], new)
         counts[az] += 1
