@@ -34,7 +34,7 @@ options:
         group described after a failure), C(managed_update_result), C(managed_update_step),
         C(upgrade_replaced_instances), C(upgrade_never_joined), C(upgrade_drain_results),
         C(surge_upgrade_replaced_instances), C(surge_upgrade_never_joined), C(surge_upgrade_drain_results),
-        C(scale_down_result).
+        C(scale_down_result), and C(scale_up_result) (may be left out).
     type: dict
     required: true
 """
@@ -56,6 +56,12 @@ _value:
       node; C(pdb_wait_seconds) is null when a drain did not report it.
     - C(post_drain_waits) has, for every drained node, the seconds it waited after it was empty and the load
       balancers that held its instance meanwhile (SPEC B3).
+    - C(surge) is the number of nodes the scale-up phase added (C(surge_sizing) says how it was sized, issue 11
+      item 2); null when no scale-up phase ran. C(surge_instance_minutes) is what the surge cost, as an upper
+      bound - C(surge) times the minutes from the start of this run's scale-up phase to the end of its scale-down
+      phase, over which the group stood at most C(surge) nodes above its size before the upgrade; the launch and
+      termination time of each surge instance is not recorded, so no exact figure is given. Null when no scale-up
+      phase ran.
     - C(restored) has the sizes and processes the scale-down restored (null when it restored nothing);
       C(error) is the run's error with a one-line C(summary).
   type: dict
@@ -84,6 +90,9 @@ _value:
     never_joined: []
     drained_nodes: [ip-10-0-1-1.ec2.internal, ip-10-0-2-1.ec2.internal, ip-10-0-3-1.ec2.internal]
     surplus_removed: [i-0d, i-0e]
+    surge: 6
+    surge_sizing: eks
+    surge_instance_minutes: 119.6
     pods_evicted: 14
     pods_deleted_by_force: []
     pod_warnings: []
@@ -168,6 +177,17 @@ def _restored(scale_down: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return dict(sizes=scale_down["after"], resumed_processes=scale_down["resumed_processes"])
 
 
+def _surge(run: Mapping[str, Any]) -> dict[str, Any]:
+    """The scale-up's surge and its cost in instance-minutes, an upper bound (see RETURN): the surge times the
+    minutes of the phases that ran with the group surged."""
+    scale_up = run.get("scale_up_result")
+    if not scale_up:
+        return dict(surge=None, surge_sizing=None, surge_instance_minutes=None)
+    seconds = sum(run["phase_seconds"].get(phase, 0) for phase in ("scale_up", "upgrade", "scale_down"))
+    return dict(surge=scale_up["surge"], surge_sizing=scale_up.get("surge_sizing"),
+                surge_instance_minutes=round(scale_up["surge"] * seconds / 60.0, 1))
+
+
 def _error_report(error: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if error is None:
         return None
@@ -223,6 +243,7 @@ def upgrade_report(run: Mapping[str, Any]) -> dict[str, Any]:
         drained_nodes=list(drained),
         surplus_removed=[instance["instance_id"] for instance in (scale_down or {}).get("removed_instances", [])],
     )
+    report.update(_surge(run))
     report.update(_pods(drained))
     report.update(
         dry_run=run["check_mode"],

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import json
 import re
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils.az_placement import SURGE_SIZINGS, per_az_surge
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     ASG_INSTANCE_LAUNCH_FAILURES,
     INSTANCE_LIMIT_EXCEEDED,
@@ -79,18 +80,25 @@ def rolling_surge(az_count: int, max_unavailable: int) -> int:
 
 
 def rolling_parallelism(group_size: int, az_count: int, max_unavailable: int | None = None, max_unavailable_percentage: int | None = None,
-                        minimal: bool = False) -> dict[str, int]:
+                        minimal: bool = False, surge: str = "eks", az_counts: Mapping[str, int] | None = None,
+                        old_azs: Iterable[str] = ()) -> dict[str, int]:
     """The parallelism of a rolling (or, with ``minimal``, a minimal) upgrade, resolved once (issue 12):
     {max_unavailable, surge, batch_size}.
 
     ``group_size`` is the group's desired capacity before the upgrade (the journal's while one is under way), the
-    base of a percentage, never the surged group (SPEC U1). The scale-up adds ``surge`` nodes (U2: the larger of
-    twice the AZ count and max_unavailable; none for minimal, U7) and the old nodes go ``batch_size`` at a time
-    (U5): both from the one resolved max_unavailable, so asg_surge and the upgrade plan cannot disagree.
+    base of a percentage, never the surged group (SPEC U1). The scale-up adds ``surge`` nodes (none for minimal,
+    U7): with ``surge`` "eks", U2's larger of twice the AZ count and max_unavailable; with "per_az", per_az_surge
+    of ``az_counts`` (live instances in each of the group's ``az_count`` AZs) and ``old_azs`` (B2). The old nodes go
+    ``batch_size`` at a time (U5), all from the one resolved max_unavailable: asg_surge and the plan cannot disagree.
     """
+    if surge not in SURGE_SIZINGS:
+        raise invalid_parameter("surge", "surge must be one of %s, got %r" % (", ".join(SURGE_SIZINGS), surge),
+                                value=surge)
     max_unavailable = resolve_max_unavailable(max_unavailable, max_unavailable_percentage, group_size)
-    surge = 0 if minimal else rolling_surge(az_count, max_unavailable)
-    return dict(max_unavailable=max_unavailable, surge=surge, batch_size=max_unavailable)
+    size = 0 if minimal else rolling_surge(az_count, max_unavailable)
+    if size and surge == "per_az":
+        size = per_az_surge(az_counts, old_azs, max_unavailable, cap=size)
+    return dict(max_unavailable=max_unavailable, surge=size, batch_size=max_unavailable)
 
 
 def scaled_up_sizes(min_size: int, max_size: int, target_desired: int) -> dict[str, int]:

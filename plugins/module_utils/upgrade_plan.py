@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 import random
 
@@ -37,14 +37,18 @@ def random_batches(old: Sequence[dict[str, Any]], batch_size: int, rng: random.R
 
 def upgrade_plan(old: Sequence[dict[str, Any]], node_count: int, az_count: int, update_strategy: str = "default",
                  max_unavailable: int | None = None, max_unavailable_percentage: int | None = None, max_surge: int | None = None,
-                 surge_cap: int = SURGE_CAP_DEFAULT, seed: int | None = None, group_size: int | None = None) -> dict[str, Any]:
+                 surge_cap: int = SURGE_CAP_DEFAULT, seed: int | None = None, group_size: int | None = None,
+                 surge_sizing: str = "eks", az_counts: Mapping[str, int] | None = None,
+                 recorded_surge: int | None = None) -> dict[str, Any]:
     """The upgrade plan for the given parameters: strategy, parallelism, surge and the random batches.
 
     ``max_surge`` given selects the surge strategy (SPEC S1-S4, max_unavailable may then be 0); otherwise
     ``update_strategy`` default (U2: pre-scale by max(2 x AZs, max_unavailable)) or minimal (U7: no pre-scale).
     A percentage is of ``group_size``, the group's size before the upgrade (``node_count``, the nodes there are
     now, when not given), so a resumed run, with the group surged, keeps the same parallelism (issue 10 item 4).
-    ``seed`` makes the batches reproducible; without one a seed is drawn and reported.
+    ``seed`` makes the batches reproducible; without one a seed is drawn and reported. ``surge_sizing`` per_az
+    sizes the rolling scale-up from ``az_counts`` (live instances per AZ of the group) and the AZs of ``old`` (SPEC
+    B2), or takes ``recorded_surge``, the journal's, as asg_surge does on a rerun.
     """
     size = node_count if group_size is None else group_size
     if max_surge is not None:
@@ -59,8 +63,11 @@ def upgrade_plan(old: Sequence[dict[str, Any]], node_count: int, az_count: int, 
     else:
         strategy = "minimal" if update_strategy == "minimal" else "rolling"
         resolved = rolling_parallelism(size, az_count, max_unavailable, max_unavailable_percentage,
-                                       minimal=strategy == "minimal")
+                                       minimal=strategy == "minimal", surge=surge_sizing, az_counts=az_counts,
+                                       old_azs=[instance.get("availability_zone") for instance in old])
         max_unavailable, surge, batch_size = resolved["max_unavailable"], resolved["surge"], resolved["batch_size"]
+        if surge_sizing == "per_az" and recorded_surge is not None and strategy == "rolling":
+            surge = recorded_surge
     if seed is None:
         seed = random.SystemRandom().randrange(2 ** 31)
     batches = random_batches(old, batch_size, random.Random(seed))
@@ -81,6 +88,7 @@ def upgrade_plan(old: Sequence[dict[str, Any]], node_count: int, az_count: int, 
         max_unavailable=max_unavailable,
         max_surge=max_surge,
         surge=surge,
+        surge_sizing=surge_sizing if strategy == "rolling" else None,
         batch_size=batch_size,
         seed=seed,
         batches=batches,

@@ -46,9 +46,25 @@ options:
     type: str
     choices: [rolling, explicit, desired]
     default: rolling
+  surge_sizing:
+    description:
+      - How C(rolling) mode sizes the surge (issue 11 item 2, SPEC B2). C(eks) is the larger of twice the number of
+        Availability Zones of the ASG and the resolved maximum unavailable (EKS's scale-up phase).
+      - C(per_az) is the surge sized to need - the fewest launches that put a new node in every Availability Zone
+        that holds old nodes, or the resolved maximum unavailable, whichever is larger, and never more than C(eks)
+        would add. Auto Scaling launches into the zone with the fewest instances and no launch can be sent to a
+        zone, so the count is the one that reaches every such zone from the group's instances per zone now,
+        however Auto Scaling breaks ties between zones with equally few instances (a 2-node group over 3 zones,
+        1-1-0, takes 4 - the first launch goes to the empty zone, and after it the three zones tie).
+      - The surge is recorded in the journal; a rerun of C(per_az) takes the recorded one, never a second surge.
+      - Ignored in the other modes.
+    type: str
+    choices: [eks, per_az]
+    default: eks
   surge:
     description:
       - Number of nodes to add in C(explicit) mode (0 to 100).
+      - How C(rolling) mode sizes the surge is O(surge_sizing).
     type: int
   desired_capacity:
     description:
@@ -138,6 +154,12 @@ EXAMPLES = r"""
     nodegroup_name: workers
     max_unavailable: 2
 
+- name: Scale up only as far as putting a new node in every zone with old nodes needs
+  eksops.nodegroup.asg_surge:
+    cluster_name: prod
+    nodegroup_name: workers
+    surge_sizing: per_az
+
 - name: One step of a surge upgrade
   eksops.nodegroup.asg_surge:
     cluster_name: prod
@@ -161,6 +183,10 @@ surge:
       description: Nodes above the desired capacity before the upgrade.
       type: int
       sample: 6
+    surge_sizing:
+      description: How the surge was sized (O(surge_sizing); C(null) outside C(rolling) mode).
+      type: str
+      sample: per_az
     before:
       description: MinSize, MaxSize and DesiredCapacity before this run.
       type: dict
@@ -215,6 +241,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
     suspended_process_names,
     utc_now,
 )
+from ansible_collections.eksops.nodegroup.plugins.module_utils.az_placement import SURGE_SIZINGS, live_per_az
 from ansible_collections.eksops.nodegroup.plugins.module_utils.group_watch import GroupSnapshot, GroupWatch
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import mark_scale_down_disabled
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
@@ -224,6 +251,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     invalid_parameter,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import describe_instances, join_instances_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION, claim
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kinds import expected_node_labels
@@ -250,6 +278,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
 ARGUMENT_SPEC = dict(
     NODEGROUP_ARGUMENT_SPEC,
     mode=dict(type="str", choices=["rolling", "explicit", "desired"], default="rolling"),
+    surge_sizing=dict(type="str", choices=list(SURGE_SIZINGS), default="eks"),
     surge=dict(type="int"),
     desired_capacity=dict(type="int"),
     max_unavailable=dict(type="int"),
@@ -282,17 +311,35 @@ def validate_params(params: dict[str, Any]) -> None:
                                 % params["pending_decrement"])
 
 
-def target_desired(params: dict[str, Any], asg: dict[str, Any], original_desired: int) -> tuple[int, int]:
-    """(desired capacity to reach, surge) for the mode, from the size before the upgrade (SPEC U2)."""
+def group_placement(ec2: Any, asg: dict[str, Any], target: dict[str, Any]) -> tuple[dict[str, int], list[str]]:
+    """(live instances in each of the group's AZs, the AZs holding old instances): what the surge per_az is sized
+    from (SPEC B2). Old and new as everywhere, from AWS's record of each instance, not its node (SPEC K2)."""
+    instances = asg.get("Instances", [])
+    joined = join_instances_nodes(instances, describe_instances(ec2, [i["InstanceId"] for i in instances]), [])
+    old, new = split_old_new(joined, target["launch_template_version"], target["image_id"])
+    return live_per_az(asg.get("AvailabilityZones", []), old + new), sorted(set(i["availability_zone"] for i in old))
+
+
+def target_desired(params: dict[str, Any], asg: dict[str, Any], original_desired: int, journal_surge: int | None = None,
+                   placement: tuple[dict[str, int], list[str]] | None = None) -> tuple[int, int]:
+    """(desired capacity to reach, surge) for the mode, from the size before the upgrade (SPEC U2).
+
+    ``journal_surge``: the surge the journal recorded, which a rerun of the surge per_az takes (the group's
+    placement then is the surged one); ``placement``: group_placement, which the surge per_az is sized from.
+    """
     mode = params["mode"]
     if mode == "desired":
         return params["desired_capacity"], params["desired_capacity"] - original_desired
     if mode == "explicit":
         surge = params["surge"]
+    elif params["surge_sizing"] == "per_az" and journal_surge is not None:
+        surge = journal_surge
     else:
         # The same resolution as the upgrade plan's batches (upgrade_plan.upgrade_plan), from the same base.
+        az_counts, old_azs = placement or (None, [])
         surge = rolling_parallelism(original_desired, len(asg.get("AvailabilityZones", [])), params["max_unavailable"],
-                                    params["max_unavailable_percentage"])["surge"]
+                                    params["max_unavailable_percentage"], surge=params["surge_sizing"],
+                                    az_counts=az_counts, old_azs=old_azs)["surge"]
     return original_desired + surge, surge
 
 
@@ -502,13 +549,17 @@ def run(module: EksopsModule) -> dict[str, Any]:
     target = resolve_target(ec2, asg, journal, params["image_id"], params["launch_template_version"])
     original_desired = (journal.original_desired_capacity if journal is not None
                         and journal.original_desired_capacity is not None else before["desired_capacity"])
-    wanted, _surge = target_desired(params, asg, original_desired)
+    journal_surge = journal.surge if journal is not None else None
+    per_az = params["mode"] == "rolling" and params["surge_sizing"] == "per_az" and journal_surge is None
+    placement = group_placement(ec2, asg, target) if per_az else None
+    wanted, _surge = target_desired(params, asg, original_desired, journal_surge, placement)
     check_wanted(params, wanted, before["desired_capacity"], original_desired, name)
     after = scaled_up_sizes(before["min_size"], before["max_size"], wanted)
     new_journal, to_suspend = plan_journal(journal, asg, target, wanted, wanted - original_desired,
                                            params["suspend_processes"], params["pending_decrement"])
 
     result = dict(asg_name=name, surge=wanted - original_desired, before=before, after=after, new_nodes=[],
+                  surge_sizing=params["surge_sizing"] if params["mode"] == "rolling" else None,
                   suspended_processes=list(new_journal.suspended_processes), target=target)
     changed = bool(new_journal != journal or to_suspend or after != before)
     diff = dict(before=dict(before, suspended_processes=sorted(suspended_process_names(asg))),

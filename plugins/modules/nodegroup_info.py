@@ -56,6 +56,16 @@ options:
       - Plan a surge upgrade (GKE style) with this many extra nodes (0 or more); O(max_surge) plus
         O(max_unavailable) is at most O(surge_cap) and at least 1.
     type: int
+  surge_sizing:
+    description:
+      - How the plan sizes the scale-up of the C(default) strategy (issue 11 item 2, SPEC B2), as
+        M(eksops.nodegroup.asg_surge) does. C(eks) is the larger of twice the Availability Zones and the parallelism;
+        C(per_az) the fewest launches that reach every Availability Zone holding old nodes under Auto Scaling's
+        balanced placement from the group's instances per zone, or the parallelism if larger, never more than
+        C(eks) (the journal's surge while an upgrade is under way).
+    type: str
+    choices: [eks, per_az]
+    default: eks
   surge_cap:
     description:
       - Upper bound of O(max_surge) + O(max_unavailable) for a surge upgrade (at most 100).
@@ -190,7 +200,8 @@ nodegroup:
           replaces C(replace) old nodes, C(instance_ids) (C(desired_after_launch) and C(desired_after_terminate) count
           the old nodes only). C(size_range) is the range the group's size stays in (SPEC S4, surge only).
         - C(max_unavailable) is resolved (a percentage of C(group_size), the desired capacity before the upgrade);
-          C(desired_capacity_during) is C(group_size) plus C(surge).
+          C(desired_capacity_during) is C(group_size) plus C(surge); C(surge_sizing) is how a rolling surge was sized
+          (null for the other strategies).
       type: dict
       sample:
         strategy: rolling
@@ -201,6 +212,7 @@ nodegroup:
         max_unavailable: 1
         max_surge: null
         surge: 6
+        surge_sizing: eks
         batch_size: 1
         seed: 42
         batches: [[i-0abc], [i-0def]]
@@ -210,6 +222,7 @@ nodegroup:
 
 from collections.abc import Iterable
 from typing import Any
+from ansible_collections.eksops.nodegroup.plugins.module_utils.az_placement import SURGE_SIZINGS, live_per_az
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import list_all_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kinds import MANAGED
@@ -240,6 +253,7 @@ ARGUMENT_SPEC = dict(
     max_unavailable=dict(type="int"),
     max_unavailable_percentage=dict(type="int"),
     max_surge=dict(type="int"),
+    surge_sizing=dict(type="str", choices=list(SURGE_SIZINGS), default="eks"),
     surge_cap=dict(type="int", default=SURGE_CAP_DEFAULT),
     seed=dict(type="int"),
 )
@@ -311,7 +325,9 @@ def run(module: EksopsModule) -> dict[str, Any]:
         old, node_count=len(old) + len(new), az_count=len(summary["availability_zones"]),
         update_strategy=params["update_strategy"], max_unavailable=params["max_unavailable"],
         max_unavailable_percentage=params["max_unavailable_percentage"], max_surge=params["max_surge"],
-        surge_cap=params["surge_cap"], seed=params["seed"], group_size=size_before_upgrade(summary, journal))
+        surge_cap=params["surge_cap"], seed=params["seed"], group_size=size_before_upgrade(summary, journal),
+        surge_sizing=params["surge_sizing"], az_counts=live_per_az(summary["availability_zones"], old + new),
+        recorded_surge=journal.surge if journal is not None else None)
     if group.kind == MANAGED:
         plan = None
     old_ids = [i["instance_id"] for i in old]

@@ -42,7 +42,7 @@ def run(**overrides):
         setup_result=None, setup_discovery=None, failure_state=None, managed_update_result=None,
         managed_update_step=None, upgrade_replaced_instances=None, upgrade_never_joined=None,
         upgrade_drain_results=None, surge_upgrade_replaced_instances=None, surge_upgrade_never_joined=None,
-        surge_upgrade_drain_results=None, scale_down_result=None)
+        surge_upgrade_drain_results=None, scale_down_result=None, scale_up_result=None)
     base.update(overrides)
     return base
 
@@ -54,6 +54,7 @@ def test_the_filter_is_registered_by_its_name():
 def test_a_rolling_upgrade_adds_up_the_upgrade_and_the_scale_down():
     report = upgrade_report(run(
         setup_result=setup_result(preflight_warnings=[{"check": "single_replica"}]),
+        scale_up_result=dict(surge=6, surge_sizing="eks"),
         upgrade_replaced_instances=["i-1", "i-2"],
         upgrade_never_joined=[{"instance_id": "i-9", "reason": "never registered"}],
         upgrade_drain_results={"node-1": drained(["a/p1", "a/p2"], warnings=["w1"], pdb_wait_seconds=1.25,
@@ -70,7 +71,8 @@ def test_a_rolling_upgrade_adds_up_the_upgrade_and_the_scale_down():
         phase_seconds={"setup": 3.2, "scale_up": 95.7, "upgrade": 1020.4, "scale_down": 80.1}, total_seconds=1199.4,
         nodes_before=4, replaced_instances=["i-1", "i-2"],
         never_joined=[{"instance_id": "i-9", "reason": "never registered"}],
-        drained_nodes=["node-1", "node-2", "node-3"], surplus_removed=["i-20"], pods_evicted=4,
+        drained_nodes=["node-1", "node-2", "node-3"], surplus_removed=["i-20"],
+        surge=6, surge_sizing="eks", surge_instance_minutes=119.6, pods_evicted=4,
         pods_deleted_by_force=[], pod_warnings=["w1"], pdb_wait_seconds=3.4,
         post_drain_waits={"node-1": dict(seconds=21.4, load_balancers=["web", "api"]),
                           "node-2": dict(seconds=1.0, load_balancers=[]),
@@ -189,3 +191,15 @@ def test_an_unknown_group_is_the_asg_name_given_and_no_kind():
     assert (report["kind"], report["asg_name"], report["max_unavailable"]) == (None, "given", None)
     assert (report["total_seconds"], report["replaced_instances"], report["drained_nodes"]) == (0, [], [])
     assert (report["launch_template"], report["preflight_warnings"], report["on_target_already"]) == (None, [], False)
+
+
+def test_issue11_item2_the_surge_and_its_instance_minutes_an_upper_bound():
+    """Issue 11 item 2: the report says what the surge was and what it cost: the surge times the minutes from the
+    start of the scale-up to the end of the scale-down (here 4 x (95.7 + 1020.4 + 80.1) s = 79.7 instance-minutes);
+    none when no scale-up ran (minimal strategy: a surge of 0 costs 0)."""
+    report = upgrade_report(run(setup_result=setup_result(),
+                                scale_up_result=dict(surge=4, surge_sizing="per_az")))
+    assert (report["surge"], report["surge_sizing"], report["surge_instance_minutes"]) == (4, "per_az", 79.7)
+    assert upgrade_report(run(scale_up_result=dict(surge=0, surge_sizing=None)))["surge_instance_minutes"] == 0
+    unset = upgrade_report(run())
+    assert (unset["surge"], unset["surge_sizing"], unset["surge_instance_minutes"]) == (None, None, None)

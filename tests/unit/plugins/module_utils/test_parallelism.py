@@ -18,7 +18,7 @@ def old_instances(count):
 
 def scale_up(group_size, azs, **parallelism):
     """(desired capacity, surge) asg_surge's rolling mode sets, the journal recording ``group_size``."""
-    params = dict(mode="rolling", max_unavailable=None, max_unavailable_percentage=None)
+    params = dict(mode="rolling", surge_sizing="eks", max_unavailable=None, max_unavailable_percentage=None)
     params.update(parallelism)
     return asg_surge.target_desired(params, {"AvailabilityZones": list(azs)}, group_size)
 

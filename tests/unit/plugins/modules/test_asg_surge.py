@@ -43,6 +43,7 @@ def run(capsys):
     (dict(suspend_processes=["Launch"]), "suspend_processes"),
     (dict(wait_timeout=0), "wait_timeout"),
     (dict(pending_decrement=-1), "pending_decrement"),
+    (dict(surge_sizing="some"), "surge_sizing"),
     (dict(mode="desired", desired_capacity=5, pending_decrement=6), "pending_decrement"),
 ])
 def test_bad_input_fails_naming_the_parameter_and_changes_nothing(world, run, args, parameter):
@@ -167,6 +168,44 @@ def test_c3_pending_decrement_records_the_capacity_the_step_terminations_leave(w
     assert not run(mode="desired", desired_capacity=7).get("failed")
     journal = Journal.from_tags(world.asg()["Tags"])
     assert (journal.desired_capacity_set, journal.desired_capacity_pending) == (7, None)
+
+
+@pytest.fixture
+def one_node_world():
+    """One old node, in us-west-2a (in-process moto puts every instance in the group's first subnet), of a group over
+    us-west-2a, b and c."""
+    with mock_aws():
+        yield upgraded_world(desired=1)
+
+
+def test_b2_per_az_check_mode_shows_the_surge_sized_to_need(one_node_world, run):
+    """Issue 11 item 2 (SPEC B2, U3): with one old node in a and none in b and c, Auto Scaling's first two launches
+    go to b and c; after them the three AZs tie, and only the fifth launch is sure to have reached a. Check mode
+    shows that 5 (EKS's count is max(2 x 3, 1) = 6) and changes nothing."""
+    result = run(check=True, surge_sizing="per_az")
+    assert not result.get("failed"), result
+    assert result["surge"]["surge"] == 5 and result["surge"]["surge_sizing"] == "per_az"
+    assert result["surge"]["after"]["desired_capacity"] == 6
+    assert run(check=True)["surge"]["surge"] == 6
+    assert sizes(one_node_world) == (0, 12, 1)
+    assert not any(k.startswith("eksops.nodegroup/") for k in one_node_world.tags())
+
+
+def test_b2_per_az_is_journalled_and_a_rerun_takes_the_journals_surge(one_node_world, run):
+    """Issue 11 item 2: the surge per_az is recorded in the journal; a rerun (the group surged, its instances per AZ
+    changed) takes the recorded surge instead of sizing a second one from the surged group."""
+    result = run(surge_sizing="per_az")
+    assert not result.get("failed"), result
+    assert sizes(one_node_world) == (0, 12, 6)
+    journal = Journal.from_tags(one_node_world.asg()["Tags"])
+    assert (journal.surge, journal.desired_capacity_set, journal.original_desired_capacity) == (5, 6, 1)
+    # Without a wait the new instances are protected from scale-in by the next run (issue 10 item 22), no more.
+    for _rerun in range(2):
+        again = run(surge_sizing="per_az")
+        assert not again.get("failed") and again["surge"]["surge"] == 5
+        assert sizes(one_node_world) == (0, 12, 6)
+        assert Journal.from_tags(one_node_world.asg()["Tags"]) == journal
+    assert again["changed"] is False
 
 
 def test_never_scales_down(world, run):
