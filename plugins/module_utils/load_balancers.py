@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from typing import Any
+import threading
+import time
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import elb, elbv2
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import ACCESS_DENIED, UpgradeError
@@ -29,6 +31,9 @@ DELAY_ATTRIBUTE = "deregistration_delay.timeout_seconds"
 # ELBv2 TargetHealth states: every one but ``unused`` (not registered, or the instance is stopped or terminated)
 # means the load balancer still counts the target (API reference, TargetHealth).
 NOT_HELD = "unused"
+# The nodes of a batch wait side by side, each asking about its instance: an answer younger than this serves them
+# all, so a batch of n nodes costs one DescribeTargetHealth per target group and poll, not n (ELB API rate limits).
+SHARED_ANSWER_SECONDS = 1.0
 
 
 def cluster_tag(cluster_name: str) -> str:
@@ -43,11 +48,14 @@ class ClusterLoadBalancers:
     """The cluster's target groups and Classic Load Balancers, found once; which of them hold an instance now."""
 
     def __init__(self, elbv2_client: Any, elb_client: Any, target_groups: list[dict[str, Any]],
-                 classic: list[dict[str, Any]]) -> None:
+                 classic: list[dict[str, Any]], clock: Callable[[], float] = time.monotonic) -> None:
         self._elbv2 = elbv2_client
         self._elb = elb_client
         self.target_groups = target_groups
         self.classic = classic
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._answers = {}   # target group ARN or load balancer name -> (asked at, its targets or instances)
         self._delays = {}
 
     @classmethod
@@ -81,12 +89,12 @@ class ClusterLoadBalancers:
         for group in self.target_groups:
             if group.get("TargetType") != "instance":
                 continue
-            for target in elbv2.describe_target_health(self._elbv2, group["TargetGroupArn"]):
+            for target in self._shared(group["TargetGroupArn"], elbv2.describe_target_health, self._elbv2):
                 state = (target.get("TargetHealth") or {}).get("State")
                 if target["Target"]["Id"] in wanted and state != NOT_HELD:
                     held.setdefault(target["Target"]["Id"], []).append(self._holder("target group", group, state))
         for balancer in self.classic:
-            for instance in elb.describe_instance_health(self._elb, balancer["LoadBalancerName"]):
+            for instance in self._shared(balancer["LoadBalancerName"], elb.describe_instance_health, self._elb):
                 if instance["InstanceId"] in wanted:
                     state = instance.get("State")
                     if instance.get("Description", "").startswith("Instance deregistration currently in progress"):
@@ -94,6 +102,18 @@ class ClusterLoadBalancers:
                     held.setdefault(instance["InstanceId"], []).append(self._holder("Classic Load Balancer", balancer,
                                                                                     state))
         return held
+
+    def _shared(self, key: str, describe: Callable[[Any, str], list[dict[str, Any]]],
+                client: Any) -> list[dict[str, Any]]:
+        """``describe(client, key)``, or its answer of less than SHARED_ANSWER_SECONDS ago (one caller asks at a
+        time: the others wait for its answer)."""
+        with self._lock:
+            asked_at, answer = self._answers.get(key, (None, None))
+            now = self._clock()
+            if asked_at is None or now - asked_at >= SHARED_ANSWER_SECONDS:
+                answer = describe(client, key)
+                self._answers[key] = (now, answer)
+            return answer
 
     def _holder(self, kind: str, balancer: dict[str, Any], state: str | None) -> dict[str, Any]:
         name = balancer.get("TargetGroupName") or balancer["LoadBalancerName"]
@@ -103,6 +123,10 @@ class ClusterLoadBalancers:
         """The target group's deregistration delay, or the Classic Load Balancer's connection draining timeout
         (0 when draining is off), read once; None when AWS did not say."""
         key = balancer.get("TargetGroupArn") or balancer["LoadBalancerName"]
+        with self._lock:
+            return self._read_delay(kind, key)
+
+    def _read_delay(self, kind: str, key: str) -> int | None:
         if key not in self._delays:
             if kind == "target group":
                 value = elbv2.describe_target_group_attributes(self._elbv2, key).get(DELAY_ATTRIBUTE)

@@ -17,6 +17,8 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.load_balancers im
     find_cluster_load_balancers,
 )
 
+from ..fakes import FakeClock
+
 ARN = "arn:aws:elasticloadbalancing:us-west-2:123456789012:targetgroup/%s/0123456789abcdef"
 
 
@@ -112,17 +114,24 @@ def test_holding_reads_instance_targets_and_classic_instances_with_their_delays(
         stub.assert_no_pending_responses()
 
 
-def test_the_delays_are_read_once():
+def test_answers_serve_every_node_for_a_second_and_delays_are_read_once():
+    """The nodes of a batch ask side by side: one DescribeTargetHealth per target group and second serves them all."""
     made, stubs = clients()
-    balancers = ClusterLoadBalancers(made["elbv2"], made["elb"], [group("web")], [])
-    for dummy in range(2):
-        stubs["elbv2"].add_response("describe_target_health", {"TargetHealthDescriptions": [target("i-1", "draining")]},
-                                    {"TargetGroupArn": ARN % "web"})
-        if not dummy:
-            stubs["elbv2"].add_response("describe_target_group_attributes", {"Attributes": [
-                {"Key": "deregistration_delay.timeout_seconds", "Value": "300"}]}, {"TargetGroupArn": ARN % "web"})
+    clock = FakeClock()
+    balancers = ClusterLoadBalancers(made["elbv2"], made["elb"], [group("web")], [], clock=clock)
+    stubs["elbv2"].add_response("describe_target_health", {"TargetHealthDescriptions": [
+        target("i-1", "draining"), target("i-2", "healthy")]}, {"TargetGroupArn": ARN % "web"})
+    stubs["elbv2"].add_response("describe_target_group_attributes", {"Attributes": [
+        {"Key": "deregistration_delay.timeout_seconds", "Value": "300"}]}, {"TargetGroupArn": ARN % "web"})
+    stubs["elbv2"].add_response("describe_target_health", {"TargetHealthDescriptions": [target("i-2", "draining")]},
+                                {"TargetGroupArn": ARN % "web"})
     with stubs["elbv2"]:
-        assert balancers.holding(["i-1"]) == balancers.holding(["i-1"])
+        assert list(balancers.holding(["i-1"])) == ["i-1"]
+        clock.advance(0.9)
+        assert list(balancers.holding(["i-2"])) == ["i-2"]   # the same answer: no request
+        clock.advance(0.1)
+        assert balancers.holding(["i-1"]) == {}             # a new one: i-1 has left
+        assert balancers.holding(["i-2"])["i-2"][0]["state"] == "draining"
     stubs["elbv2"].assert_no_pending_responses()
 
 
