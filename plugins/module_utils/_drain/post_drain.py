@@ -34,6 +34,12 @@ class PostDrainWait:
         self.maximum = float(options.post_drain_wait)
         self.instance_id = instance_id
         self.balancers = balancers if balancers is not None and balancers.found and instance_id else None
+        if balancers is None:
+            self._fixed_because = "the cluster's load balancers were not looked up"
+        elif not balancers.found:
+            self._fixed_because = "no load balancer of the cluster was found"
+        else:
+            self._fixed_because = "the node names no EC2 instance"
         minimum = options.post_drain_min_wait
         if minimum is None:
             minimum = 0 if self.balancers is not None else options.post_drain_wait
@@ -45,7 +51,7 @@ class PostDrainWait:
 
     def describe(self) -> str:
         if self.balancers is None:
-            return "empty; waiting post_drain_wait=%d s (no load balancer of the cluster found)" % self.minimum
+            return "empty; waiting %d s, a fixed wait: %s" % (self.minimum, self._fixed_because)
         return "empty; waiting for instance %s to leave the cluster's load balancers (%s), %d-%d s" % (
             self.instance_id, self.balancers.describe(), self.minimum, self.maximum)
 

@@ -119,3 +119,17 @@ def test_bad_waits_are_refused_naming_the_parameter(options, parameter):
     with pytest.raises(UpgradeError) as raised:
         DrainOptions(**options)
     assert raised.value.code == "InvalidParameter" and raised.value.details["parameter"] == parameter
+
+
+def test_the_log_says_what_is_waited_for_and_why_a_wait_is_fixed():
+    clock = FakeClock()
+    said = []
+    options = DrainOptions(run_id="r", post_drain_wait=60, post_drain_min_wait=5)
+    for balancers, instance_id in ((None, "i-1"), (HeldUntil(clock, None, found=False), "i-1"),
+                                   (HeldUntil(clock, None), None), (HeldUntil(clock, clock.now() + 2), "i-1")):
+        PostDrainWait(options, balancers, instance_id, clock).run(clock.advance, said.append)
+    assert said == ["empty; waiting 5 s, a fixed wait: the cluster's load balancers were not looked up",
+                    "empty; waiting 5 s, a fixed wait: no load balancer of the cluster was found",
+                    "empty; waiting 5 s, a fixed wait: the node names no EC2 instance",
+                    "empty; waiting for instance i-1 to leave the cluster's load balancers (1 target group(s) (1 of "
+                    "instance targets) and 0 Classic Load Balancer(s)), 5-60 s"]
