@@ -34,6 +34,10 @@ NOT_HELD = "unused"
 # The nodes of a batch wait side by side, each asking about its instance: an answer younger than this serves them
 # all, so a batch of n nodes costs one DescribeTargetHealth per target group and poll, not n (ELB API rate limits).
 SHARED_ANSWER_SECONDS = 1.0
+# A load balancer deleted after it was found (its Service deleted, its target group replaced) holds nothing; a
+# deletion between the listing and DescribeTags makes the tags call fail as a whole, and the discovery is retried.
+GONE_CODES = frozenset(["TargetGroupNotFound", "LoadBalancerNotFound", "AccessPointNotFound"])
+DISCOVERY_ATTEMPTS = 3
 
 
 def cluster_tag(cluster_name: str) -> str:
@@ -59,11 +63,29 @@ class ClusterLoadBalancers:
         self._delays = {}
 
     @classmethod
-    def discover(cls, elbv2_client: Any, elb_client: Any, cluster_name: str) -> ClusterLoadBalancers:
-        """Every target group and Classic Load Balancer tagged for ``cluster_name`` (two listings, and their tags)."""
-        groups = elbv2.describe_target_groups(elbv2_client)
+    def discover(cls, elbv2_client: Any, elb_client: Any, cluster_name: str,
+                 attached: Iterable[str] = ()) -> ClusterLoadBalancers:
+        """Every target group and Classic Load Balancer tagged for ``cluster_name`` (two listings, and their tags),
+        but those in ``attached``: the target group ARNs and load balancer names attached to the node group's Auto
+        Scaling group, which no controller deregisters and which Auto Scaling itself drains when it terminates an
+        instance (Auto Scaling user guide, "Elastic Load Balancing": it waits for the deregistration delay)."""
+        for attempt in range(DISCOVERY_ATTEMPTS):
+            try:
+                found = cls._discover(elbv2_client, elb_client, cluster_name, set(attached))
+            except UpgradeError as err:
+                if not _gone(err) or attempt == DISCOVERY_ATTEMPTS - 1:
+                    raise
+            else:
+                return found
+        raise AssertionError("unreachable")
+
+    @classmethod
+    def _discover(cls, elbv2_client: Any, elb_client: Any, cluster_name: str, attached: set[str]) -> ClusterLoadBalancers:
+        groups = [group for group in elbv2.describe_target_groups(elbv2_client)
+                  if group["TargetGroupArn"] not in attached]
         group_tags = elbv2.describe_tags(elbv2_client, [group["TargetGroupArn"] for group in groups])
-        balancers = elb.describe_load_balancers(elb_client)
+        balancers = [balancer for balancer in elb.describe_load_balancers(elb_client)
+                     if balancer["LoadBalancerName"] not in attached]
         balancer_tags = elb.describe_tags(elb_client, [balancer["LoadBalancerName"] for balancer in balancers])
         return cls(elbv2_client, elb_client,
                    [group for group in groups
@@ -111,7 +133,12 @@ class ClusterLoadBalancers:
             asked_at, answer = self._answers.get(key, (None, None))
             now = self._clock()
             if asked_at is None or now - asked_at >= SHARED_ANSWER_SECONDS:
-                answer = describe(client, key)
+                try:
+                    answer = describe(client, key)
+                except UpgradeError as err:
+                    if not _gone(err):
+                        raise
+                    answer = []
                 self._answers[key] = (now, answer)
             return answer
 
@@ -137,6 +164,10 @@ class ClusterLoadBalancers:
         return self._delays[key]
 
 
+def _gone(err: UpgradeError) -> bool:
+    return err.details.get("aws_error_code") in GONE_CODES
+
+
 def longer_than(held: dict[str, list[dict[str, Any]]], seconds: int) -> list[dict[str, Any]]:
     """The load balancers of ``held`` ({instance id: holders}, as ``holding`` answers) whose deregistration delay is
     longer than ``seconds``, each once, by name."""
@@ -156,12 +187,20 @@ def describe_holders(holders: Iterable[dict[str, Any]]) -> str:
                      for holder in holders)
 
 
-def find_cluster_load_balancers(aws: Callable[[str], Any], cluster_name: str,
-                                warn: Callable[[str], None]) -> ClusterLoadBalancers | None:
-    """The cluster's load balancers (``aws`` makes a client for a service name), or None with a warning when the
-    credentials may not list them: the drain then waits the fixed post-drain wait, as before B3."""
+def attached_to(asg: dict[str, Any] | None) -> list[str]:
+    """The target group ARNs and Classic Load Balancer names attached to an Auto Scaling group."""
+    if not asg:
+        return []
+    return list(asg.get("TargetGroupARNs") or []) + list(asg.get("LoadBalancerNames") or [])
+
+
+def find_cluster_load_balancers(aws: Callable[[str], Any], cluster_name: str, warn: Callable[[str], None],
+                                asg: dict[str, Any] | None = None) -> ClusterLoadBalancers | None:
+    """The cluster's load balancers (``aws`` makes a client for a service name) but those attached to ``asg``, the
+    node group's Auto Scaling group; None with a warning when the credentials may not list them: the drain then
+    waits the fixed post-drain wait, as before B3."""
     try:
-        return ClusterLoadBalancers.discover(aws("elbv2"), aws("elb"), cluster_name)
+        return ClusterLoadBalancers.discover(aws("elbv2"), aws("elb"), cluster_name, attached_to(asg))
     except UpgradeError as err:
         if err.code != ACCESS_DENIED:
             raise

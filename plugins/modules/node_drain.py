@@ -511,12 +511,13 @@ def drain_options(params: dict[str, Any], check_mode: bool) -> DrainOptions:
 ACTIONS = dict(drain="cordon or drain", cordon="cordon", uncordon="uncordon")
 
 
-def drain(module: EksopsModule, core_v1: Any, names: list[str], options: DrainOptions) -> Any:
+def drain(module: EksopsModule, core_v1: Any, names: list[str], options: DrainOptions, asg: dict[str, Any] | None) -> Any:
     """Cordon and drain the nodes. The cluster's load balancers (B3) are looked for when the nodes get the label
-    that makes their controllers let them go, and a cluster name to find them by."""
+    that makes their controllers let them go, and a cluster name to find them by; those attached to ``asg``, the
+    node group's Auto Scaling group, are left to Auto Scaling."""
     balancers = None
     if module.params["cluster_name"] and options.exclude_from_load_balancers and not module.check_mode:
-        balancers = find_cluster_load_balancers(module.aws, module.params["cluster_name"], module.warn)
+        balancers = find_cluster_load_balancers(module.aws, module.params["cluster_name"], module.warn, asg)
     return drain_nodes(core_v1, names, options, log=module.log, load_balancers=balancers)
 
 
@@ -559,7 +560,7 @@ def run(module: EksopsModule) -> dict[str, Any]:
         claim(module, module.aws("autoscaling"), group.asg)
     state = params["state"]
     if state == "drain":
-        result = drain(module, core_v1, names, options)
+        result = drain(module, core_v1, names, options, group.asg if group is not None else None)
     elif state == "cordon":
         result = cordon_nodes(core_v1, names, run_id=options.run_id,
                               exclude_from_load_balancers=options.exclude_from_load_balancers,

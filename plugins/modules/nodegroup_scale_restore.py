@@ -315,7 +315,7 @@ def drain_surplus(module: EksopsModule, group: NodegroupRef, journal: Journal, s
                                                           group.node_selector)[0].values() if node]
     if not node_names:
         return False
-    balancers = find_cluster_load_balancers(module.aws, params["cluster_name"], module.warn)
+    balancers = find_cluster_load_balancers(module.aws, params["cluster_name"], module.warn, group.asg)
     drained = drain_nodes(module.core_v1(), node_names, drain_options(params, journal.run_id),
                           load_balancers=balancers)
     result["drain"] = drained.to_dict()

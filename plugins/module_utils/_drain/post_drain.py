@@ -62,12 +62,13 @@ class PostDrainWait:
     def next_slice(self) -> float | None:
         """Seconds to watch the node before calling again, or None: the wait is over."""
         now = self.clock.now()
-        if self.balancers is not None and now >= self._next_check:
+        elapsed = now - self.started
+        # At the bound an answer up to MAX_POLL_SECONDS old would fail a node that has just been let go: ask again.
+        if self.balancers is not None and (now >= self._next_check or (elapsed >= self.maximum and self.holders)):
             self.holders = self.balancers.holding([self.instance_id]).get(self.instance_id, [])
             self.held_by.update(holder["name"] for holder in self.holders)
             self._next_check = now + self._interval
             self._interval = min(self._interval * POLL_BACKOFF, MAX_POLL_SECONDS)
-        elapsed = now - self.started
         if elapsed >= self.maximum or (elapsed >= self.minimum and not self.holders):
             return None
         ends = [self.maximum, self.minimum if elapsed < self.minimum else self.maximum]

@@ -149,3 +149,46 @@ def test_access_denied_falls_back_to_the_fixed_wait_with_a_warning_and_other_err
         with pytest.raises(UpgradeError) as raised:
             find_cluster_load_balancers(made.get, "prod", warnings.append)
     assert "describe the target groups" in raised.value.msg
+
+
+def test_a_load_balancer_deleted_meanwhile_holds_nothing_and_the_discovery_is_retried():
+    """A Service deleted (or a target group replaced) after the discovery: TargetGroupNotFound / LoadBalancerNotFound
+    answer for it, and it holds nothing. One deleted between the listing and DescribeTags fails the tags call as a
+    whole: the discovery starts again."""
+    made, stubs = clients()
+    balancers = ClusterLoadBalancers(made["elbv2"], made["elb"], [group("web")], [{"LoadBalancerName": "classic"}])
+    stubs["elbv2"].add_client_error("describe_target_health", service_error_code="TargetGroupNotFound",
+                                    service_message="gone", http_status_code=400)
+    stubs["elb"].add_client_error("describe_instance_health", service_error_code="LoadBalancerNotFound",
+                                  service_message="gone", http_status_code=400)
+    with stubs["elbv2"], stubs["elb"]:
+        assert balancers.holding(["i-1"]) == {}
+
+    made, stubs = clients()
+    stubs["elbv2"].add_response("describe_target_groups", {"TargetGroups": [group("web"), group("gone")]}, {})
+    stubs["elbv2"].add_client_error("describe_tags", service_error_code="TargetGroupNotFound", service_message="gone",
+                                    http_status_code=400)
+    discovered(stubs, [group("web")], [LBC], [], [])
+    with stubs["elbv2"], stubs["elb"]:
+        found = ClusterLoadBalancers.discover(made["elbv2"], made["elb"], "prod")
+    assert [g["TargetGroupName"] for g in found.target_groups] == ["web"]
+    for stub in stubs.values():
+        stub.assert_no_pending_responses()
+
+
+def test_the_load_balancers_attached_to_the_auto_scaling_group_are_left_to_auto_scaling():
+    """Auto Scaling deregisters an instance from the target groups and Classic Load Balancers attached to its group,
+    and waits for their delay, when it terminates it; no controller does before. Waiting for them would time out."""
+    made, stubs = clients()
+    stubs["elbv2"].add_response("describe_target_groups", {"TargetGroups": [group("web"), group("attached")]}, {})
+    stubs["elbv2"].add_response("describe_tags", {"TagDescriptions": [{"ResourceArn": ARN % "web", "Tags": LBC}]},
+                                {"ResourceArns": [ARN % "web"]})   # the attached one is not even asked about
+    stubs["elb"].add_response("describe_load_balancers", {"LoadBalancerDescriptions": [
+        {"LoadBalancerName": "classic"}, {"LoadBalancerName": "attached-classic"}]}, {})
+    stubs["elb"].add_response("describe_tags", {"TagDescriptions": [{"LoadBalancerName": "classic", "Tags": IN_TREE}]},
+                              {"LoadBalancerNames": ["classic"]})
+    asg = {"TargetGroupARNs": [ARN % "attached"], "LoadBalancerNames": ["attached-classic"]}
+    with stubs["elbv2"], stubs["elb"]:
+        found = find_cluster_load_balancers(made.get, "prod", [].append, asg)
+    assert [g["TargetGroupName"] for g in found.target_groups] == ["web"]
+    assert [b["LoadBalancerName"] for b in found.classic] == ["classic"]

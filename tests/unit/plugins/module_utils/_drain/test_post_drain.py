@@ -133,3 +133,11 @@ def test_the_log_says_what_is_waited_for_and_why_a_wait_is_fixed():
                     "empty; waiting 5 s, a fixed wait: the node names no EC2 instance",
                     "empty; waiting for instance i-1 to leave the cluster's load balancers (1 target group(s) (1 of "
                     "instance targets) and 0 Classic Load Balancer(s)), 5-60 s"]
+
+
+def test_at_the_bound_the_load_balancers_are_asked_once_more_before_the_node_fails():
+    """Backed off to 5 s, the last answer before the bound may be 5 s old: an instance let go at 59 s of 60 goes."""
+    clock = FakeClock()
+    balancers = HeldUntil(clock, clock.now() + 59)
+    wait, took = run_wait(clock, balancers, post_drain_wait=60)
+    assert took == 60 and balancers.asked_at[-1] == clock.now() and wait.settle(NodeResult("n"), ignore_timeout=False)
