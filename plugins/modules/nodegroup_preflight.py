@@ -24,7 +24,8 @@ description:
     short); C(unmanaged_pod) (a pod without a controller is only removed with force and never comes back);
     with O(post_drain_wait), C(load_balancer_delay) (a target group or Classic Load Balancer of the cluster that
     holds the group's instances drains them for longer than O(post_drain_wait): a node it still holds that long
-    after its drain fails with C(LoadBalancerDeregistrationTimeout), SPEC B3)."
+    after its drain would fail with C(LoadBalancerDeregistrationTimeout), SPEC B3; blocking unless
+    O(ignore_load_balancer_timeout))."
   - "Blocking checks, which stop the upgrade before anything changes (each finding has C(blocking));
     C(autoscaler_deleting) (a node tainted C(ToBeDeletedByClusterAutoscaler) - the cluster autoscaler is draining
     it and will terminate its instance with a decrement of the desired capacity, which the upgrade would take
@@ -41,6 +42,12 @@ options:
       - The longest a drained node will wait for the cluster's load balancers (see M(eksops.nodegroup.node_drain));
         when given, the load balancers that hold the group's instances are compared with it.
     type: int
+  ignore_load_balancer_timeout:
+    description:
+      - Whether the drains will let a node go that a load balancer still holds after O(post_drain_wait); when not,
+        a C(load_balancer_delay) finding blocks the upgrade.
+    type: bool
+    default: false
 extends_documentation_fragment:
   - eksops.nodegroup.nodegroup
   - eksops.nodegroup.aws
@@ -94,6 +101,7 @@ import re
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import list_nodegroup_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import AUTOSCALER_TAINT, is_mirror
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import apps_v1, policy_v1, translate_k8s_errors
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import list_all
 from ansible_collections.eksops.nodegroup.plugins.module_utils.label_selector import selector_matches
@@ -105,6 +113,9 @@ _SLEEP = re.compile(r"\bsleep\s+(\d+)")
 # The cluster autoscaler's soft taint on nodes it considers removing (cluster-autoscaler FAQ, "How does scale-down
 # work?"); its hard taint, AUTOSCALER_TAINT, is on a node it is deleting now.
 AUTOSCALER_CANDIDATE_TAINT = "DeletionCandidateOfClusterAutoscaler"
+ARGUMENT_SPEC = dict(NODEGROUP_ARGUMENT_SPEC, post_drain_wait=dict(type="int"),
+                     ignore_load_balancer_timeout=dict(type="bool", default=False))
+
 # Checks after which the upgrade must not start: it would fail, or fight the autoscaler, half-way.
 BLOCKING_CHECKS = frozenset(["autoscaler_deleting"])
 
@@ -227,21 +238,31 @@ def preflight_findings(pods: list[dict[str, Any]], deployments: list[dict[str, A
     return findings
 
 
-def load_balancer_findings(module: EksopsModule, instance_ids: list[str]) -> list[dict[str, Any]]:
+def load_balancer_findings(module: EksopsModule, asg: dict[str, Any]) -> list[dict[str, Any]]:
     """C(load_balancer_delay) (SPEC B3): the cluster's load balancers holding the group's instances that drain them
-    for longer than post_drain_wait."""
+    for longer than post_drain_wait; blocking unless ignore_load_balancer_timeout. Best effort: a load balancer API
+    that fails is a warning, not a failed preflight."""
     seconds = module.params["post_drain_wait"]
     if seconds is None:
         return []
-    balancers = find_cluster_load_balancers(module.aws, module.params["cluster_name"], module.warn)
-    if balancers is None or not balancers.found:
+    try:
+        balancers = find_cluster_load_balancers(module.aws, module.params["cluster_name"], module.warn, asg)
+        held = balancers.holding([i["InstanceId"] for i in asg.get("Instances", [])]) if balancers else {}
+    except UpgradeError as err:
+        module.warn("the load balancers holding the group's instances could not be compared with post_drain_wait: %s"
+                    % err.msg)
         return []
-    return [dict(check="load_balancer_delay", kind=holder["kind"], namespace=None, name=holder["name"], blocking=False,
-                 message="The %s %s drains deregistered instances for %d s, longer than post_drain_wait (%d s): a node "
-                         "it still holds %d s after its drain fails with LoadBalancerDeregistrationTimeout; raise "
-                         "post_drain_wait, or set ignore_load_balancer_timeout."
-                         % (holder["kind"], holder["name"], holder["delay_seconds"], seconds, seconds))
-            for holder in longer_than(balancers.holding(instance_ids), seconds)]
+    go_on = module.params["ignore_load_balancer_timeout"]
+    return [dict(check="load_balancer_delay", kind=holder["kind"], namespace=None, name=holder["name"],
+                 blocking=not go_on,
+                 message="The %s %s drains deregistered instances for %d s, longer than post_drain_wait (%d s): %s"
+                         % (holder["kind"], holder["name"], holder["delay_seconds"], seconds,
+                            "nodes it still holds are terminated anyway (ignore_load_balancer_timeout)." if go_on else
+                            "a node it still holds %d s after its drain would fail with "
+                            "LoadBalancerDeregistrationTimeout. Raise post_drain_wait to at least %d s (the wait ends as "
+                            "soon as the load balancer lets the node go, so a longer bound costs nothing), or set "
+                            "ignore_load_balancer_timeout." % (seconds, holder["delay_seconds"])))
+            for holder in longer_than(held, seconds)]
 
 
 def run(module: EksopsModule) -> dict[str, Any]:
@@ -258,14 +279,14 @@ def run(module: EksopsModule) -> dict[str, Any]:
         deployments, _version = list_all(apps_v1(module.k8s()).list_deployment_for_all_namespaces)
         pdbs, _version = list_all(policy_v1(module.k8s()).list_pod_disruption_budget_for_all_namespaces)
     findings = node_findings([node.raw for node in nodes]) + preflight_findings(pods, deployments, pdbs)
-    findings += load_balancer_findings(module, [i["InstanceId"] for i in group.asg.get("Instances", [])])
+    findings += load_balancer_findings(module, group.asg)
     return dict(changed=False, preflight=dict(warnings_found=findings, blocking=[f for f in findings if f["blocking"]],
                                               pods_examined=len(pods)))
 
 
 def main() -> None:
     module = EksopsModule(
-        dict(NODEGROUP_ARGUMENT_SPEC, post_drain_wait=dict(type="int")),
+        ARGUMENT_SPEC,
         uses_aws=True,
         uses_k8s=True,
         supports_check_mode=True,

@@ -9,7 +9,6 @@ import pytest
 from moto import mock_aws
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC
 from ansible_collections.eksops.nodegroup.plugins.modules import nodegroup_preflight
 from ansible_collections.eksops.nodegroup.plugins.modules.nodegroup_preflight import node_findings, preflight_findings
 
@@ -196,12 +195,24 @@ def test_B3_a_load_balancer_draining_longer_than_post_drain_wait_is_reported(cap
         calls = []
         without = run_on_empty_nodes(world, capsys, aws_calls=calls)
         with_wait = run_on_empty_nodes(world, capsys, post_drain_wait=60)
+        going_on = run_on_empty_nodes(world, capsys, post_drain_wait=60, ignore_load_balancer_timeout=True)
+        attached = world.elbv2.describe_target_groups(Names=["k8s-default-web"])["TargetGroups"][0]["TargetGroupArn"]
+        world.autoscaling.attach_load_balancer_target_groups(AutoScalingGroupName=world.asg()["AutoScalingGroupName"],
+                                                             TargetGroupARNs=[attached])
+        left_to_auto_scaling = run_on_empty_nodes(world, capsys, post_drain_wait=60)
     # without post_drain_wait, no load balancer is asked about
     assert without["preflight"]["warnings_found"] == [] and "DescribeAutoScalingGroups" in calls
     assert not [call for call in calls if call.startswith(("DescribeTarget", "DescribeLoadBalancer"))], calls
     [finding] = with_wait["preflight"]["warnings_found"]
-    assert (finding["check"], finding["name"], finding["blocking"]) == ("load_balancer_delay", "k8s-default-web", False)
+    # blocking: a node it still holds would fail half-way; raising the bound costs nothing
+    assert (finding["check"], finding["name"], finding["blocking"]) == ("load_balancer_delay", "k8s-default-web", True)
+    assert with_wait["preflight"]["blocking"] == [finding]
     assert "for 300 s, longer than post_drain_wait (60 s)" in finding["message"]
+    assert "Raise post_drain_wait to at least 300 s" in finding["message"]
+    [warning] = going_on["preflight"]["warnings_found"]
+    assert not warning["blocking"] and "terminated anyway (ignore_load_balancer_timeout)" in warning["message"]
+    # a target group attached to the Auto Scaling group is Auto Scaling's to drain at the termination
+    assert left_to_auto_scaling["preflight"]["warnings_found"] == []
 
 
 def test_documentation_matches_the_argument_spec():
@@ -209,5 +220,5 @@ def test_documentation_matches_the_argument_spec():
 
     from ..module_docs import assert_docs_match_spec
 
-    assert_docs_match_spec(nodegroup_preflight, merged_argument_spec(dict(NODEGROUP_ARGUMENT_SPEC, post_drain_wait=dict(type="int")), uses_aws=True,
+    assert_docs_match_spec(nodegroup_preflight, merged_argument_spec(nodegroup_preflight.ARGUMENT_SPEC, uses_aws=True,
                                                                      uses_k8s=True))
