@@ -12,7 +12,9 @@ The cluster's load balancers are found by the tags their controllers put on them
 An instance target is held from its registration until its deregistration has finished: DescribeTargetHealth lists
 it ``draining`` for the group's deregistration delay (Application Load Balancers user guide, "Deregistration
 delay"), and DescribeInstanceHealth lists a deregistering instance InService, "Instance deregistration currently in
-progress.", while its connections drain (Classic Load Balancers user guide, "Configure connection draining"). A
+progress.", while its connections drain (Classic Load Balancers user guide, "Configure connection draining"), and
+"Instance is not currently registered with the LoadBalancer." once it has left; the instances are asked for by id,
+since a listing without ids describes only those "currently registered" (API reference, DescribeInstanceHealth). A
 target group of ``ip`` targets holds pods, not nodes: they leave it through the drain itself.
 """
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from typing import Any
+import functools
 import threading
 import time
 
@@ -31,6 +34,9 @@ DELAY_ATTRIBUTE = "deregistration_delay.timeout_seconds"
 # ELBv2 TargetHealth states: every one but ``unused`` (not registered, or the instance is stopped or terminated)
 # means the load balancer still counts the target (API reference, TargetHealth).
 NOT_HELD = "unused"
+# DescribeInstanceHealth descriptions (API reference, InstanceState).
+CLASSIC_DRAINING = "Instance deregistration currently in progress"
+CLASSIC_NOT_REGISTERED = "Instance is not currently registered"
 # The nodes of a batch wait side by side, each asking about its instance: an answer younger than this serves them
 # all, so a batch of n nodes costs one DescribeTargetHealth per target group and poll, not n (ELB API rate limits).
 SHARED_ANSWER_SECONDS = 1.0
@@ -111,30 +117,32 @@ class ClusterLoadBalancers:
         for group in self.target_groups:
             if group.get("TargetType") != "instance":
                 continue
-            for target in self._shared(group["TargetGroupArn"], elbv2.describe_target_health, self._elbv2):
+            arn = group["TargetGroupArn"]
+            for target in self._shared(arn, functools.partial(elbv2.describe_target_health, self._elbv2, arn)):
                 state = (target.get("TargetHealth") or {}).get("State")
                 if target["Target"]["Id"] in wanted and state != NOT_HELD:
                     held.setdefault(target["Target"]["Id"], []).append(self._holder("target group", group, state))
+        ids = sorted(wanted)
         for balancer in self.classic:
-            for instance in self._shared(balancer["LoadBalancerName"], elb.describe_instance_health, self._elb):
-                if instance["InstanceId"] in wanted:
-                    state = instance.get("State")
-                    if instance.get("Description", "").startswith("Instance deregistration currently in progress"):
-                        state = "draining"
-                    held.setdefault(instance["InstanceId"], []).append(self._holder("Classic Load Balancer", balancer,
-                                                                                    state))
+            name = balancer["LoadBalancerName"]
+            for instance in self._shared((name, tuple(ids)),
+                                         functools.partial(elb.describe_instance_health, self._elb, name, ids)):
+                description = instance.get("Description") or ""
+                if instance["InstanceId"] not in wanted or description.startswith(CLASSIC_NOT_REGISTERED):
+                    continue
+                state = "draining" if description.startswith(CLASSIC_DRAINING) else instance.get("State")
+                held.setdefault(instance["InstanceId"], []).append(self._holder("Classic Load Balancer", balancer, state))
         return held
 
-    def _shared(self, key: str, describe: Callable[[Any, str], list[dict[str, Any]]],
-                client: Any) -> list[dict[str, Any]]:
-        """``describe(client, key)``, or its answer of less than SHARED_ANSWER_SECONDS ago (one caller asks at a
-        time: the others wait for its answer)."""
+    def _shared(self, key: Any, describe: Callable[[], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+        """``describe()``'s answer, or the answer for ``key`` of less than SHARED_ANSWER_SECONDS ago (one caller asks
+        at a time: the others wait for its answer)."""
         with self._lock:
             asked_at, answer = self._answers.get(key, (None, None))
             now = self._clock()
             if asked_at is None or now - asked_at >= SHARED_ANSWER_SECONDS:
                 try:
-                    answer = describe(client, key)
+                    answer = describe()
                 except UpgradeError as err:
                     if not _gone(err):
                         raise

@@ -35,11 +35,14 @@ def describe_tags(elb: Any, names: Sequence[str]) -> dict[str, dict[str, str]]:
     return tags
 
 
-@aws_call("describe the instances of Classic Load Balancer {name}")
-def describe_instance_health(elb: Any, name: str) -> list[dict[str, Any]]:
-    """Every instance registered with the load balancer, with its state; an instance whose connections are still
-    draining after its deregistration is listed InService, "Instance deregistration currently in progress."."""
-    return elb.describe_instance_health(LoadBalancerName=name)["InstanceStates"]
+@aws_call("describe instances {instance_ids} of Classic Load Balancer {name}")
+def describe_instance_health(elb: Any, name: str, instance_ids: Sequence[str]) -> list[dict[str, Any]]:
+    """The state of those instances with respect to the load balancer, asked for by id: "their state is returned
+    even if they are no longer registered" (API reference DescribeInstanceHealth; a listing without ids has only the
+    registered ones). Draining: InService, "Instance deregistration currently in progress."; gone: OutOfService,
+    "Instance is not currently registered with the LoadBalancer."."""
+    return elb.describe_instance_health(LoadBalancerName=name, Instances=[dict(InstanceId=i) for i in instance_ids]
+                                        )["InstanceStates"]
 
 
 @aws_call("describe the attributes of Classic Load Balancer {name}")

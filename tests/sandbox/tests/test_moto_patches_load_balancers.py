@@ -146,6 +146,10 @@ def test_classic_connection_draining_keeps_the_instance_in_service_for_the_timeo
         assert time.monotonic() - began < DELAY + 1
         time.sleep(0.05)
     assert time.monotonic() - began >= DELAY * 0.95
+    # asked for by id once it has left: its state is still returned (API reference DescribeInstanceHealth)
+    state = instance_health(elb, Instances=[{"InstanceId": first}])[first]
+    assert (state["State"], state["Description"]) == ("OutOfService",
+                                                      "Instance is not currently registered with the LoadBalancer.")
 
 
 def test_classic_without_draining_drops_at_once_and_reports_a_terminated_instance(sim):
@@ -159,3 +163,8 @@ def test_classic_without_draining_drops_at_once_and_reports_a_terminated_instanc
     state = instance_health(elb)[second]
     assert (state["State"], state["ReasonCode"], state["Description"]) == (
         "OutOfService", "Instance", "Instance is in terminated state.")
+    # asked for by id once deregistered, its state is still returned (API reference DescribeInstanceHealth)
+    elb.deregister_instances_from_load_balancer(LoadBalancerName="clb", Instances=[{"InstanceId": second}])
+    state = instance_health(elb, Instances=[{"InstanceId": second}])[second]
+    assert (state["State"], state["Description"]) == ("OutOfService",
+                                                      "Instance is not currently registered with the LoadBalancer.")

@@ -638,7 +638,11 @@ def correct_classic_connection_draining() -> None:
     DescribeInstanceHealth as InService / "Instance deregistration currently in progress." for the timeout (real
     seconds, time.monotonic); a listing without instances includes it. A registered instance that is not running
     is OutOfService / ReasonCode Instance / "Instance is in terminated state." (pending, stopped likewise); moto
-    answers "N/A" for every description. Left as moto has it: an instance that is not registered is `Unknown`."""
+    answers "N/A" for every description. An instance asked for by id that is not registered is OutOfService,
+    "Instance is not currently registered with the LoadBalancer." (the draining guide's state after draining; moto
+    says Unknown): API reference DescribeInstanceHealth, "If instances are specified, their state is returned even if
+    they are no longer registered with the load balancer". Not modelled: "The state of terminated instances is not
+    returned" (a terminated, deregistered instance is answered as not registered)."""
 
     original_register = ELBBackend.register_instances
     original_deregister = ELBBackend.deregister_instances
@@ -681,8 +685,8 @@ def correct_classic_connection_draining() -> None:
                 states.append({"InstanceId": instance_id, "State": "InService", "ReasonCode": "N/A",
                                "Description": "Instance deregistration currently in progress."})
             else:
-                states.append({"InstanceId": instance_id, "State": "Unknown", "ReasonCode": "N/A",
-                               "Description": "N/A"})
+                states.append({"InstanceId": instance_id, "State": "OutOfService", "ReasonCode": "ELB",
+                               "Description": "Instance is not currently registered with the LoadBalancer."})
         return ActionResult({"InstanceStates": states})
 
     ELBBackend.register_instances = register_instances

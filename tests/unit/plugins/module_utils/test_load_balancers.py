@@ -93,8 +93,11 @@ def test_holding_reads_instance_targets_and_classic_instances_with_their_delays(
     stubs["elb"].add_response("describe_instance_health", {"InstanceStates": [
         {"InstanceId": "i-1", "State": "InService", "ReasonCode": "N/A",
          "Description": "Instance deregistration currently in progress."},
-        {"InstanceId": "i-2", "State": "OutOfService", "ReasonCode": "Instance", "Description": "x"}]},
-        {"LoadBalancerName": "classic"})
+        {"InstanceId": "i-2", "State": "OutOfService", "ReasonCode": "Instance",
+         "Description": "Instance has failed at least the UnhealthyThreshold number of health checks consecutively."},
+        {"InstanceId": "i-3", "State": "OutOfService", "ReasonCode": "ELB",
+         "Description": "Instance is not currently registered with the LoadBalancer."}]},
+        {"LoadBalancerName": "classic", "Instances": [{"InstanceId": i} for i in ("i-1", "i-2", "i-3", "i-4")]})
     stubs["elb"].add_response("describe_load_balancer_attributes", {"LoadBalancerAttributes": {
         "ConnectionDraining": {"Enabled": True, "Timeout": 5}}}, {"LoadBalancerName": "classic"})
     with stubs["elbv2"], stubs["elb"]:
