@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 import contextlib
 import functools
@@ -388,6 +388,18 @@ def aws_tags_to_dict(tags: Iterable[Mapping[str, str]] | dict[str, str] | None) 
     return dict((tag["Key"], tag.get("Value", "")) for tag in tags)
 
 
+def tags_in_chunks(describe_tags: Callable[..., Any], ids_parameter: str, id_key: str, ids: Sequence[str],
+                   per_call: int) -> dict[str, dict[str, str]]:
+    """{id: {key: value}} from an Elastic Load Balancing DescribeTags, which takes at most ``per_call`` resources:
+    ``describe_tags(**{ids_parameter: chunk})`` per chunk of ``ids``, each TagDescriptions entry keyed by its
+    ``id_key``; no request for no id."""
+    tags = {}
+    for start in range(0, len(ids), per_call):
+        for description in describe_tags(**{ids_parameter: list(ids[start:start + per_call])})["TagDescriptions"]:
+            tags[description[id_key]] = aws_tags_to_dict(description.get("Tags"))
+    return tags
+
+
 def paginate(client: Any, operation: str, result_key: str, **kwargs: Any) -> list[Any]:
     """All items of a paged AWS describe/list call, in order."""
     items = []
@@ -411,5 +423,6 @@ __all__ = [
     "client_config",
     "eks_token_sts_client",
     "paginate",
+    "tags_in_chunks",
     "translate_aws_errors",
 ]

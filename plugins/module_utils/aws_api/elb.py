@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import aws_call, aws_tags_to_dict, paginate
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import aws_call, paginate, tags_in_chunks
 
 # DescribeTags takes at most 20 load balancer names (ELB API reference, DescribeTags: "Maximum number of 20 items").
 TAGS_PER_CALL = 20
@@ -27,12 +27,7 @@ def describe_load_balancers(elb: Any) -> list[dict[str, Any]]:
 @aws_call(lambda elb, names: "describe the tags of %d Classic Load Balancer(s)" % len(names))
 def describe_tags(elb: Any, names: Sequence[str]) -> dict[str, dict[str, str]]:
     """{name: {key: value}} for those load balancers, asked TAGS_PER_CALL at a time; no request for none."""
-    tags = {}
-    for start in range(0, len(names), TAGS_PER_CALL):
-        answer = elb.describe_tags(LoadBalancerNames=list(names[start:start + TAGS_PER_CALL]))
-        for description in answer["TagDescriptions"]:
-            tags[description["LoadBalancerName"]] = aws_tags_to_dict(description.get("Tags"))
-    return tags
+    return tags_in_chunks(elb.describe_tags, "LoadBalancerNames", "LoadBalancerName", names, TAGS_PER_CALL)
 
 
 @aws_call("describe instances {instance_ids} of Classic Load Balancer {name}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import aws_call, aws_tags_to_dict, paginate
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import aws_call, paginate, tags_in_chunks
 
 # DescribeTags takes at most 20 resource ARNs (ELBv2 API reference, DescribeTags: "Maximum number of 20 items").
 TAGS_PER_CALL = 20
@@ -27,12 +27,7 @@ def describe_target_groups(elbv2: Any) -> list[dict[str, Any]]:
 @aws_call(lambda elbv2, arns: "describe the tags of %d target group(s)" % len(arns))
 def describe_tags(elbv2: Any, arns: Sequence[str]) -> dict[str, dict[str, str]]:
     """{arn: {key: value}} for those ARNs, asked TAGS_PER_CALL at a time; no request for none."""
-    tags = {}
-    for start in range(0, len(arns), TAGS_PER_CALL):
-        answer = elbv2.describe_tags(ResourceArns=list(arns[start:start + TAGS_PER_CALL]))
-        for description in answer["TagDescriptions"]:
-            tags[description["ResourceArn"]] = aws_tags_to_dict(description.get("Tags"))
-    return tags
+    return tags_in_chunks(elbv2.describe_tags, "ResourceArns", "ResourceArn", arns, TAGS_PER_CALL)
 
 
 @aws_call("describe the targets of target group {arn}")
