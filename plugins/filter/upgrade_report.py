@@ -54,6 +54,11 @@ _value:
       found the group. C(eks_update) is what EKS did on a managed node group.
     - C(pods_evicted), C(pods_deleted_by_force), C(pod_warnings) and C(pdb_wait_seconds) add up every drained
       node; C(pdb_wait_seconds) is null when a drain did not report it.
+    - C(pods_on_old_nodes) is the number of pods a drain moves that were on the nodes this run's upgrade phase
+      drained, as the preflight counted them before anything changed (null when the preflight did not count them).
+      C(disruptions_per_old_pod) is every pod evicted or deleted by force in this run (scale-down included) per
+      such pod (issue 11 item 1, SPEC B1 - 1.0 when each pod moved once; a pod evicted onto a node that is drained
+      later moves twice); null when no pod was on those nodes.
     - C(post_drain_waits) has, for every drained node, the seconds it waited after it was empty and the load
       balancers that held its instance meanwhile (SPEC B3).
     - C(surge) is the number of nodes the scale-up phase added (C(surge_sizing) says how it was sized, issue 11
@@ -212,6 +217,19 @@ def _pods(drained: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     )
 
 
+def _disruptions(run: Mapping[str, Any], drained: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Pods moved per pod that was on a replaced node (issue 11 item 1): the old nodes are the ones the upgrade
+    phase drained, their pods the preflight's count of what a drain moves."""
+    to_move = (run["setup_result"] or {}).get("pods_to_move")
+    if to_move is None:
+        return dict(pods_on_old_nodes=None, disruptions_per_old_pod=None)
+    old_nodes = set(run["upgrade_drain_results"] or {}) | set(run["surge_upgrade_drain_results"] or {})
+    on_old_nodes = sum(to_move.get(node, 0) for node in old_nodes)
+    moved = sum(len(node["evicted"]) + len(node["deleted"]) for node in drained.values())
+    return dict(pods_on_old_nodes=on_old_nodes,
+                disruptions_per_old_pod=round(moved / on_old_nodes, 2) if on_old_nodes else None)
+
+
 def upgrade_report(run: Mapping[str, Any]) -> dict[str, Any]:
     setup = run["setup_result"] or {}
     scale_down = run["scale_down_result"]
@@ -245,6 +263,7 @@ def upgrade_report(run: Mapping[str, Any]) -> dict[str, Any]:
     )
     report.update(_surge(run))
     report.update(_pods(drained))
+    report.update(_disruptions(run, drained))
     report.update(
         dry_run=run["check_mode"],
         plan=run["plan"],

@@ -95,8 +95,10 @@ def _nodes_line(report: Mapping[str, Any]) -> str:
 
 def _pods_line(report: Mapping[str, Any]) -> str:
     forced = report["pods_deleted_by_force"]
-    return "Pods: %s evicted, %d deleted by force%s, %d removed with a warning; time waiting on PodDisruptionBudgets: %s." % (
+    per_old_pod = report["disruptions_per_old_pod"]
+    return "Pods: %s evicted, %d deleted by force%s, %d removed with a warning%s; time waiting on PodDisruptionBudgets: %s." % (
         report["pods_evicted"], len(forced), " (%s)" % ", ".join(forced) if forced else "", len(report["pod_warnings"]),
+        "" if per_old_pod is None else ", %s per pod on the old nodes" % per_old_pod,
         "not reported" if report["pdb_wait_seconds"] is None else "%s s" % report["pdb_wait_seconds"])
 
 

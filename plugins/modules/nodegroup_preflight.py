@@ -94,12 +94,24 @@ preflight:
       returned: always
       type: int
       sample: 42
+    pods_to_move:
+      description:
+        - By node name, the number of pods a drain would move off the node (neither DaemonSet, mirror nor finished
+          pods); every node of the group is listed.
+        - The upgrade report divides the pods it evicted by these counts of the nodes it drained
+          (C(disruptions_per_old_pod)).
+      returned: always
+      type: dict
+      sample:
+        ip-10-0-1-17.eu-west-1.compute.internal: 12
+        ip-10-0-2-41.eu-west-1.compute.internal: 9
 """
 
 from typing import Any
 import re
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import list_nodegroup_nodes
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodes import pod_outlives_node
 from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import AUTOSCALER_TAINT, is_mirror
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import apps_v1, policy_v1, translate_k8s_errors
@@ -272,16 +284,18 @@ def run(module: EksopsModule) -> dict[str, Any]:
     with translate_k8s_errors("list the pods, Deployments and PodDisruptionBudgets of node group %s"
                               % module.params["nodegroup_name"]):
         pods = []
+        pods_to_move = {}
         for node in nodes:
             node_pods, _version = list_all(core.list_pod_for_all_namespaces,
                                            field_selector="spec.nodeName=%s" % node.metadata.name)
             pods.extend(node_pods)
+            pods_to_move[node.metadata.name] = sum(1 for pod in node_pods if pod_outlives_node(pod))
         deployments, _version = list_all(apps_v1(module.k8s()).list_deployment_for_all_namespaces)
         pdbs, _version = list_all(policy_v1(module.k8s()).list_pod_disruption_budget_for_all_namespaces)
     findings = node_findings([node.raw for node in nodes]) + preflight_findings(pods, deployments, pdbs)
     findings += load_balancer_findings(module, group.asg)
     return dict(changed=False, preflight=dict(warnings_found=findings, blocking=[f for f in findings if f["blocking"]],
-                                              pods_examined=len(pods)))
+                                              pods_examined=len(pods), pods_to_move=pods_to_move))
 
 
 def main() -> None:

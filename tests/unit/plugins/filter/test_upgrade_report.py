@@ -53,7 +53,8 @@ def test_the_filter_is_registered_by_its_name():
 
 def test_a_rolling_upgrade_adds_up_the_upgrade_and_the_scale_down():
     report = upgrade_report(run(
-        setup_result=setup_result(preflight_warnings=[{"check": "single_replica"}]),
+        setup_result=setup_result(preflight_warnings=[{"check": "single_replica"}],
+                                  pods_to_move={"node-1": 2, "node-2": 1, "node-3": 0, "node-4": 5}),
         scale_up_result=dict(surge=6, surge_sizing="eks"),
         upgrade_replaced_instances=["i-1", "i-2"],
         upgrade_never_joined=[{"instance_id": "i-9", "reason": "never registered"}],
@@ -74,6 +75,7 @@ def test_a_rolling_upgrade_adds_up_the_upgrade_and_the_scale_down():
         drained_nodes=["node-1", "node-2", "node-3"], surplus_removed=["i-20"],
         surge=6, surge_sizing="eks", surge_instance_minutes=119.6, pods_evicted=4,
         pods_deleted_by_force=[], pod_warnings=["w1"], pdb_wait_seconds=3.4,
+        pods_on_old_nodes=3, disruptions_per_old_pod=1.33,
         post_drain_waits={"node-1": dict(seconds=21.4, load_balancers=["web", "api"]),
                           "node-2": dict(seconds=1.0, load_balancers=[]),
                           "node-3": dict(seconds=1.0, load_balancers=[])},
@@ -95,6 +97,29 @@ def test_a_surge_upgrade_reports_max_surge_and_the_pods_deleted_by_force():
     assert report["replaced_instances"] == ["i-1", "i-2", "i-3"] and report["never_joined"] == []
     assert (report["pods_evicted"], report["pods_deleted_by_force"], report["pod_warnings"]) == (1, ["a/p8", "a/p9"], ["w"])
     assert report["pdb_wait_seconds"] == 1.5 and report["nodes_before"] is None
+
+
+def test_disruptions_per_old_pod_count_every_move_against_the_pods_on_the_nodes_the_upgrade_drained():
+    """Issue 11 item 1 (SPEC B1): the denominator is the preflight's count on the replaced nodes only (node-9
+    was never drained; node-3 is a surplus node drained at scale-down), force deletions count as moves."""
+    counts = {"node-1": 2, "node-2": 2, "node-3": 0, "node-9": 7}
+    report = upgrade_report(run(
+        setup_result=setup_result(pods_to_move=counts),
+        surge_upgrade_drain_results={"node-1": drained(["a/p1"], ["a/p2"]), "node-2": drained(["a/p3", "a/p4"])},
+        scale_down_result=scale_down_result(drain={"node-3": drained(["a/p5"])})))
+    assert (report["pods_on_old_nodes"], report["disruptions_per_old_pod"]) == (4, 1.25)
+    once = upgrade_report(run(setup_result=setup_result(pods_to_move=counts),
+                              upgrade_drain_results={"node-1": drained(["a/p1", "a/p2"])}))
+    assert (once["pods_on_old_nodes"], once["disruptions_per_old_pod"]) == (2, 1.0)
+
+
+def test_disruptions_per_old_pod_are_null_without_a_count_or_without_pods_on_the_old_nodes():
+    uncounted = upgrade_report(run(setup_result=setup_result(), upgrade_drain_results={"node-1": drained(["a/p1"])}))
+    assert (uncounted["pods_on_old_nodes"], uncounted["disruptions_per_old_pod"]) == (None, None)
+    empty = upgrade_report(run(setup_result=setup_result(pods_to_move={"node-1": 0}),
+                               upgrade_drain_results={"node-1": drained()}))
+    assert (empty["pods_on_old_nodes"], empty["disruptions_per_old_pod"]) == (0, None)
+    assert upgrade_report(run())["disruptions_per_old_pod"] is None
 
 
 def test_a_later_drain_of_a_node_replaces_an_earlier_one():

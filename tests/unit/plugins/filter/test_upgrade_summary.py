@@ -23,8 +23,8 @@ def report(**overrides):
         on_target_already=False, eks_update=None, asg_name="workers-asg", strategy="default", max_unavailable=2,
         max_surge=None, launch_template=None, preflight_warnings=[], phase_seconds={"setup": 3.2, "upgrade": 100.5},
         total_seconds=103.7, nodes_before=None, replaced_instances=[], never_joined=[], surplus_removed=[],
-        pods_evicted=0, pods_deleted_by_force=[], pod_warnings=[], pdb_wait_seconds=None, dry_run=False, plan=None,
-        restored=None, error=None)
+        pods_evicted=0, pods_deleted_by_force=[], pod_warnings=[], pdb_wait_seconds=None,
+        disruptions_per_old_pod=None, dry_run=False, plan=None, restored=None, error=None)
     base.update(overrides)
     return base
 
@@ -42,7 +42,7 @@ def test_a_rolling_upgrade_says_the_target_nodes_pods_time_and_what_was_restored
         launch_template=dict(id="lt-1", version=3, image_id="ami-b", previous_version=2, previous_image_id="ami-a"),
         preflight_warnings=[{"check": "single_replica"}, {"check": "bare_pod"}], nodes_before=4,
         replaced_instances=["i-1", "i-2", "i-3", "i-4"], surplus_removed=["i-20"], pods_evicted=7,
-        pod_warnings=["w"], pdb_wait_seconds=3.4,
+        pod_warnings=["w"], pdb_wait_seconds=3.4, disruptions_per_old_pod=1.4,
         never_joined=[{"instance_id": "i-9", "reason": "never registered"}, {"instance_id": "i-8", "reason": "not Ready"}],
         restored=dict(sizes=dict(min_size=1, max_size=6, desired_capacity=4), resumed_processes=["AZRebalance", "ScheduledActions"])),
         "/tmp/report.json", ADVICE)
@@ -52,7 +52,8 @@ def test_a_rolling_upgrade_says_the_target_nodes_pods_time_and_what_was_restored
         "Target: launch template lt-1 version 3 (AMI ami-b), from version 2 (AMI ami-a).",
         "Nodes replaced: 4 of 4 (strategy default, max_unavailable 2); surplus nodes removed at scale-down: 1.",
         PHASE_LINE,
-        "Pods: 7 evicted, 0 deleted by force, 1 removed with a warning; time waiting on PodDisruptionBudgets: 3.4 s.",
+        "Pods: 7 evicted, 0 deleted by force, 1 removed with a warning, 1.4 per pod on the old nodes; time waiting on "
+        "PodDisruptionBudgets: 3.4 s.",
         "Preflight warnings (printed before the upgrade started): single_replica, bare_pod",
         "Restored: min/max/desired 1/6/4, resumed processes: AZRebalance, ScheduledActions.",
         "Report written to /tmp/report.json",

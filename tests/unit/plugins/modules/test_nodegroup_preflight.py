@@ -131,15 +131,20 @@ def node_pod(name, node_name, app):
                                               ("managed", None)])
 def test_run_examines_the_pods_of_the_groups_nodes_only(capsys, kind, convention):
     """A plain self-managed group labels no node: its nodes are found by spec.providerID among all, and only
-    their pods are examined, each node's with a spec.nodeName field selector (P2)."""
+    their pods are examined, each node's with a spec.nodeName field selector (P2). pods_to_move counts, by node,
+    what a drain would move: not the DaemonSet pod nor the finished pod (issue 11 item 1's denominator)."""
     with mock_aws():
         world = MotoNodegroup(desired=2, kind=kind, convention=convention or "terraform")
         group_nodes = world.raw_nodes()
         other = raw_node("ip-10-9-0-1", "i-0000000000000b01", "us-west-2a",
                          node_labels(kind, "us-west-2a", "ip-10-9-0-1", nodegroup="batch"))
         nodes = FakeStore(group_nodes + [other])
-        pods = FakeStore([node_pod("billing-1", group_nodes[0]["metadata"]["name"], "billing"),
-                          node_pod("web-1", group_nodes[1]["metadata"]["name"], "web"),
+        first, second = (n["metadata"]["name"] for n in group_nodes)
+        daemon = node_pod("agent-1", first, "agent")
+        daemon["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "agent", "controller": True}]
+        finished = dict(node_pod("job-1", second, "web"), status={"phase": "Succeeded"})
+        pods = FakeStore([node_pod("billing-1", first, "billing"), daemon,
+                          node_pod("web-1", second, "web"), node_pod("web-2", second, "web"), finished,
                           node_pod("batch-1", "ip-10-9-0-1", "batch")])
         deployments = FakeStore([deployment("billing", 1), deployment("web", 3), deployment("batch", 1)])
         budgets = FakeStore([pdb("web", "web", maxUnavailable=1)])
@@ -153,7 +158,8 @@ def test_run_examines_the_pods_of_the_groups_nodes_only(capsys, kind, convention
             result = run_module_in_process(nodegroup_preflight.main, dict(cluster_name=CLUSTER,
                                                                           nodegroup_name=NODEGROUP), capsys)
     assert not result.get("failed"), result
-    assert result["preflight"]["pods_examined"] == 2
+    assert result["preflight"]["pods_examined"] == 5
+    assert result["preflight"]["pods_to_move"] == {first: 1, second: 2}
     # batch (one replica too) runs on another group's node: not this upgrade's concern
     assert checks(result["preflight"]["warnings_found"]) == [("single_replica", "default", "billing")]
     assert result["preflight"]["blocking"] == []
