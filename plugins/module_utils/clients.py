@@ -44,6 +44,7 @@ class Clients:
         self._aws_clients = {}
         self.k8s_client = None
         self._core_v1 = None
+        self.lease_heartbeats = {}  # (asg name, lease id) -> lease.Heartbeat, for a process that claims per step
 
     def aws(self, service: str) -> Any:
         """A cached botocore client for ``service``."""

@@ -282,6 +282,7 @@ class Termination:
         self.started_clock = started_clock
         self.result = result  # output["termination"]
         self.output = output
+        self.context = None  # the module (or node_replace's StepContext) that finishes it
 
 
 def start_termination(module: Any) -> Termination:

@@ -1,0 +1,228 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+
+DOCUMENTATION = r"""
+---
+module: node_replace
+short_description: Replace a node group's old nodes batch by batch (drain, terminate, wait) in one process
+version_added: 0.2.0
+description:
+  - The upgrade phase's batch loop (SPEC U5, U7) as one task. For each batch of O(batches), in order, it drains the
+    nodes of the batch's instances as M(eksops.nodegroup.node_drain) does with O(eksops.nodegroup.node_drain#module:state=drain)
+    (cordon and load balancer label, PodDisruptionBudget-paced evictions, the wait after the drain for the
+    cluster's load balancers, SPEC B3), then terminates the instances through the Auto Scaling group without
+    lowering its desired capacity as M(eksops.nodegroup.asg_instance_terminate) does, and waits for them to be
+    terminated (with O(wait_for_replacements), for their replacements to be Ready nodes).
+  - "It is an action plugin that runs on the controller, in the process of the task, whatever the task's host or
+    C(delegate_to): one process for the whole phase instead of two module processes per batch, and the work is
+    the two modules' own code. The controller's Python needs boto3, botocore and kubernetes."
+  - Progress is shown as it happens, one line per batch start and end (node names, instance ids, UTC times) and
+    one when a batch's instances are gone, through Ansible's display (C(ansible-playbook) output, AWX job output).
+  - Once Auto Scaling has accepted the termination of a batch's instances, the next batch is drained while the
+    instances shut down; the wait for them is joined before the next batch's instances are terminated and before
+    the task ends, and its failure fails the task. With O(wait_for_replacements) (strategy C(minimal), SPEC U7)
+    the replacements gate the next batch.
+  - Errors are those of the two modules, with the same C(code) and details; the result then carries what was done
+    before (RV(replace)) and the failing step's own result (RV(replace.failed_step)). The journal and lease
+    behave as with the two modules, so a rerun resumes.
+author:
+  - eksops.nodegroup maintainers (@eksops)
+options:
+  batches:
+    description:
+      - The instance ids of each batch, in the order they are replaced (the plan of
+        M(eksops.nodegroup.nodegroup_info), RV(eksops.nodegroup.nodegroup_info#module:nodegroup.plan.batches)).
+      - The nodes are found by instance id (C(spec.providerID)) when a batch starts.
+    type: list
+    elements: list
+    required: true
+  node_names:
+    description:
+      - Instance id to node name as planned, for the batch start lines only.
+    type: dict
+    default: {}
+  delete_options:
+    description:
+      - How pods are removed from each node (node_drain's O(delete_options)). Names as in C(kubernetes.core.k8s_drain).
+      - Defaults are those of a node upgrade, not of C(kubectl drain) (see each option).
+    type: dict
+    default: {}
+    suboptions:
+      terminate_grace_period:
+        description:
+          - Grace period in seconds given to each pod. A negative value uses each pod's own
+            C(terminationGracePeriodSeconds).
+        type: int
+        default: -1
+        aliases: [grace_period]
+      force:
+        description:
+          - Evict pods that no controller manages (they are not recreated) and pods of DaemonSets that no longer
+            exist; without it such pods block the drain of their node.
+          - When O(delete_options.wait_timeout) passes, or a pod's eviction fails, delete the remaining pods
+            (PodDisruptionBudgets are bypassed) instead of failing.
+          - Leave on the node the pods of a workload that comes back to it after each eviction, instead of failing
+            the node (see RV(eksops.nodegroup.node_drain#module:drain.nodes.returning_workloads)).
+        type: bool
+        default: false
+      ignore_daemonsets:
+        description:
+          - Leave DaemonSet pods on the node (with a warning). Without it they block the drain.
+        type: bool
+        default: true
+      delete_emptydir_data:
+        description:
+          - Evict pods using C(emptyDir) volumes (their data is lost, as the node's disk is). Without it they
+            block the drain.
+        type: bool
+        default: true
+      disable_eviction:
+        description:
+          - Delete pods instead of evicting them. This bypasses PodDisruptionBudgets.
+        type: bool
+        default: false
+      wait_timeout:
+        description:
+          - Seconds, per node, for evictions and the wait until the pods are gone.
+        type: int
+        default: 900
+        aliases: [drain_timeout]
+      skip_wait_for_delete_timeout:
+        description:
+          - When greater than 0, pods whose deletion started more than this many seconds ago are skipped
+            instead of waited for.
+        type: int
+        default: 0
+  post_drain_wait:
+    description:
+      - The longest, in seconds, a node waits after it is empty for the cluster's load balancers to let its
+        instance go before it may be terminated; the fixed wait when the cluster has no load balancer this action
+        finds. Owed even when this run evicted nothing (the node may have been labelled just before).
+      - Set it above the longest deregistration delay of the cluster's target groups (300 s unless they set
+        C(deregistration_delay.timeout_seconds)) less the time the drain itself takes.
+    type: int
+    default: 60
+  post_drain_min_wait:
+    description:
+      - The shortest wait, in seconds, after a node is empty, at most O(post_drain_wait).
+      - Defaults to 0 when the cluster's load balancers were found (their answers say when the node may go), and
+        to O(post_drain_wait) when none was.
+    type: int
+  ignore_load_balancer_timeout:
+    description:
+      - When a load balancer still holds a drained node's instance after O(post_drain_wait), warn and let the node
+        go instead of failing it with C(LoadBalancerDeregistrationTimeout).
+    type: bool
+    default: false
+  eviction_concurrency:
+    description:
+      - Most eviction or delete requests in flight at once across all nodes (1 to 100).
+      - Pods waiting for a PodDisruptionBudget do not count; they wait without sending requests.
+    type: int
+    default: 10
+  wait_timeout:
+    description:
+      - Seconds to wait for a batch's instances to be terminated and, with O(wait_for_replacements), for their
+        replacements (M(eksops.nodegroup.asg_instance_terminate)'s O(eksops.nodegroup.asg_instance_terminate#module:wait_timeout)).
+    type: int
+    default: 600
+  wait_for_replacements:
+    description:
+      - After each batch, wait until the group is back at its desired capacity and the replacements' nodes are
+        Ready before the next batch (strategy C(minimal), SPEC U7).
+    type: bool
+    default: false
+  node_ready_timeout:
+    description:
+      - Seconds an instance may take to register its node (M(eksops.nodegroup.asg_instance_terminate)'s
+        O(eksops.nodegroup.asg_instance_terminate#module:node_ready_timeout)).
+    type: int
+    default: 900
+  run_id:
+    description:
+      - Identifier written to the C(eksops.nodegroup/cordoned-by) annotation of nodes this run cordons or labels.
+        Generated when not given.
+    type: str
+notes:
+  - Needs what M(eksops.nodegroup.node_drain) and M(eksops.nodegroup.asg_instance_terminate) need (see
+    C(docs/iam-policy.json) and C(docs/rbac.yaml)), with the credentials of the controller.
+extends_documentation_fragment:
+  - eksops.nodegroup.nodegroup
+  - eksops.nodegroup.lease
+  - eksops.nodegroup.capacity_change
+  - eksops.nodegroup.aws
+  - eksops.nodegroup.k8s
+  - eksops.nodegroup.attributes.aws_k8s_groups
+attributes:
+  action:
+    support: full
+    description: The loop runs in an action plugin on the controller.
+  async:
+    support: none
+  check_mode:
+    support: full
+    description: Every batch is planned as the two modules plan it in check mode (cordons and terminations
+      reported, nothing changed).
+  diff_mode:
+    support: none
+    description: The per-step diffs are in RV(replace.failed_step) only.
+"""
+
+EXAMPLES = r"""
+- name: Replace the old nodes batch by batch
+  eksops.nodegroup.node_replace:
+    cluster_name: prod
+    nodegroup_name: workers
+    batches: "{{ info.nodegroup.plan.batches }}"
+    delete_options:
+      wait_timeout: 900
+    post_drain_wait: 60
+"""
+
+RETURN = r"""
+replace:
+  description: What the loop did (on failure, until the failure).
+  returned: always
+  type: dict
+  contains:
+    drained_nodes:
+      description: The drain result of every node of the finished batches, by node (M(eksops.nodegroup.node_drain)'s
+        RV(eksops.nodegroup.node_drain#module:drain.nodes)).
+      type: dict
+    replaced_instances:
+      description: The instances whose termination Auto Scaling accepted, batch after batch.
+      type: list
+      elements: str
+    never_joined:
+      description: Instances terminated without a drain because they never had a node
+        (M(eksops.nodegroup.asg_instance_terminate)'s RV(eksops.nodegroup.asg_instance_terminate#module:termination.never_joined)).
+      type: list
+      elements: dict
+    batches:
+      description: One record per batch started, with C(batch) (1-based), C(instance_ids), C(nodes), and the epoch
+        times C(started), C(ended) (termination accepted) and C(gone) (instances terminated).
+      type: list
+      elements: dict
+    failed_step:
+      description: On failure, the failing step's own result (a C(drain) or C(termination) key as the module
+        returns it).
+      returned: failure
+      type: dict
+  sample:
+    drained_nodes: {}
+    replaced_instances: [i-0123456789abcdef0]
+    never_joined: []
+    batches: [{batch: 1, instance_ids: [i-0123456789abcdef0], nodes: [ip-10-0-1-23.ec2.internal], started: 1764028800.1,
+               ended: 1764028822.5, gone: 1764028840.0}]
+code:
+  description: The failing step's code, as M(eksops.nodegroup.node_drain) or M(eksops.nodegroup.asg_instance_terminate)
+    return it (C(PodEvictionFailure), C(LoadBalancerDeregistrationTimeout), C(ClusterAutoscalerActive),
+    C(UpgradeInProgress), C(NodeCreationFailure), ...).
+  returned: failure
+  type: str
+"""
