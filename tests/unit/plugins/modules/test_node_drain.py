@@ -21,7 +21,14 @@ pytestmark = pytest.mark.usefixtures("fake_api_classes")
 
 
 def _documented_options():
-    return yaml.safe_load(node_drain.DOCUMENTATION)["options"]
+    """The module's own options and those of the drain_options fragment (shared with node_replace)."""
+    from ansible_collections.eksops.nodegroup.plugins.doc_fragments.drain_options import ModuleDocFragment
+
+    options = dict(yaml.safe_load(node_drain.DOCUMENTATION)["options"])
+    shared = yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"]
+    assert not set(options) & set(shared)
+    options.update(shared)
+    return options
 
 
 def _check_spec(spec, documented, path=""):
