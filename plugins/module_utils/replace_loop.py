@@ -157,9 +157,9 @@ class ReplaceLoop:
         record = dict(batch=len(self.state.batches) + 1, instance_ids=list(batch.instance_ids),
                       nodes=[self.node_names.get(i) for i in batch.instance_ids], started=self.clock())
         self.state.batches.append(record)
-        self.progress("%s started at %s: %s (%s)" % (self.label(record), clock_time(record["started"]),
-                                                      _names(batch.instance_ids, self.node_names),
-                                                      ", ".join(batch.instance_ids)))
+        self.progress("%s started at %s: %s (%s)" % (
+            self.label(record), clock_time(record["started"]), _names(batch.instance_ids, self.node_names),
+            ", ".join(batch.instance_ids)))
         drained = self.drain(batch)["drain"]
         instances = drained.get("instances") or {}
         record["nodes"] = [instances.get(i) for i in batch.instance_ids]
@@ -189,9 +189,8 @@ class ReplaceLoop:
         if pending is None:
             return
         self.finished(pending.record, pending.join())
-        self.progress("%s: instances %s gone at %s" % (self.label(pending.record),
-                                                       ", ".join(pending.record["instance_ids"]),
-                                                       clock_time(pending.record["gone"])))
+        self.progress("%s: instances %s gone at %s" % (
+            self.label(pending.record), ", ".join(pending.record["instance_ids"]), clock_time(pending.record["gone"])))
 
     def abandon_pending(self, failure: StepFailed) -> None:
         """After ``failure``, the wait still under way is joined all the same: the phase ends with no thread

@@ -86,6 +86,7 @@ attributes:
     description: The loop runs in an action plugin on the controller.
   async:
     support: none
+    description: Runs in the task's own process on the controller; its progress lines show as it happens instead.
   check_mode:
     support: full
     description: Every batch is planned as the two modules plan it in check mode (cordons and terminations
