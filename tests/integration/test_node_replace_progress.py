@@ -8,12 +8,30 @@ from __future__ import annotations
 import json
 import re
 
-from sandbox_helpers import CALLBACK_PLUGINS, REPO_ROOT, run_playbook
+from nodegroup_state import call_counts, changes_by_the_collection
+from sandbox_helpers import CALLBACK_PLUGINS, REPO_ROOT, run_module, run_playbook
 
 SCENARIO = "rolling"
 PLAYBOOK = REPO_ROOT / "playbooks" / "upgrade_nodegroup.yml"
 TASK = "Replace the old nodes batch by batch"
 LINE = re.compile(r"^batch (\d+)/(\d+) (started|ended) at \d\d:\d\d:\d\dZ")
+
+
+def test_check_mode_runs_every_batch_and_changes_nothing(sandbox):
+    """Runs first (same sandbox): the steps in check mode report what they would do (K5, issue 10 item 9)."""
+    [asg] = [group for group in sandbox.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"]
+             if group["AutoScalingGroupName"].startswith("workers")]
+    ids = sorted(i["InstanceId"] for i in asg["Instances"])[:4]
+    before = call_counts(sandbox)
+    result = run_module(sandbox, "node_replace", {
+        "cluster_name": "rolling", "nodegroup_name": "workers", "batches": [ids[:2], ids[2:]], "post_drain_wait": 1},
+        check=True)
+    assert not result.get("failed"), result
+    assert result["replace"]["replaced_instances"] == ids and len(result["replace"]["batches"]) == 2
+    assert changes_by_the_collection(before, call_counts(sandbox)) == {}
+    # The nodes were not drained (check mode): the terminate step says it would refuse them, as the module does.
+    assert any("refusing to terminate undrained instances" in warning and "is not cordoned" in warning
+               for warning in result.get("warnings", [])), result
 
 
 def test_batch_lines_arrive_as_the_batches_run(sandbox, tmp_path):
