@@ -61,8 +61,10 @@ class ActionModule(ActionBase):
         try:
             state = loop.run(planned_batches(params["batches"]))
         except ReplaceFailed as failure:
+            # The failing step's own result (its drain or termination key) at the top, as the module's fail_json
+            # put it: the roles' failure handling reads ansible_failed_result.drain.nodes.
+            result.update(failure.failed_step)
             result.update(failed=True, changed=bool(failure.state.batches), replace=failure.state.to_dict())
-            result["replace"]["failed_step"] = failure.failed_step
             result.update(error_result(failure.error))
         else:
             result.update(changed=bool(state.replaced_instances) and not self._task.check_mode,

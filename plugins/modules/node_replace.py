@@ -28,7 +28,7 @@ description:
     the task ends, and its failure fails the task. With O(wait_for_replacements) (strategy C(minimal), SPEC U7)
     the replacements gate the next batch.
   - Errors are those of the two modules, with the same C(code) and details; the result then carries what was done
-    before (RV(replace)) and the failing step's own result (RV(replace.failed_step)). The journal and lease
+    before (RV(replace)) and the failing step's own result (RV(drain) or RV(termination)), as the module's would. The journal and lease
     behave as with the two modules, so a rerun resumes.
 author:
   - eksops.nodegroup maintainers (@eksops)
@@ -93,7 +93,7 @@ attributes:
       reported, nothing changed).
   diff_mode:
     support: none
-    description: The per-step diffs are in RV(replace.failed_step) only.
+    description: No diff; each batch's changes are in RV(replace) and the progress lines.
 """
 
 EXAMPLES = r"""
@@ -131,17 +131,22 @@ replace:
         times C(started), C(ended) (termination accepted) and C(gone) (instances terminated).
       type: list
       elements: dict
-    failed_step:
-      description: On failure, the failing step's own result (a C(drain) or C(termination) key as the module
-        returns it).
-      returned: failure
-      type: dict
   sample:
     drained_nodes: {}
     replaced_instances: [i-0123456789abcdef0]
     never_joined: []
     batches: [{batch: 1, instance_ids: [i-0123456789abcdef0], nodes: [ip-10-0-1-23.ec2.internal], started: 1764028800.1,
                ended: 1764028822.5, gone: 1764028840.0}]
+drain:
+  description: On failure in a drain, the drain step's result as M(eksops.nodegroup.node_drain) returns it
+    (RV(eksops.nodegroup.node_drain#module:drain)), with the failed node.
+  returned: failure
+  type: dict
+termination:
+  description: On failure in a termination, the step's result as M(eksops.nodegroup.asg_instance_terminate)
+    returns it (RV(eksops.nodegroup.asg_instance_terminate#module:termination)), when it had one.
+  returned: failure
+  type: dict
 code:
   description: The failing step's code, as M(eksops.nodegroup.node_drain) or M(eksops.nodegroup.asg_instance_terminate)
     return it (C(PodEvictionFailure), C(LoadBalancerDeregistrationTimeout), C(ClusterAutoscalerActive),
