@@ -46,7 +46,8 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp
         self._apply_task_environment()
-        validation, params = self.validate_argument_spec(
+        # Every option checked (types, defaults, the AWS_* / K8S_AUTH_* fallbacks) before any change, as a module's.
+        validation, _args = self.validate_argument_spec(
             argument_spec=full_argument_spec(),
             required_by=dict(asg_name="nodegroup_name"),
         )
@@ -67,10 +68,8 @@ class ActionModule(ActionBase):
             result.update(failed=True, changed=bool(failure.state.batches), replace=failure.state.to_dict())
             result.update(error_result(failure.error))
         else:
-            result.update(changed=bool(state.replaced_instances) and not self._task.check_mode,
-                          replace=state.to_dict())
-            if self._task.check_mode:
-                result["changed"] = bool(state.batches)
+            # Each batch cordons, drains and terminates (or would, in check mode).
+            result.update(changed=bool(state.batches), replace=state.to_dict())
         finally:
             for heartbeat in clients.lease_heartbeats.values():
                 heartbeat.stop()
