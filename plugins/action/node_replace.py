@@ -22,7 +22,11 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import HAS_BO
 from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import HAS_KUBERNETES
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import error_result
-from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import ReplaceFailed, planned_batches
+from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import (
+    ReplaceFailed,
+    planned_batches,
+    while_parent_lives,
+)
 from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_steps import full_argument_spec, replace_loop
 
 display = Display()
@@ -60,7 +64,7 @@ class ActionModule(ActionBase):
         loop = replace_loop(params, clients, bool(self._task.check_mode), bool(self._task.diff), warnings.append,
                             lambda line: display.vvvv("node_replace: %s" % line), self._progress)
         try:
-            state = loop.run(planned_batches(params["batches"]))
+            state = loop.run(while_parent_lives(planned_batches(params["batches"]), os.getppid(), os.getppid))
         except ReplaceFailed as failure:
             # The failing step's own result (its drain or termination key) at the top, as the module's fail_json
             # put it: the roles' failure handling reads ansible_failed_result.drain.nodes.

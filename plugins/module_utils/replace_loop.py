@@ -80,6 +80,23 @@ def planned_batches(batches: Sequence[Sequence[str]], decrement: bool = False) -
     return next_batch
 
 
+# Not an EKS code: the process that started the loop is gone (ansible-playbook killed), so no batch starts after.
+CONTROLLER_GONE = "ControllerGone"
+
+
+def while_parent_lives(next_batch: Callable[[ReplaceState], Batch | None], parent: int,
+                       getppid: Callable[[], int]) -> Callable[[ReplaceState], Batch | None]:
+    """``next_batch``, refusing to start a batch once the process that started this one (ansible-playbook, whose
+    worker runs the loop in a session of its own) is gone: a killed job changes nothing more after the batch under
+    way, as when each batch was two tasks that a dead ansible-playbook no longer started."""
+    def guarded(state: ReplaceState) -> Batch | None:
+        if getppid() != parent:
+            raise StepFailed(UpgradeError(CONTROLLER_GONE, "ansible-playbook (process %d) is gone: no further batch "
+                                          "is started; rerun to resume" % parent))
+        return next_batch(state)
+    return guarded
+
+
 def clock_time(epoch: float) -> str:
     """Wall-clock time of a progress line, UTC, to the second."""
     return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime("%H:%M:%SZ")

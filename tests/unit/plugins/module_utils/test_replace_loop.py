@@ -13,6 +13,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop impo
     ReplaceLoop,
     StepFailed,
     planned_batches,
+    while_parent_lives,
 )
 
 
@@ -166,3 +167,14 @@ def test_next_batch_is_asked_per_batch_of_the_live_state():
     make_loop(steps).run(next_batch)
     assert asked == [[], ["i-1"], ["i-1", "i-2"]]
     assert ("start", "i-2", True) in steps.events  # how to terminate comes with the batch
+
+
+def test_no_batch_starts_once_the_controller_is_gone():
+    parents = iter([100, 100, 1])  # ansible-playbook (100) killed after batch 2 started: reparented to 1
+    steps = Steps()
+    with pytest.raises(ReplaceFailed) as failed:
+        make_loop(steps).run(while_parent_lives(planned_batches([["i-1"], ["i-2"], ["i-3"]]), 100,
+                                                lambda: next(parents)))
+    assert failed.value.error.code == "ControllerGone"
+    assert failed.value.state.replaced_instances == ["i-1", "i-2"] and ("drain", "i-3") not in steps.events
+    assert ("gone", "i-2") in steps.events  # the wait under way was joined
