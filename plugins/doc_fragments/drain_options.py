@@ -28,7 +28,7 @@ options:
           - When O(delete_options.wait_timeout) passes, or a pod's eviction fails, delete the remaining pods
             (PodDisruptionBudgets are bypassed) instead of failing.
           - Leave on the node the pods of a workload that comes back to it after each eviction, instead of failing
-            the node (see RV(drain.nodes.returning_workloads)).
+            the node (see RV(eksops.nodegroup.node_drain#module:drain.nodes.returning_workloads)).
         type: bool
         default: false
       ignore_daemonsets:
