@@ -36,6 +36,10 @@ class GroupSnapshot:
         self.nodes = nodes              # node_view objects of the node group
 
 
+# The first poll of the group after the one a wait starts with; never more often than once a second.
+FIRST_POLL_SECONDS = 1.0
+
+
 class GroupWatch:
     """Node events (LIST+WATCH, narrowed by the kind's node label where it has one) plus ASG polls, as one
     condition loop; instances and nodes are joined by spec.providerID (SPEC K2)."""
@@ -79,7 +83,11 @@ class GroupWatch:
         return GroupSnapshot(asg, instances, failures, nodes)
 
     def _poll_loop(self, stop: threading.Event, waker: Waker) -> None:
-        while not stop.wait(self.poll_seconds):
+        # Issue 11 item 4: a replacement shows in the group within seconds; poll once a second at first, then back
+        # off (x2) to poll_seconds (scaling activities are throttled per account).
+        delay = min(FIRST_POLL_SECONDS, self.poll_seconds)
+        while not stop.wait(delay):
+            delay = min(self.poll_seconds, delay * 2)
             try:
                 self.poll()
             except Exception as exc:  # pylint: disable=broad-except

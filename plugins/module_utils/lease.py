@@ -116,6 +116,9 @@ class Heartbeat(object):
     def stop(self) -> None:
         self._stop.set()
 
+    def alive(self) -> bool:
+        return self._thread.is_alive() and not self._stop.is_set()
+
     def beat(self) -> bool:
         """One renewal; returns False (and remembers the holder) when another run has taken the lease."""
         lease = lease_of(_read(self.autoscaling, self.asg_name).get("Tags"))
@@ -160,7 +163,16 @@ def claim(module: EksopsModule, autoscaling: Any, asg: Mapping[str, Any], sleep:
         lease = lease_of(current.get("Tags"))
         if lease is not None and lease[0] != lease_id:
             raise in_progress_error(current, lease)
-    return Heartbeat(autoscaling, name, lease_id).start()
+    # One heartbeat per lease in a process that claims it step after step (the node_replace action keeps them in
+    # module.lease_heartbeats and stops them when it ends); a module process claims once.
+    heartbeats = getattr(module, "lease_heartbeats", None)
+    running = heartbeats.get((name, lease_id)) if heartbeats is not None else None
+    if running is not None and running.lost_to is None and running.alive():
+        return running
+    heartbeat = Heartbeat(autoscaling, name, lease_id).start()
+    if heartbeats is not None:
+        heartbeats[(name, lease_id)] = heartbeat
+    return heartbeat
 
 
 def release(autoscaling: Any, asg: Mapping[str, Any], lease_id: str) -> bool:

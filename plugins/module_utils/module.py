@@ -16,28 +16,17 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import (
     BOTO3_IMPORT_ERROR,
     HAS_BOTO3,
     USER_AGENT_EXTRA,
-    aws_client,
-    aws_session,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.cluster_proof import prove_cluster
+from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import FIRST_CONTACT_RETRY_SECONDS, Clients
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import (
     HAS_KUBERNETES,
     K8S_ARGUMENT_SPEC,
     KUBERNETES_IMPORT_ERROR,
-    auth_method,
-    core_v1,
-    describe_eks_cluster,
-    k8s_api_client,
-    translate_k8s_errors,
-    version_api,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import SYSTEM_CLOCK, Clock, retry_api_call
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import Clock
 
-# The first request to the Kubernetes API retries for this long only: a cluster that cannot be reached (or that
-# refuses the credentials) at the start fails in seconds, before the module changes anything. Later calls retry
-# transient failures for longer (kube_watch.DEFAULT_RETRY_WINDOW_SECONDS): a drain outlives an API server blip.
-FIRST_CONTACT_RETRY_SECONDS = 15
+__all__ = ["FIRST_CONTACT_RETRY_SECONDS", "EksopsModule", "error_result", "merged_argument_spec"]
 
 # Keys fail_json/exit_json own; UpgradeError details never overwrite them.
 _RESERVED_RESULT_KEYS = frozenset(["msg", "code", "failed", "changed", "invocation", "warnings", "deprecations"])
@@ -84,12 +73,7 @@ class EksopsModule:
             self.module.fail_json(msg=missing_required_lib("boto3 and botocore"), exception=str(BOTO3_IMPORT_ERROR))
         if uses_k8s and not HAS_KUBERNETES:
             self.module.fail_json(msg=missing_required_lib("kubernetes"), exception=str(KUBERNETES_IMPORT_ERROR))
-        self._aws_session = None
-        self._aws_clients = {}
-        self._aws_client_factory = aws_clients  # service -> client, instead of building them (tests)
-        self._clock = clock  # the first contact's retries (kube_watch's Clock; None: SYSTEM_CLOCK)
-        self._k8s_client = None
-        self._core_v1 = None
+        self.clients = Clients(self.module.params, self.user_agent, clock=clock, aws_clients=aws_clients)
 
     def __getattr__(self, name: str) -> Any:
         # Only reached for names this class does not define; "module" itself is missing only mid-construction.
@@ -102,39 +86,15 @@ class EksopsModule:
         return "%s/%s" % (USER_AGENT_EXTRA, self.module._name.rsplit(".", 1)[-1])
 
     def aws(self, service: str) -> Any:
-        """A cached botocore client for ``service``."""
-        if self._aws_client_factory is not None:
-            return self._aws_client_factory(service)
-        if service not in self._aws_clients:
-            if self._aws_session is None:
-                self._aws_session = aws_session(self.module.params)
-            self._aws_clients[service] = aws_client(self.module.params, service, session=self._aws_session)
-        return self._aws_clients[service]
+        """A cached botocore client for ``service`` (Clients.aws)."""
+        return self.clients.aws(service)
 
     def k8s(self) -> Any:
-        """A cached kubernetes ApiClient (see k8s.k8s_api_client for how credentials are chosen).
-
-        Built on first use and checked with one GET /version, so an unreachable API server or rejected
-        credentials fail here, named, rather than after a long retry inside the module's work. With
-        ``cluster_name``, the API is then proven to be that cluster's (SPEC K4) before the module uses it.
-        """
-        if self._k8s_client is None:
-            params = self.module.params
-            with translate_k8s_errors("connect to the Kubernetes API"):
-                client = k8s_api_client(params, user_agent=self.user_agent)
-                retry_api_call(version_api(client).get_code, clock=self._clock,
-                               deadline=(self._clock or SYSTEM_CLOCK).now() + FIRST_CONTACT_RETRY_SECONDS)
-            # Credentials built from cluster_name use DescribeCluster's endpoint: proven by construction.
-            if params.get("cluster_name") and auth_method(params) != "cluster_name":
-                eks_endpoint = describe_eks_cluster(self.aws("eks"), params["cluster_name"])[0]
-                prove_cluster(params, self.aws, core_v1(client), client.configuration.host, eks_endpoint)
-            self._k8s_client = client
-        return self._k8s_client
+        """A cached kubernetes ApiClient, proven to be cluster_name's (Clients.k8s, SPEC K4)."""
+        return self.clients.k8s()
 
     def core_v1(self) -> Any:
-        if self._core_v1 is None:
-            self._core_v1 = core_v1(self.k8s())
-        return self._core_v1
+        return self.clients.core_v1()
 
     def with_diff(self, result: dict[str, Any], before: Any, after: Any) -> dict[str, Any]:
         """``result``, with ``diff`` set to the state ``before`` and ``after`` the change in diff mode only (``--diff``,

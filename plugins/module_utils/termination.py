@@ -18,9 +18,10 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import describe_asg
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import LEAVING_STATES
 
-# Waiting for a termination: first look after EC2_FIRST_POLL_SECONDS (a quick shutdown is seen quickly), then
-# back off (x2) to one DescribeInstances every EC2_POLL_SECONDS.
-EC2_FIRST_POLL_SECONDS = 0.5
+# Waiting for a termination: first look after EC2_FIRST_POLL_SECONDS (a quick shutdown is seen quickly, and never
+# more often than once a second, issue 11 item 4), then back off (x2) to one DescribeInstances every
+# EC2_POLL_SECONDS. The node_replace action waits so while the next batch drains.
+EC2_FIRST_POLL_SECONDS = 1.0
 EC2_POLL_SECONDS = 2.0
 # Not an EKS code: an AWS-side wait (termination) ran out of time.
 WAIT_TIMEOUT = "WaitTimeout"

@@ -115,58 +115,6 @@ options:
     type: str
     choices: [cordon, drain, uncordon]
     default: drain
-  delete_options:
-    description:
-      - How pods are removed by O(state=drain). Names as in C(kubernetes.core.k8s_drain).
-      - Defaults are those of a node upgrade, not of C(kubectl drain) (see each option).
-    type: dict
-    default: {}
-    suboptions:
-      terminate_grace_period:
-        description:
-          - Grace period in seconds given to each pod. A negative value uses each pod's own
-            C(terminationGracePeriodSeconds).
-        type: int
-        default: -1
-        aliases: [grace_period]
-      force:
-        description:
-          - Evict pods that no controller manages (they are not recreated) and pods of DaemonSets that no longer
-            exist; without it such pods block the drain of their node.
-          - When O(delete_options.wait_timeout) passes, or a pod's eviction fails, delete the remaining pods
-            (PodDisruptionBudgets are bypassed) instead of failing.
-          - Leave on the node the pods of a workload that comes back to it after each eviction, instead of failing
-            the node (see RV(drain.nodes.returning_workloads)).
-        type: bool
-        default: false
-      ignore_daemonsets:
-        description:
-          - Leave DaemonSet pods on the node (with a warning). Without it they block the drain.
-        type: bool
-        default: true
-      delete_emptydir_data:
-        description:
-          - Evict pods using C(emptyDir) volumes (their data is lost, as the node's disk is). Without it they
-            block the drain.
-        type: bool
-        default: true
-      disable_eviction:
-        description:
-          - Delete pods instead of evicting them. This bypasses PodDisruptionBudgets.
-        type: bool
-        default: false
-      wait_timeout:
-        description:
-          - Seconds, per node, for evictions and the wait until the pods are gone.
-        type: int
-        default: 900
-        aliases: [drain_timeout]
-      skip_wait_for_delete_timeout:
-        description:
-          - When greater than 0, pods whose deletion started more than this many seconds ago are skipped
-            instead of waited for.
-        type: int
-        default: 0
   pod_selectors:
     description:
       - Label selectors; only pods matching all of them are drained.
@@ -184,33 +132,6 @@ options:
         the service controller removes it from load balancers before its pods go.
     type: bool
     default: true
-  post_drain_wait:
-    description:
-      - The longest, in seconds, a node waits after it is empty for the cluster's load balancers to let its
-        instance go before it may be terminated; the fixed wait when the cluster has no load balancer this module
-        finds. Owed even when this run evicted nothing (the node may have been labelled just before).
-      - Set it above the longest deregistration delay of the cluster's target groups (300 s unless they set
-        C(deregistration_delay.timeout_seconds)) less the time the drain itself takes.
-    type: int
-    default: 60
-  post_drain_min_wait:
-    description:
-      - The shortest wait, in seconds, after a node is empty, at most O(post_drain_wait).
-      - Defaults to 0 when the cluster's load balancers were found (their answers say when the node may go), and
-        to O(post_drain_wait) when none was.
-    type: int
-  ignore_load_balancer_timeout:
-    description:
-      - When a load balancer still holds a drained node's instance after O(post_drain_wait), warn and let the node
-        go instead of failing it with C(LoadBalancerDeregistrationTimeout).
-    type: bool
-    default: false
-  eviction_concurrency:
-    description:
-      - Most eviction or delete requests in flight at once across all nodes (1 to 100).
-      - Pods waiting for a PodDisruptionBudget do not count; they wait without sending requests.
-    type: int
-    default: 10
   lease_id:
     description:
       - The id of the run this call belongs to (the playbooks draw one per run; needs O(nodegroup_name)). Before
@@ -230,6 +151,7 @@ options:
         O(host) is given, and to find the cluster's load balancers by their tags (see O(post_drain_wait)).
     type: str
 extends_documentation_fragment:
+  - eksops.nodegroup.drain_options
   - eksops.nodegroup.aws
   - eksops.nodegroup.k8s
   - eksops.nodegroup.attributes.aws_k8s_groups
@@ -444,141 +366,8 @@ code:
   type: str
 """
 
-from typing import Any
-from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import (
-    DEFAULT_OPTIONS, DrainOptions, cordon_nodes, drain_nodes, read_nodes, uncordon_nodes)
-from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import instance_id_of
-from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION, claim
-from ansible_collections.eksops.nodegroup.plugins.module_utils.load_balancers import find_cluster_load_balancers
+from ansible_collections.eksops.nodegroup.plugins.module_utils.drain_step import ARGUMENT_SPEC, run
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
-from ansible_collections.eksops.nodegroup.plugins.module_utils.node_scope import check_nodes_in_nodegroup
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import find_module_nodegroup
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodes import resolve_instance_nodes
-
-# The defaults are the drain engine's (DEFAULT_OPTIONS), under kubernetes.core's k8s_drain names.
-DELETE_OPTIONS_SPEC = dict(
-    terminate_grace_period=dict(type="int", default=DEFAULT_OPTIONS["grace_period"], aliases=["grace_period"]),
-    force=dict(type="bool", default=DEFAULT_OPTIONS["force"]),
-    ignore_daemonsets=dict(type="bool", default=DEFAULT_OPTIONS["ignore_daemonsets"]),
-    delete_emptydir_data=dict(type="bool", default=DEFAULT_OPTIONS["delete_emptydir_data"]),
-    disable_eviction=dict(type="bool", default=DEFAULT_OPTIONS["disable_eviction"]),
-    wait_timeout=dict(type="int", default=DEFAULT_OPTIONS["drain_timeout"], aliases=["drain_timeout"]),
-    skip_wait_for_delete_timeout=dict(type="int", default=DEFAULT_OPTIONS["skip_wait_for_delete_timeout"]),
-)
-
-ARGUMENT_SPEC = dict(
-    name=dict(type="str"),
-    names=dict(type="list", elements="str"),
-    instance_ids=dict(type="list", elements="str"),
-    nodegroup_name=dict(type="str"),
-    asg_name=dict(type="str"),
-    state=dict(type="str", choices=["cordon", "drain", "uncordon"], default="drain"),
-    delete_options=dict(type="dict", default={}, options=DELETE_OPTIONS_SPEC),
-    pod_selectors=dict(type="list", elements="str", aliases=["label_selectors"]),
-    exclude_from_load_balancers=dict(type="bool", default=DEFAULT_OPTIONS["exclude_from_load_balancers"]),
-    post_drain_wait=dict(type="int", default=DEFAULT_OPTIONS["post_drain_wait"]),
-    post_drain_min_wait=dict(type="int"),
-    ignore_load_balancer_timeout=dict(type="bool", default=DEFAULT_OPTIONS["ignore_load_balancer_timeout"]),
-    eviction_concurrency=dict(type="int", default=DEFAULT_OPTIONS["eviction_concurrency"]),
-    run_id=dict(type="str"),
-    cluster_name=dict(type="str"),
-    **LEASE_OPTION
-)
-
-
-def drain_options(params: dict[str, Any], check_mode: bool) -> DrainOptions:
-    """The engine's options (SPEC names) from the module's (kubernetes.core names)."""
-    delete = params["delete_options"] or {}
-    return DrainOptions(
-        drain_timeout=delete.get("wait_timeout"),
-        grace_period=delete.get("terminate_grace_period"),
-        force=delete.get("force"),
-        ignore_daemonsets=delete.get("ignore_daemonsets"),
-        delete_emptydir_data=delete.get("delete_emptydir_data"),
-        disable_eviction=delete.get("disable_eviction"),
-        skip_wait_for_delete_timeout=delete.get("skip_wait_for_delete_timeout"),
-        pod_selectors=params["pod_selectors"],
-        exclude_from_load_balancers=params["exclude_from_load_balancers"],
-        post_drain_wait=params["post_drain_wait"],
-        post_drain_min_wait=params["post_drain_min_wait"],
-        ignore_load_balancer_timeout=params["ignore_load_balancer_timeout"],
-        eviction_concurrency=params["eviction_concurrency"],
-        run_id=params["run_id"],
-        check_mode=check_mode,
-    )
-
-
-ACTIONS = dict(drain="cordon or drain", cordon="cordon", uncordon="uncordon")
-
-
-def drain(module: EksopsModule, core_v1: Any, names: list[str], options: DrainOptions, asg: dict[str, Any] | None) -> Any:
-    """Cordon and drain the nodes. The cluster's load balancers (B3) are looked for when the nodes get the label
-    that makes their controllers let them go, and a cluster name to find them by; those attached to ``asg``, the
-    node group's Auto Scaling group, are left to Auto Scaling."""
-    balancers = None
-    if module.params["cluster_name"] and options.exclude_from_load_balancers and not module.check_mode:
-        balancers = find_cluster_load_balancers(module.aws, module.params["cluster_name"], module.warn, asg)
-    return drain_nodes(core_v1, names, options, log=module.log, load_balancers=balancers)
-
-
-def run(module: EksopsModule) -> dict[str, Any]:
-    params = module.params
-    # Every option, pod_selectors too, is checked before the first request: a selector the API server refuses
-    # used to be found only by the first pod LIST, after the nodes were cordoned (issue 10 item 24).
-    options = drain_options(params, module.check_mode)
-    core_v1 = module.core_v1()
-    group = None
-    if params["nodegroup_name"]:
-        group = find_module_nodegroup(module)
-    action = ACTIONS[params["state"]]
-    instances = None
-    requests_before = 0
-    if params["instance_ids"] is not None:
-        instances, requests_before = resolve_instance_nodes(core_v1, params["instance_ids"],
-                                                            group.node_selector if group else None)
-        for instance_id, node_name in sorted(instances.items()):
-            if node_name is None:
-                module.log("instance %s has no node: nothing to %s" % (instance_id, params["state"]))
-        names = sorted(set(name for name in instances.values() if name))
-        if group is not None:
-            # nodegroup_name is a scope: only the group's nodes are touched (issue 10 item 24).
-            check_nodes_in_nodegroup(group, dict((name, instance_id) for instance_id, name in instances.items() if name),
-                                     module.aws, "instance_ids", action)
-        if not names:
-            return dict(changed=False, drain=dict(nodes={}, instances=instances, requests_made=requests_before))
-    else:
-        names = [params["name"]] if params["name"] else params["names"]
-        if group is not None:
-            nodes, requests_before = read_nodes(core_v1, names)
-            check_nodes_in_nodegroup(group, dict((name, instance_id_of(node)) for name, node in nodes.items()),
-                                     module.aws, "name" if params["name"] else "names", action,
-                                     node_labels=dict((name, (node.get("metadata") or {}).get("labels"))
-                                                      for name, node in nodes.items()))
-    if params.get("lease_id") and params["state"] != "uncordon":
-        # Issue 10 item 21: the run's lease on the node group, before the first cordon.
-        # lease_id requires nodegroup_name, so the group was found above.
-        claim(module, module.aws("autoscaling"), group.asg)
-    state = params["state"]
-    if state == "drain":
-        result = drain(module, core_v1, names, options, group.asg if group is not None else None)
-    elif state == "cordon":
-        result = cordon_nodes(core_v1, names, run_id=options.run_id,
-                              exclude_from_load_balancers=options.exclude_from_load_balancers,
-                              check_mode=module.check_mode, log=module.log)
-    else:
-        result = uncordon_nodes(core_v1, names, run_id=params["run_id"], check_mode=module.check_mode,
-                                log=module.log)
-    drained = dict(nodes=result.to_dict(), requests_made=requests_before + result.requests_made)
-    if instances is not None:
-        drained["instances"] = instances
-    output = module.with_diff(dict(changed=result.changed, drain=drained), **result.diff())
-    for node in result.nodes.values():
-        for warning in node.warnings:
-            module.warn("node %s: %s" % (node.name, warning))
-    error = result.error()
-    if error is not None:
-        module.fail_upgrade(error, **output)
-    return output
 
 
 def main() -> None:

@@ -212,6 +212,7 @@ def kill_playbook(process: subprocess.Popen, sandbox: SandboxHandle) -> None:
                 cmdline = handle.read()
         except OSError:
             continue
-        if marker in cmdline or cmdline.rstrip(b"\0") == command:
+        # The playbook's forks run "<python> <ansible-playbook> <args>": the command, after the interpreter.
+        if marker in cmdline or cmdline.rstrip(b"\0").endswith(command):
             with contextlib.suppress(OSError):
                 os.kill(int(entry), signal.SIGKILL)

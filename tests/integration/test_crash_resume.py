@@ -30,7 +30,8 @@ RUN_TIMEOUT = 420
 KILL_POINTS = {
     "setup": ("Create the target launch template version", None),
     "scale_up": ("Scale up the Auto Scaling group and wait for the new nodes", "scale_up"),
-    "upgrade": ("Drain the nodes of batch", None),
+    # node_replace's line as batch 1 starts its drain (issue 11 item 4: one task for the loop, lines as it runs)
+    "upgrade": ("batch 1/", None),
     "scale_down": ("Remove the surplus nodes, restore the group and clear the journal", "scale_down"),
 }
 # phase -> the journal phase the killed run must have left, so that a rerun knows where it stopped

@@ -277,8 +277,8 @@ def run_module_in_process(main, args, capsys, check=False, diff=False, aws_calls
     module_args.update(_ansible_check_mode=check, _ansible_diff=diff)
     capsys.readouterr()
     with patch_module_args(module_args), mock.patch(
-            "ansible_collections.eksops.nodegroup.plugins.module_utils.module.aws_session", _reused_session), \
-            mock.patch("ansible_collections.eksops.nodegroup.plugins.module_utils.module.aws_client",
+            "ansible_collections.eksops.nodegroup.plugins.module_utils.clients.aws_session", _reused_session), \
+            mock.patch("ansible_collections.eksops.nodegroup.plugins.module_utils.clients.aws_client",
                        lambda params, service, session=None: _aws_client_like_aws(params, service, session,
                                                                                   aws_calls, aws_errors)):
         try:

@@ -22,6 +22,7 @@ RESULT_KEYS = {
     "eks_nodegroup_update": "nodegroup_update",
     "launch_template_version": "launch_template",
     "node_drain": "drain",
+    "node_replace": "replace",
     "nodegroup_info": "nodegroup",
     "nodegroup_lease": "lease",
     "nodegroup_preflight": "preflight",

@@ -63,18 +63,18 @@ def test_wait_terminated_polls_until_done():
     clock = FakeClock(start=0)
     ec2 = FakeEc2({"i-1": 1, "i-2": 3})
     assert termination.wait_terminated(ec2, ["i-1", "i-2"], timeout=60, poll=2, clock=clock) == []
-    assert ec2.calls == 3 and clock.now() == 0.5 + 1
+    assert ec2.calls == 3 and clock.now() == 1 + 2
 
 
 def test_wait_terminated_sees_a_quick_shutdown_quickly_and_backs_off_to_poll():
     clock = FakeClock(start=0)
     assert termination.wait_terminated(FakeEc2({"i-1": 2}), ["i-1"], timeout=60, clock=clock) == []
-    assert clock.now() == termination.EC2_FIRST_POLL_SECONDS == 0.5
+    assert clock.now() == termination.EC2_FIRST_POLL_SECONDS == 1.0  # never more often than once a second
     clock = FakeClock(start=0)
     slow = FakeEc2({"i-1": 1000})
     assert termination.wait_terminated(slow, ["i-1"], timeout=60, poll=2, clock=clock) == ["i-1"]
-    # looks at 0, 0.5, 1.5, then every 2 s until the timeout: about 30 DescribeInstances a minute, not more
-    assert clock.now() == 60 and slow.calls == 33
+    # looks at 0, 1, 3, then every 2 s until the timeout: about 30 DescribeInstances a minute, not more
+    assert clock.now() == 60 and slow.calls == 32
 
 
 def test_wait_terminated_returns_the_stragglers_at_timeout():

@@ -189,7 +189,7 @@ def test_k4_another_endpoint_without_a_node_group_is_cluster_unreachable(make, t
     err = raised.value
     assert err.code == "ClusterUnreachable" and err.details["parameter"] == "cluster_name"
     assert other in err.msg and EKS_ENDPOINT in err.msg and "demo" in err.msg
-    assert module._k8s_client is None  # nothing cached: a later call is refused as well
+    assert module.clients.k8s_client is None  # nothing cached: a later call is refused as well
     assert aws["asked"] == ["eks"]
 
 

@@ -10,6 +10,8 @@ from moto import mock_aws
 from ansible_collections.eksops.nodegroup.plugins.module_utils import kinds
 from ansible_collections.eksops.nodegroup.plugins.module_utils.group_watch import GroupSnapshot
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils import terminate_step
+from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.modules import asg_instance_terminate
 
 from ..moto_nodegroup import ASG_NAME, CLUSTER, NODEGROUP, mutating, run_module_in_process
@@ -38,9 +40,9 @@ def undrained(monkeypatch):
                     nodeless=[i for i in instance_ids if i in nodeless], requests=0)
 
     state = dict(problems=problems, checked=checked, nodeless=nodeless, group_nodes=["ip-10-0-0-1"])
-    monkeypatch.setattr(asg_instance_terminate, "termination_check", fake_termination_check)
-    monkeypatch.setattr(asg_instance_terminate, "list_nodegroup_nodes", lambda core_v1, group: state["group_nodes"])
-    monkeypatch.setattr(asg_instance_terminate.EksopsModule, "core_v1", lambda self: None)
+    monkeypatch.setattr(terminate_step, "termination_check", fake_termination_check)
+    monkeypatch.setattr(terminate_step, "list_nodegroup_nodes", lambda core_v1, group: state["group_nodes"])
+    monkeypatch.setattr(EksopsModule, "core_v1", lambda self: None)
     return state
 
 
@@ -171,8 +173,8 @@ def test_an_instance_without_a_node_is_terminated_and_said_to_have_never_joined(
     assert sum(victim in str(w) for victim in victims for w in result["warnings"]) == 2
     assert sorted(result["termination"]["terminated"]) == sorted(victims)
 
-    later = asg_instance_terminate.utc_now() + datetime.timedelta(hours=1)
-    monkeypatch.setattr(asg_instance_terminate, "utc_now", lambda: later)
+    later = terminate_step.utc_now() + datetime.timedelta(hours=1)
+    monkeypatch.setattr(terminate_step, "utc_now", lambda: later)
     victim = members(world)[0]
     undrained["nodeless"].append(victim)
     result = run(instance_ids=[victim], should_decrement_desired_capacity=True, node_ready_timeout=600)
@@ -232,7 +234,7 @@ def record(instance_id, state="InService", ready=True, node=True):
 
 
 def test_replacements_ready_needs_the_group_back_at_desired_with_ready_nodes():
-    condition = asg_instance_terminate.ReplacementsReady(["i-1", "i-2"], ["i-2"])
+    condition = terminate_step.ReplacementsReady(["i-1", "i-2"], ["i-2"])
     asg = {"DesiredCapacity": 2}
     waiting = GroupSnapshot(asg, [record("i-1"), record("i-2", state="Terminating")], [], [])
     assert condition(waiting) is False
@@ -312,7 +314,7 @@ def test_item14_the_groups_termination_hooks_are_read_once_and_returned(world, r
 
 
 def test_item14_hooks_are_not_read_without_a_wait(world, run, monkeypatch):
-    from ansible_collections.eksops.nodegroup.plugins.modules import asg_instance_terminate as module
+    from ansible_collections.eksops.nodegroup.plugins.module_utils import terminate_step as module
 
     monkeypatch.setattr(module, "termination_hooks", lambda *args: pytest.fail("hooks read without a wait"))
     result = run(instance_ids=members(world)[:1], should_decrement_desired_capacity=False, wait=False)

@@ -11,6 +11,7 @@ from moto import mock_aws
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
+from ansible_collections.eksops.nodegroup.plugins.module_utils import drain_step
 from ansible_collections.eksops.nodegroup.plugins.modules import node_drain
 
 from ..fakes import FakeCluster, NodeListing, ec2_node, make_pod, node
@@ -20,7 +21,14 @@ pytestmark = pytest.mark.usefixtures("fake_api_classes")
 
 
 def _documented_options():
-    return yaml.safe_load(node_drain.DOCUMENTATION)["options"]
+    """The module's own options and those of the drain_options fragment (shared with node_replace)."""
+    from ansible_collections.eksops.nodegroup.plugins.doc_fragments.drain_options import ModuleDocFragment
+
+    options = dict(yaml.safe_load(node_drain.DOCUMENTATION)["options"])
+    shared = yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"]
+    assert not set(options) & set(shared)
+    options.update(shared)
+    return options
 
 
 def _check_spec(spec, documented, path=""):
@@ -64,7 +72,7 @@ def test_delete_options_map_to_the_spec_names():
     params = _params(delete_options=dict(terminate_grace_period=12, force=True, ignore_daemonsets=False,
                                          delete_emptydir_data=False, disable_eviction=True, wait_timeout=77,
                                          skip_wait_for_delete_timeout=3), pod_selectors=["app=web"])
-    options = node_drain.drain_options(params, check_mode=True)
+    options = drain_step.drain_options(params, check_mode=True)
     assert (options.grace_period, options.force, options.ignore_daemonsets, options.delete_emptydir_data,
             options.disable_eviction, options.drain_timeout, options.skip_wait_for_delete_timeout,
             options.pod_selectors, options.check_mode) == (12, True, False, False, True, 77, 3, "app=web", True)
@@ -106,7 +114,7 @@ class FakeModule:
 def test_drain_result_shape_and_warnings():
     cluster = FakeCluster([make_pod("web-0"), make_pod("cache-0", empty_dir=True)])
     module = FakeModule(cluster, _params(name="node-a"), diff=True)
-    result = node_drain.run(module)
+    result = drain_step.run(module)
     assert result["changed"] is True and result["drain"]["requests_made"] == len(cluster.requests)
     assert result["drain"]["nodes"]["node-a"]["evicted"] == ["default/cache-0", "default/web-0"]
     assert result["diff"]["after"]["node-a"]["unschedulable"] is True
@@ -117,7 +125,7 @@ def test_failure_reports_pod_eviction_failure_with_the_nodes():
     cluster = FakeCluster([make_pod("debug", owner=None)])
     module = FakeModule(cluster, _params(name="node-a"))
     with pytest.raises(ModuleFailed):
-        node_drain.run(module)
+        drain_step.run(module)
     err, result = module.failure
     assert err.code == "PodEvictionFailure"
     assert result["drain"]["nodes"]["node-a"]["failed"][0]["pod"] == "default/debug"
@@ -125,18 +133,18 @@ def test_failure_reports_pod_eviction_failure_with_the_nodes():
 
 def test_cordon_then_uncordon_states_are_idempotent():
     cluster = FakeCluster()
-    assert node_drain.run(FakeModule(cluster, _params(names=["node-a"], state="cordon")))["changed"]
-    assert not node_drain.run(FakeModule(cluster, _params(names=["node-a"], state="cordon")))["changed"]
-    assert node_drain.run(FakeModule(cluster, _params(names=["node-a"], state="uncordon")))["changed"]
-    assert not node_drain.run(FakeModule(cluster, _params(names=["node-a"], state="uncordon")))["changed"]
+    assert drain_step.run(FakeModule(cluster, _params(names=["node-a"], state="cordon")))["changed"]
+    assert not drain_step.run(FakeModule(cluster, _params(names=["node-a"], state="cordon")))["changed"]
+    assert drain_step.run(FakeModule(cluster, _params(names=["node-a"], state="uncordon")))["changed"]
+    assert not drain_step.run(FakeModule(cluster, _params(names=["node-a"], state="uncordon")))["changed"]
     assert cluster.nodes["node-a"]["spec"].get("unschedulable") is None
 
 
 def test_check_mode_cordon_changes_nothing():
     cluster = FakeCluster(nodes=[node("node-a")])
-    result = node_drain.run(FakeModule(cluster, _params(name="node-a", state="cordon"), check_mode=True, diff=True))
+    result = drain_step.run(FakeModule(cluster, _params(name="node-a", state="cordon"), check_mode=True, diff=True))
     assert result["changed"] and result["diff"]["after"]["node-a"]["unschedulable"] is True
-    assert "diff" not in node_drain.run(FakeModule(cluster, _params(name="node-a", state="cordon"), check_mode=True))
+    assert "diff" not in drain_step.run(FakeModule(cluster, _params(name="node-a", state="cordon"), check_mode=True))
     assert not cluster.verbs("patch")
 
 
@@ -168,7 +176,7 @@ def test_instance_ids_drain_the_nodes_found_by_provider_id_and_report_instances_
     nodes = [group_node(group_world, "node-a", first), group_node(group_world, "node-b", second)]
     cluster = NodeListing([make_pod("web-0"), make_pod("web-1", node="node-b")], nodes=nodes)
     params = _params(instance_ids=[first, second, "i-0c"], nodegroup_name="workers", cluster_name="demo")
-    result = node_drain.run(group_module(group_world, cluster, params))
+    result = drain_step.run(group_module(group_world, cluster, params))
     assert result["drain"]["instances"] == {first: "node-a", second: "node-b", "i-0c": None}
     assert sorted(result["drain"]["nodes"]) == ["node-a", "node-b"]
     assert result["drain"]["nodes"]["node-b"]["evicted"] == ["default/web-1"]
@@ -179,7 +187,7 @@ def test_instance_ids_drain_the_nodes_found_by_provider_id_and_report_instances_
 def test_instance_ids_without_any_node_change_nothing(group_world):
     cluster = NodeListing(nodes=[group_node(group_world, "node-a", "i-0a")])
     params = _params(instance_ids=["i-0c"], nodegroup_name="workers", cluster_name="demo")
-    result = node_drain.run(group_module(group_world, cluster, params))
+    result = drain_step.run(group_module(group_world, cluster, params))
     # with a label: that LIST, then every node (a node that lost its label is still found); without: every node
     lists = [group_world.selector, None] if group_world.selector else [None]
     assert result == {"changed": False,
@@ -190,7 +198,7 @@ def test_instance_ids_without_any_node_change_nothing(group_world):
 
 def test_instance_ids_without_a_node_group_list_every_node_once():
     cluster = NodeListing(nodes=[ec2_node("node-a", "i-0a")])
-    result = node_drain.run(FakeModule(cluster, _params(instance_ids=["i-0a"], state="cordon")))
+    result = drain_step.run(FakeModule(cluster, _params(instance_ids=["i-0a"], state="cordon")))
     assert result["drain"]["instances"] == {"i-0a": "node-a"} and result["changed"] is True
     assert [r[2] for r in cluster.verbs("list", "nodes")] == [None]
 
@@ -199,7 +207,7 @@ def test_an_unknown_node_group_is_named_before_anything_changes(group_world):
     cluster = NodeListing(nodes=[group_node(group_world, "node-a", "i-0a")])
     params = _params(instance_ids=["i-0a"], nodegroup_name="nope", cluster_name="demo")
     with pytest.raises(UpgradeError) as raised:
-        node_drain.run(group_module(group_world, cluster, params))
+        drain_step.run(group_module(group_world, cluster, params))
     assert (raised.value.code, raised.value.details["parameter"]) == ("ResourceNotFound", "nodegroup_name")
     assert not cluster.verbs("patch") and not cluster.verbs("evict")
 
@@ -210,7 +218,7 @@ def test_issue10_item24_an_invalid_pod_selector_is_refused_before_any_request():
     """`app in ((` used to be refused by the API server at the first pod LIST, after the node was cordoned."""
     cluster = FakeCluster(nodes=[node("node-a")])
     with pytest.raises(UpgradeError) as raised:
-        node_drain.run(FakeModule(cluster, _params(name="node-a", pod_selectors=["app in (("])))
+        drain_step.run(FakeModule(cluster, _params(name="node-a", pod_selectors=["app in (("])))
     assert (raised.value.code, raised.value.details["parameter"]) == ("InvalidParameter", "pod_selectors")
     assert "app in ((" in raised.value.msg
     assert cluster.requests == []
@@ -234,7 +242,7 @@ def test_issue10_item24_nodegroup_name_refuses_a_named_node_of_another_group_bef
     cluster = NodeListing([make_pod("web-0", node="stray")], nodes=nodes)
     params = _params(names=["node-a", "stray"], nodegroup_name="workers", cluster_name="demo", state=state)
     with pytest.raises(UpgradeError) as raised:
-        node_drain.run(group_module(group_world, cluster, params))
+        drain_step.run(group_module(group_world, cluster, params))
     err = raised.value
     assert (err.code, err.details["parameter"]) == ("InvalidParameter", "names")
     assert "node stray (instance %s) is in Auto Scaling group other" % stray_instance in err.msg
@@ -251,7 +259,7 @@ def test_issue10_item24_nodegroup_name_refuses_an_instance_of_another_group(grou
     params = _params(instance_ids=[group_world.members[0], stray_instance], nodegroup_name="workers",
                      cluster_name="demo", state="cordon")
     with pytest.raises(UpgradeError) as raised:
-        node_drain.run(group_module(group_world, cluster, params))
+        drain_step.run(group_module(group_world, cluster, params))
     assert (raised.value.code, raised.value.details["parameter"]) == ("InvalidParameter", "instance_ids")
     assert "node stray (instance %s) is in Auto Scaling group other" % stray_instance in raised.value.msg
     assert not cluster.verbs("patch") and not cluster.verbs("get")
@@ -261,7 +269,7 @@ def test_issue10_item24_a_node_without_an_ec2_instance_is_outside_every_node_gro
     cluster = NodeListing(nodes=[node("fargate-ip-10-0-1-1")])
     params = _params(name="fargate-ip-10-0-1-1", nodegroup_name="workers", cluster_name="demo", state="cordon")
     with pytest.raises(UpgradeError) as raised:
-        node_drain.run(group_module(group_world, cluster, params))
+        drain_step.run(group_module(group_world, cluster, params))
     assert raised.value.details["parameter"] == "name"
     assert "node fargate-ip-10-0-1-1 has no EC2 instance in its spec.providerID" in raised.value.msg
     assert not cluster.verbs("patch")
@@ -273,7 +281,7 @@ def test_issue10_item24_the_groups_own_nodes_are_cordoned_without_asking_ec2(gro
     params = _params(names=["node-a", "node-b"], nodegroup_name="workers", cluster_name="demo", state="cordon")
     module = group_module(group_world, cluster, params)
     monkeypatch.delitem(module.aws_clients, "ec2")  # KeyError if the check asked EC2
-    result = node_drain.run(module)
+    result = drain_step.run(module)
     assert result["changed"] and sorted(n for n, r in result["drain"]["nodes"].items() if r["cordoned"]) == ["node-a", "node-b"]
     assert result["drain"]["requests_made"] == len(cluster.requests)
 

@@ -1,0 +1,85 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""eksops.nodegroup.node_replace: the upgrade phase's batch loop (drain, terminate through the Auto Scaling group,
+wait) in one process on the controller (issue 11 item 4; docs/architecture.md says why).
+
+The work is node_drain's and asg_instance_terminate's own code (module_utils/drain_step.py, terminate_step.py),
+looped by module_utils/replace_loop.py; this file only validates the options, reports progress through Display
+(ansible-playbook's output and AWX's job output) and builds the task result as the modules build theirs.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.text.converters import to_text
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import HAS_BOTO3, USER_AGENT_EXTRA
+from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
+from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import HAS_KUBERNETES
+from ansible_collections.eksops.nodegroup.plugins.module_utils.module import error_result
+from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import (
+    ReplaceFailed,
+    planned_batches,
+    while_parent_lives,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_steps import full_argument_spec, replace_loop
+
+display = Display()
+
+
+class ActionModule(ActionBase):
+    """Runs on the controller whatever the task's host or delegate_to: the work is API calls only."""
+
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def _apply_task_environment(self) -> None:
+        """The task's ``environment`` (templated), as a module's process would see it: the AWS_* and K8S_AUTH_*
+        fallbacks of the options read it. This worker process ends with the task."""
+        for env in self._task.environment or []:
+            env = self._templar.template(env)
+            if isinstance(env, dict):
+                os.environ.update((to_text(key), to_text(value)) for key, value in env.items() if value is not None)
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        self._apply_task_environment()
+        # Every option checked (types, defaults, the AWS_* / K8S_AUTH_* fallbacks) before any change, as a module's.
+        validation, _args = self.validate_argument_spec(
+            argument_spec=full_argument_spec(),
+            required_by=dict(asg_name="nodegroup_name"),
+        )
+        params = validation.validated_parameters
+        if not (HAS_BOTO3 and HAS_KUBERNETES):
+            raise AnsibleActionFail("node_replace runs on the controller, which needs boto3, botocore and kubernetes "
+                                    "(requirements.txt) in the Python that runs ansible-playbook")
+        warnings = []
+        clients = Clients(params, "%s/node_replace" % USER_AGENT_EXTRA)
+        loop = replace_loop(params, clients, bool(self._task.check_mode), bool(self._task.diff), warnings.append,
+                            lambda line: display.vvvv("node_replace: %s" % line), self._progress)
+        try:
+            state = loop.run(while_parent_lives(planned_batches(params["batches"]), os.getppid(), os.getppid))
+        except ReplaceFailed as failure:
+            # The failing step's own result (its drain or termination key) at the top, as the module's fail_json
+            # put it: the roles' failure handling reads ansible_failed_result.drain.nodes.
+            result.update(failure.failed_step)
+            result.update(failed=True, changed=bool(failure.state.batches), replace=failure.state.to_dict())
+            result.update(error_result(failure.error))
+        else:
+            # Each batch cordons, drains and terminates (or would, in check mode).
+            result.update(changed=bool(state.batches), replace=state.to_dict())
+        finally:
+            for heartbeat in clients.lease_heartbeats.values():
+                heartbeat.stop()
+        if warnings:
+            result["warnings"] = warnings
+        return result
+
+    def _progress(self, line: str) -> None:
+        display.display(line)

@@ -1,0 +1,219 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The upgrade phase's batch loop (SPEC U5, U7), run in one process by the node_replace action (issue 11 item 4).
+
+Per batch: drain its nodes (drain_step), have Auto Scaling accept the termination of its instances
+(terminate_step.start_termination), then wait for them to be gone (terminate_step.finish_termination). A node's
+drain and post-drain wait count against max_unavailable; the EC2 shutdown after Auto Scaling accepted the
+termination does not, so with ``overlap`` that wait runs in a thread while the next batch drains, and is joined
+before the next batch's termination and before the loop ends. Without it (strategy minimal, U7: the replacement
+wait gates the next batch) each batch waits in turn.
+
+What the next batch is and how its instances go is asked per batch of ``next_batch(state)``: today the plan's
+precomputed batches (planned_batches); a planner reading live state can answer instead.
+
+The steps (drain, start, finish) are given by the caller (start returns a handle whose ``output`` is the
+termination result so far); a step that fails raises StepFailed with the step's
+result so far. The loop raises ReplaceFailed with what was done before the failure (ReplaceState).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+import datetime
+import threading
+import time
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
+
+
+class Batch:
+    """The instances of one batch and how to terminate them (``decrement``: lower the desired capacity with each
+    termination instead of waiting for a replacement)."""
+
+    def __init__(self, instance_ids: Sequence[str], decrement: bool = False) -> None:
+        self.instance_ids = list(instance_ids)
+        self.decrement = decrement
+
+
+class StepFailed(Exception):
+    """A step's UpgradeError and the result the step had when it failed (what a module's fail_json carries)."""
+
+    def __init__(self, error: UpgradeError, result: Mapping[str, Any] | None = None) -> None:
+        super().__init__(error.msg)
+        self.error = error
+        self.result = dict(result or {})
+
+
+class ReplaceState:
+    """What the loop did: the drain results of the finished batches by node, the instances whose termination
+    Auto Scaling accepted, those that never joined (terminated without a drain), and one record per batch."""
+
+    def __init__(self) -> None:
+        self.drained_nodes = {}
+        self.replaced_instances = []
+        self.never_joined = []
+        self.batches = []
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(drained_nodes=dict(self.drained_nodes), replaced_instances=list(self.replaced_instances),
+                    never_joined=list(self.never_joined), batches=[dict(b) for b in self.batches])
+
+
+class ReplaceFailed(Exception):
+    """The loop stopped on ``error``; ``state`` is what was done before, ``failed_step`` the failing step's result."""
+
+    def __init__(self, error: UpgradeError, state: ReplaceState, failed_step: Mapping[str, Any]) -> None:
+        super().__init__(error.msg)
+        self.error = error
+        self.state = state
+        self.failed_step = dict(failed_step)
+
+
+def planned_batches(batches: Sequence[Sequence[str]], decrement: bool = False) -> Callable[[ReplaceState], Batch | None]:
+    """next_batch for a precomputed plan: batch k is the plan's k-th, whatever the live state."""
+    def next_batch(state: ReplaceState) -> Batch | None:
+        done = len(state.batches)
+        return Batch(batches[done], decrement) if done < len(batches) else None
+    return next_batch
+
+
+# Not an EKS code: the process that started the loop is gone (ansible-playbook killed), so no batch starts after.
+CONTROLLER_GONE = "ControllerGone"
+
+
+def while_parent_lives(next_batch: Callable[[ReplaceState], Batch | None], parent: int,
+                       getppid: Callable[[], int]) -> Callable[[ReplaceState], Batch | None]:
+    """``next_batch``, refusing to start a batch once the process that started this one (ansible-playbook, whose
+    worker runs the loop in a session of its own) is gone: a killed job changes nothing more after the batch under
+    way, as when each batch was two tasks that a dead ansible-playbook no longer started."""
+    def guarded(state: ReplaceState) -> Batch | None:
+        if getppid() != parent:
+            raise StepFailed(UpgradeError(CONTROLLER_GONE, "ansible-playbook (process %d) is gone: no further batch "
+                                          "is started; rerun to resume" % parent))
+        return next_batch(state)
+    return guarded
+
+
+def clock_time(epoch: float) -> str:
+    """Wall-clock time of a progress line, UTC, to the second."""
+    return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime("%H:%M:%SZ")
+
+
+def _names(ids: Sequence[str], node_names: Mapping[str, str | None]) -> str:
+    return ", ".join(node_names.get(i) or "no node" for i in ids) or "no node"
+
+
+class BackgroundWait:
+    """finish(handle) in a thread; join() returns its result or raises its StepFailed."""
+
+    def __init__(self, finish: Callable[[Any], Mapping[str, Any]], handle: Any, record: dict[str, Any]) -> None:
+        self.record = record
+        self.result = None
+        self.failure = None
+        self._thread = threading.Thread(target=self._run, args=(finish, handle), name="eksops-termination-wait")
+        self._thread.daemon = True
+        self._thread.start()
+
+    def _run(self, finish: Callable[[Any], Mapping[str, Any]], handle: Any) -> None:
+        try:
+            self.result = finish(handle)
+        except StepFailed as failure:
+            self.failure = failure
+        except UpgradeError as err:
+            self.failure = StepFailed(err)
+        except Exception as err:  # pylint: disable=broad-except
+            self.failure = err
+
+    def join(self) -> Mapping[str, Any]:
+        self._thread.join()
+        if self.failure is not None:
+            raise self.failure
+        return self.result
+
+
+class ReplaceLoop:
+    """The batch loop. ``drain(batch)``, ``start(batch)`` and ``finish(handle)`` are the steps (see the module
+    docstring); ``progress(line)`` receives one line per batch start and end, and one when a batch's instances are
+    gone; ``node_names`` (instance id -> node name, as planned) names the nodes of a batch's start line."""
+
+    def __init__(self, drain: Callable[[Batch], Mapping[str, Any]], start: Callable[[Batch], Any],
+                 finish: Callable[[Any], Mapping[str, Any]], progress: Callable[[str], None], overlap: bool,
+                 node_names: Mapping[str, str | None] | None = None, total: int | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.drain = drain
+        self.start = start
+        self.finish = finish
+        self.progress = progress
+        self.overlap = overlap
+        self.node_names = dict(node_names or {})
+        self.total = total
+        self.clock = clock
+        self.state = ReplaceState()
+        self.pending = None
+
+    def label(self, record: Mapping[str, Any]) -> str:
+        return "batch %d%s" % (record["batch"], "/%d" % self.total if self.total else "")
+
+    def run(self, next_batch: Callable[[ReplaceState], Batch | None]) -> ReplaceState:
+        try:
+            while True:
+                batch = next_batch(self.state)
+                if batch is None:
+                    break
+                self.one_batch(batch)
+            self.join_pending()
+        except StepFailed as failure:
+            self.abandon_pending(failure)
+            raise ReplaceFailed(failure.error, self.state, failure.result)
+        return self.state
+
+    def one_batch(self, batch: Batch) -> None:
+        record = dict(batch=len(self.state.batches) + 1, instance_ids=list(batch.instance_ids),
+                      nodes=[self.node_names.get(i) for i in batch.instance_ids], started=self.clock())
+        self.state.batches.append(record)
+        self.progress("%s started at %s: %s (%s)" % (
+            self.label(record), clock_time(record["started"]), _names(batch.instance_ids, self.node_names),
+            ", ".join(batch.instance_ids)))
+        drained = self.drain(batch)["drain"]
+        instances = drained.get("instances") or {}
+        record["nodes"] = [instances.get(i) for i in batch.instance_ids]
+        # The previous batch's instances are gone before this batch's go: one termination wait at a time.
+        self.join_pending()
+        handle = self.start(batch)
+        self.state.drained_nodes.update(drained.get("nodes") or {})
+        self.state.never_joined.extend((handle.output.get("termination") or {}).get("never_joined") or [])
+        if self.overlap:
+            self.pending = BackgroundWait(self.finish, handle, record)
+        else:
+            self.finished(record, self.finish(handle))
+        record["ended"] = self.clock()
+        self.state.replaced_instances.extend(batch.instance_ids)
+        self.progress("%s ended at %s after %.1f s: drained %s; Auto Scaling %s %s" % (
+            self.label(record), clock_time(record["ended"]), record["ended"] - record["started"],
+            _names(batch.instance_ids, instances), "accepted the termination of" if self.overlap else "terminated",
+            ", ".join(batch.instance_ids)))
+
+    def finished(self, record: dict[str, Any], output: Mapping[str, Any]) -> None:
+        termination = output.get("termination") or {}
+        record["gone"] = self.clock()
+        record["replacements"] = termination.get("replacements") or []
+
+    def join_pending(self) -> None:
+        pending, self.pending = self.pending, None
+        if pending is None:
+            return
+        self.finished(pending.record, pending.join())
+        self.progress("%s: instances %s gone at %s" % (
+            self.label(pending.record), ", ".join(pending.record["instance_ids"]), clock_time(pending.record["gone"])))
+
+    def abandon_pending(self, failure: StepFailed) -> None:
+        """After ``failure``, the wait still under way is joined all the same: the phase ends with no thread
+        left, and its own failure is said too (the first failure is the one reported)."""
+        try:
+            self.join_pending()
+        except StepFailed as other:
+            self.progress("%s: %s (after: %s)" % (self.label(self.state.batches[-1]), other.error.msg,
+                                                  failure.error.msg))

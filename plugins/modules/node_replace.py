@@ -1,0 +1,156 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+
+DOCUMENTATION = r"""
+---
+module: node_replace
+short_description: Replace a node group's old nodes batch by batch (drain, terminate, wait) in one process
+version_added: 0.2.0
+description:
+  - The upgrade phase's batch loop (SPEC U5, U7) as one task. For each batch of O(batches), in order, it drains the
+    nodes of the batch's instances as M(eksops.nodegroup.node_drain) does with O(eksops.nodegroup.node_drain#module:state=drain)
+    (cordon and load balancer label, PodDisruptionBudget-paced evictions, the wait after the drain for the
+    cluster's load balancers, SPEC B3), then terminates the instances through the Auto Scaling group without
+    lowering its desired capacity as M(eksops.nodegroup.asg_instance_terminate) does, and waits for them to be
+    terminated (with O(wait_for_replacements), for their replacements to be Ready nodes).
+  - "It is an action plugin that runs on the controller, in the process of the task, whatever the task's host or
+    C(delegate_to): one process for the whole phase instead of two module processes per batch, and the work is
+    the two modules' own code. The controller's Python needs boto3, botocore and kubernetes."
+  - Progress is shown as it happens, one line per batch start and end (node names, instance ids, UTC times) and
+    one when a batch's instances are gone, through Ansible's display (C(ansible-playbook) output, AWX job output).
+  - Once Auto Scaling has accepted the termination of a batch's instances, the next batch is drained while the
+    instances shut down; the wait for them is joined before the next batch's instances are terminated and before
+    the task ends, and its failure fails the task. With O(wait_for_replacements) (strategy C(minimal), SPEC U7)
+    the replacements gate the next batch.
+  - Errors are those of the two modules, with the same C(code) and details; the result then carries what was done
+    before (RV(replace)) and the failing step's own result (RV(drain) or RV(termination)), as the module's would. The journal and lease
+    behave as with the two modules, so a rerun resumes.
+author:
+  - eksops.nodegroup maintainers (@eksops)
+options:
+  batches:
+    description:
+      - The instance ids of each batch, in the order they are replaced (the plan of
+        M(eksops.nodegroup.nodegroup_info), RV(eksops.nodegroup.nodegroup_info#module:nodegroup.plan.batches)).
+      - The nodes are found by instance id (C(spec.providerID)) when a batch starts.
+    type: list
+    elements: list
+    required: true
+  node_names:
+    description:
+      - Instance id to node name as planned, for the batch start lines only.
+    type: dict
+    default: {}
+  wait_timeout:
+    description:
+      - Seconds to wait for a batch's instances to be terminated and, with O(wait_for_replacements), for their
+        replacements (M(eksops.nodegroup.asg_instance_terminate)'s O(eksops.nodegroup.asg_instance_terminate#module:wait_timeout)).
+    type: int
+    default: 600
+  wait_for_replacements:
+    description:
+      - After each batch, wait until the group is back at its desired capacity and the replacements' nodes are
+        Ready before the next batch (strategy C(minimal), SPEC U7).
+    type: bool
+    default: false
+  node_ready_timeout:
+    description:
+      - Seconds an instance may take to register its node (M(eksops.nodegroup.asg_instance_terminate)'s
+        O(eksops.nodegroup.asg_instance_terminate#module:node_ready_timeout)).
+    type: int
+    default: 900
+  run_id:
+    description:
+      - Identifier written to the C(eksops.nodegroup/cordoned-by) annotation of nodes this run cordons or labels.
+        Generated when not given.
+    type: str
+notes:
+  - Needs what M(eksops.nodegroup.node_drain) and M(eksops.nodegroup.asg_instance_terminate) need (see
+    C(docs/iam-policy.json) and C(docs/rbac.yaml)), with the credentials of the controller.
+extends_documentation_fragment:
+  - eksops.nodegroup.drain_options
+  - eksops.nodegroup.nodegroup
+  - eksops.nodegroup.lease
+  - eksops.nodegroup.capacity_change
+  - eksops.nodegroup.aws
+  - eksops.nodegroup.k8s
+  - eksops.nodegroup.attributes.aws_k8s_groups
+attributes:
+  action:
+    support: full
+    description: The loop runs in an action plugin on the controller.
+  async:
+    support: none
+    description: Runs in the task's own process on the controller; its progress lines show as it happens instead.
+  check_mode:
+    support: full
+    description: Every batch is planned as the two modules plan it in check mode (cordons and terminations
+      reported, nothing changed).
+  diff_mode:
+    support: none
+    description: No diff; each batch's changes are in RV(replace) and the progress lines.
+"""
+
+EXAMPLES = r"""
+- name: Replace the old nodes batch by batch
+  eksops.nodegroup.node_replace:
+    cluster_name: prod
+    nodegroup_name: workers
+    batches: "{{ info.nodegroup.plan.batches }}"
+    delete_options:
+      wait_timeout: 900
+    post_drain_wait: 60
+"""
+
+RETURN = r"""
+replace:
+  description: What the loop did (on failure, until the failure).
+  returned: always
+  type: dict
+  contains:
+    drained_nodes:
+      description: The drain result of every node of the finished batches, by node (M(eksops.nodegroup.node_drain)'s
+        RV(eksops.nodegroup.node_drain#module:drain.nodes)).
+      type: dict
+    replaced_instances:
+      description: The instances whose termination Auto Scaling accepted, batch after batch.
+      type: list
+      elements: str
+    never_joined:
+      description: Instances terminated without a drain because they never had a node
+        (M(eksops.nodegroup.asg_instance_terminate)'s RV(eksops.nodegroup.asg_instance_terminate#module:termination.never_joined)).
+      type: list
+      elements: dict
+    batches:
+      description: One record per batch started, with C(batch) (1-based), C(instance_ids), C(nodes), and the epoch
+        times C(started), C(ended) (termination accepted) and C(gone) (instances terminated).
+      type: list
+      elements: dict
+  sample:
+    drained_nodes: {}
+    replaced_instances: [i-0123456789abcdef0]
+    never_joined: []
+    batches: [{batch: 1, instance_ids: [i-0123456789abcdef0], nodes: [ip-10-0-1-23.ec2.internal], started: 1764028800.1,
+               ended: 1764028822.5, gone: 1764028840.0}]
+drain:
+  description: On failure in a drain, the drain step's result as M(eksops.nodegroup.node_drain) returns it
+    (RV(eksops.nodegroup.node_drain#module:drain)), with the failed node.
+  returned: failure
+  type: dict
+termination:
+  description: On failure in a termination, the step's result as M(eksops.nodegroup.asg_instance_terminate)
+    returns it (RV(eksops.nodegroup.asg_instance_terminate#module:termination)), when it had one.
+  returned: failure
+  type: dict
+code:
+  description: The failing step's code, as M(eksops.nodegroup.node_drain) or M(eksops.nodegroup.asg_instance_terminate)
+    return it (C(PodEvictionFailure), C(LoadBalancerDeregistrationTimeout), C(ClusterAutoscalerActive),
+    C(UpgradeInProgress), C(NodeCreationFailure), ...).
+  returned: failure
+  type: str
+"""

@@ -1,0 +1,180 @@
+"""The upgrade phase's batch loop (module_utils/replace_loop.py, issue 11 item 4; SPEC U5, U7) with fake steps."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
+from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import (
+    Batch,
+    ReplaceFailed,
+    ReplaceLoop,
+    StepFailed,
+    planned_batches,
+    while_parent_lives,
+)
+
+
+class Handle:
+    def __init__(self, batch, never_joined=()):
+        self.batch = batch
+        self.output = dict(termination=dict(never_joined=list(never_joined)))
+
+
+class Steps:
+    """Records the order of events; ``gate`` holds a batch's termination wait until released."""
+
+    def __init__(self, fail=None, never_joined=None, hold_finish=False):
+        self.events = []
+        self.lock = threading.Lock()
+        self.fail = fail or {}
+        self.never_joined = never_joined or {}
+        self.gates = {}
+        self.hold_finish = hold_finish
+
+    def note(self, event):
+        with self.lock:
+            self.events.append(event)
+
+    def drain(self, batch):
+        key = batch.instance_ids[0]
+        self.note(("drain", key))
+        if self.fail.get(("drain", key)):
+            raise StepFailed(UpgradeError("PodEvictionFailure", "blocked", pods=["default/web"]),
+                             dict(drain=dict(nodes={"node-" + key: dict(error="blocked")})))
+        return dict(drain=dict(nodes=dict(("node-" + i, dict(evicted=[])) for i in batch.instance_ids),
+                               instances=dict((i, "node-" + i) for i in batch.instance_ids)))
+
+    def start(self, batch):
+        key = batch.instance_ids[0]
+        self.note(("start", key, batch.decrement))
+        self.gates[key] = threading.Event()
+        if not self.hold_finish:
+            self.gates[key].set()
+        return Handle(batch, self.never_joined.get(key, ()))
+
+    def finish(self, handle):
+        key = handle.batch.instance_ids[0]
+        self.gates[key].wait(5)
+        self.note(("gone", key))
+        if self.fail.get(("finish", key)):
+            raise StepFailed(UpgradeError("InstanceTerminationTimeout", "still there", instance_ids=[key]))
+        return dict(termination=dict(replacements=[]))
+
+
+def make_loop(steps, overlap=True, lines=None, total=None):
+    clock = iter(range(1000, 2000))
+    return ReplaceLoop(steps.drain, steps.start, steps.finish, (lines if lines is not None else []).append,
+                       overlap=overlap, node_names={"i-1": "node-i-1"}, total=total, clock=lambda: next(clock))
+
+
+def test_planned_batches_answers_the_plan_batch_by_batch_then_none():
+    loop = make_loop(Steps())
+    state = loop.run(planned_batches([["i-1", "i-2"], ["i-3"]]))
+    assert state.replaced_instances == ["i-1", "i-2", "i-3"]
+    assert [b["instance_ids"] for b in state.batches] == [["i-1", "i-2"], ["i-3"]]
+    assert set(state.drained_nodes) == {"node-i-1", "node-i-2", "node-i-3"}
+
+
+def test_without_overlap_each_batch_is_gone_before_the_next_drains():
+    steps = Steps()
+    make_loop(steps, overlap=False).run(planned_batches([["i-1"], ["i-2"]]))
+    assert steps.events == [("drain", "i-1"), ("start", "i-1", False), ("gone", "i-1"),
+                            ("drain", "i-2"), ("start", "i-2", False), ("gone", "i-2")]
+
+
+def test_with_overlap_the_next_drain_starts_before_the_previous_instances_are_gone():
+    steps = Steps(hold_finish=True)
+    loop = make_loop(steps)
+
+    def drain_then_release(batch, drain=steps.drain):
+        result = drain(batch)
+        if batch.instance_ids == ["i-2"]:
+            # batch 1's wait is still under way while batch 2 drains; let it end now
+            assert ("gone", "i-1") not in steps.events
+            steps.gates["i-1"].set()
+        return result
+
+    def start_released(batch, start=steps.start):
+        handle = start(batch)
+        if batch.instance_ids == ["i-2"]:
+            steps.gates["i-2"].set()
+        return handle
+
+    loop.drain, loop.start = drain_then_release, start_released
+    loop.run(planned_batches([["i-1"], ["i-2"]]))
+    # batch 1's instances are gone before batch 2's termination starts: one termination wait at a time
+    assert steps.events.index(("drain", "i-2")) < steps.events.index(("gone", "i-1")) \
+        < steps.events.index(("start", "i-2", False)) < steps.events.index(("gone", "i-2"))
+
+
+def test_progress_lines_start_and_end_each_batch_in_order():
+    lines = []
+    make_loop(Steps(), lines=lines, total=2).run(planned_batches([["i-1"], ["i-2"]]))
+    starts = [n for n, line in enumerate(lines) if " started at " in line]
+    ends = [n for n, line in enumerate(lines) if " ended at " in line]
+    assert len(starts) == len(ends) == 2
+    assert starts[0] < ends[0] < starts[1] < ends[1]
+    assert lines[starts[0]].startswith("batch 1/2 started at ") and "node-i-1 (i-1)" in lines[starts[0]]
+    assert "drained node-i-2" in lines[ends[1]] and "i-2" in lines[ends[1]]
+    assert any(line.startswith("batch 2/2: instances i-2 gone at ") for line in lines)
+
+
+def test_never_joined_instances_are_recorded_when_auto_scaling_accepts_them():
+    steps = Steps(never_joined={"i-2": [dict(instance_id="i-2", reason="never joined")]})
+    state = make_loop(steps).run(planned_batches([["i-1"], ["i-2"]]))
+    assert state.never_joined == [dict(instance_id="i-2", reason="never joined")]
+
+
+def test_a_drain_failure_carries_what_the_finished_batches_did_and_the_failing_step():
+    steps = Steps(fail={("drain", "i-2"): True})
+    with pytest.raises(ReplaceFailed) as failed:
+        make_loop(steps).run(planned_batches([["i-1"], ["i-2"], ["i-3"]]))
+    err = failed.value
+    assert err.error.code == "PodEvictionFailure" and err.error.details == dict(pods=["default/web"])
+    assert err.state.replaced_instances == ["i-1"] and set(err.state.drained_nodes) == {"node-i-1"}
+    assert err.failed_step == dict(drain=dict(nodes={"node-i-2": dict(error="blocked")}))
+    # batch 1's wait was joined before the loop ended; batch 3 never started
+    assert ("gone", "i-1") in steps.events and ("drain", "i-3") not in steps.events
+
+
+def test_a_failed_termination_wait_fails_the_loop_with_its_own_code_before_the_next_termination():
+    steps = Steps(fail={("finish", "i-1"): True})
+    with pytest.raises(ReplaceFailed) as failed:
+        make_loop(steps).run(planned_batches([["i-1"], ["i-2"]]))
+    assert failed.value.error.code == "InstanceTerminationTimeout"
+    assert ("start", "i-2", False) not in steps.events  # batch 2 drained, but its instances were not terminated
+
+
+def test_a_failed_termination_wait_of_the_last_batch_fails_the_loop():
+    steps = Steps(fail={("finish", "i-2"): True})
+    with pytest.raises(ReplaceFailed) as failed:
+        make_loop(steps).run(planned_batches([["i-1"], ["i-2"]]))
+    assert failed.value.error.code == "InstanceTerminationTimeout"
+    assert failed.value.state.replaced_instances == ["i-1", "i-2"]
+
+
+def test_next_batch_is_asked_per_batch_of_the_live_state():
+    asked = []
+
+    def next_batch(state):
+        asked.append(list(state.replaced_instances))
+        return Batch(["i-%d" % (len(state.batches) + 1)], decrement=True) if len(state.batches) < 2 else None
+
+    steps = Steps()
+    make_loop(steps).run(next_batch)
+    assert asked == [[], ["i-1"], ["i-1", "i-2"]]
+    assert ("start", "i-2", True) in steps.events  # how to terminate comes with the batch
+
+
+def test_no_batch_starts_once_the_controller_is_gone():
+    parents = iter([100, 100, 1])  # ansible-playbook (100) killed after batch 2 started: reparented to 1
+    steps = Steps()
+    with pytest.raises(ReplaceFailed) as failed:
+        make_loop(steps).run(while_parent_lives(planned_batches([["i-1"], ["i-2"], ["i-3"]]), 100,
+                                                lambda: next(parents)))
+    assert failed.value.error.code == "ControllerGone"
+    assert failed.value.state.replaced_instances == ["i-1", "i-2"] and ("drain", "i-3") not in steps.events
+    assert ("gone", "i-2") in steps.events  # the wait under way was joined

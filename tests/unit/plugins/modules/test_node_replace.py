@@ -1,0 +1,49 @@
+"""node_replace (issue 11 item 4): its documentation matches its argument spec, and each batch's steps get what
+roles/upgrade/tasks/batch.yml passed node_drain and asg_instance_terminate (SPEC U5, U7)."""
+
+from __future__ import annotations
+
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import Batch
+from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_steps import full_argument_spec, step_params
+from ansible_collections.eksops.nodegroup.plugins.modules import node_replace
+
+from ..module_docs import assert_docs_match_spec
+
+
+def params(**overrides):
+    args = dict(cluster_name="prod", nodegroup_name="workers", asg_name="workers-asg", batches=[["i-0a"], ["i-0b"]],
+                delete_options=dict(wait_timeout=120, force=True), post_drain_wait=5, run_id="run-1",
+                lease_id="lease-1", wait_timeout=300, node_ready_timeout=300, region="us-west-2", kubeconfig="/k")
+    args.update(overrides)
+    result = ArgumentSpecValidator(full_argument_spec()).validate(args)
+    assert not result.error_messages
+    return result.validated_parameters
+
+
+def test_the_documentation_matches_the_argument_spec():
+    assert_docs_match_spec(node_replace, full_argument_spec())
+
+
+def test_a_batch_drains_as_node_drain_did_in_batch_yml():
+    drain, _terminate = step_params(params(), Batch(["i-0a", "i-0c"]))
+    assert (drain["instance_ids"], drain["state"], drain["exclude_from_load_balancers"]) == (["i-0a", "i-0c"], "drain", True)
+    assert (drain["cluster_name"], drain["nodegroup_name"], drain["asg_name"]) == ("prod", "workers", "workers-asg")
+    assert (drain["lease_id"], drain["run_id"], drain["post_drain_wait"]) == ("lease-1", "run-1", 5)
+    assert drain["delete_options"]["wait_timeout"] == 120 and drain["delete_options"]["force"] is True
+    assert drain["delete_options"]["ignore_daemonsets"] is True and drain["eviction_concurrency"] == 10
+    assert (drain["region"], drain["kubeconfig"]) == ("us-west-2", "/k")
+
+
+def test_a_batch_terminates_as_asg_instance_terminate_did_in_batch_yml():
+    _drain, terminate = step_params(params(wait_for_replacements=True, accept_current_capacity=True), Batch(["i-0a"]))
+    assert terminate["instance_ids"] == ["i-0a"] and terminate["should_decrement_desired_capacity"] is False
+    assert (terminate["wait"], terminate["wait_for_replacements"], terminate["accept_current_capacity"]) == (True, True, True)
+    assert (terminate["wait_timeout"], terminate["node_ready_timeout"], terminate["lease_id"]) == (300, 300, "lease-1")
+    assert "run_id" not in terminate and "delete_options" not in terminate
+
+
+def test_how_a_batch_terminates_comes_with_the_batch():
+    _drain, terminate = step_params(params(), Batch(["i-0a"], decrement=True))
+    assert terminate["should_decrement_desired_capacity"] is True
