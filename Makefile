@@ -81,8 +81,8 @@ unit: venv collection-link
 sandbox-tests: venv
 	$(PYTEST) -q -n 2 --dist loadfile tests/sandbox/tests
 
-# Four workers on two cores: the tests mostly wait on the sandboxes' clocks (about 0.4 s of CPU per second of
-# test, measured over a whole run), so three left most of a core idle (12:42 on a clean clone).
+# Four workers on two cores: the tests mostly wait on the sandboxes' clocks. On a quiet machine four took 12:15
+# (about 1.6 cores busy), three 12:42.
 integration: venv collection-link
 	$(PYTEST) -q -n 4 --dist loadscope tests/integration
 
