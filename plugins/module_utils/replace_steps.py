@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
-import copy
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
@@ -24,6 +23,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.cluster_proof imp
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import K8S_ARGUMENT_SPEC
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION
+from ansible_collections.eksops.nodegroup.plugins.module_utils.module import merged_argument_spec
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC
 from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import Batch, ReplaceLoop, StepFailed
 
@@ -49,18 +49,12 @@ SHARED_OPTIONS = tuple(AWS_ARGUMENT_SPEC) + tuple(K8S_ARGUMENT_SPEC)
 
 
 def full_argument_spec() -> dict[str, Any]:
-    spec = dict(AWS_ARGUMENT_SPEC)
-    spec.update(K8S_ARGUMENT_SPEC)
-    spec.update(ARGUMENT_SPEC)
-    return copy.deepcopy(spec)
+    return merged_argument_spec(ARGUMENT_SPEC, uses_aws=True, uses_k8s=True)
 
 
 def _validated(spec: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
     """``params`` through the step module's own argument spec (defaults, aliases, types), as its module would."""
-    full = dict(AWS_ARGUMENT_SPEC)
-    full.update(K8S_ARGUMENT_SPEC)
-    full.update(spec)
-    result = ArgumentSpecValidator(copy.deepcopy(full)).validate(dict(params))
+    result = ArgumentSpecValidator(merged_argument_spec(spec, uses_aws=True, uses_k8s=True)).validate(dict(params))
     if result.error_messages:
         raise ValueError("; ".join(result.error_messages))
     return result.validated_parameters
