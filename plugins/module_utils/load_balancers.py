@@ -67,6 +67,8 @@ class ClusterLoadBalancers:
         self._lock = threading.Lock()
         self._answers = {}   # target group ARN or load balancer name -> (asked at, its targets or instances)
         self._delays = {}
+        self._released = {}  # target group ARN or load balancer name -> instance ids seen not held by it
+        self.unreadable = {}  # name -> why the credentials may not read who it holds
 
     @classmethod
     def discover(cls, elbv2_client: Any, elb_client: Any, cluster_name: str,
@@ -111,28 +113,62 @@ class ClusterLoadBalancers:
 
     def holding(self, instance_ids: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
         """{instance id: the load balancers that still hold it}, each {kind, name, state, delay_seconds}: registered,
-        or deregistered and still draining. An instance held by none is absent."""
+        or deregistered and still draining. An instance held by none is absent.
+
+        A load balancer seen not holding an instance is not asked about it again: an instance that has the
+        exclude-from-external-load-balancers label (or is cordoned) is not registered again by the controllers. One
+        whose targets the credentials may not read (AccessDenied) is left out and named in ``unreadable``: whoever
+        waits on it then knows nothing better than the fixed wait."""
         wanted = set(instance_ids)
         held = {}
         for group in self.target_groups:
-            if group.get("TargetType") != "instance":
-                continue
             arn = group["TargetGroupArn"]
-            for target in self._shared(arn, functools.partial(elbv2.describe_target_health, self._elbv2, arn)):
+            if group.get("TargetType") != "instance" or wanted <= self._released.get(arn, set()):
+                continue
+            targets = self._readable(group["TargetGroupName"], arn, functools.partial(
+                elbv2.describe_target_health, self._elbv2, arn))
+            holds = set()
+            for target in targets or []:
                 state = (target.get("TargetHealth") or {}).get("State")
                 if target["Target"]["Id"] in wanted and state != NOT_HELD:
+                    holds.add(target["Target"]["Id"])
                     held.setdefault(target["Target"]["Id"], []).append(self._holder("target group", group, state))
+            if targets is not None:
+                self._release(arn, wanted - holds)
         ids = sorted(wanted)
         for balancer in self.classic:
             name = balancer["LoadBalancerName"]
-            for instance in self._shared((name, tuple(ids)),
-                                         functools.partial(elb.describe_instance_health, self._elb, name, ids)):
+            if wanted <= self._released.get(name, set()):
+                continue
+            instances = self._readable(name, (name, tuple(ids)), functools.partial(
+                elb.describe_instance_health, self._elb, name, ids))
+            holds = set()
+            for instance in instances or []:
                 description = instance.get("Description") or ""
                 if instance["InstanceId"] not in wanted or description.startswith(CLASSIC_NOT_REGISTERED):
                     continue
                 state = "draining" if description.startswith(CLASSIC_DRAINING) else instance.get("State")
+                holds.add(instance["InstanceId"])
                 held.setdefault(instance["InstanceId"], []).append(self._holder("Classic Load Balancer", balancer, state))
+            if instances is not None:
+                self._release(name, wanted - holds)
         return held
+
+    def _release(self, key: str, instance_ids: set[str]) -> None:
+        """Remember that the load balancer ``key`` was seen not holding ``instance_ids``."""
+        with self._lock:
+            self._released.setdefault(key, set()).update(instance_ids)
+
+    def _readable(self, name: str, key: Any, describe: Callable[[], list[dict[str, Any]]]) -> list[dict[str, Any]] | None:
+        """The shared answer for ``key``, or None (and ``name`` in ``unreadable``) when AccessDenied refused it."""
+        try:
+            return self._shared(key, describe)
+        except UpgradeError as err:
+            if err.code != ACCESS_DENIED:
+                raise
+            with self._lock:
+                self.unreadable[name] = err.msg
+            return None
 
     def _shared(self, key: Any, describe: Callable[[], list[dict[str, Any]]]) -> list[dict[str, Any]]:
         """``describe()``'s answer, or the answer for ``key`` of less than SHARED_ANSWER_SECONDS ago (one caller asks

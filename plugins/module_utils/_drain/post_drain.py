@@ -6,8 +6,9 @@
 When the cluster's load balancers are known, the node's instance is waited out of every one that holds it: the
 wait ends as soon as none holds it and ``post_drain_min_wait`` has passed (default 0), and ends held when one
 still holds it after ``post_drain_wait``. When none was found (or none was looked for), nothing better is known
-than a fixed wait: ``post_drain_min_wait``, by default ``post_drain_wait``. Pods that land on the node meanwhile
-are the caller's (the wait only says how long to watch).
+than a fixed wait: ``post_drain_min_wait``, by default ``post_drain_wait``. Nor is it for a load balancer whose
+targets the credentials may not read (partial IAM): the wait then lasts ``post_drain_wait``, with a warning naming
+it. Pods that land on the node meanwhile are the caller's (the wait only says how long to watch).
 """
 
 from __future__ import annotations
@@ -67,6 +68,9 @@ class PostDrainWait:
         if self.balancers is not None and (now >= self._next_check or (elapsed >= self.maximum and self.holders)):
             self.holders = self.balancers.holding([self.instance_id]).get(self.instance_id, [])
             self.held_by.update(holder["name"] for holder in self.holders)
+            if self.balancers.unreadable:
+                # Who that load balancer holds is unknown: nothing better than the fixed wait is known.
+                self.minimum = self.maximum
             self._next_check = now + self._interval
             self._interval = min(self._interval * POLL_BACKOFF, MAX_POLL_SECONDS)
         if elapsed >= self.maximum or (elapsed >= self.minimum and not self.holders):
@@ -94,6 +98,12 @@ class PostDrainWait:
         instance, unless ``ignore_timeout`` (then a warning says so)."""
         result.post_drain_waited = self.waited
         result.load_balancers = sorted(self.held_by)
+        if self.balancers is not None and self.balancers.unreadable:
+            result.warnings.append("who %s hold could not be read (%s): instance %s waited the whole post_drain_wait="
+                                   "%d s for them instead (docs/iam-policy.json lists the permissions)" % (
+                                       ", ".join(sorted(self.balancers.unreadable)),
+                                       "; ".join(sorted(set(self.balancers.unreadable.values()))),
+                                       self.instance_id, self.maximum))
         if not self.holders:
             return True
         still_held = "instance %s is still registered with or draining from %s after post_drain_wait=%d s" % (

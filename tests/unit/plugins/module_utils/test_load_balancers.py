@@ -138,6 +138,51 @@ def test_answers_serve_every_node_for_a_second_and_delays_are_read_once():
     stubs["elbv2"].assert_no_pending_responses()
 
 
+def test_a_load_balancer_seen_not_holding_an_instance_is_not_asked_about_it_again():
+    """An excluded node's instance is not registered again: each poll asks only the load balancers that may still
+    hold it (DescribeTargetHealth shares the ELB API's rate limits)."""
+    made, stubs = clients()
+    clock = FakeClock()
+    balancers = ClusterLoadBalancers(made["elbv2"], made["elb"], [group("web"), group("api")],
+                                     [{"LoadBalancerName": "classic"}], clock=clock)
+    stubs["elbv2"].add_response("describe_target_health", {"TargetHealthDescriptions": [target("i-1", "draining")]},
+                                {"TargetGroupArn": ARN % "web"})
+    stubs["elbv2"].add_response("describe_target_group_attributes", {"Attributes": [
+        {"Key": "deregistration_delay.timeout_seconds", "Value": "20"}]}, {"TargetGroupArn": ARN % "web"})
+    stubs["elbv2"].add_response("describe_target_health", {"TargetHealthDescriptions": [target("i-1", "unused")]},
+                                {"TargetGroupArn": ARN % "api"})
+    stubs["elb"].add_response("describe_instance_health", {"InstanceStates": [
+        {"InstanceId": "i-1", "State": "OutOfService", "ReasonCode": "N/A",
+         "Description": "Instance is not currently registered with the LoadBalancer."}]},
+        {"LoadBalancerName": "classic", "Instances": [{"InstanceId": "i-1"}]})
+    # the second poll asks web only: api and classic were seen not holding i-1
+    stubs["elbv2"].add_response("describe_target_health", {"TargetHealthDescriptions": []},
+                                {"TargetGroupArn": ARN % "web"})
+    with stubs["elbv2"], stubs["elb"]:
+        assert [h["name"] for h in balancers.holding(["i-1"])["i-1"]] == ["web"]
+        clock.advance(1)
+        assert balancers.holding(["i-1"]) == {}
+        clock.advance(1)
+        assert balancers.holding(["i-1"]) == {}   # asks nobody
+    for stub in stubs.values():
+        stub.assert_no_pending_responses()
+
+
+def test_a_target_group_whose_targets_may_not_be_read_is_named_and_the_others_still_answer():
+    made, stubs = clients()
+    balancers = ClusterLoadBalancers(made["elbv2"], made["elb"], [group("secret"), group("web")], [])
+    stubs["elbv2"].add_client_error("describe_target_health", service_error_code="AccessDenied",
+                                    service_message="not authorized to perform elasticloadbalancing:DescribeTargetHealth",
+                                    http_status_code=403)
+    stubs["elbv2"].add_response("describe_target_health", {"TargetHealthDescriptions": [target("i-1", "healthy")]},
+                                {"TargetGroupArn": ARN % "web"})
+    stubs["elbv2"].add_response("describe_target_group_attributes", {"Attributes": []}, {"TargetGroupArn": ARN % "web"})
+    with stubs["elbv2"]:
+        assert [h["name"] for h in balancers.holding(["i-1"])["i-1"]] == ["web"]
+    assert list(balancers.unreadable) == ["secret"] and "DescribeTargetHealth" in balancers.unreadable["secret"]
+    stubs["elbv2"].assert_no_pending_responses()
+
+
 def test_access_denied_falls_back_to_the_fixed_wait_with_a_warning_and_other_errors_raise():
     made, stubs = clients()
     warnings = []

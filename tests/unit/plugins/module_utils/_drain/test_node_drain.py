@@ -140,6 +140,7 @@ class TargetGroupHolding:
     """Target group ``web`` holds instance i-1 until ``seconds`` after the drain starts (None: for ever)."""
 
     found = True
+    unreadable = {}
 
     def __init__(self, seconds):
         self.until = None if seconds is None else time.monotonic() + seconds

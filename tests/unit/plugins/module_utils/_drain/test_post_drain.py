@@ -25,6 +25,7 @@ class HeldUntil:
         self.until = until
         self.found = found
         self.asked_at = []
+        self.unreadable = {}
 
     def describe(self):
         return "1 target group(s) (1 of instance targets) and 0 Classic Load Balancer(s)"
@@ -85,6 +86,21 @@ def test_still_held_after_post_drain_wait_fails_the_node_naming_the_target_group
                             "target group web (draining, deregistration delay 300 s) after post_drain_wait=60 s; "
                             "raise post_drain_wait above the deregistration delay, or set ignore_load_balancer_timeout "
                             "to terminate it anyway")
+
+
+def test_a_load_balancer_the_credentials_may_not_read_makes_the_wait_the_whole_post_drain_wait():
+    """Partial IAM (DescribeTargetHealth denied on one target group): who it holds is unknown, so nothing better than
+    the fixed wait is known; the node then goes after post_drain_wait with a warning naming the target group."""
+    clock = FakeClock()
+    balancers = HeldUntil(clock, clock.now())
+    balancers.unreadable = {"api": "AccessDenied: not authorized to perform elasticloadbalancing:DescribeTargetHealth"}
+    wait, took = run_wait(clock, balancers, post_drain_wait=60)
+    assert took == 60
+    result = NodeResult("node-a")
+    assert wait.settle(result, ignore_timeout=False) and result.error is None
+    assert result.warnings == ["who api hold could not be read (AccessDenied: not authorized to perform "
+                               "elasticloadbalancing:DescribeTargetHealth): instance i-1 waited the whole "
+                               "post_drain_wait=60 s for them instead (docs/iam-policy.json lists the permissions)"]
 
 
 def test_ignore_load_balancer_timeout_lets_the_node_go_with_a_warning():
