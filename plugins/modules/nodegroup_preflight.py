@@ -264,6 +264,10 @@ def load_balancer_findings(module: EksopsModule, asg: dict[str, Any]) -> list[di
         module.warn("the load balancers holding the group's instances could not be compared with post_drain_wait: %s"
                     % err.msg)
         return []
+    if balancers and balancers.unreadable:
+        module.warn("who %s hold could not be read (%s): a node they may hold waits the whole post_drain_wait (%d s) "
+                    "after its drain" % (", ".join(sorted(balancers.unreadable)),
+                                         "; ".join(sorted(set(balancers.unreadable.values()))), seconds))
     go_on = module.params["ignore_load_balancer_timeout"]
     return [dict(check="load_balancer_delay", kind=holder["kind"], namespace=None, name=holder["name"],
                  blocking=not go_on,

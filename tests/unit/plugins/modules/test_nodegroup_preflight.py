@@ -221,6 +221,24 @@ def test_B3_a_load_balancer_draining_longer_than_post_drain_wait_is_reported(cap
     assert left_to_auto_scaling["preflight"]["warnings_found"] == []
 
 
+def test_B3_a_target_group_whose_targets_may_not_be_read_is_a_warning_not_a_failed_preflight(capsys):
+    """Partial IAM: DescribeTargetHealth denied. The preflight says which load balancer and what the drain will do."""
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import elbv2
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import ACCESS_DENIED, UpgradeError
+
+    def denied(client, arn):
+        raise UpgradeError(ACCESS_DENIED, "not authorized to perform elasticloadbalancing:DescribeTargetHealth")
+
+    with mock_aws():
+        world = MotoNodegroup(desired=1)
+        target_group(world, "k8s-default-web", 300, [i["InstanceId"] for i in world.asg()["Instances"]])
+        with mock.patch.object(elbv2, "describe_target_health", denied):
+            result = run_on_empty_nodes(world, capsys, post_drain_wait=60)
+    assert result["preflight"]["warnings_found"] == [] and not result.get("failed")
+    assert any("who k8s-default-web hold could not be read" in str(w) and "waits the whole post_drain_wait (60 s)" in str(w)
+               for w in result["warnings"]), result["warnings"]
+
+
 def test_documentation_matches_the_argument_spec():
     from ansible_collections.eksops.nodegroup.plugins.module_utils.module import merged_argument_spec
 
