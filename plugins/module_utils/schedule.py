@@ -174,8 +174,9 @@ def next_batch(view: GroupView, batch_size: int, rng: random.Random) -> Schedule
 
     Replacements (no decrement) come first, each only where it is safe (module docstring). Decrements: exactly
     ``old - needed`` of them in all, ``needed`` being the new nodes the AZs still lack to reach their start
-    counts; they fill batches once every needed replacement is chosen, or come earlier, paired with a replacement,
-    when nothing else makes a replacement safe, or alone when not even that does (a decrement risks nothing).
+    counts; they fill batches once every needed replacement is chosen, or come earlier, paired with a replacement
+    they make safe when no replacement is safe alone (the decrement alone when ``batch_size`` is 1: the
+    replacement follows in the next batch), or alone when not even that helps (a decrement risks nothing).
     When no replacement can be made safe and no decrement is left, the batch is replacements ``at_risk``.
     """
     if batch_size < 1:
@@ -190,7 +191,10 @@ def next_batch(view: GroupView, batch_size: int, rng: random.Random) -> Schedule
         if sum(batch.replaced.values()) < replacements:
             pairs = batch.candidates(1, 0)
             if not pairs and not batch.ids and decrements:
-                pairs = batch.candidates(1, 1) or batch.candidates(0, 1)
+                pairs = batch.candidates(1, 1)
+                if batch_size == 1:
+                    pairs = sorted(set(("", dec) for _rep, dec in pairs))
+                pairs = pairs or batch.candidates(0, 1)
         elif sum(batch.decremented.values()) < decrements:
             pairs = batch.candidates(0, 1)
         else:
