@@ -16,12 +16,19 @@ needed replacement land in the right AZ.
 
 Where a replacement goes: Auto Scaling "attempts to distribute instances evenly between the Availability Zones
 that are enabled for your Auto Scaling group ... by attempting to launch new instances in the Availability Zone
-with the fewest instances" (Amazon EC2 Auto Scaling user guide, "Availability Zone distribution",
-https://docs.aws.amazon.com/autoscaling/ec2/userguide/ec2-auto-scaling-availability-zone-balanced.html). Live
-instances (Pending, InService) count, terminating ones do not; AZRebalance is suspended during the upgrade (A1);
-a decrementing termination launches nothing. Auto Scaling documents no order among AZs with equally few
-instances, so a replacement is SAFE only when every AZ it may go to still needs a new node: nothing here relies
-on a tie-break. Pure functions; the modules read the group and do the terminations.
+with the fewest instances" (Amazon EC2 Auto Scaling user guide, "Rebalancing activities"; and "Availability Zone
+distribution", https://docs.aws.amazon.com/autoscaling/ec2/userguide/ec2-auto-scaling-availability-zone-balanced.html:
+it "maintains an equal number of instances across enabled Availability Zones"). Live instances (Pending,
+InService) count, terminating ones do not; AZRebalance is suspended during the upgrade (A1); a decrementing
+termination launches nothing. Auto Scaling documents no order among AZs with equally few instances, so a
+replacement is SAFE only when every AZ it may go to still needs a new node: nothing here relies on a tie-break.
+
+When no replacement can be proven safe and no decrement is left, a batch is ``at_risk``. The property tests
+(tests/unit/plugins/module_utils/test_schedule.py) find that on groups whose AZs start unbalanced (more than one
+instance between the fullest and the emptiest: Auto Scaling pulls replacements towards the emptiest), and on
+balanced groups surged by fewer nodes than they have AZs (an AZ without a surge node may have to get its last new
+node from another AZ's old node while tied with it); never on a balanced group surged by either sizing of SPEC
+U2/B2 or by at least one node per AZ. Pure functions; the modules read the group and do the terminations.
 """
 
 from __future__ import annotations
