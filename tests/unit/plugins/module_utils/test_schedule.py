@@ -97,7 +97,7 @@ def run(group, surge, batch_size, seed, pipelined=False):
     the next batch is chosen before Auto Scaling launches what it owes (the planner places those launches), as
     when batch k + 1 is drained while batch k's instances go. Returns the batches, the surge's launches per AZ
     and the live instances counted at each settled point."""
-    launched = Counter(group.launch() for _ in range(surge))
+    launched = Counter(group.launch() for _launch in range(surge))
     group.surplus = set(choose_surplus(group.start, group.new, group.preexisting))
     rng = random.Random(seed)
     batches, settled = [], []
@@ -176,7 +176,7 @@ def test_each_old_instance_goes_once_and_the_azs_end_as_they_started(upgrade, ch
 def test_the_same_seed_and_group_give_the_same_batches(upgrade, choices, pipelined, seed):
     zones, old, preexisting, batch_size, surge, _sizing = upgrade
     first, second = (run(Group(zones, old, preexisting, drawn_ties(choices)), surge, batch_size, seed, pipelined)[0]
-                     for _ in range(2))
+                     for _run in range(2))
     assert first == second
 
 
