@@ -14,14 +14,17 @@ replacement), so the group ends with its start count in every AZ, all new. Decre
 takes a node of the surge away while pods still have to move; one comes earlier only where it is what makes a
 needed replacement land in the right AZ.
 
-Where a replacement goes: Auto Scaling "attempts to distribute instances evenly between the Availability Zones
-that are enabled for your Auto Scaling group ... by attempting to launch new instances in the Availability Zone
-with the fewest instances" (Amazon EC2 Auto Scaling user guide, "Rebalancing activities"; and "Availability Zone
-distribution", https://docs.aws.amazon.com/autoscaling/ec2/userguide/ec2-auto-scaling-availability-zone-balanced.html:
-it "maintains an equal number of instances across enabled Availability Zones"). Live instances (Pending,
-InService) count, terminating ones do not; AZRebalance is suspended during the upgrade (A1); a decrementing
-termination launches nothing. Auto Scaling documents no order among AZs with equally few instances, so a
-replacement is SAFE only when every AZ it may go to still needs a new node: nothing here relies on a tie-break.
+Where a replacement goes: "Auto Scaling uses the Availability Zone with the least number of instances when
+launching new instances" (Auto Scaling developer guide, "Auto Scaling behavior",
+http://docs.amazonwebservices.com/AutoScaling/latest/DeveloperGuide/AutoScalingBehavior.html); today's user guide
+says the group "maintains an equal number of instances across enabled Availability Zones" ("Auto Scaling group
+Availability Zone distribution",
+https://docs.aws.amazon.com/autoscaling/ec2/userguide/ec2-auto-scaling-availability-zone-balanced.html, strategies
+balanced-best-effort and balanced-only). Live instances (Pending, InService) count, terminating ones do not;
+AZRebalance is suspended during the upgrade (A1); a decrementing termination launches nothing. Auto Scaling
+documents no order among AZs with equally few instances, so a replacement is SAFE only when every AZ it may go to
+still needs a new node: nothing here relies on a tie-break. A launch that fails in its AZ and goes to another
+(balanced-best-effort) is not predicted: the next batch plans from the group as it then is.
 
 When no replacement can be proven safe and no decrement is left, a batch is ``at_risk``. The property tests
 (tests/unit/plugins/module_utils/test_schedule.py) find that on groups whose AZs start unbalanced (more than one
