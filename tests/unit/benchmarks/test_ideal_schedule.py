@@ -57,6 +57,13 @@ def test_configurations(text, expected):
     assert Config(text).extra_vars() == expected
 
 
+def test_a_rolling_configuration_runs_with_its_schedule_and_a_surge_one_without():
+    """SPEC B1: the benchmark runs each rolling configuration under both schedules, side by side."""
+    rolling, surge = Config("rolling:1", "eks"), Config("surge:5,0", "eks")
+    assert (rolling.extra_vars(), rolling.label) == ({"max_unavailable": 1, "schedule": "eks"}, "rolling:1 eks")
+    assert (surge.extra_vars(), surge.label) == ({"max_surge": 5, "max_unavailable": 0}, "surge:5,0")
+
+
 @pytest.mark.parametrize("text", ["rolling:0", "surge:0,0", "surge:5", "blue:1", "rolling:1,2"])
 def test_bad_configurations_are_refused(text):
     with pytest.raises(ValueError, match="not a configuration"):
