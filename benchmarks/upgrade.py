@@ -71,45 +71,88 @@ def stop_seconds(workload, timings) -> float:
     return scaled if workload["ignore_sigterm"] else min(scaled, QUICK_STOP_SECONDS)
 
 
-def ideal_drain_seconds(pods_per_workload: Counter, scenario) -> float:
+def reaction_per_round(before: dict | None, after: dict | None) -> dict[str, Any]:
+    """The sandbox's own reaction time per disruption-budget round during a run, as it recorded it (the report's
+    `pdb_rounds`, running totals, taken before and after the run): {"rounds": n, "mean": seconds per round over
+    every budget, "by_workload": {(namespace, name): seconds per round of that workload's budget}}."""
+    def totals(report, pdb):
+        entry = ((report or {}).get("by_pdb") or {}).get(pdb) or {}
+        return entry.get("rounds", 0), entry.get("reaction_seconds", 0.0)
+
+    by_workload, rounds, seconds = {}, 0, 0.0
+    for pdb in ((after or {}).get("by_pdb") or {}):
+        (rounds_before, before_seconds), (rounds_after, after_seconds) = totals(before, pdb), totals(after, pdb)
+        if rounds_after > rounds_before:
+            namespace, name = pdb.split("/", 1)
+            by_workload[(namespace, name)] = (after_seconds - before_seconds) / (rounds_after - rounds_before)
+            rounds += rounds_after - rounds_before
+            seconds += after_seconds - before_seconds
+    return {"rounds": rounds, "mean": seconds / rounds if rounds else 0.0, "by_workload": by_workload}
+
+
+NO_REACTION = {"rounds": 0, "mean": 0.0, "by_workload": {}}
+
+
+def ideal_drain_seconds(pods_per_workload: Counter, scenario, reaction=None) -> float:
     """Draining a set of nodes holding these pods: budgets release d pods per round, a round lasts until the
-    replacements are Ready (pod_start_seconds), and the drain ends when the last round's pods have stopped."""
+    replacements are Ready (pod_start_seconds) and the sandbox has reacted (its recorded reaction per round for
+    that budget, else the run's mean per round: see reaction_per_round), and the drain ends when the last
+    round's pods have stopped."""
+    reaction = reaction or NO_REACTION
     workloads = {(w["namespace"], w["name"]): w for w in scenario["workloads"]}
     timings = scenario["timings"]
-    rounds = 0
+    waited = 0.0
     stop = 0.0
     for key, count in pods_per_workload.items():
         workload = workloads[key]
         allowed = disruptions_allowed(workload)
-        rounds = max(rounds, 1 if allowed == math.inf else math.ceil(count / max(allowed, 1)))
+        rounds = 1 if allowed == math.inf else math.ceil(count / max(allowed, 1))
+        per_round = timings["pod_start_seconds"] + reaction["by_workload"].get(key, reaction["mean"])
+        waited = max(waited, (rounds - 1) * per_round)
         stop = max(stop, stop_seconds(workload, timings))
     if not pods_per_workload:
         return 0.0
-    return (rounds - 1) * timings["pod_start_seconds"] + stop
+    return waited + stop
 
 
-def ideal_schedule(scenario, batches, surplus_batch, post_drain_wait) -> dict[str, float]:
-    """Rolling: scale-up (launch + boot), every batch (drain + post-drain wait + shutdown), the scale-down batch."""
+def ideal_schedule(scenario, batches, surplus_batch, post_drain_wait, reaction=None) -> dict[str, float]:
+    """Rolling: scale-up (launch + boot); every batch (drain + post-drain wait), then one EC2 shutdown at the end
+    of the phase; the scale-down batch (drain + post-drain wait + shutdown) when it removes nodes."""
     timings = scenario["timings"]
-    replace = timings["instance_shutdown_seconds"] + post_drain_wait
+    shutdown = timings["instance_shutdown_seconds"]
     phases = {
         "scale_up": timings["instance_pending_seconds"] + timings["node_boot_seconds"],
-        "upgrade": sum(ideal_drain_seconds(batch, scenario) + replace for batch in batches),
-        "scale_down": ideal_drain_seconds(surplus_batch, scenario) + replace if surplus_batch is not None else 0.0,
+        "upgrade": _steps_seconds(scenario, [(0, True, batch) for batch in batches], post_drain_wait,
+                                  reaction),
+        "scale_down": ideal_drain_seconds(surplus_batch, scenario, reaction) + post_drain_wait + shutdown
+        if surplus_batch is not None else 0.0,
     }
     phases["total"] = sum(phases.values())
     return phases
 
 
-def ideal_surge_schedule(scenario, steps, post_drain_wait) -> dict[str, float]:
-    """Surge: each step (launched count, pods of its old nodes) launches and boots its new nodes (when it launches
-    any), then drains, waits and shuts down its old nodes; there is no scale-up or surplus phase."""
+def ideal_surge_schedule(scenario, steps, post_drain_wait, reaction=None) -> dict[str, float]:
+    """Surge: each step (launched count, replaced count, pods of its old nodes) launches and boots its new nodes
+    (when it launches any), then drains its old nodes and waits; the last replaced nodes' EC2 shutdown ends the
+    phase unless later launches take longer. There is no scale-up or surplus phase."""
+    upgrade = _steps_seconds(scenario, [(launched, replaced > 0, pods) for launched, replaced, pods in steps],
+                             post_drain_wait, reaction)
+    return {"scale_up": 0.0, "upgrade": upgrade, "scale_down": 0.0, "total": upgrade}
+
+
+def _steps_seconds(scenario, steps, post_drain_wait, reaction) -> float:
+    """Steps (launched count, whether it replaces nodes, pods of its old nodes) in turn: a launch waits for the
+    boot, a replacement for the drain and the post-drain wait. The EC2 shutdown after Auto Scaling accepted a
+    termination holds up nothing but the end of the phase, which waits for the last terminated instances."""
     timings = scenario["timings"]
     boot = timings["instance_pending_seconds"] + timings["node_boot_seconds"]
-    replace = timings["instance_shutdown_seconds"] + post_drain_wait
-    upgrade = sum((boot if launched else 0.0) + ideal_drain_seconds(pods, scenario) + replace
-                  for launched, pods in steps)
-    return {"scale_up": 0.0, "upgrade": upgrade, "scale_down": 0.0, "total": upgrade}
+    now, gone = 0.0, 0.0
+    for launched, replaces, pods in steps:
+        now += boot if launched else 0.0
+        if replaces:
+            now += ideal_drain_seconds(pods, scenario, reaction) + post_drain_wait
+            gone = now + timings["instance_shutdown_seconds"]
+    return max(now, gone)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -197,21 +240,22 @@ def per_az(sandbox) -> dict[str, int]:
                         if not i["LifecycleState"].startswith("Terminat")))
 
 
-def ideal_for(config: Config, scenario, report, contents_before, at_scale_down, post_drain_wait):
+def ideal_for(config: Config, scenario, report, contents_before, at_scale_down, post_drain_wait, reaction=None):
     """The ideal schedule of what the run did, and the pods that had to move (see ideal_schedule)."""
     replaced = report["replaced_instances"]
     if config.strategy == "surge":
         steps, offset = [], 0
         for step in surge_steps(len(replaced), config.max_surge, config.max_unavailable):
-            steps.append((step["launch"], batch_pods(contents_before, replaced[offset:offset + step["replace"]])))
+            steps.append((step["launch"], step["replace"],
+                          batch_pods(contents_before, replaced[offset:offset + step["replace"]])))
             offset += step["replace"]
-        moved = sum(sum(pods.values()) for _launched, pods in steps)
-        return ideal_surge_schedule(scenario, steps, post_drain_wait), moved
+        moved = sum(sum(pods.values()) for _launched, _replaced, pods in steps)
+        return ideal_surge_schedule(scenario, steps, post_drain_wait, reaction), moved
     size = config.max_unavailable
     batches = [batch_pods(contents_before, replaced[i:i + size]) for i in range(0, len(replaced), size)]
     surplus = batch_pods(at_scale_down, report["surplus_removed"]) if report["surplus_removed"] else None
     moved = sum(sum(batch.values()) for batch in batches) + (sum(surplus.values()) if surplus else 0)
-    return ideal_schedule(scenario, batches, surplus, post_drain_wait), moved
+    return ideal_schedule(scenario, batches, surplus, post_drain_wait, reaction), moved
 
 
 def benchmark(scenario_name: str, config: Config, post_drain_wait: float) -> dict[str, Any]:
@@ -245,7 +289,10 @@ def benchmark(scenario_name: str, config: Config, post_drain_wait: float) -> dic
         raise RuntimeError(f"the upgrade failed (exit {run.returncode}):\n{run.output[-4000:]}")
 
     report = run.report
-    ideal, moved = ideal_for(config, scenario, report, contents_before, at_scale_down, post_drain_wait)
+    # The sandbox's own reaction per budget round, as it recorded it during this run (issue 11 item 4).
+    reaction = reaction_per_round(before.get("pdb_rounds"), after.get("pdb_rounds"))
+    ideal, moved = ideal_for(config, scenario, report, contents_before, at_scale_down, post_drain_wait, reaction)
+    without_reaction, _moved = ideal_for(config, scenario, report, contents_before, at_scale_down, post_drain_wait)
 
     k8s = k8s_requests_by_agent({"k8s_requests": counts_since(before["k8s_requests"], after["k8s_requests"])},
                                 COLLECTION_AGENT)
@@ -258,6 +305,9 @@ def benchmark(scenario_name: str, config: Config, post_drain_wait: float) -> dic
         "strategy": config.strategy, "max_surge": config.max_surge, "max_unavailable": config.max_unavailable,
         "post_drain_wait": post_drain_wait, "wall_seconds": run.seconds, "phase_seconds": report["phase_seconds"],
         "ideal_seconds": ideal, "ratio": run.seconds / ideal["total"],
+        "pdb_rounds": {"rounds": reaction["rounds"], "reaction_seconds_per_round": reaction["mean"],
+                       "by_workload": {"/".join(key): value for key, value in reaction["by_workload"].items()},
+                       "charged_to_ideal_seconds": ideal["total"] - without_reaction["total"]},
         "overhead_per_replaced_node_seconds": (run.seconds - ideal["total"]) / replaced_count,
         "replaced_nodes": replaced_count, "surplus_removed": len(report["surplus_removed"]),
         "pods_moved": moved, "pods_evicted_in_upgrade_report": report["pods_evicted"],
@@ -328,6 +378,11 @@ def main():
         print(f"pods that had to move: {r['pods_moved']}; evictions the server accepted: "
               f"{r['evictions_accepted_by_server']}; pods the upgrade report counts as evicted: "
               f"{r['pods_evicted_in_upgrade_report']}")
+        rounds = r["pdb_rounds"]
+        print(f"disruption-budget rounds the sandbox recorded: {rounds['rounds']}, its own reaction "
+              f"{rounds['reaction_seconds_per_round']:.3f} s per round beyond pod_start_seconds (by budget: "
+              + (", ".join(f"{name} {seconds:.3f}" for name, seconds in rounds["by_workload"].items()) or "none")
+              + f"); the ideal charges {rounds['charged_to_ideal_seconds']:.1f} s for it")
     write_json(args.json, {"runs": runs})
 
 
