@@ -2,15 +2,17 @@
 (docs/performance.md, "The ideal schedule").
 
 For each scenario (bench_upgrade6, bench_upgrade30, bench_upgrade100: N = 6, 30, 100; about 30 pods per node) and
-each configuration (rolling with max_unavailable M: `rolling:M`; surge with max_surge S and max_unavailable U:
-`surge:S,U`) a fresh sandbox is started, the playbook upgrades the group to the scenario's other AMI, and the
-script prints: wall time, ideal time, their ratio, orchestration overhead per replaced node, Kubernetes requests
-per evicted pod (requests of the collection's user agents in the sandbox report), AWS calls per replaced node, the
-peak RSS of the controller (the largest process of the ansible-playbook run) and of the sandbox, and whether the
-end state is clean.
+each configuration (rolling with max_unavailable M: `rolling:M`, run once per schedule of --schedules, SPEC B1;
+surge with max_surge S and max_unavailable U: `surge:S,U`) a fresh sandbox is started, the playbook upgrades the
+group to the scenario's other AMI, and the script prints: wall time, ideal time, their ratio, orchestration
+overhead per replaced node, Kubernetes requests per evicted pod (requests of the collection's user agents in the
+sandbox report), AWS calls per replaced node, the peak RSS of the controller (the largest process of the
+ansible-playbook run) and of the sandbox, pods evicted or deleted per pod that was on an old node (issue 11 item 1:
+1.00 is each pod moved once), whether each AZ ends with the nodes it started with, and whether the end state is
+clean (no pod lost, no PDB violated).
 
     .venv/bin/python benchmarks/upgrade.py [--scenarios bench_upgrade6,bench_upgrade30]
-        [--configs rolling:1 rolling:10 surge:5,0] [--post-drain-wait 1] [--json PATH]
+        [--configs rolling:1 rolling:10 surge:5,0] [--schedules once eks] [--post-drain-wait 1] [--json PATH]
 """
 
 from __future__ import annotations
@@ -33,8 +35,10 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import s
 COLLECTION_AGENT = "eksops.nodegroup/"
 SCALE_DOWN_MARKER = "Remove the surplus nodes, restore the group and clear the journal"
 RUN_TIMEOUT = 1800
-GOAL_RATIO = 1.25
-GOAL_OVERHEAD_SECONDS = 2.0
+# Issue 11's goals at N = 30, rolling:1, default schedule.
+GOAL_RATIO = 1.10
+GOAL_OVERHEAD_SECONDS = 1.0
+GOAL_MOVES_PER_OLD_POD = 1.0
 GOAL_REQUESTS_PER_POD = 4.0
 
 
@@ -67,45 +71,88 @@ def stop_seconds(workload, timings) -> float:
     return scaled if workload["ignore_sigterm"] else min(scaled, QUICK_STOP_SECONDS)
 
 
-def ideal_drain_seconds(pods_per_workload: Counter, scenario) -> float:
+def reaction_per_round(before: dict | None, after: dict | None) -> dict[str, Any]:
+    """The sandbox's own reaction time per disruption-budget round during a run, as it recorded it (the report's
+    `pdb_rounds`, running totals, taken before and after the run): {"rounds": n, "mean": seconds per round over
+    every budget, "by_workload": {(namespace, name): seconds per round of that workload's budget}}."""
+    def totals(report, pdb):
+        entry = ((report or {}).get("by_pdb") or {}).get(pdb) or {}
+        return entry.get("rounds", 0), entry.get("reaction_seconds", 0.0)
+
+    by_workload, rounds, seconds = {}, 0, 0.0
+    for pdb in ((after or {}).get("by_pdb") or {}):
+        (rounds_before, before_seconds), (rounds_after, after_seconds) = totals(before, pdb), totals(after, pdb)
+        if rounds_after > rounds_before:
+            namespace, name = pdb.split("/", 1)
+            by_workload[(namespace, name)] = (after_seconds - before_seconds) / (rounds_after - rounds_before)
+            rounds += rounds_after - rounds_before
+            seconds += after_seconds - before_seconds
+    return {"rounds": rounds, "mean": seconds / rounds if rounds else 0.0, "by_workload": by_workload}
+
+
+NO_REACTION = {"rounds": 0, "mean": 0.0, "by_workload": {}}
+
+
+def ideal_drain_seconds(pods_per_workload: Counter, scenario, reaction=None) -> float:
     """Draining a set of nodes holding these pods: budgets release d pods per round, a round lasts until the
-    replacements are Ready (pod_start_seconds), and the drain ends when the last round's pods have stopped."""
+    replacements are Ready (pod_start_seconds) and the sandbox has reacted (its recorded reaction per round for
+    that budget, else the run's mean per round: see reaction_per_round), and the drain ends when the last
+    round's pods have stopped."""
+    reaction = reaction or NO_REACTION
     workloads = {(w["namespace"], w["name"]): w for w in scenario["workloads"]}
     timings = scenario["timings"]
-    rounds = 0
+    waited = 0.0
     stop = 0.0
     for key, count in pods_per_workload.items():
         workload = workloads[key]
         allowed = disruptions_allowed(workload)
-        rounds = max(rounds, 1 if allowed == math.inf else math.ceil(count / max(allowed, 1)))
+        rounds = 1 if allowed == math.inf else math.ceil(count / max(allowed, 1))
+        per_round = timings["pod_start_seconds"] + reaction["by_workload"].get(key, reaction["mean"])
+        waited = max(waited, (rounds - 1) * per_round)
         stop = max(stop, stop_seconds(workload, timings))
     if not pods_per_workload:
         return 0.0
-    return (rounds - 1) * timings["pod_start_seconds"] + stop
+    return waited + stop
 
 
-def ideal_schedule(scenario, batches, surplus_batch, post_drain_wait) -> dict[str, float]:
-    """Rolling: scale-up (launch + boot), every batch (drain + post-drain wait + shutdown), the scale-down batch."""
+def ideal_schedule(scenario, batches, surplus_batch, post_drain_wait, reaction=None) -> dict[str, float]:
+    """Rolling: scale-up (launch + boot); every batch (drain + post-drain wait), then one EC2 shutdown at the end
+    of the phase; the scale-down batch (drain + post-drain wait + shutdown) when it removes nodes."""
     timings = scenario["timings"]
-    replace = timings["instance_shutdown_seconds"] + post_drain_wait
+    shutdown = timings["instance_shutdown_seconds"]
     phases = {
         "scale_up": timings["instance_pending_seconds"] + timings["node_boot_seconds"],
-        "upgrade": sum(ideal_drain_seconds(batch, scenario) + replace for batch in batches),
-        "scale_down": ideal_drain_seconds(surplus_batch, scenario) + replace if surplus_batch is not None else 0.0,
+        "upgrade": _steps_seconds(scenario, [(0, True, batch) for batch in batches], post_drain_wait,
+                                  reaction),
+        "scale_down": ideal_drain_seconds(surplus_batch, scenario, reaction) + post_drain_wait + shutdown
+        if surplus_batch is not None else 0.0,
     }
     phases["total"] = sum(phases.values())
     return phases
 
 
-def ideal_surge_schedule(scenario, steps, post_drain_wait) -> dict[str, float]:
-    """Surge: each step (launched count, pods of its old nodes) launches and boots its new nodes (when it launches
-    any), then drains, waits and shuts down its old nodes; there is no scale-up or surplus phase."""
+def ideal_surge_schedule(scenario, steps, post_drain_wait, reaction=None) -> dict[str, float]:
+    """Surge: each step (launched count, replaced count, pods of its old nodes) launches and boots its new nodes
+    (when it launches any), then drains its old nodes and waits; the last replaced nodes' EC2 shutdown ends the
+    phase unless later launches take longer. There is no scale-up or surplus phase."""
+    upgrade = _steps_seconds(scenario, [(launched, replaced > 0, pods) for launched, replaced, pods in steps],
+                             post_drain_wait, reaction)
+    return {"scale_up": 0.0, "upgrade": upgrade, "scale_down": 0.0, "total": upgrade}
+
+
+def _steps_seconds(scenario, steps, post_drain_wait, reaction) -> float:
+    """Steps (launched count, whether it replaces nodes, pods of its old nodes) in turn: a launch waits for the
+    boot, a replacement for the drain and the post-drain wait. The EC2 shutdown after Auto Scaling accepted a
+    termination holds up nothing but the end of the phase, which waits for the last terminated instances."""
     timings = scenario["timings"]
     boot = timings["instance_pending_seconds"] + timings["node_boot_seconds"]
-    replace = timings["instance_shutdown_seconds"] + post_drain_wait
-    upgrade = sum((boot if launched else 0.0) + ideal_drain_seconds(pods, scenario) + replace
-                  for launched, pods in steps)
-    return {"scale_up": 0.0, "upgrade": upgrade, "scale_down": 0.0, "total": upgrade}
+    now, gone = 0.0, 0.0
+    for launched, replaces, pods in steps:
+        now += boot if launched else 0.0
+        if replaces:
+            now += ideal_drain_seconds(pods, scenario, reaction) + post_drain_wait
+            gone = now + timings["instance_shutdown_seconds"]
+    return max(now, gone)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -165,9 +212,10 @@ def batch_pods(contents, instance_ids) -> Counter:
 # ------------------------------------------------------------------------------------------------------------
 
 class Config:
-    """One upgrade configuration: `rolling:M` (max_unavailable M) or `surge:S,U` (max_surge S, max_unavailable U)."""
+    """One upgrade configuration: `rolling:M` (max_unavailable M) or `surge:S,U` (max_surge S, max_unavailable U);
+    a rolling one runs with ``schedule`` (SPEC B1: once or eks), which the surge playbook does not take."""
 
-    def __init__(self, text: str):
+    def __init__(self, text: str, schedule: str | None = None):
         strategy, dummy, numbers = text.partition(":")
         values = [int(v) for v in numbers.split(",") if v.strip()]
         if strategy == "rolling" and len(values) == 1 and values[0] >= 1:
@@ -177,29 +225,37 @@ class Config:
         else:
             raise ValueError(f"not a configuration: {text!r} (rolling:M or surge:S,U)")
         self.strategy = strategy
-        self.label = text
+        self.schedule = schedule if strategy == "rolling" else None
+        self.label = "%s %s" % (text, self.schedule) if self.schedule else text
 
-    def extra_vars(self) -> dict[str, int]:
+    def extra_vars(self) -> dict[str, Any]:
         if self.strategy == "rolling":
-            return {"max_unavailable": self.max_unavailable}
+            return {"max_unavailable": self.max_unavailable, **({"schedule": self.schedule} if self.schedule else {})}
         return {"max_surge": self.max_surge, "max_unavailable": self.max_unavailable}
 
 
-def ideal_for(config: Config, scenario, report, contents_before, at_scale_down, post_drain_wait):
+def per_az(sandbox) -> dict[str, int]:
+    """The group's live instances per Availability Zone."""
+    return dict(Counter(i["AvailabilityZone"] for i in workers_asg(sandbox)["Instances"]
+                        if not i["LifecycleState"].startswith("Terminat")))
+
+
+def ideal_for(config: Config, scenario, report, contents_before, at_scale_down, post_drain_wait, reaction=None):
     """The ideal schedule of what the run did, and the pods that had to move (see ideal_schedule)."""
     replaced = report["replaced_instances"]
     if config.strategy == "surge":
         steps, offset = [], 0
         for step in surge_steps(len(replaced), config.max_surge, config.max_unavailable):
-            steps.append((step["launch"], batch_pods(contents_before, replaced[offset:offset + step["replace"]])))
+            steps.append((step["launch"], step["replace"],
+                          batch_pods(contents_before, replaced[offset:offset + step["replace"]])))
             offset += step["replace"]
-        moved = sum(sum(pods.values()) for _launched, pods in steps)
-        return ideal_surge_schedule(scenario, steps, post_drain_wait), moved
+        moved = sum(sum(pods.values()) for _launched, _replaced, pods in steps)
+        return ideal_surge_schedule(scenario, steps, post_drain_wait, reaction), moved
     size = config.max_unavailable
     batches = [batch_pods(contents_before, replaced[i:i + size]) for i in range(0, len(replaced), size)]
     surplus = batch_pods(at_scale_down, report["surplus_removed"]) if report["surplus_removed"] else None
     moved = sum(sum(batch.values()) for batch in batches) + (sum(surplus.values()) if surplus else 0)
-    return ideal_schedule(scenario, batches, surplus, post_drain_wait), moved
+    return ideal_schedule(scenario, batches, surplus, post_drain_wait, reaction), moved
 
 
 def benchmark(scenario_name: str, config: Config, post_drain_wait: float) -> dict[str, Any]:
@@ -208,6 +264,7 @@ def benchmark(scenario_name: str, config: Config, post_drain_wait: float) -> dic
     with running_sandbox(path) as sandbox:
         _current, target = ami_pair(sandbox)
         sizes_before = GroupState(workers_asg(sandbox)).sizes
+        azs_before = per_az(sandbox)
         contents_before = node_contents(sandbox)
         at_scale_down: dict[str, Any] = {}
 
@@ -227,11 +284,15 @@ def benchmark(scenario_name: str, config: Config, post_drain_wait: float) -> dic
         after = sandbox.report()
         sandbox_rss = sandbox_peak_rss_mib(sandbox)
         problems = end_state_problems(sandbox, target, sizes_before) if run.returncode == 0 else ["run failed"]
+        azs_after = per_az(sandbox)
     if run.returncode != 0 or run.report is None:
         raise RuntimeError(f"the upgrade failed (exit {run.returncode}):\n{run.output[-4000:]}")
 
     report = run.report
-    ideal, moved = ideal_for(config, scenario, report, contents_before, at_scale_down, post_drain_wait)
+    # The sandbox's own reaction per budget round, as it recorded it during this run (issue 11 item 4).
+    reaction = reaction_per_round(before.get("pdb_rounds"), after.get("pdb_rounds"))
+    ideal, moved = ideal_for(config, scenario, report, contents_before, at_scale_down, post_drain_wait, reaction)
+    without_reaction, _moved = ideal_for(config, scenario, report, contents_before, at_scale_down, post_drain_wait)
 
     k8s = k8s_requests_by_agent({"k8s_requests": counts_since(before["k8s_requests"], after["k8s_requests"])},
                                 COLLECTION_AGENT)
@@ -244,9 +305,15 @@ def benchmark(scenario_name: str, config: Config, post_drain_wait: float) -> dic
         "strategy": config.strategy, "max_surge": config.max_surge, "max_unavailable": config.max_unavailable,
         "post_drain_wait": post_drain_wait, "wall_seconds": run.seconds, "phase_seconds": report["phase_seconds"],
         "ideal_seconds": ideal, "ratio": run.seconds / ideal["total"],
+        "pdb_rounds": {"rounds": reaction["rounds"], "reaction_seconds_per_round": reaction["mean"],
+                       "by_workload": {"/".join(key): value for key, value in reaction["by_workload"].items()},
+                       "charged_to_ideal_seconds": ideal["total"] - without_reaction["total"]},
         "overhead_per_replaced_node_seconds": (run.seconds - ideal["total"]) / replaced_count,
         "replaced_nodes": replaced_count, "surplus_removed": len(report["surplus_removed"]),
         "pods_moved": moved, "pods_evicted_in_upgrade_report": report["pods_evicted"],
+        "disruptions_per_old_pod": report.get("disruptions_per_old_pod"),
+        "pods_on_old_nodes": report.get("pods_on_old_nodes"),
+        "per_az_before": azs_before, "per_az_after": azs_after,
         "pdb_wait_seconds": report.get("pdb_wait_seconds"),
         "k8s_requests": sum(k8s.values()), "k8s_requests_by_verb": by_verb(k8s),
         "k8s_requests_detail": {" ".join(key): count for key, count in sorted(k8s.items())},
@@ -267,12 +334,15 @@ def main():
                              "bench_upgrade100 N=100)")
     parser.add_argument("--configs", nargs="+", default=["rolling:1"], metavar="CONFIG",
                         help="rolling:M and/or surge:S,U (default: %(default)s)")
+    parser.add_argument("--schedules", nargs="+", default=["once", "eks"], choices=["once", "eks"],
+                        help="the schedules each rolling configuration runs with, side by side (default: %(default)s)")
     parser.add_argument("--post-drain-wait", type=float, default=1)
     args = parser.parse_args()
     if args.post_drain_wait != int(args.post_drain_wait):
         parser.error("--post-drain-wait must be whole seconds (the playbook takes an integer)")
     try:
-        configs = [Config(text) for text in args.configs]
+        configs = [Config(text, schedule) for text in args.configs
+                   for schedule in (args.schedules if text.startswith("rolling") else [None])]
     except ValueError as exc:
         parser.error(str(exc))
 
@@ -280,13 +350,15 @@ def main():
             for name in args.scenarios.split(",") if name.strip() for config in configs]
     print(f"\nUpgrades, post_drain_wait {int(args.post_drain_wait)} s\n")
     print_table(["N", "config", "wall s", "ideal s", "ratio", "overhead s/node", "k8s req/pod", "AWS calls/node",
-                 "ctl RSS MiB", "sandbox RSS MiB", "pods moved", "clean"], [
+                 "ctl RSS MiB", "sandbox RSS MiB", "pods moved", "moves/old pod", "AZs as before", "clean"], [
         [r["nodes"], r["config"], r["wall_seconds"], r["ideal_seconds"]["total"], r["ratio"],
          r["overhead_per_replaced_node_seconds"], r["k8s_requests_per_evicted_pod"], r["aws_calls_per_replaced_node"],
-         r["controller_peak_rss_mib"], r["sandbox_peak_rss_mib"], r["pods_moved"],
+         r["controller_peak_rss_mib"], r["sandbox_peak_rss_mib"], r["pods_moved"], r["disruptions_per_old_pod"],
+         "yes" if r["per_az_after"] == r["per_az_before"] else "%s, was %s" % (r["per_az_after"], r["per_az_before"]),
          "yes" if not r["end_state_problems"] else "; ".join(r["end_state_problems"])[:80]]
         for r in runs])
-    print(f"\ngoals: ratio <= {GOAL_RATIO} and overhead <= {GOAL_OVERHEAD_SECONDS} s/node at N=30 rolling:1; "
+    print(f"\ngoals: ratio <= {GOAL_RATIO} and overhead <= {GOAL_OVERHEAD_SECONDS} s/node at N=30 rolling:1 once; "
+          f"{GOAL_MOVES_PER_OLD_POD:.2f} moves per old pod with schedule once; "
           f"<= {GOAL_REQUESTS_PER_POD:g} requests per evicted pod at N=100")
     print("\nby phase (measured / ideal, s):")
     print_table(["N", "config", "setup", "scale_up", "upgrade", "scale_down", "k8s requests by verb"], [
@@ -306,6 +378,11 @@ def main():
         print(f"pods that had to move: {r['pods_moved']}; evictions the server accepted: "
               f"{r['evictions_accepted_by_server']}; pods the upgrade report counts as evicted: "
               f"{r['pods_evicted_in_upgrade_report']}")
+        rounds = r["pdb_rounds"]
+        print(f"disruption-budget rounds the sandbox recorded: {rounds['rounds']}, its own reaction "
+              f"{rounds['reaction_seconds_per_round']:.3f} s per round beyond pod_start_seconds (by budget: "
+              + (", ".join(f"{name} {seconds:.3f}" for name, seconds in rounds["by_workload"].items()) or "none")
+              + f"); the ideal charges {rounds['charged_to_ideal_seconds']:.1f} s for it")
     write_json(args.json, {"runs": runs})
 
 

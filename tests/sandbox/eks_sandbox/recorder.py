@@ -26,6 +26,8 @@ class Recorder:
         # Only the newest events are kept: a long run with a chatty fault must not grow without bound.
         self._events: deque[dict[str, Any]] = deque(maxlen=max_events)
         self._events_dropped = 0
+        # PodDisruptionBudget "<ns>/<name>" -> [rounds, seconds, reaction seconds, largest reaction] (pdb_round)
+        self._pdb_rounds: dict[str, list[float]] = {}
 
     def k8s_request(self, user_agent: str, verb: str, resource: str, status: int) -> None:
         key = f"{user_agent or '-'} {verb} {resource} {status}"
@@ -46,6 +48,16 @@ class Recorder:
         with self._lock:
             self._pods_lost.append(entry)
         self.event("pod_lost", pod=entry["pod"], node=node)
+
+    def pdb_round(self, pdb: str, seconds: float, reaction_seconds: float) -> None:
+        """One round of a disruption budget: it was used up, and `seconds` later allowed a disruption again, of
+        which `reaction_seconds` were the sandbox's own reaction beyond pod_start_seconds."""
+        with self._lock:
+            totals = self._pdb_rounds.setdefault(pdb, [0, 0.0, 0.0, 0.0])
+            totals[0] += 1
+            totals[1] += seconds
+            totals[2] += reaction_seconds
+            totals[3] = max(totals[3], reaction_seconds)
 
     def event(self, kind: str, **fields: Any) -> None:
         entry = {"time": round(time.time(), 3), "kind": kind, **fields}
@@ -69,6 +81,19 @@ class Recorder:
     def pods_lost(self) -> list[dict[str, Any]]:
         with self._lock:
             return [dict(entry) for entry in self._pods_lost]
+
+    def pdb_rounds(self) -> dict[str, Any]:
+        """The budget rounds so far, in all and per budget: `rounds`, and the running totals `seconds` and
+        `reaction_seconds` (a caller subtracts two reports' totals to get a run's), `reaction_seconds_max`."""
+        def view(rounds, seconds, reaction, largest):
+            return {"rounds": int(rounds), "seconds": round(seconds, 3), "reaction_seconds": round(reaction, 3),
+                    "reaction_seconds_max": round(largest, 3)}
+
+        with self._lock:
+            by_pdb = {pdb: list(totals) for pdb, totals in sorted(self._pdb_rounds.items())}
+        columns = list(zip(*by_pdb.values())) or [(0,), (0.0,), (0.0,), (0.0,)]
+        return {**view(sum(columns[0]), sum(columns[1]), sum(columns[2]), max(columns[3])),
+                "by_pdb": {pdb: view(*totals) for pdb, totals in by_pdb.items()}}
 
     def events(self) -> list[dict[str, Any]]:
         with self._lock:

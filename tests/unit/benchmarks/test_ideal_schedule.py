@@ -8,7 +8,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 
-from upgrade import Config, ideal_drain_seconds, ideal_schedule, ideal_surge_schedule  # noqa: E402
+from upgrade import (Config, ideal_drain_seconds, ideal_schedule, ideal_surge_schedule,  # noqa: E402
+                     reaction_per_round)
 
 TIMINGS = dict(instance_pending_seconds=0.5, node_boot_seconds=1.5, instance_shutdown_seconds=0.5,
                pod_start_seconds=2.0, grace_period_scale=0.02)
@@ -36,25 +37,71 @@ def test_a_pod_ignoring_sigterm_stops_after_its_scaled_grace_period():
     assert ideal_drain_seconds(Counter({("default", "free"): 4}), SCENARIO) == pytest.approx(100 * 0.02)
 
 
-def test_rolling_schedule_adds_scale_up_batches_and_surplus():
+def test_the_recorded_reaction_lengthens_each_round_of_its_budget():
+    """Issue 11: a round costs pod_start_seconds plus the sandbox's own reaction as it recorded it for that
+    budget; a budget without recorded rounds is charged the run's mean per round."""
+    pods = Counter({("default", "paced"): 3, ("default", "percent"): 3})
+    paced_only = dict(rounds=4, mean=0.1, by_workload={("default", "paced"): 0.3})
+    assert ideal_drain_seconds(pods, SCENARIO, paced_only) == pytest.approx(2 * (2.0 + 0.3) + 0.2)
+    run_mean = dict(rounds=4, mean=0.1, by_workload={})
+    assert ideal_drain_seconds(pods, SCENARIO, run_mean) == pytest.approx(2 * (2.0 + 0.1) + 0.2)
+    # One round, nothing waited for: no reaction to charge.
+    assert ideal_drain_seconds(Counter({("default", "paced"): 1}), SCENARIO, paced_only) == pytest.approx(0.2)
+
+
+def test_the_reaction_per_round_is_the_runs_share_of_the_reports_running_totals():
+    before = dict(by_pdb={"default/paced": dict(rounds=2, reaction_seconds=0.5)})
+    after = dict(by_pdb={"default/paced": dict(rounds=6, reaction_seconds=0.9),
+                         "default/percent": dict(rounds=1, reaction_seconds=0.3)})
+    reaction = reaction_per_round(before, after)
+    assert reaction["rounds"] == 5 and reaction["mean"] == pytest.approx(0.7 / 5)
+    assert reaction["by_workload"] == pytest.approx({("default", "paced"): 0.1, ("default", "percent"): 0.3})
+    assert reaction_per_round(after, after) == dict(rounds=0, mean=0.0, by_workload={})
+    assert reaction_per_round(None, None)["mean"] == 0.0
+
+
+def test_rolling_schedule_shuts_down_once_at_the_end_of_the_phase():
+    """Issue 11: a batch's post-drain wait counts, the EC2 shutdown after Auto Scaling accepted the termination
+    does not hold up the next batch; the phase ends when the last batch's instances are gone."""
     batch = Counter({("default", "paced"): 2})
     ideal = ideal_schedule(SCENARIO, [batch, batch], None, post_drain_wait=1)
-    per_batch = (2.0 + 0.2) + 1 + 0.5
-    assert ideal == pytest.approx(dict(scale_up=2.0, upgrade=2 * per_batch, scale_down=0.0,
-                                       total=2.0 + 2 * per_batch))
+    per_batch = (2.0 + 0.2) + 1
+    assert ideal == pytest.approx(dict(scale_up=2.0, upgrade=2 * per_batch + 0.5, scale_down=0.0,
+                                       total=2.0 + 2 * per_batch + 0.5))
 
 
-def test_surge_schedule_boots_only_in_steps_that_launch():
+def test_rolling_scale_down_drains_waits_and_shuts_down_when_it_removes_nodes():
+    surplus = Counter({("default", "free"): 1})
+    ideal = ideal_schedule(SCENARIO, [], surplus, post_drain_wait=1)
+    assert ideal["upgrade"] == 0.0 and ideal["scale_down"] == pytest.approx(100 * 0.02 + 1 + 0.5)
+    assert ideal_schedule(SCENARIO, [], Counter(), post_drain_wait=1)["scale_down"] == pytest.approx(1 + 0.5)
+
+
+def test_surge_schedule_boots_only_in_steps_that_launch_and_shuts_down_once():
     step = Counter({("default", "free"): 1})
-    ideal = ideal_surge_schedule(SCENARIO, [(2, step), (0, step)], post_drain_wait=1)
-    drain = 100 * 0.02 + 1 + 0.5
-    assert ideal["total"] == pytest.approx((2.0 + drain) + drain)
+    ideal = ideal_surge_schedule(SCENARIO, [(2, 1, step), (0, 1, step)], post_drain_wait=1)
+    drain = 100 * 0.02 + 1
+    assert ideal["total"] == pytest.approx((2.0 + drain) + drain + 0.5)
+
+
+def test_a_surge_launch_after_the_last_replacement_hides_its_shutdown():
+    """A last step that only launches boots (2 s) while the instances terminated before it shut down (0.5 s)."""
+    step = Counter({("default", "free"): 1})
+    ideal = ideal_surge_schedule(SCENARIO, [(1, 1, step), (1, 0, Counter())], post_drain_wait=1)
+    assert ideal["total"] == pytest.approx((2.0 + 100 * 0.02 + 1) + 2.0)
 
 
 @pytest.mark.parametrize("text, expected", [("rolling:10", {"max_unavailable": 10}),
                                             ("surge:5,0", {"max_surge": 5, "max_unavailable": 0})])
 def test_configurations(text, expected):
     assert Config(text).extra_vars() == expected
+
+
+def test_a_rolling_configuration_runs_with_its_schedule_and_a_surge_one_without():
+    """SPEC B1: the benchmark runs each rolling configuration under both schedules, side by side."""
+    rolling, surge = Config("rolling:1", "eks"), Config("surge:5,0", "eks")
+    assert (rolling.extra_vars(), rolling.label) == ({"max_unavailable": 1, "schedule": "eks"}, "rolling:1 eks")
+    assert (surge.extra_vars(), surge.label) == ({"max_surge": 5, "max_unavailable": 0}, "surge:5,0")
 
 
 @pytest.mark.parametrize("text", ["rolling:0", "surge:0,0", "surge:5", "blue:1", "rolling:1,2"])

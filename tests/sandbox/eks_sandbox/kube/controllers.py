@@ -25,6 +25,8 @@ class Controllers:
 
         self.workloads = WorkloadControllers(api, gone)
         self.pods = PodLifecycle(api, scenario["timings"], gone)
+        self.recorder = recorder
+        self._pod_start_seconds = scenario["timings"]["pod_start_seconds"]
         self._pdb_inputs: dict[str, tuple] = {}
 
     def tick(self) -> None:
@@ -49,10 +51,36 @@ class Controllers:
             if self._pdb_inputs.get(uid) != key or (pdb.get("status") or {}).get("disruptedPods"):
                 status = disruption.compute_status(self.store, pdb, wall)
                 if status != pdb.get("status"):
+                    self._record_rounds(pdb, status)
                     pdb = self.store.replace(PDBS, {**pdb, "status": status})
                 key = (pdb["metadata"]["resourceVersion"], *key[1:])
             synced[uid] = key
         self._pdb_inputs = synced
+        for uid in [uid for uid in self.store.budget_spent if uid not in synced]:
+            del self.store.budget_spent[uid]
+
+    def _record_rounds(self, pdb: dict[str, Any], status: dict[str, Any]) -> None:
+        """Measure what the world takes per budget round (issue 11 item 4): when the budget allows disruptions
+        again, as many of the evictions that spent it as it now allows more are made good, oldest first (the
+        ReplicaSet controller replaces pods in the order they went, and the kubelet starts each after the same
+        pod_start_seconds). When the budget was used up, that is a round: from the oldest of those evictions to
+        now, and the part of it beyond pod_start_seconds is the sandbox's reaction (the ReplicaSet controller,
+        scheduler, kubelet and this controller each acting on their next pass). Nothing is modelled here: the
+        figure is read off what the controllers did."""
+        uid = pdb["metadata"]["uid"]
+        spent = self.store.budget_spent.get(uid)
+        if not spent:
+            return
+        before = (pdb.get("status") or {}).get("disruptionsAllowed", 0)
+        made_good = [spent.popleft() for dummy in range(min(len(spent), status["disruptionsAllowed"] - before))]
+        if made_good and before == 0:
+            seconds = time.monotonic() - made_good[0]
+            # At least 0: a pass reads its clock before it takes the store's lock, so an eviction answered in
+            # between has its replacement's start counted from a moment just before the eviction.
+            self.recorder.pdb_round(f"{pdb['metadata']['namespace']}/{pdb['metadata']['name']}", seconds,
+                                    max(0.0, seconds - self._pod_start_seconds))
+        if status["currentHealthy"] >= status["expectedPods"] and not status.get("disruptedPods"):
+            spent.clear()  # every pod is back: nothing is left to make good (e.g. after pods lost with a node)
 
     def _pods_changed_at(self, pdb: dict[str, Any]) -> int:
         """When a pod the PDB may select last changed (by its matchLabels, else by its namespace)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import deque
 from typing import Any
 
 from . import errors, objects
@@ -86,3 +87,5 @@ def _check_and_decrement(api: Api, pdb: dict[str, Any], pod_name: str, dry_run: 
         cond["observedGeneration"] = status.get("observedGeneration", 0)
         new_status["conditions"] = objects.set_condition(status.get("conditions"), cond)
     api.store.replace(PDBS, {**pdb, "status": new_status})
+    # For the disruption controller's measurement of budget rounds (Controllers._record_rounds).
+    api.store.budget_spent.setdefault(pdb["metadata"]["uid"], deque()).append(time.monotonic())

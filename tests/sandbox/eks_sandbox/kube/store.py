@@ -12,6 +12,7 @@ import bisect
 import threading
 import time
 import uuid
+from collections import deque
 from typing import Any, Iterable, NamedTuple
 
 from . import resources
@@ -83,6 +84,10 @@ class Store:
         self.pending_pods: set[Key] = set()
         # terminating pod -> time.monotonic() when its graceful deletion began
         self.terminating_pods: dict[Key, float] = {}
+        # PodDisruptionBudget uid -> time.monotonic() of each eviction that spent one of its disruptions and has
+        # not been made good yet, oldest first: the eviction handler appends, the disruption controller takes
+        # them off as the budget allows disruptions again and records the rounds (Controllers).
+        self.budget_spent: dict[str, deque[float]] = {}
         # resourceVersion of the last write touching: a resource type ("kind", plural), the pods of a namespace
         # ("ns", ns), of a label ("label", ns, key, value) or of a controller ("controller", uid). Controllers
         # compare these to skip work whose inputs did not change.
