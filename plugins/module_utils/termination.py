@@ -281,7 +281,7 @@ def retained_warnings(retained: Iterable[str], asg_name: str, terminated: Iterab
                       never_joined: Iterable[str]) -> list[str]:
     """One warning per retained instance: what happened to it, and the command that ends it. ``terminated`` are the
     instances this run asked the group to terminate (their nodes were checked drained, U5), ``never_joined`` those
-    of them that had no node; the others were already leaving the group when the run looked."""
+    of them that had no node; the others were already leaving the group (or retained) when the run looked."""
     terminated, never_joined = set(terminated), set(never_joined)
     warnings = []
     for instance_id in sorted(retained):
@@ -290,7 +290,7 @@ def retained_warnings(retained: Iterable[str], asg_name: str, terminated: Iterab
         elif instance_id in terminated:
             before = "was drained (its node stays in the cluster, cordoned, while the instance runs)"
         else:
-            before = "was already being terminated when this run looked at the group"
+            before = "was already leaving the group when this run looked at it (terminated or retained before)"
         warnings.append(
             "Instance %s of Auto Scaling group %s %s, and Auto Scaling retained it instead of terminating it: its "
             "termination lifecycle action was abandoned and the group's instance lifecycle policy retains such "

@@ -325,7 +325,7 @@ def test_retained_warnings_say_what_happened_and_how_to_end_it():
     by_instance = dict((i, next(w for w in warnings if w.startswith("Instance %s " % i))) for i in (OLD, NEW, OTHER))
     assert "was drained" in by_instance[drained]
     assert "had no Kubernetes node" in by_instance[nodeless] and "drained" not in by_instance[nodeless]
-    assert "was already being terminated" in by_instance[other] and "drained" not in by_instance[other]
+    assert "was already leaving the group" in by_instance[other] and "drained" not in by_instance[other]
     for instance_id, warning in by_instance.items():
         assert "Terminating:Retained" in warning and "instance lifecycle policy" in warning
         assert "no longer counts toward the group's desired capacity" in warning
