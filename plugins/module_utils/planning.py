@@ -32,9 +32,12 @@ MAX_UNAVAILABLE_LIMIT = 100
 SURGE_CAP_DEFAULT = 20
 SURGE_CAP_LIMIT = 100
 
-# Lifecycle states of instances that are leaving the group: neither old nor new any more.
+# Lifecycle states of instances that are leaving the group: neither old nor new any more. Terminating:Retained is
+# an instance whose termination lifecycle action was abandoned in a group whose instance lifecycle policy retains it
+# (Auto Scaling user guide, "Manage retained instances"): it is still listed, and its EC2 instance runs, but
+# "Retained instances do not count toward your Amazon EC2 Auto Scaling group's desired capacity".
 LEAVING_STATES = frozenset([
-    "Terminating", "Terminating:Wait", "Terminating:Proceed", "Terminated",
+    "Terminating", "Terminating:Wait", "Terminating:Proceed", "Terminating:Retained", "Terminated",
     "Detaching", "Detached",
 ])
 

@@ -49,17 +49,20 @@ class StepFailed(Exception):
 
 class ReplaceState:
     """What the loop did: the drain results of the finished batches by node, the instances whose termination
-    Auto Scaling accepted, those that never joined (terminated without a drain), and one record per batch."""
+    Auto Scaling accepted, those that never joined (terminated without a drain), those the group retained instead of
+    terminating them (Terminating:Retained, termination.TERMINATING_RETAINED), and one record per batch."""
 
     def __init__(self) -> None:
         self.drained_nodes = {}
         self.replaced_instances = []
         self.never_joined = []
+        self.retained_instances = []
         self.batches = []
 
     def to_dict(self) -> dict[str, Any]:
         return dict(drained_nodes=dict(self.drained_nodes), replaced_instances=list(self.replaced_instances),
-                    never_joined=list(self.never_joined), batches=[dict(b) for b in self.batches])
+                    never_joined=list(self.never_joined), retained_instances=list(self.retained_instances),
+                    batches=[dict(b) for b in self.batches])
 
 
 class ReplaceFailed(Exception):
@@ -200,6 +203,7 @@ class ReplaceLoop:
         termination = output.get("termination") or {}
         record["gone"] = self.clock()
         record["replacements"] = termination.get("replacements") or []
+        self.state.retained_instances.extend(termination.get("retained_instances") or [])
 
     def join_pending(self) -> None:
         pending, self.pending = self.pending, None

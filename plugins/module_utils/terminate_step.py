@@ -26,6 +26,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.group_watch impor
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import list_nodegroup_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.termination import (
     describe_known_instances,
+    retained_warnings,
     terminate_or_gone,
     termination_hooks,
     TerminationWait,
@@ -253,8 +254,13 @@ def wait_until_gone(module: Any, group: NodegroupRef, journal: Journal | None, h
     extension = 0.0
     if params["wait"]:
         waiter = TerminationWait(ec2, autoscaling, name, hooks)
+        waiter.note_retained(group.asg, instance_ids)  # retained before this run: not waited for
         pending = waiter.run(instance_ids, params["wait_timeout"])
         result["lifecycle_hook_waits"] = waiter.hook_waits()
+        result["retained_instances"] = waiter.retained_instances()
+        for warning in retained_warnings(result["retained_instances"], name, result["terminated"],
+                                         [i["instance_id"] for i in result.get("never_joined", [])]):
+            module.warn(warning)
         if pending:
             raise waiter.timeout_error(pending, name)
         extension = waiter.extension
@@ -326,6 +332,7 @@ def start_termination(module: Any) -> Termination:
 
 def finish_termination(module: Any, termination: Termination) -> dict[str, Any]:
     """The wait start_termination left (wait, wait_for_replacements); returns the module's result."""
+    termination.result.setdefault("retained_instances", [])
     if not module.check_mode:
         wait_until_gone(module, termination.group, termination.journal, termination.hooks, termination.instance_ids,
                         termination.started, termination.started_clock, termination.result)

@@ -31,6 +31,13 @@ WAIT_TIMEOUT = "WaitTimeout"
 # instance keeps running meanwhile.
 TERMINATING_TRANSITION = "autoscaling:EC2_INSTANCE_TERMINATING"
 TERMINATING_WAIT = "Terminating:Wait"
+# Instance lifecycle policies (Auto Scaling user guide, "Control instance retention with instance lifecycle policies"
+# and "Manage retained instances"; API reference RetentionTriggers): in a group whose policy has TerminateHookAbandon
+# "retain", an instance whose termination lifecycle action is abandoned (CompleteLifecycleAction ABANDON, or a
+# timeout whose DefaultResult is ABANDON) goes Terminating:Proceed -> Terminating:Retained instead of terminating.
+# Its EC2 instance keeps running until someone terminates it; "Retained instances do not count toward your Amazon
+# EC2 Auto Scaling group's desired capacity". For a termination wait it is done: it will not terminate by itself.
+TERMINATING_RETAINED = "Terminating:Retained"
 # PutLifecycleHook's defaults, for a description that leaves them out.
 HOOK_HEARTBEAT_DEFAULT = 3600
 HOOK_DEFAULT_RESULT = "ABANDON"
@@ -140,7 +147,9 @@ class TerminationWait:
     ``asg_poll`` seconds, while an instance is not terminated yet: an instance in Terminating:Wait is held by the
     hooks, and the wait's deadline moves to when it was first seen there plus hook_hold_seconds(hooks) plus
     ``timeout`` (for the shutdown after the hooks): the hooks' owner, not this wait, decides when it goes. The
-    lifecycle action is never completed here: it belongs to whoever owns the hook.
+    lifecycle action is never completed here: it belongs to whoever owns the hook. An instance the group retains
+    (Terminating:Retained: its action was abandoned and the group's instance lifecycle policy retains it) is no
+    longer waited for; ``retained_instances()`` lists it.
     """
 
     def __init__(self, ec2: Any, autoscaling: Any = None, asg_name: str | None = None, hooks: Iterable[dict[str, Any]] = (), clock: Any = time,
@@ -157,6 +166,7 @@ class TerminationWait:
         self.held_until = {}    # instance id -> clock time it was first seen out of it again
         self.lifecycle = {}     # instance id -> the group's last lifecycle state for it (None: not in the group)
         self.ec2_states = {}    # instance id -> EC2's last state for it
+        self.retained = {}      # instance id -> clock time it was first seen in Terminating:Retained
         self.extension = 0.0    # seconds the hooks added to the deadline
         self.timeout = None
 
@@ -175,6 +185,20 @@ class TerminationWait:
                 self.held_until.pop(instance_id, None)
             elif instance_id in self.held_since:
                 self.held_until.setdefault(instance_id, now)
+        self.note_retained(dict(Instances=instances), pending, now)
+
+    def note_retained(self, asg: Mapping[str, Any], instance_ids: Iterable[str], now: float | None = None) -> None:
+        """Record which of ``instance_ids`` a group description (DescribeAutoScalingGroups) shows in
+        Terminating:Retained: the caller's own description from before the wait tells which were retained already
+        (they are not waited for, even when the group has no termination hooks left)."""
+        now = self.clock.time() if now is None else now
+        for instance in asg.get("Instances", []):
+            if instance["InstanceId"] in instance_ids and instance.get("LifecycleState") == TERMINATING_RETAINED:
+                self.retained.setdefault(instance["InstanceId"], now)
+
+    def retained_instances(self) -> list[str]:
+        """The instances the group retained (Terminating:Retained) instead of terminating them."""
+        return sorted(self.retained)
 
     def held_now(self, instance_ids: Iterable[str]) -> list[str]:
         return [i for i in instance_ids if i in self.held_since and i not in self.held_until]
@@ -186,7 +210,7 @@ class TerminationWait:
         start = clock.time()
         deadline = base_deadline = start + timeout
         hold = hook_hold_seconds(self.hooks)
-        pending = sorted(set(instance_ids))
+        pending = sorted(set(instance_ids) - set(self.retained))
         delay = min(self.first_poll, self.poll)
         next_asg_poll = start
         while pending:
@@ -200,6 +224,8 @@ class TerminationWait:
             if pending and self.hooks and now >= next_asg_poll:
                 self._observe(pending, now)
                 next_asg_poll = now + self.asg_poll
+                # Retained: it runs on until someone terminates it by hand; nothing more to wait for.
+                pending = [i for i in pending if i not in self.retained]
             held = self.held_now(pending)
             if held:
                 deadline = max([deadline] + [self.held_since[i] + hold + timeout for i in held])
@@ -247,7 +273,31 @@ class TerminationWait:
                         "--lifecycle-hook-name <hook> --instance-id <instance> --lifecycle-action-result CONTINUE), "
                         "then rerun" % asg_name)
         return UpgradeError(WAIT_TIMEOUT, message, asg_name=asg_name, instance_ids=pending,
-                            lifecycle_hooks=self.hooks, lifecycle_hook_waits=self.hook_waits())
+                            lifecycle_hooks=self.hooks, lifecycle_hook_waits=self.hook_waits(),
+                            retained_instances=self.retained_instances())
+
+
+def retained_warnings(retained: Iterable[str], asg_name: str, terminated: Iterable[str],
+                      never_joined: Iterable[str]) -> list[str]:
+    """One warning per retained instance: what happened to it, and the command that ends it. ``terminated`` are the
+    instances this run asked the group to terminate (their nodes were checked drained, U5), ``never_joined`` those
+    of them that had no node; the others were already leaving the group (or retained) when the run looked."""
+    terminated, never_joined = set(terminated), set(never_joined)
+    warnings = []
+    for instance_id in sorted(retained):
+        if instance_id in never_joined:
+            before = "had no Kubernetes node (it never joined the cluster)"
+        elif instance_id in terminated:
+            before = "was drained (its node stays in the cluster, cordoned, while the instance runs)"
+        else:
+            before = "was already leaving the group when this run looked at it (terminated or retained before)"
+        warnings.append(
+            "Instance %s of Auto Scaling group %s %s, and Auto Scaling retained it instead of terminating it: its "
+            "termination lifecycle action was abandoned and the group's instance lifecycle policy retains such "
+            "instances (RetentionTriggers TerminateHookAbandon=retain), so it is in Terminating:Retained. It no longer "
+            "counts toward the group's desired capacity, and it keeps running, and costing, until it is terminated by "
+            "hand: aws ec2 terminate-instances --instance-ids %s" % (instance_id, asg_name, before, instance_id))
+    return warnings
 
 
 def wait_terminated(ec2: Any, instance_ids: Iterable[str], timeout: float, poll: float = EC2_POLL_SECONDS, clock: Any = time,

@@ -25,6 +25,10 @@ description:
     goes on up to the hooks' C(HeartbeatTimeout) (added up) beyond O(wait_timeout), and the result and any timeout
     error name the hooks waited for. The module never completes a lifecycle action itself: that belongs to whoever
     owns the hook (a Lambda function, a node termination handler)."
+  - "Instance lifecycle policies: when an abandoned termination lifecycle action leaves an instance in
+    C(Terminating:Retained) (the group's policy retains it), the wait for that instance ends: it will not terminate by
+    itself. It is reported in RV(termination.retained_instances) with a warning giving the command that terminates
+    it."
   - "Refuses, before changing anything, an instance whose Kubernetes node (found by C(spec.providerID)) is not
     cordoned or still runs pods other than DaemonSet pods, mirror pods and finished (Succeeded/Failed) pods:
     the message names the instance, the node and the pods (C(code=PodEvictionFailure)). Drain the nodes first
@@ -146,6 +150,18 @@ termination:
       type: list
       elements: dict
       sample: [{instance_id: i-0123456789abcdef0, lifecycle_hooks: [drain], held_seconds: 42.0, still_held: false}]
+    retained_instances:
+      description:
+        - Instances that Auto Scaling retained instead of terminating them (lifecycle state C(Terminating:Retained))
+          because their termination lifecycle action was abandoned (C(ABANDON), or a hook timeout whose default result is
+          C(ABANDON)) and the group's instance lifecycle policy retains such instances
+          (C(RetentionTriggers.TerminateHookAbandon=retain)). They are not waited for any further.
+        - They no longer count toward the group's desired capacity, but keep running, and costing, until terminated by
+          hand (C(aws ec2 terminate-instances --instance-ids ...)); the module warns once for each.
+        - Empty without O(wait) (the module does not look) and in check mode.
+      type: list
+      elements: str
+      sample: [i-0123456789abcdef0]
     before:
       description: MinSize, MaxSize and DesiredCapacity before.
       type: dict

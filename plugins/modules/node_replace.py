@@ -126,6 +126,15 @@ replace:
         (M(eksops.nodegroup.asg_instance_terminate)'s RV(eksops.nodegroup.asg_instance_terminate#module:termination.never_joined)).
       type: list
       elements: dict
+    retained_instances:
+      description:
+        - Instances that Auto Scaling retained (C(Terminating:Retained)) instead of terminating them, because their
+          termination lifecycle action was abandoned and the group's instance lifecycle policy retains such instances
+          (M(eksops.nodegroup.asg_instance_terminate)'s
+          RV(eksops.nodegroup.asg_instance_terminate#module:termination.retained_instances)). Each also has a warning;
+          they keep running until terminated by hand.
+      type: list
+      elements: str
     batches:
       description: One record per batch started, with C(batch) (1-based), C(instance_ids), C(nodes), and the epoch
         times C(started), C(ended) (termination accepted) and C(gone) (instances terminated).
@@ -135,6 +144,7 @@ replace:
     drained_nodes: {}
     replaced_instances: [i-0123456789abcdef0]
     never_joined: []
+    retained_instances: []
     batches: [{batch: 1, instance_ids: [i-0123456789abcdef0], nodes: [ip-10-0-1-23.ec2.internal], started: 1764028800.1,
                ended: 1764028822.5, gone: 1764028840.0}]
 drain:

@@ -1,7 +1,7 @@
 """asg_instance_terminate against AWS behaviour the happy path never shows (issue 10 items 11 and 14), on an inline
-sandbox scenario: EC2's eventually consistent DescribeInstances (the `instance_not_visible` fault) and termination
-lifecycle hooks (Terminating:Wait), both played by the sandbox as AWS documents them (tests/sandbox/README.md,
-"Moto corrections")."""
+sandbox scenario: EC2's eventually consistent DescribeInstances (the `instance_not_visible` fault), termination
+lifecycle hooks (Terminating:Wait) and instance lifecycle policies (Terminating:Retained), played by the sandbox as
+AWS documents them (tests/sandbox/README.md, "Moto corrections")."""
 
 from __future__ import annotations
 
@@ -119,3 +119,63 @@ def test_item14_an_instance_held_by_a_termination_hook_is_waited_for_and_the_hoo
         == "terminated"
     assert calls(sandbox, "DescribeLifecycleHooks OK") - describes_before == 1, "the hooks are read once"
     assert calls(sandbox, "CompleteLifecycleAction OK") - completes_before == 1, "only the hook's owner completed it"
+
+
+def test_a_retained_instance_ends_the_wait_at_once_with_a_warning(sandbox):
+    """Auto Scaling user guide, "Manage retained instances" and "Configure instance retention": in a group whose
+    instance lifecycle policy has TerminateHookAbandon=retain, an abandoned termination lifecycle action leaves the
+    instance in Terminating:Retained, running, no longer counted toward the desired capacity, until someone
+    terminates it. The wait used to go on until wait_timeout (plus the hook's heartbeat timeout) and fail after the
+    node was drained; it ends as soon as the group shows the instance retained, and says what to do."""
+    autoscaling, ec2 = sandbox.client("autoscaling"), sandbox.client("ec2")
+    group = asg_name_of(sandbox)
+    autoscaling.put_lifecycle_hook(LifecycleHookName="backup", AutoScalingGroupName=group,
+                                   LifecycleTransition="autoscaling:EC2_INSTANCE_TERMINATING",
+                                   HeartbeatTimeout=300, DefaultResult="ABANDON")
+    autoscaling.update_auto_scaling_group(AutoScalingGroupName=group, InstanceLifecyclePolicy={
+        "RetentionTriggers": {"TerminateHookAbandon": "retain"}})
+    desired = workers_asg(sandbox)["DesiredCapacity"]
+    victim = cordoned_in_service_instance(sandbox)
+    abandoned = {}
+
+    def hook_owner():
+        """A hook handler whose work failed: it abandons the lifecycle action."""
+        deadline = time.time() + 60
+        while lifecycle_state(sandbox, victim) != "Terminating:Wait":
+            if time.time() > deadline:
+                return
+            time.sleep(0.2)
+        autoscaling.complete_lifecycle_action(LifecycleHookName="backup", AutoScalingGroupName=group,
+                                              InstanceId=victim, LifecycleActionResult="ABANDON")
+        abandoned["at"] = time.time()
+
+    owner = threading.Thread(target=hook_owner, daemon=True)
+    owner.start()
+    try:
+        result = run_module(sandbox, "asg_instance_terminate", dict(
+            ARGS, instance_ids=[victim], should_decrement_desired_capacity=False, wait_timeout=120))
+        owner.join(timeout=90)
+        assert "at" in abandoned, "the hook's owner never saw the instance in Terminating:Wait"
+        assert not result.get("failed"), result
+        report = result["termination"]
+        assert report["terminated"] == [victim]
+        assert report["retained_instances"] == [victim]
+        assert report["elapsed_seconds"] < 40, "it returned once the group showed the instance retained"
+        [warning] = [w for w in result.get("warnings", []) if victim in w]
+        assert "Terminating:Retained" in warning and "was drained" in warning
+        assert warning.endswith("aws ec2 terminate-instances --instance-ids %s" % victim)
+        assert lifecycle_state(sandbox, victim) == "Terminating:Retained"
+        assert ec2.describe_instances(InstanceIds=[victim])["Reservations"][0]["Instances"][0]["State"]["Name"] \
+            == "running"
+        # Not counted toward the desired capacity: the group launches a replacement.
+        deadline = time.time() + 30
+        while sum(i["LifecycleState"] in ("Pending", "InService") for i in workers_asg(sandbox)["Instances"]) < desired:
+            assert time.time() < deadline, "no replacement for the retained instance"
+            time.sleep(0.5)
+    finally:
+        owner.join(timeout=90)
+        autoscaling.delete_lifecycle_hook(LifecycleHookName="backup", AutoScalingGroupName=group)
+        autoscaling.update_auto_scaling_group(AutoScalingGroupName=group, InstanceLifecyclePolicy={
+            "RetentionTriggers": {"TerminateHookAbandon": "terminate"}})
+        if lifecycle_state(sandbox, victim) == "Terminating:Retained":
+            ec2.terminate_instances(InstanceIds=[victim])  # what the warning tells the user to do

@@ -11,6 +11,19 @@ Expected behaviour, from AWS's documentation rather than from what the collectio
   such as other lifecycle hooks, and CONTINUE allows any other lifecycle hooks to complete".
 - API reference: PutLifecycleHook (HeartbeatTimeout default 3600, DefaultResult default ABANDON), LifecycleHook
   (GlobalTimeout), CompleteLifecycleAction and RecordLifecycleActionHeartbeat (by token or instance id).
+- Instance lifecycle policies (moto_patches (l), lifecycle.py): User Guide "Configure instance retention"
+  (https://docs.aws.amazon.com/autoscaling/ec2/userguide/configure-instance-retention.html): the TerminateHookAbandon
+  trigger retains an instance "When you explicitly call the CompleteLifecycleAction API with the ABANDON result" and
+  "When a termination lifecycle action with default result ABANDON times out"; the policies "only apply when
+  termination lifecycle actions are abandoned, not when they complete successfully with the CONTINUE result"; with
+  no termination lifecycle hooks "the policy has no effect". "Manage retained instances"
+  (https://docs.aws.amazon.com/autoscaling/ec2/userguide/manage-retained-instances.html): Terminating,
+  Terminating:Wait, Terminating:Proceed, Terminating:Retained; "Retained instances do not count toward your Amazon
+  EC2 Auto Scaling group's desired capacity. When an instance enters a retained state, Auto Scaling launches a
+  replacement instance"; EC2 charges apply "until you manually terminate the retained instance". API reference
+  RetentionTriggers: TerminateHookAbandon "Valid Values: retain | terminate"; retained instances "remain until you
+  call TerminateInstanceInAutoScalingGroup". CreateAutoScalingGroup / UpdateAutoScalingGroup take
+  InstanceLifecyclePolicy, AutoScalingGroup reports it.
 - EC2 API reference, error codes: InvalidInstanceID.NotFound, "The specified instance does not exist ... This error
   may occur because the ID of a recently created instance has not propagated through the system".
 """
@@ -267,6 +280,161 @@ def test_an_instance_terminated_through_ec2_is_not_held(sim):
     sim.client("ec2").terminate_instances(InstanceIds=[victim])
     assert lifecycle_state(sim, victim) == "Terminating"
     tick_until(sim, lambda: ec2_state(sim, victim) == "terminated")
+
+
+# ------------------------------------------------------------------------------------------ instance lifecycle policy
+
+RETAIN = {"RetentionTriggers": {"TerminateHookAbandon": "retain"}}
+
+
+def set_policy(sim, policy):
+    sim.client("autoscaling").update_auto_scaling_group(AutoScalingGroupName=asg(sim), InstanceLifecyclePolicy=policy)
+
+
+def live(sim):
+    return [i["InstanceId"] for i in describe_group(sim)["Instances"] if i["LifecycleState"] in ("Pending", "InService")]
+
+
+def termination_activity(sim, instance_id):
+    autoscaling = sim.client("autoscaling")
+    activities = valid(autoscaling, "DescribeScalingActivities", autoscaling.describe_scaling_activities(
+        AutoScalingGroupName=asg(sim)))["Activities"]
+    return [a for a in activities if a["Description"] == f"Terminating EC2 instance: {instance_id}"]
+
+
+def test_the_group_keeps_and_reports_its_instance_lifecycle_policy(sim):
+    assert "InstanceLifecyclePolicy" not in describe_group(sim), "none was given"
+    set_policy(sim, RETAIN)
+    assert describe_group(sim)["InstanceLifecyclePolicy"] == RETAIN  # valid() checked it against AutoScalingGroup
+    sim.client("autoscaling").update_auto_scaling_group(AutoScalingGroupName=asg(sim), MaxSize=11)
+    assert describe_group(sim)["InstanceLifecyclePolicy"] == RETAIN, "an update without it keeps it"
+    with pytest.raises(ClientError) as excinfo:
+        set_policy(sim, {"RetentionTriggers": {"TerminateHookAbandon": "keep"}})
+    code, message = error_of(excinfo)
+    assert code == "ValidationError" and "TerminateHookAbandon" in message
+    assert describe_group(sim)["InstanceLifecyclePolicy"] == RETAIN
+
+
+def test_create_auto_scaling_group_takes_the_policy(sim):
+    autoscaling = sim.client("autoscaling")
+    seeded = describe_group(sim)
+    autoscaling.create_auto_scaling_group(
+        AutoScalingGroupName="retaining", MinSize=0, MaxSize=2, DesiredCapacity=0,
+        LaunchTemplate={"LaunchTemplateId": seeded["LaunchTemplate"]["LaunchTemplateId"], "Version": "$Latest"},
+        VPCZoneIdentifier=seeded["VPCZoneIdentifier"], InstanceLifecyclePolicy=RETAIN)
+    [group] = valid(autoscaling, "DescribeAutoScalingGroups", autoscaling.describe_auto_scaling_groups(
+        AutoScalingGroupNames=["retaining"]))["AutoScalingGroups"]
+    assert group["InstanceLifecyclePolicy"] == RETAIN
+
+
+def test_an_abandoned_termination_is_retained_running_and_replaced(sim):
+    put_hook(sim, HeartbeatTimeout=300, DefaultResult="CONTINUE")
+    set_policy(sim, RETAIN)
+    autoscaling = sim.client("autoscaling")
+    victim = in_service(sim)[0]
+    autoscaling.terminate_instance_in_auto_scaling_group(InstanceId=victim, ShouldDecrementDesiredCapacity=False)
+    assert lifecycle_state(sim, victim) == "Terminating:Wait"
+    autoscaling.complete_lifecycle_action(LifecycleHookName="drain", AutoScalingGroupName=asg(sim),
+                                          InstanceId=victim, LifecycleActionResult="ABANDON")
+    assert lifecycle_state(sim, victim) == "Terminating:Retained", "still a member of the group, retained"
+    # "Auto Scaling launches a replacement instance to maintain the desired capacity": 3 + the retained one.
+    tick_until(sim, lambda: len(in_service(sim)) == 3)
+    for dummy in range(5):
+        sim.tick()
+    group = describe_group(sim)
+    assert group["DesiredCapacity"] == 3 and len(group["Instances"]) == 4
+    assert lifecycle_state(sim, victim) == "Terminating:Retained"
+    assert ec2_state(sim, victim) == "running", "it keeps running (and costing) until someone terminates it"
+    [activity] = termination_activity(sim, victim)
+    assert activity["StatusCode"] == "Cancelled"
+
+
+def test_with_a_decrement_a_retained_instance_is_not_replaced(sim):
+    put_hook(sim, HeartbeatTimeout=300)
+    set_policy(sim, RETAIN)
+    autoscaling = sim.client("autoscaling")
+    victim = in_service(sim)[0]
+    autoscaling.terminate_instance_in_auto_scaling_group(InstanceId=victim, ShouldDecrementDesiredCapacity=True)
+    autoscaling.complete_lifecycle_action(LifecycleHookName="drain", AutoScalingGroupName=asg(sim),
+                                          InstanceId=victim, LifecycleActionResult="ABANDON")
+    for dummy in range(5):
+        sim.tick()
+    assert describe_group(sim)["DesiredCapacity"] == 2 and len(live(sim)) == 2
+    assert lifecycle_state(sim, victim) == "Terminating:Retained"
+
+
+@pytest.mark.parametrize("default_result,after", [("ABANDON", "Terminating:Retained"),
+                                                  ("CONTINUE", "Terminating:Proceed")])
+def test_a_heartbeat_timeout_retains_only_with_default_result_abandon(sim, default_result, after):
+    put_hook(sim, HeartbeatTimeout=30, DefaultResult=default_result)
+    set_policy(sim, RETAIN)
+    victim = in_service(sim)[0]
+    sim.client("autoscaling").terminate_instance_in_auto_scaling_group(InstanceId=victim,
+                                                                       ShouldDecrementDesiredCapacity=True)
+    state = moto_state(sim, victim)
+    started = state.sandbox_lifecycle_actions[0].started
+    with sim.lock:
+        lifecycle.advance_lifecycle_actions(state.auto_scaling_group, started + 30)
+    assert lifecycle_state(sim, victim) == after
+
+
+def test_continue_is_not_retained_and_terminate_is_the_default_behaviour(sim):
+    put_hook(sim, HeartbeatTimeout=300)
+    autoscaling = sim.client("autoscaling")
+    first, second = in_service(sim)[:2]
+    set_policy(sim, RETAIN)
+    autoscaling.terminate_instance_in_auto_scaling_group(InstanceId=first, ShouldDecrementDesiredCapacity=True)
+    autoscaling.complete_lifecycle_action(LifecycleHookName="drain", AutoScalingGroupName=asg(sim),
+                                          InstanceId=first, LifecycleActionResult="CONTINUE")
+    assert lifecycle_state(sim, first) == "Terminating:Proceed"
+    set_policy(sim, {"RetentionTriggers": {"TerminateHookAbandon": "terminate"}})
+    autoscaling.terminate_instance_in_auto_scaling_group(InstanceId=second, ShouldDecrementDesiredCapacity=True)
+    autoscaling.complete_lifecycle_action(LifecycleHookName="drain", AutoScalingGroupName=asg(sim),
+                                          InstanceId=second, LifecycleActionResult="ABANDON")
+    assert lifecycle_state(sim, second) == "Terminating:Proceed"
+
+
+def test_without_termination_hooks_the_policy_has_no_effect(sim):
+    set_policy(sim, RETAIN)
+    victim = in_service(sim)[0]
+    sim.client("autoscaling").terminate_instance_in_auto_scaling_group(InstanceId=victim,
+                                                                       ShouldDecrementDesiredCapacity=True)
+    tick_until(sim, lambda: ec2_state(sim, victim) == "terminated")
+    assert lifecycle_state(sim, victim) is None
+
+
+def retained_instance(sim):
+    put_hook(sim, HeartbeatTimeout=300)
+    set_policy(sim, RETAIN)
+    autoscaling = sim.client("autoscaling")
+    victim = in_service(sim)[0]
+    autoscaling.terminate_instance_in_auto_scaling_group(InstanceId=victim, ShouldDecrementDesiredCapacity=False)
+    autoscaling.complete_lifecycle_action(LifecycleHookName="drain", AutoScalingGroupName=asg(sim),
+                                          InstanceId=victim, LifecycleActionResult="ABANDON")
+    assert lifecycle_state(sim, victim) == "Terminating:Retained"
+    return victim
+
+
+def test_a_retained_instance_terminated_through_ec2_leaves_the_group(sim):
+    victim = retained_instance(sim)
+    sim.client("ec2").terminate_instances(InstanceIds=[victim])
+    tick_until(sim, lambda: ec2_state(sim, victim) == "terminated")
+    assert lifecycle_state(sim, victim) is None
+
+
+def test_terminate_instance_in_auto_scaling_group_terminates_a_retained_instance_through_its_hooks(sim):
+    victim = retained_instance(sim)
+    autoscaling = sim.client("autoscaling")
+    with pytest.raises(ClientError) as excinfo:
+        autoscaling.terminate_instance_in_auto_scaling_group(InstanceId=victim, ShouldDecrementDesiredCapacity=True)
+    assert error_of(excinfo)[0] == "ValidationError"
+    autoscaling.terminate_instance_in_auto_scaling_group(InstanceId=victim, ShouldDecrementDesiredCapacity=False)
+    assert lifecycle_state(sim, victim) == "Terminating:Wait", "a new termination, through the hook again"
+    autoscaling.complete_lifecycle_action(LifecycleHookName="drain", AutoScalingGroupName=asg(sim),
+                                          InstanceId=victim, LifecycleActionResult="CONTINUE")
+    tick_until(sim, lambda: ec2_state(sim, victim) == "terminated")
+    assert lifecycle_state(sim, victim) is None
+    assert [a["StatusCode"] for a in termination_activity(sim, victim)] == ["Successful", "Cancelled"]
 
 
 # ------------------------------------------------------------------------------------------ eventual consistency

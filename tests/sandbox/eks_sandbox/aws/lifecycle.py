@@ -22,11 +22,35 @@ CompleteLifecycleAction, RecordLifecycleActionHeartbeat and LifecycleHook:
 - PutLifecycleHook: HeartbeatTimeout "must be from 30 to 7200 seconds" (default 3600), DefaultResult CONTINUE or
   ABANDON (default ABANDON), LifecycleTransition required for a new hook and kept on an update.
 
+Instance lifecycle policies (User Guide, "Control instance retention with instance lifecycle policies"
+https://docs.aws.amazon.com/autoscaling/ec2/userguide/instance-lifecycle-policy.html, "Configure instance retention"
+.../configure-instance-retention.html and "Manage retained instances" .../manage-retained-instances.html; API
+reference InstanceLifecyclePolicy and RetentionTriggers):
+
+- A group whose InstanceLifecyclePolicy has RetentionTriggers TerminateHookAbandon ``retain`` keeps an instance whose
+  termination lifecycle action is abandoned: "When you explicitly call the CompleteLifecycleAction API with the
+  ABANDON result", when an action "with default result ABANDON times out because the heartbeat timeout is reached",
+  and when its global timeout is reached with default result ABANDON. "Instance lifecycle policies will only apply
+  when termination lifecycle actions are abandoned, not when they complete successfully with the CONTINUE result",
+  and without termination hooks "the policy has no effect". ``terminate`` (and no policy) is the default behaviour.
+- The states: Terminating, Terminating:Wait, Terminating:Proceed, then ``Terminating:Retained`` ("Hook fails,
+  instance retained for manual intervention"). The EC2 instance keeps running and the instance stays a member of
+  the group in that state (Instances of DescribeAutoScalingGroups), but "Retained instances do not count toward
+  your Amazon EC2 Auto Scaling group's desired capacity. When an instance enters a retained state, Auto Scaling
+  launches a replacement instance" (the reconciler does: only Pending and InService count). "Standard Amazon EC2
+  charges ... apply until you manually terminate the retained instance"; RetentionTriggers: retained instances
+  "remain until you call TerminateInstanceInAutoScalingGroup" (moto_patches (g): a new termination, through
+  the group's hooks again). EC2's TerminateInstances ends it too (it leaves the group once terminated, as any
+  instance EC2 terminates).
+
 Where the documentation is silent, the sandbox chooses (README "Where the sandbox had to choose"): the actions of
 several termination hooks run at the same time, each with its own timeout; a hook put or deleted while an instance
 waits does not change the actions already started; launch hooks are stored but not run (no ``Pending:Wait``); an
-instance that EC2 itself terminates (TerminateInstances) is not held. The validation messages are the sandbox's own
-wording (the rules are AWS's).
+instance that EC2 itself terminates (TerminateInstances) is not held. For a retained instance: Terminating:Proceed
+is passed at once (the instance is retained in the same step); its termination activity ends ``Cancelled`` (the
+documentation names no status for it); TerminateInstanceInAutoScalingGroup with ShouldDecrementDesiredCapacity is
+refused for it (it does not count toward the desired capacity, so there is nothing to decrement). The validation
+messages are the sandbox's own wording (the rules are AWS's).
 """
 
 from __future__ import annotations
@@ -39,17 +63,19 @@ from moto.autoscaling.exceptions import ValidationError
 
 from .activities import IN_PROGRESS
 
-__all__ = ["LAUNCHING", "TERMINATING", "WAIT", "PROCEED", "MID_LIFECYCLE_ACTION", "LifecycleAction",
+__all__ = ["LAUNCHING", "TERMINATING", "WAIT", "PROCEED", "RETAINED", "MID_LIFECYCLE_ACTION", "LifecycleAction",
            "begin_termination", "advance_lifecycle_actions", "complete_lifecycle_action",
            "record_lifecycle_action_heartbeat", "validate_hook", "global_timeout", "termination_hooks",
-           "stop_waiting"]
+           "stop_waiting", "validate_instance_lifecycle_policy", "retains_abandoned"]
 
 LAUNCHING, TERMINATING = "autoscaling:EC2_INSTANCE_LAUNCHING", "autoscaling:EC2_INSTANCE_TERMINATING"
-WAIT, PROCEED = "Terminating:Wait", "Terminating:Proceed"
+WAIT, PROCEED, RETAINED = "Terminating:Wait", "Terminating:Proceed", "Terminating:Retained"
 MID_LIFECYCLE_ACTION = "MidLifecycleAction"
 RESULTS = ("CONTINUE", "ABANDON")
 HEARTBEAT_MIN, HEARTBEAT_MAX, HEARTBEAT_DEFAULT = 30, 7200, 3600
 GLOBAL_TIMEOUT_MAX = 172800  # 48 h
+RETENTION_ACTIONS = ("retain", "terminate")  # botocore's RetentionAction
+CANCELLED = "Cancelled"  # botocore's ScalingActivityStatusCode
 
 
 def global_timeout(heartbeat_timeout: int) -> int:
@@ -66,6 +92,22 @@ def validate_hook(transition: str | None, heartbeat_timeout: int | None, default
                               f"got {heartbeat_timeout}")
     if default_result is not None and default_result not in RESULTS:
         raise ValidationError(f"DefaultResult must be CONTINUE or ABANDON, got {default_result!r}")
+
+
+def validate_instance_lifecycle_policy(policy: Any) -> None:
+    """InstanceLifecyclePolicy: RetentionTriggers.TerminateHookAbandon is ``retain`` or ``terminate`` (API reference
+    RetentionTriggers, "Valid Values: retain | terminate"; botocore does not check enums on the client side)."""
+    if not isinstance(policy, dict):
+        raise ValidationError("InstanceLifecyclePolicy must be a structure")
+    action = (policy.get("RetentionTriggers") or {}).get("TerminateHookAbandon")
+    if action is not None and action not in RETENTION_ACTIONS:
+        raise ValidationError(f"Invalid TerminateHookAbandon {action!r}: use retain or terminate")
+
+
+def retains_abandoned(group: Any) -> bool:
+    """Whether the group's InstanceLifecyclePolicy retains an instance whose termination action is abandoned."""
+    policy = getattr(group, "instance_lifecycle_policy", None) or {}
+    return (policy.get("RetentionTriggers") or {}).get("TerminateHookAbandon") == "retain"
 
 
 def termination_hooks(group: Any) -> list[Any]:
@@ -123,10 +165,22 @@ def _proceed(state: Any) -> None:
     state.auto_scaling_group.ec2_backend.terminate_instances([state.instance.id])
 
 
+def _retain(state: Any) -> None:
+    """Terminating:Proceed, then Terminating:Retained: the EC2 instance keeps running, the group no longer counts it
+    (its reconciler launches a replacement) and nothing terminates it until someone does (module docstring)."""
+    state.sandbox_lifecycle_actions = []
+    state.lifecycle_state = RETAINED
+    activity = getattr(state.instance, "sandbox_activity", None)
+    if activity is not None and activity.status_code in (MID_LIFECYCLE_ACTION, IN_PROGRESS):
+        activity.finish(CANCELLED)
+
+
 def _end(state: Any, action: LifecycleAction, result: str) -> None:
     remaining = [a for a in _actions(state) if a is not action] if result == "CONTINUE" else []
     state.sandbox_lifecycle_actions = remaining
-    if not remaining:
+    if result == "ABANDON" and retains_abandoned(state.auto_scaling_group):
+        _retain(state)
+    elif not remaining:
         _proceed(state)
 
 

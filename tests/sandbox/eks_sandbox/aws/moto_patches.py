@@ -26,7 +26,11 @@ its state on moto's own objects, so moto stays the single source of truth.
       group's deregistration delay before it leaves DescribeTargetHealth (moto drops it at once), and a registered
       instance that is no longer running is `unused` / Target.InvalidState;
   (k) a Classic ELB with connection draining keeps a deregistered instance `InService` ("Instance deregistration
-      currently in progress.") for the draining timeout (moto drops it at once).
+      currently in progress.") for the draining timeout (moto drops it at once);
+  (l) CreateAutoScalingGroup / UpdateAutoScalingGroup keep the group's InstanceLifecyclePolicy and
+      DescribeAutoScalingGroups reports it (moto drops it); with TerminateHookAbandon ``retain`` an abandoned
+      termination leaves the instance in Terminating:Retained (lifecycle.py), and TerminateInstanceInAutoScalingGroup
+      terminates a retained instance (g).
 """
 
 from __future__ import annotations
@@ -384,6 +388,19 @@ def correct_instance_timing() -> None:
             raise ValidationError(f"Instance Id not found - No managed instance found for instance ID: "
                                   f"{instance_id}")
         group = state.auto_scaling_group
+        if state.lifecycle_state == lifecycle.RETAINED:
+            # (l) RetentionTriggers: retained instances "remain until you call TerminateInstanceInAutoScalingGroup":
+            # a new termination (through the group's hooks again). The instance is not part of the desired
+            # capacity, so there is nothing to decrement (the sandbox refuses it; AWS's guide is silent).
+            if should_decrement:
+                raise ValidationError(f"Instance {instance_id} is in Terminating:Retained and does not count toward "
+                                      "the group's desired capacity: set ShouldDecrementDesiredCapacity to false")
+            activity = record_activity(group, f"Terminating EC2 instance: {instance_id}",
+                                       f"At {aws_time(utcnow())} instance {instance_id} was taken out of service in "
+                                       "response to a user request.")
+            state.instance.sandbox_activity = activity
+            lifecycle.begin_termination(state)
+            return activity
         if state.lifecycle_state.startswith("Terminating"):
             return state.instance.sandbox_activity
         original = group.desired_capacity or 0
@@ -453,6 +470,45 @@ def correct_lifecycle_hooks() -> None:
     AutoScalingResponse.put_lifecycle_hook = put_lifecycle_hook
     AutoScalingResponse.complete_lifecycle_action = complete_lifecycle_action
     AutoScalingResponse.record_lifecycle_action_heartbeat = record_lifecycle_action_heartbeat
+
+
+# ------------------------------------------------------------------------------------------------ (l)
+
+@_apply_once
+def correct_instance_lifecycle_policy() -> None:
+    """(l) Instance lifecycle policies (User Guide, "Control instance retention with instance lifecycle policies";
+    API reference CreateAutoScalingGroup, UpdateAutoScalingGroup, AutoScalingGroup, InstanceLifecyclePolicy,
+    RetentionTriggers). moto 5.2.5 drops the InstanceLifecyclePolicy parameter of CreateAutoScalingGroup and
+    UpdateAutoScalingGroup; here it is validated (TerminateHookAbandon retain | terminate), kept on the group as
+    given (an update without it keeps the group's), and DescribeAutoScalingGroups reports it (moto's serializer
+    reads the group's ``instance_lifecycle_policy``). What it does to an abandoned termination is lifecycle.py's."""
+    original_create = AutoScalingResponse.create_auto_scaling_group
+    original_update = AutoScalingResponse.update_auto_scaling_group
+
+    def given_policy(response: AutoScalingResponse) -> Any:
+        policy = response._get_param("InstanceLifecyclePolicy")
+        if policy is not None:
+            lifecycle.validate_instance_lifecycle_policy(policy)
+        return policy
+
+    def create_auto_scaling_group(self: AutoScalingResponse) -> ActionResult:
+        policy = given_policy(self)
+        result = original_create(self)
+        if policy is not None:
+            self.autoscaling_backend.autoscaling_groups[self._get_param("AutoScalingGroupName")] \
+                .instance_lifecycle_policy = copy.deepcopy(policy)
+        return result
+
+    def update_auto_scaling_group(self: AutoScalingResponse) -> ActionResult:
+        policy = given_policy(self)
+        result = original_update(self)
+        if policy is not None:
+            self.autoscaling_backend.autoscaling_groups[self._get_param("AutoScalingGroupName")] \
+                .instance_lifecycle_policy = copy.deepcopy(policy)
+        return result
+
+    AutoScalingResponse.create_auto_scaling_group = create_auto_scaling_group
+    AutoScalingResponse.update_auto_scaling_group = update_auto_scaling_group
 
 
 # ------------------------------------------------------------------------------------------------ (i)
@@ -708,7 +764,8 @@ def _classic_instance_state(response: ELBResponse, instance_id: str) -> dict[str
 CORRECTIONS = (correct_az_balance, correct_capacity_limits, correct_source_version,
                correct_instance_launch_template, correct_suspended_processes, correct_scaling_activities,
                correct_instance_timing, correct_lifecycle_hooks, correct_describe_instances_consistency,
-               correct_target_deregistration_delay, correct_classic_connection_draining)
+               correct_target_deregistration_delay, correct_classic_connection_draining,
+               correct_instance_lifecycle_policy)
 
 
 def apply_moto_corrections() -> None:

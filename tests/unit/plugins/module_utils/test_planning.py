@@ -152,6 +152,13 @@ class TestSplitOldNew:
         gone = instance("i-00000001", state="Terminating")
         assert planning.split_old_new([gone], 2, None) == ([], [])
 
+    def test_a_retained_instance_is_neither_old_nor_new(self):
+        """Auto Scaling user guide, "Manage retained instances": an instance in Terminating:Retained still runs and is
+        still listed, but does not count toward the desired capacity; the group launches a replacement."""
+        for version in (2, 3):
+            retained = instance("i-00000001", state="Terminating:Retained", lt_version=2)
+            assert planning.split_old_new([retained], version, None) == ([], [])
+
     def test_needs_a_target(self):
         with pytest.raises(ValueError):
             planning.split_old_new([instance("i-00000001")], None, None)

@@ -128,6 +128,21 @@ def test_never_joined_instances_are_recorded_when_auto_scaling_accepts_them():
     assert state.never_joined == [dict(instance_id="i-2", reason="never joined")]
 
 
+@pytest.mark.parametrize("overlap", [True, False])
+def test_retained_instances_are_recorded_when_their_wait_ends(overlap):
+    """An instance Auto Scaling retained (Terminating:Retained) instead of terminating it: the termination step's
+    retained_instances, batch after batch, in the loop's result."""
+    class Retaining(Steps):
+        def finish(self, handle):
+            output = super().finish(handle)
+            output["termination"]["retained_instances"] = [i for i in handle.batch.instance_ids if i != "i-1"]
+            return output
+
+    state = make_loop(Retaining(), overlap=overlap).run(planned_batches([["i-1"], ["i-2", "i-3"]]))
+    assert state.retained_instances == ["i-2", "i-3"]
+    assert state.to_dict()["retained_instances"] == ["i-2", "i-3"]
+
+
 def test_a_drain_failure_carries_what_the_finished_batches_did_and_the_failing_step():
     steps = Steps(fail={("drain", "i-2"): True})
     with pytest.raises(ReplaceFailed) as failed:

@@ -249,3 +249,85 @@ def test_item14_an_instance_not_held_times_out_with_its_states():
     assert err.msg.endswith("within 10 s (wait_timeout 10 s): %s is shutting-down in EC2, Terminating in the group"
                             % OLD)
     assert waiter.hook_waits() == []
+
+
+# --- instance lifecycle policies: Terminating:Retained ---------------------------------------------------------
+# Auto Scaling user guide, "Manage retained instances": with TerminateHookAbandon=retain an abandoned termination
+# goes Terminating:Wait -> Terminating:Proceed -> Terminating:Retained; the EC2 instance keeps running until someone
+# terminates it, and the group no longer counts it.
+
+ABANDONING_HOOK = dict(HOOK, DefaultResult="ABANDON")
+
+
+def retaining_world(clock, retained_at, other_terminated_at=None):
+    """OLD in Terminating:Wait until ``retained_at``, then Terminating:Retained for ever (running in EC2); NEW, when
+    ``other_terminated_at`` is given, terminates normally then."""
+    lifecycle = {OLD: lambda now: "Terminating:Wait" if now < retained_at else "Terminating:Retained"}
+    states = {OLD: "running"}
+    if other_terminated_at is not None:
+        lifecycle[NEW] = lambda now: "Terminating:Proceed" if now < other_terminated_at else None
+        states[NEW] = lambda now: "shutting-down" if now < other_terminated_at else "terminated"
+    return Autoscaling(lifecycle, hooks=[ABANDONING_HOOK], clock=clock), Ec2(states, clock=clock)
+
+
+def test_a_retained_instance_ends_the_wait_and_is_reported():
+    clock = FakeClock(start=0)
+    autoscaling, ec2 = retaining_world(clock, retained_at=20)
+    waiter = termination.TerminationWait(ec2, autoscaling, "workers", termination.termination_hooks(autoscaling, "workers"),
+                                         clock=clock)
+    assert waiter.run([OLD], timeout=600) == [], "nothing left to wait for: it will not terminate by itself"
+    assert 20 <= clock.now() <= 20 + termination.ASG_POLL_SECONDS + 1, "seen at the next look at the group"
+    assert waiter.retained_instances() == [OLD]
+    [wait] = waiter.hook_waits()
+    assert wait["instance_id"] == OLD and wait["still_held"] is False
+    assert "CompleteLifecycleAction" not in autoscaling.calls
+
+
+def test_the_others_are_still_waited_for_until_terminated():
+    clock = FakeClock(start=0)
+    autoscaling, ec2 = retaining_world(clock, retained_at=5, other_terminated_at=40)
+    waiter = termination.TerminationWait(ec2, autoscaling, "workers", termination.termination_hooks(autoscaling, "workers"),
+                                         clock=clock)
+    assert waiter.run([OLD, NEW], timeout=600) == []
+    assert 40 <= clock.now() < 46
+    assert waiter.retained_instances() == [OLD]
+
+
+def test_an_instance_retained_before_the_wait_is_not_waited_for_even_without_hooks():
+    """A rerun naming an instance retained by an earlier run: the caller's description of the group says so, and
+    the group may have no termination hook left to make the wait look at it."""
+    clock = FakeClock(start=0)
+    autoscaling, ec2 = retaining_world(clock, retained_at=0)
+    waiter = termination.TerminationWait(ec2, autoscaling, "workers", [], clock=clock)
+    waiter.note_retained(autoscaling.describe_auto_scaling_groups(["workers"])["AutoScalingGroups"][0], [OLD, NEW])
+    assert waiter.run([OLD], timeout=600) == []
+    assert clock.now() == 0 and ec2.calls == []
+    assert waiter.retained_instances() == [OLD]
+
+
+def test_a_timeout_beside_a_retained_instance_names_it():
+    clock = FakeClock(start=0)
+    autoscaling, ec2 = retaining_world(clock, retained_at=0)
+    autoscaling.lifecycle[NEW] = "Terminating:Proceed"
+    ec2.states[NEW] = "shutting-down"
+    waiter = termination.TerminationWait(ec2, autoscaling, "workers", termination.termination_hooks(autoscaling, "workers"),
+                                         clock=clock)
+    assert waiter.run([OLD, NEW], timeout=10) == [NEW]
+    err = waiter.timeout_error([NEW], "workers")
+    assert err.details["retained_instances"] == [OLD]
+
+
+def test_retained_warnings_say_what_happened_and_how_to_end_it():
+    drained, nodeless, other = OLD, NEW, OTHER
+    warnings = termination.retained_warnings([other, drained, nodeless], "workers", terminated=[drained, nodeless],
+                                             never_joined=[nodeless])
+    assert len(warnings) == 3, "one per instance"
+    by_instance = dict((i, next(w for w in warnings if w.startswith("Instance %s " % i))) for i in (OLD, NEW, OTHER))
+    assert "was drained" in by_instance[drained]
+    assert "had no Kubernetes node" in by_instance[nodeless] and "drained" not in by_instance[nodeless]
+    assert "was already leaving the group" in by_instance[other] and "drained" not in by_instance[other]
+    for instance_id, warning in by_instance.items():
+        assert "Terminating:Retained" in warning and "instance lifecycle policy" in warning
+        assert "no longer counts toward the group's desired capacity" in warning
+        assert "keeps running, and costing" in warning
+        assert warning.endswith("aws ec2 terminate-instances --instance-ids %s" % instance_id)
