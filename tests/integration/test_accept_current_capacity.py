@@ -23,7 +23,9 @@ def test_a_rerun_accepting_the_autoscalers_capacity_finishes_the_upgrade(sandbox
     error = json.loads(first_report.read_text())["error"]
     assert error["code"] == "ClusterAutoscalerActive" and "accept_current_capacity=true" in error["resume"]
     moved = workers_asg(sandbox)["DesiredCapacity"]
-    assert moved == 11, "the sandbox autoscaler did not act"  # 3 + a surge of 6 + its 2
+    # 3 + a surge of 6 + its 2, less the 3 terminations the default schedule once decremented (SPEC B1: one new
+    # node per AZ kept, the 3 other new ones surplus, removed first at the scale-down).
+    assert moved == 8, "the sandbox autoscaler did not act"
 
     report_path = tmp_path / "second.json"
     second = run_playbook(sandbox, PLAYBOOK, dict(ARGS, accept_current_capacity=True,
@@ -33,6 +35,8 @@ def test_a_rerun_accepting_the_autoscalers_capacity_finishes_the_upgrade(sandbox
     asg = workers_asg(sandbox)
     assert (asg["MinSize"], asg["MaxSize"], asg["DesiredCapacity"]) == (1, 9, 5)
     assert journal_tags(asg) == {} and asg.get("SuspendedProcesses", []) == []
+    # The autoscaler's 2 extra nodes stay; the 3 surplus nodes were removed (the marked ones first), none cordoned.
+    assert json.loads(report_path.read_text())["surplus_nodes_with_pods"] == 0
     assert not any(i["ProtectedFromScaleIn"] for i in asg["Instances"])
     report = sandbox.report()
     assert report["pods_lost"] == [] and report["pdb_violations"] == []
