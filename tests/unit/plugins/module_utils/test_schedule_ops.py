@@ -203,3 +203,76 @@ def test_b1_nodes_that_held_pods_to_move_are_counted():
     drain = {"a": dict(evicted=["default/web-1"], deleted=[]), "b": dict(evicted=[], deleted=[]),
              "c": dict(evicted=[], deleted=["default/x"])}
     assert schedule_ops.nodes_with_moved_pods(drain) == ["a", "c"]
+
+
+# --- node_replace's live planner, on canned reads of the group ------------------------------------------------
+
+class _Group:
+    asg_name = "workers-asg"
+
+    def __init__(self, asg):
+        self.asg = asg
+
+    def with_asg(self, asg):
+        return _Group(asg)
+
+    def journal(self):
+        return Journal.from_tags(self.asg.get("Tags"))
+
+
+def _planner(monkeypatch, journal, desired, joined, nodes=(), accept=False):
+    from ansible_collections.eksops.nodegroup.plugins.module_utils import replace_steps
+
+    asg = dict(AvailabilityZones=["az-a", "az-b", "az-c"], DesiredCapacity=desired,
+               Tags=[dict(Key=k, Value=v) for k, v in journal.to_tags().items()] if journal else [])
+    monkeypatch.setattr(schedule_ops, "read_group", lambda *args: (asg, list(joined), list(nodes)))
+
+    class Clients:
+        def aws(self, service):
+            return None
+
+        def core_v1(self):
+            return None
+    warnings, names = [], {}
+    params = dict(batches=[["i-o1"], ["i-o2"]], batch_size=None, seed=7, accept_current_capacity=accept)
+    return replace_steps.LivePlanner(params, Clients(), _Group(asg), warnings.append, names), warnings, names
+
+
+JOURNAL = Journal(run_id="run-1", phase="upgrade", schedule="once", start_per_az={"az-a": 1, "az-b": 1, "az-c": 0},
+                  original_desired_capacity=2, desired_capacity_set=4, target_launch_template_version="2",
+                  target_image_id="ami-new")
+GROUP = [instance("i-o1", "az-a", new=False), instance("i-o2", "az-b", new=False),
+         instance("i-n1", "az-a"), instance("i-n2", "az-b")]
+
+
+def test_b1_the_live_planner_asks_the_schedule_with_the_group_as_it_is(monkeypatch):
+    asked = []
+
+    def next_batch(view, batch_size, rng):
+        asked.append((view.old, view.kept_new, view.live, view.owed, batch_size))
+        return schedule.ScheduledBatch(["i-o1"], ["i-o1"])
+    monkeypatch.setattr(schedule, "next_batch", next_batch)
+    planner, warnings, names = _planner(monkeypatch, JOURNAL, 4, GROUP)
+    batch = planner(None)
+    assert (batch.instance_ids, batch.decrement_ids, batch.at_risk) == (["i-o1"], ["i-o1"], False)
+    # batch_size defaults to the plan's largest batch
+    assert asked == [({"az-a": ["i-o1"], "az-b": ["i-o2"]}, {"az-a": 1, "az-b": 1, "az-c": 0},
+                      {"az-a": 2, "az-b": 2, "az-c": 0}, 0, 1)]
+    assert warnings == [] and names["i-n1"] == "n-i-n1"
+
+
+def test_b1_after_an_accepted_capacity_the_remaining_batches_are_eks_said_once(monkeypatch):
+    monkeypatch.setattr(schedule, "next_batch", lambda *a: pytest.fail("not asked after the fallback"))
+    planner, warnings, _names = _planner(monkeypatch, JOURNAL, 6, GROUP, accept=True)
+    first, second = planner(None), planner(None)
+    assert first.decrement_ids == [] and second.decrement_ids == []
+    assert len(warnings) == 1 and "accept_current_capacity" in warnings[0]
+
+
+def test_b1_a_journal_gone_mid_upgrade_stops_the_loop(monkeypatch):
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import StepFailed
+
+    planner, _warnings, _names = _planner(monkeypatch, None, 4, GROUP)
+    with pytest.raises(StepFailed) as raised:
+        planner(None)
+    assert raised.value.error.code == "ResourceNotFound"
