@@ -21,13 +21,15 @@ from ansible.utils.display import Display
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import HAS_BOTO3, USER_AGENT_EXTRA
 from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import HAS_KUBERNETES
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import error_result
-from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import (
-    ReplaceFailed,
-    planned_batches,
-    while_parent_lives,
+from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import ReplaceFailed, ReplaceState, while_parent_lives
+from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_steps import (
+    full_argument_spec,
+    next_batch_source,
+    replace_loop,
+    validate_schedule,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_steps import full_argument_spec, replace_loop
 
 display = Display()
 
@@ -60,11 +62,25 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("node_replace runs on the controller, which needs boto3, botocore and kubernetes "
                                     "(requirements.txt) in the Python that runs ansible-playbook")
         warnings = []
+        check_mode = bool(self._task.check_mode)
         clients = Clients(params, "%s/node_replace" % USER_AGENT_EXTRA)
-        loop = replace_loop(params, clients, bool(self._task.check_mode), bool(self._task.diff), warnings.append,
+        loop = replace_loop(params, clients, check_mode, bool(self._task.diff), warnings.append,
                             lambda line: display.vvvv("node_replace: %s" % line), self._progress)
         try:
-            state = loop.run(while_parent_lives(planned_batches(params["batches"]), os.getppid(), os.getppid))
+            # SPEC B1: the schedule, checked before any change; once reads the journal and plans per batch.
+            validate_schedule(params)
+            loop.state.schedule, next_batch = next_batch_source(params, clients, check_mode, warnings.append,
+                                                                loop.node_names)
+        except UpgradeError as err:
+            for heartbeat in clients.lease_heartbeats.values():
+                heartbeat.stop()
+            result.update(failed=True, changed=False, replace=ReplaceState().to_dict())
+            result.update(error_result(err))
+            if warnings:
+                result["warnings"] = warnings
+            return result
+        try:
+            state = loop.run(while_parent_lives(next_batch, os.getppid(), os.getppid))
         except ReplaceFailed as failure:
             # The failing step's own result (its drain or termination key) at the top, as the module's fail_json
             # put it: the roles' failure handling reads ansible_failed_result.drain.nodes.

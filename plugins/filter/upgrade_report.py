@@ -35,6 +35,9 @@ options:
         C(upgrade_replaced_instances), C(upgrade_never_joined), C(upgrade_drain_results),
         C(surge_upgrade_replaced_instances), C(surge_upgrade_never_joined), C(surge_upgrade_drain_results),
         C(scale_down_result), and C(scale_up_result) (may be left out).
+      - C(schedule) (the schedule the run asked the phases for, issue 11 item 1), C(upgrade_schedule) (the one the
+        upgrade phase ran, after any fallback), C(upgrade_at_risk_batches) and C(upgrade_decrements) (may be left
+        out).
     type: dict
     required: true
 """
@@ -67,6 +70,12 @@ _value:
       phase, over which the group stood at most C(surge) nodes above its size before the upgrade; the launch and
       termination time of each surge instance is not recorded, so no exact figure is given. Null when no scale-up
       phase ran.
+    - C(schedule) is the schedule of the terminations (issue 11 item 1, SPEC B1) - C(once) or C(eks), the one the
+      upgrade phase ran when it ran (C(once) falls back to C(eks) with a warning), else the one asked for; null on an
+      EKS managed node group. C(at_risk_batches) lists the batches (1-based) where the planner could not rule out a
+      replacement landing in another Availability Zone than the one that needs it; C(decrements) counts the
+      terminations that lowered the desired capacity; C(surplus_marked) the new nodes the scale-up marked surplus;
+      C(surplus_nodes_with_pods) how many surplus nodes held pods to move at the scale-down (0 under C(once)).
     - C(restored) has the sizes and processes the scale-down restored (null when it restored nothing);
       C(error) is the run's error with a one-line C(summary).
   type: dict
@@ -98,6 +107,11 @@ _value:
     surge: 6
     surge_sizing: eks
     surge_instance_minutes: 119.6
+    schedule: once
+    at_risk_batches: []
+    decrements: 3
+    surplus_marked: [ip-10-0-3-7.ec2.internal]
+    surplus_nodes_with_pods: 0
     pods_evicted: 14
     pods_deleted_by_force: []
     pod_warnings: []
@@ -230,6 +244,18 @@ def _disruptions(run: Mapping[str, Any], drained: Mapping[str, Mapping[str, Any]
                 disruptions_per_old_pod=round(moved / on_old_nodes, 2) if on_old_nodes else None)
 
 
+def _schedule(run: Mapping[str, Any]) -> dict[str, Any]:
+    """The schedule (issue 11 item 1, SPEC B1): the upgrade phase's when it ran, else the one asked for."""
+    scale_up = run.get("scale_up_result") or {}
+    scale_down = run["scale_down_result"] or {}
+    managed = (run["setup_result"] or {}).get("kind") == "managed"
+    return dict(schedule=None if managed else (run.get("upgrade_schedule") or run.get("schedule")),
+                at_risk_batches=list(run.get("upgrade_at_risk_batches") or []),
+                decrements=int(run.get("upgrade_decrements") or 0),
+                surplus_marked=[node["node_name"] for node in scale_up.get("surplus_nodes") or []],
+                surplus_nodes_with_pods=scale_down.get("surplus_nodes_with_pods"))
+
+
 def upgrade_report(run: Mapping[str, Any]) -> dict[str, Any]:
     setup = run["setup_result"] or {}
     scale_down = run["scale_down_result"]
@@ -262,6 +288,7 @@ def upgrade_report(run: Mapping[str, Any]) -> dict[str, Any]:
         surplus_removed=[instance["instance_id"] for instance in (scale_down or {}).get("removed_instances", [])],
     )
     report.update(_surge(run))
+    report.update(_schedule(run))
     report.update(_pods(drained))
     report.update(_disruptions(run, drained))
     report.update(

@@ -85,12 +85,23 @@ def _target_line(report: Mapping[str, Any]) -> str | None:
 
 def _nodes_line(report: Mapping[str, Any]) -> str:
     # Before the setup phase resolved it, max_unavailable is null: shown as nothing, as a template shows null.
-    return "Nodes replaced: %d%s (strategy %s, max_unavailable %s%s); surplus nodes removed at scale-down: %d." % (
+    return "Nodes replaced: %d%s (strategy %s, max_unavailable %s%s%s); surplus nodes removed at scale-down: %d%s." % (
         len(report["replaced_instances"]),
         "" if report["nodes_before"] is None else " of %s" % report["nodes_before"],
         report["strategy"], "" if report["max_unavailable"] is None else report["max_unavailable"],
         "" if report["max_surge"] is None else ", max_surge %s" % report["max_surge"],
-        len(report["surplus_removed"]))
+        _schedule_part(report), len(report["surplus_removed"]),
+        "" if report.get("surplus_nodes_with_pods") is None else " (%d held pods to move)" % report["surplus_nodes_with_pods"])
+
+
+def _schedule_part(report: Mapping[str, Any]) -> str:
+    """Issue 11 item 1: the schedule, its decrements and the batches at risk of a replacement in another AZ."""
+    if not report.get("schedule"):
+        return ""
+    at_risk = report.get("at_risk_batches") or []
+    return ", schedule %s, %d decrement(s)%s" % (
+        report["schedule"], report.get("decrements") or 0,
+        ", batches at risk of a replacement in another AZ: %s" % ", ".join(str(b) for b in at_risk) if at_risk else "")
 
 
 def _pods_line(report: Mapping[str, Any]) -> str:

@@ -59,3 +59,16 @@ def per_az_surge(az_counts: Mapping[str, int] | None, old_azs: Iterable[str], ma
         raise ValueError("the surge per_az needs the group's live instances in each of its AZs")
     needed = launches_to_reach(az_counts, old_azs)
     return cap if needed is None else min(cap, max(needed, max_unavailable))
+
+
+def balanced_launches(az_counts: Mapping[str, int], launches: int) -> dict[str, int]:
+    """Where ``launches`` new instances are expected, one at a time into the AZ with the fewest instances
+    (``az_counts``, in the group's AZ order), ties to the first AZ in that order: one answer among those Auto
+    Scaling may give, for a plan a person reads (a dry run), not a promise."""
+    counts = dict(az_counts)
+    placed = dict.fromkeys(counts, 0)
+    for _launch in range(max(0, launches) if counts else 0):
+        az = min(counts, key=lambda name: counts[name])
+        counts[az] += 1
+        placed[az] += 1
+    return placed

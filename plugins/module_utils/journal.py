@@ -37,12 +37,15 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
 TAG_PREFIX = "eksops.nodegroup/"
 # Set and read by the drain engine on the nodes it cordons (drain.py imports it from here).
 CORDONED_BY_ANNOTATION = TAG_PREFIX + "cordoned-by"
+# SPEC B1: the new nodes of the scale-up the group will not keep under the schedule once (value: the run_id);
+# cordoned and excluded from load balancers, removed empty at the scale-down (schedule_ops.py).
+SURPLUS_ANNOTATION = TAG_PREFIX + "surplus"
 # AWS's limit on the value of an Auto Scaling group tag.
 MAX_TAG_VALUE_LENGTH = 256
 
 PHASES = ("setup", "scale_up", "upgrade", "scale_down")
 
-_STR, _INT, _LIST = "str", "int", "list"
+_STR, _INT, _LIST, _COUNTS = "str", "int", "list", "counts"
 # Field name -> value kind; the order is the order of the tags written.
 FIELDS = (
     ("run_id", _STR),
@@ -64,6 +67,11 @@ FIELDS = (
     # Issue 10 item 22: "ours" when the upgrade protects the group's instances from scale-in (and removes the
     # protection at restore), "theirs" when the group used scale-in protection before and is left alone.
     ("scale_in_protection", _STR),
+    # SPEC B1 (issue 11 item 1): the schedule of the upgrade (once or eks) and the instances per Availability Zone
+    # before the scale-up (tag ``az=count,az=count``), recorded by asg_surge before the surge (SPEC C3) and never
+    # recomputed by a rerun: the numbers the group ends with under the schedule ``once``.
+    ("schedule", _STR),
+    ("start_per_az", _COUNTS),
 )
 FIELD_NAMES = tuple(name for name, _kind in FIELDS)
 _FIELD_KINDS = dict(FIELDS)
@@ -111,14 +119,36 @@ def _decode(field: str, raw: str | None, asg_name: str | None) -> str | int | li
             raise _corrupt(asg_name, tag_key(field), raw, "is not an integer")
     if kind == _LIST:
         return [item for item in raw.split(",") if item] if raw else []
+    if kind == _COUNTS:
+        return decode_counts(raw, lambda why: _corrupt(asg_name, tag_key(field), raw, why))
     if field == "phase" and raw not in PHASES:
         raise _corrupt(asg_name, tag_key(field), raw, "is not one of %s" % ", ".join(PHASES))
     return raw
 
 
+def decode_counts(raw: str | None, error: Any) -> dict[str, int]:
+    """``az=count,az=count`` as {az: count}; ``error(why)`` is the exception for a malformed value."""
+    counts = {}
+    for item in (raw or "").split(","):
+        if not item:
+            continue
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise error("is not a list of zone=count")
+        try:
+            counts[key] = int(value)
+        except ValueError:
+            raise error("has a count that is not an integer")
+        if counts[key] < 0:
+            raise error("has a negative count")
+    return counts
+
+
 def _encode(field: str, value: Any) -> str:
     if _FIELD_KINDS[field] == _LIST:
         return ",".join(str(item) for item in value)
+    if _FIELD_KINDS[field] == _COUNTS:
+        return ",".join("%s=%d" % (key, int(count)) for key, count in value.items())
     return str(value)
 
 
@@ -136,6 +166,8 @@ class Journal:
             value = fields.get(name, default)
             if _FIELD_KINDS[name] == _LIST:
                 value = list(value or [])
+            elif _FIELD_KINDS[name] == _COUNTS and value is not None:
+                value = dict((str(key), int(count)) for key, count in value.items())
             setattr(self, name, value)
 
     @classmethod
@@ -163,8 +195,14 @@ class Journal:
         return cls(**fields)
 
     def to_dict(self) -> dict[str, Any]:
-        return dict((name, list(getattr(self, name)) if _FIELD_KINDS[name] == _LIST else getattr(self, name))
-                    for name in FIELD_NAMES)
+        def copy(name: str) -> Any:
+            value = getattr(self, name)
+            if _FIELD_KINDS[name] == _LIST:
+                return list(value)
+            if _FIELD_KINDS[name] == _COUNTS and value is not None:
+                return dict(value)
+            return value
+        return dict((name, copy(name)) for name in FIELD_NAMES)
 
     def replace(self, **changes: Any) -> Journal:
         """A copy with ``changes`` applied."""

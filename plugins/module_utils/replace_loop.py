@@ -31,11 +31,16 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import Upg
 
 class Batch:
     """The instances of one batch and how to terminate them (``decrement``: lower the desired capacity with each
-    termination instead of waiting for a replacement)."""
+    termination instead of waiting for a replacement; ``decrement_ids``: only those instances' terminations do,
+    as the schedule once plans them, SPEC B1; ``at_risk``: the planner could not rule out a replacement landing in
+    another Availability Zone than the one that needs it)."""
 
-    def __init__(self, instance_ids: Sequence[str], decrement: bool = False) -> None:
+    def __init__(self, instance_ids: Sequence[str], decrement: bool = False, decrement_ids: Sequence[str] = (),
+                 at_risk: bool = False) -> None:
         self.instance_ids = list(instance_ids)
         self.decrement = decrement
+        self.decrement_ids = list(instance_ids) if decrement else [i for i in instance_ids if i in set(decrement_ids)]
+        self.at_risk = at_risk
 
 
 class StepFailed(Exception):
@@ -58,11 +63,14 @@ class ReplaceState:
         self.never_joined = []
         self.retained_instances = []
         self.batches = []
+        self.schedule = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(drained_nodes=dict(self.drained_nodes), replaced_instances=list(self.replaced_instances),
                     never_joined=list(self.never_joined), retained_instances=list(self.retained_instances),
-                    batches=[dict(b) for b in self.batches])
+                    batches=[dict(b) for b in self.batches], schedule=self.schedule,
+                    at_risk_batches=[b["batch"] for b in self.batches if b.get("at_risk")],
+                    decrements=sum(len(b.get("decrement_ids") or []) for b in self.batches))
 
 
 class ReplaceFailed(Exception):
@@ -158,7 +166,9 @@ class ReplaceLoop:
         self.pending = None
 
     def label(self, record: Mapping[str, Any]) -> str:
-        return "batch %d%s" % (record["batch"], "/%d" % self.total if self.total else "")
+        # A live planner (schedule once) may answer more batches than the plan counted: no total then.
+        total = self.total if self.total and record["batch"] <= self.total else None
+        return "batch %d%s" % (record["batch"], "/%d" % total if total else "")
 
     def run(self, next_batch: Callable[[ReplaceState], Batch | None]) -> ReplaceState:
         try:
@@ -175,7 +185,8 @@ class ReplaceLoop:
 
     def one_batch(self, batch: Batch) -> None:
         record = dict(batch=len(self.state.batches) + 1, instance_ids=list(batch.instance_ids),
-                      nodes=[self.node_names.get(i) for i in batch.instance_ids], started=self.clock())
+                      nodes=[self.node_names.get(i) for i in batch.instance_ids], started=self.clock(),
+                      decrement_ids=list(batch.decrement_ids), at_risk=batch.at_risk)
         self.state.batches.append(record)
         self.progress("%s started at %s: %s (%s)" % (
             self.label(record), clock_time(record["started"]), _names(batch.instance_ids, self.node_names),
@@ -194,10 +205,11 @@ class ReplaceLoop:
             self.finished(record, self.finish(handle))
         record["ended"] = self.clock()
         self.state.replaced_instances.extend(batch.instance_ids)
-        self.progress("%s ended at %s after %.1f s: drained %s; Auto Scaling %s %s" % (
+        self.progress("%s ended at %s after %.1f s: drained %s; Auto Scaling %s %s%s" % (
             self.label(record), clock_time(record["ended"]), record["ended"] - record["started"],
             _names(batch.instance_ids, instances), "accepted the termination of" if self.overlap else "terminated",
-            ", ".join(batch.instance_ids)))
+            ", ".join(batch.instance_ids),
+            " (%d decrement)" % len(batch.decrement_ids) if batch.decrement_ids else ""))
 
     def finished(self, record: dict[str, Any], output: Mapping[str, Any]) -> None:
         termination = output.get("termination") or {}

@@ -11,21 +11,34 @@ StepFailed instead of exiting.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+import random
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import drain_step, terminate_step
+from ansible_collections.eksops.nodegroup.plugins.module_utils import drain_step, schedule, schedule_ops, terminate_step
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import AWS_ARGUMENT_SPEC
 from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
 from ansible_collections.eksops.nodegroup.plugins.module_utils.cluster_proof import NODE_READY_TIMEOUT_DEFAULT
-from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import NOT_FOUND, UpgradeError, invalid_parameter
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import K8S_ARGUMENT_SPEC
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import merged_argument_spec
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC
-from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import Batch, ReplaceLoop, StepFailed
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
+    NODEGROUP_ARGUMENT_SPEC,
+    NodegroupRef,
+    describe_asg,
+    find_module_nodegroup,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import list_nodegroup_nodes
+from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import (
+    Batch,
+    ReplaceLoop,
+    ReplaceState,
+    StepFailed,
+    planned_batches,
+)
 
 # node_replace's own options; the AWS and Kubernetes ones are added as for every module (merged_argument_spec).
 ARGUMENT_SPEC = dict(
@@ -42,6 +55,9 @@ ARGUMENT_SPEC = dict(
     wait_timeout=dict(type="int", default=600),
     node_ready_timeout=dict(type="int", default=NODE_READY_TIMEOUT_DEFAULT),
     run_id=dict(type="str"),
+    schedule=dict(type="str", choices=list(schedule_ops.SCHEDULES), default=schedule_ops.SCHEDULE_DEFAULT_MODULE),
+    batch_size=dict(type="int"),
+    seed=dict(type="int"),
     **LEASE_OPTION
 )
 
@@ -60,8 +76,28 @@ def _validated(spec: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, 
     return result.validated_parameters
 
 
-def step_params(params: Mapping[str, Any], batch: Batch) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(node_drain's params, asg_instance_terminate's) for ``batch``: what batch.yml passed the two modules."""
+def validate_schedule(params: Mapping[str, Any]) -> None:
+    """The schedule options, before any change, naming the parameter (SPEC B1)."""
+    if params["schedule"] == "once" and params["wait_for_replacements"]:
+        raise invalid_parameter("schedule", "schedule once plans which terminations lower the desired capacity; "
+                                "wait_for_replacements (strategy minimal) waits for a replacement of each: use "
+                                "schedule eks with it")
+    if params["batch_size"] is not None and params["batch_size"] < 1:
+        raise invalid_parameter("batch_size", "batch_size must be >= 1, got %d" % params["batch_size"])
+
+
+def termination_rounds(batch: Batch) -> list[tuple[list[str], bool]]:
+    """The TerminateInstanceInAutoScalingGroup rounds of ``batch``: (instance ids, decrement), the decrementing
+    ones first, so the replacing ones' launches see the decrements done (SPEC B1)."""
+    decrementing = [i for i in batch.instance_ids if i in set(batch.decrement_ids)]
+    replacing = [i for i in batch.instance_ids if i not in set(batch.decrement_ids)]
+    return [(ids, decrement) for ids, decrement in ((decrementing, True), (replacing, False)) if ids]
+
+
+def step_params(params: Mapping[str, Any], batch: Batch, instance_ids: Sequence[str] | None = None,
+                decrement: bool | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(node_drain's params, asg_instance_terminate's) for ``batch``: what batch.yml passed the two modules.
+    ``instance_ids`` and ``decrement``: one termination round of the batch (termination_rounds)."""
     shared = dict((name, params[name]) for name in SHARED_OPTIONS if params.get(name) is not None)
     group = dict(cluster_name=params["cluster_name"], nodegroup_name=params["nodegroup_name"],
                  asg_name=params["asg_name"], lease_id=params["lease_id"])
@@ -72,7 +108,8 @@ def step_params(params: Mapping[str, Any], batch: Batch) -> tuple[dict[str, Any]
                  eviction_concurrency=params["eviction_concurrency"], exclude_from_load_balancers=True,
                  run_id=params["run_id"])
     terminate = dict(shared, **group)
-    terminate.update(instance_ids=batch.instance_ids, should_decrement_desired_capacity=batch.decrement, wait=True,
+    terminate.update(instance_ids=list(batch.instance_ids if instance_ids is None else instance_ids),
+                     should_decrement_desired_capacity=batch.decrement if decrement is None else decrement, wait=True,
                      wait_for_replacements=params["wait_for_replacements"], wait_timeout=params["wait_timeout"],
                      node_ready_timeout=params["node_ready_timeout"],
                      accept_current_capacity=params["accept_current_capacity"])
@@ -117,26 +154,124 @@ def _guarded(step: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
+class Terminations:
+    """The termination rounds of one batch (termination_rounds) as the one handle the loop's finish waits on;
+    ``output`` is the termination result of the rounds so far, merged as one module's would be."""
+
+    def __init__(self, rounds: Sequence[terminate_step.Termination]) -> None:
+        self.rounds = list(rounds)
+
+    @property
+    def output(self) -> dict[str, Any]:
+        return merge_outputs([r.output for r in self.rounds])
+
+
+def merge_outputs(outputs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """One termination result of several rounds: the lists joined, the sizes before the first and after the
+    last, the longest wait."""
+    if len(outputs) == 1:
+        return dict(outputs[0])
+    if not outputs:
+        return dict(changed=False, termination={})
+    merged = dict(changed=any(o.get("changed") for o in outputs))
+    results = [o.get("termination") or {} for o in outputs]
+    termination = dict(results[-1])
+    # The group's hooks are the same for every round: the last round's list stands.
+    for key in ("terminated", "already_terminated", "never_joined", "retained_instances", "replacements",
+                "lifecycle_hook_waits"):
+        termination[key] = [item for result in results for item in result.get(key) or []]
+    termination["before"] = results[0].get("before")
+    termination["elapsed_seconds"] = max([r.get("elapsed_seconds") or 0 for r in results] or [0])
+    merged["termination"] = termination
+    return merged
+
+
+class LivePlanner:
+    """next_batch for the schedule once (SPEC B1): per batch, the group read live (one DescribeAutoScalingGroups,
+    one DescribeInstances, one node list) and schedule.next_batch asked which old instances go and which of their
+    terminations lower the desired capacity. Once the desired capacity was accepted as moved (accept_current_capacity)
+    the remaining batches are EKS's (every termination replaced), which a warning says."""
+
+    def __init__(self, params: Mapping[str, Any], clients: Clients, group: NodegroupRef, warn: Callable[[str], None],
+                 node_names: dict[str, str | None]) -> None:
+        self.params = params
+        self.clients = clients
+        self.group = group
+        self.warn = warn
+        self.node_names = node_names
+        planned = params["batches"]
+        self.batch_size = params["batch_size"] or max([len(b) for b in planned] or [1])
+        self.rng = random.Random(params["seed"])
+        self.fallback = False
+
+    def __call__(self, state: ReplaceState) -> Batch | None:
+        del state
+        clients = self.clients
+        asg, joined, nodes = schedule_ops.read_group(clients.aws("autoscaling"), clients.aws("ec2"), clients.core_v1(),
+                                                     self.group, describe_asg, list_nodegroup_nodes)
+        journal = self.group.with_asg(asg).journal()
+        self.node_names.update((i["instance_id"], i["node_name"]) for i in joined if i.get("node_name"))
+        if journal is None or journal.start_per_az is None:
+            raise StepFailed(UpgradeError(NOT_FOUND, "The upgrade journal of Auto Scaling group %s is "
+                                          "gone or lost its start_per_az during the upgrade phase: no further batch "
+                                          "is started" % self.group.asg_name, asg_name=self.group.asg_name))
+        if not self.fallback and schedule_ops.capacity_accepted(journal, asg["DesiredCapacity"],
+                                                                self.params["accept_current_capacity"]):
+            self.fallback = True
+            self.warn("schedule once: the desired capacity of %s was accepted as moved (accept_current_capacity); "
+                      "the remaining old nodes are replaced with EKS's schedule (every termination replaced), and the "
+                      "cordoned surplus nodes are removed empty at the scale-down" % self.group.asg_name)
+        if self.fallback:
+            scheduled = schedule_ops.eks_batch(joined, journal, self.batch_size, self.rng)
+        else:
+            surplus = schedule_ops.marked_surplus(nodes, journal.run_id)
+            view = schedule_ops.group_view(asg, joined, journal, surplus)
+            scheduled = schedule.next_batch(view, self.batch_size, self.rng)
+        if scheduled is None:
+            return None
+        return Batch(scheduled.instance_ids, decrement_ids=scheduled.decrement_ids, at_risk=scheduled.at_risk)
+
+
+def next_batch_source(params: Mapping[str, Any], clients: Clients, check_mode: bool, warn: Callable[[str], None],
+                      node_names: dict[str, str | None]) -> tuple[str, Callable[[ReplaceState], Batch | None]]:
+    """(the schedule run, next_batch): the plan's batches (schedule eks, or check mode, which walks the plan), or
+    the live planner of the schedule once; once without the journal's start_per_az falls back to eks, warning."""
+    if params["schedule"] != "once" or check_mode:
+        return params["schedule"], planned_batches(params["batches"])
+    group = find_module_nodegroup(StepContext(params, clients, check_mode, False, warn, lambda line: None),
+                                  refuse_managed="terminate instances through its Auto Scaling group")
+    schedule_run, warning = schedule_ops.live_schedule(group.journal(), "once")
+    if warning:
+        warn(warning)
+    if schedule_run != "once":
+        return schedule_run, planned_batches(params["batches"])
+    return "once", LivePlanner(params, clients, group, warn, node_names)
+
+
 def replace_loop(params: Mapping[str, Any], clients: Clients, check_mode: bool, diff: bool,
                  warn: Callable[[str], None], log: Callable[[str], None],
                  progress: Callable[[str], None]) -> ReplaceLoop:
     """The loop with node_drain's and asg_instance_terminate's steps. The termination wait overlaps the next
     batch's drain unless the replacements gate the next batch (wait_for_replacements, strategy minimal, U7) or
-    nothing is terminated (check mode)."""
+    nothing is terminated (check mode). A batch's terminations go in up to two rounds (termination_rounds)."""
     def context(step: dict[str, Any]) -> StepContext:
         return StepContext(step, clients, check_mode, diff, warn, log)
 
     def drain(batch: Batch) -> Mapping[str, Any]:
         return drain_step.run(context(step_params(params, batch)[0]))
 
-    def start(batch: Batch) -> terminate_step.Termination:
-        ctx = context(step_params(params, batch)[1])
-        termination = terminate_step.start_termination(ctx)
-        termination.context = ctx
-        return termination
+    def start(batch: Batch) -> Terminations:
+        rounds = []
+        for ids, decrement in termination_rounds(batch):
+            ctx = context(step_params(params, batch, ids, decrement)[1])
+            termination = terminate_step.start_termination(ctx)
+            termination.context = ctx
+            rounds.append(termination)
+        return Terminations(rounds)
 
-    def finish(termination: terminate_step.Termination) -> Mapping[str, Any]:
-        return terminate_step.finish_termination(termination.context, termination)
+    def finish(terminations: Terminations) -> Mapping[str, Any]:
+        outputs = [terminate_step.finish_termination(t.context, t) for t in terminations.rounds]
+        return merge_outputs(outputs)
 
     return ReplaceLoop(_guarded(drain), _guarded(start), _guarded(finish), progress,
                        overlap=not (params["wait_for_replacements"] or check_mode),

@@ -9,6 +9,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 import random
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils import schedule as schedules
+from ansible_collections.eksops.nodegroup.plugins.module_utils.az_placement import balanced_launches
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import invalid_parameter
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
     SURGE_CAP_DEFAULT,
@@ -33,6 +35,37 @@ def random_batches(old: Sequence[dict[str, Any]], batch_size: int, rng: random.R
         batches.append([instance["instance_id"] for instance in batch])
         remaining = [instance for instance in remaining if instance["instance_id"] not in chosen]
     return batches
+
+
+def schedule_plan(schedule: str, strategy: str, zones: Sequence[str], old: Sequence[Mapping[str, Any]],
+                  new: Sequence[Mapping[str, Any]], surge: int, batch_size: int, seed: int,
+                  start_per_az: Mapping[str, int] | None = None, surged: bool = False) -> dict[str, Any]:
+    """The schedule of the terminations (issue 11 item 1, SPEC B1) for a plan a person reads (a dry run).
+
+    ``once`` (rolling strategy only; the others run EKS's) is schedule.plan_schedule from the instances per AZ
+    before the scale-up (``start_per_az``, the journal's, else the live ones now), the old instances per AZ, and the
+    new ones per AZ once the surge is there: the ones there now plus, when the group is not ``surged`` yet, the
+    surge where Auto Scaling's balanced placement is expected to put it (az_placement.balanced_launches). Returns
+    {schedule} for eks, with plan_schedule's batches, surplus, decrements, end_per_az and at_risk_batches for once.
+    """
+    if schedule != "once" or strategy != "rolling":
+        return dict(schedule="eks")
+    old_by_az = dict((zone, []) for zone in zones)
+    for instance in old:
+        old_by_az.setdefault(instance.get("availability_zone") or "", []).append(instance["instance_id"])
+    new_now = dict.fromkeys(zones, 0)
+    for instance in new:
+        zone = instance.get("availability_zone") or ""
+        new_now[zone] = new_now.get(zone, 0) + 1
+    live_now = dict((zone, len(old_by_az.get(zone, [])) + new_now.get(zone, 0)) for zone in zones)
+    start = dict(start_per_az) if start_per_az is not None else live_now
+    new_by_az = dict(new_now)
+    if not surged:
+        for zone, count in balanced_launches(live_now, surge).items():
+            new_by_az[zone] = new_by_az.get(zone, 0) + count
+    planned = schedules.plan_schedule(list(zones), start, old_by_az, new_by_az, batch_size, seed,
+                                      preexisting_new=new_now if not surged else None)
+    return dict(planned, schedule="once", start_per_az=start)
 
 
 def upgrade_plan(old: Sequence[dict[str, Any]], node_count: int, az_count: int, update_strategy: str = "default",

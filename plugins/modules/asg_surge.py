@@ -121,6 +121,24 @@ options:
       - Launch template version number of the new nodes. Defaults to the journal's target, else the version
         the ASG uses.
     type: str
+  schedule:
+    description:
+      - The schedule of the upgrade's terminations (SPEC B1), recorded in the journal with the scale-up; C(rolling)
+        mode only.
+      - C(eks) is EKS's - every old node's termination is replaced, and the scale-down removes the surge.
+      - C(once) (each pod moves once) also records, before the surge, the live instances per Availability Zone
+        (C(start_per_az)); once the new nodes are validated, the new nodes beyond those counts
+        (RV(surge.surplus_nodes)) get the annotation C(eksops.nodegroup/surplus=<run id>), are cordoned and
+        labelled C(node.kubernetes.io/exclude-from-external-load-balancers=true), so no evicted pod lands on them;
+        M(eksops.nodegroup.node_replace) then lowers the desired capacity on some terminations and
+        M(eksops.nodegroup.nodegroup_scale_restore) removes them empty.
+      - A rerun keeps what the journal records and refuses another schedule than the journal's. When the journal
+        recorded the surge without a schedule (an older version of this collection), C(once) goes on as C(eks),
+        with a warning.
+      - C(once) is refused in the other modes.
+    type: str
+    choices: [once, eks]
+    default: eks
   label_surge_nodes:
     description:
       - Annotate the new nodes C(cluster-autoscaler.kubernetes.io/scale-down-disabled=true) once they are
@@ -141,7 +159,8 @@ attributes:
     description: Reports the planned sizes and processes without changing anything.
   diff_mode:
     support: full
-    description: Shows the group's sizes and suspended processes before and after the planned scale-up.
+    description: Shows the group's sizes, suspended processes, schedule and instances per Availability Zone before
+      and after the planned scale-up, and after it the surplus nodes marked (schedule C(once)).
 notes:
   - "Journal phase: C(scale_up) is recorded before anything changes, C(upgrade) once the new nodes are validated
     (or, without O(wait), once the sizes are set): a rerun then knows the old nodes were being replaced."
@@ -212,6 +231,22 @@ surge:
       type: list
       elements: str
       sample: [AZRebalance, ReplaceUnhealthy]
+    schedule:
+      description: The schedule recorded in the journal (C(eks) when C(once) fell back to it; C(null) outside
+        C(rolling) mode).
+      type: str
+      sample: once
+    start_per_az:
+      description: The instances per Availability Zone before the surge (schedule C(once); C(null) otherwise).
+      type: dict
+      sample: {us-west-2a: 2, us-west-2b: 2, us-west-2c: 2}
+    surplus_nodes:
+      description:
+        - The new nodes marked surplus, cordoned and excluded from load balancers (schedule C(once)); removed empty
+          at the scale-down. Empty in check mode and without O(wait), as the new nodes are not there to choose from.
+      type: list
+      elements: dict
+      sample: [{instance_id: i-0abc, availability_zone: us-west-2c, node_name: ip-10-0-3-5.internal}]
     target:
       description: How new nodes are recognised.
       type: dict
@@ -244,6 +279,14 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
 from ansible_collections.eksops.nodegroup.plugins.module_utils.az_placement import SURGE_SIZINGS, live_per_az
 from ansible_collections.eksops.nodegroup.plugins.module_utils.group_watch import GroupSnapshot, GroupWatch
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import mark_scale_down_disabled
+from ansible_collections.eksops.nodegroup.plugins.module_utils.schedule_ops import (
+    SCHEDULE_DEFAULT_MODULE,
+    SCHEDULES,
+    journal_schedule,
+    mark_surplus,
+    surplus_summary,
+    surplus_to_mark,
+)
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     NODE_CREATION_FAILURE,
@@ -291,6 +334,7 @@ ARGUMENT_SPEC = dict(
     launch_template_version=dict(type="str"),
     label_surge_nodes=dict(type="bool", default=True),
     accept_current_capacity=dict(type="bool", default=False),
+    schedule=dict(type="str", choices=list(SCHEDULES), default=SCHEDULE_DEFAULT_MODULE),
     **LEASE_OPTION
 )
 
@@ -311,13 +355,38 @@ def validate_params(params: dict[str, Any]) -> None:
                                 % params["pending_decrement"])
 
 
-def group_placement(ec2: Any, asg: dict[str, Any], target: dict[str, Any]) -> tuple[dict[str, int], list[str]]:
-    """(live instances in each of the group's AZs, the AZs holding old instances): what the surge per_az is sized
-    from (SPEC B2). Old and new as everywhere, from AWS's record of each instance, not its node (SPEC K2)."""
+def group_split(ec2: Any, asg: dict[str, Any], target: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(old, new) live instance records of the group now. Old and new as everywhere, from AWS's record of each
+    instance, not its node (SPEC K2)."""
     instances = asg.get("Instances", [])
     joined = join_instances_nodes(instances, describe_instances(ec2, [i["InstanceId"] for i in instances]), [])
-    old, new = split_old_new(joined, target["launch_template_version"], target["image_id"])
+    return split_old_new(joined, target["launch_template_version"], target["image_id"])
+
+
+def group_placement(ec2: Any, asg: dict[str, Any], target: dict[str, Any],
+                    split: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None) -> tuple[dict[str, int], list[str]]:
+    """(live instances in each of the group's AZs, the AZs holding old instances): what the surge per_az is sized
+    from (SPEC B2), and the instances per AZ before the surge the schedule once ends with (SPEC B1)."""
+    old, new = split or group_split(ec2, asg, target)
     return live_per_az(asg.get("AvailabilityZones", []), old + new), sorted(set(i["availability_zone"] for i in old))
+
+
+def plan_placement(module: EksopsModule, asg: dict[str, Any], target: dict[str, Any], journal: Journal | None,
+                   per_az: bool) -> tuple[tuple[dict[str, int], list[str]] | None, dict[str, Any], list[str]]:
+    """(group_placement when the surge per_az or the schedule once needs it, the schedule's journal fields, the new
+    instances there before this run's surge). SPEC B1: the schedule once records the instances per AZ before the
+    surge; a rerun takes the journal's (schedule_ops.journal_schedule, which refuses another schedule)."""
+    params = module.params
+    rolling = params["mode"] == "rolling"
+    split = group_split(module.aws("ec2"), asg, target) if per_az or (rolling and params["schedule"] == "once") else None
+    placement = group_placement(module.aws("ec2"), asg, target, split) if split is not None else None
+    fields, warning = journal_schedule(journal, params["schedule"], rolling, placement[0] if placement else {},
+                                       asg["AutoScalingGroupName"])
+    if warning:
+        module.warn(warning)
+    first_surge = journal is None or journal.surge is None
+    preexisting = [i["instance_id"] for i in split[1]] if split is not None and first_surge else []
+    return placement, fields, preexisting
 
 
 def target_desired(params: dict[str, Any], asg: dict[str, Any], original_desired: int, journal_surge: int | None = None,
@@ -344,8 +413,10 @@ def target_desired(params: dict[str, Any], asg: dict[str, Any], original_desired
 
 
 def plan_journal(journal: Journal | None, asg: dict[str, Any], target: dict[str, Any], wanted_desired: int, surge: int,
-                 requested_processes: list[str], pending_decrement: int = 0) -> tuple[Journal, list[str]]:
-    """The journal after this run, and the processes to suspend now (SPEC A1: only ones not already suspended)."""
+                 requested_processes: list[str], pending_decrement: int = 0,
+                 schedule_fields: dict[str, Any] | None = None) -> tuple[Journal, list[str]]:
+    """The journal after this run, and the processes to suspend now (SPEC A1: only ones not already suspended).
+    ``schedule_fields``: what schedule_ops.journal_schedule records (SPEC B1)."""
     before = asg_sizes(asg)
     base = journal or Journal.start(phase="scale_up")
     ours, to_suspend = plan_suspension(base.suspended_processes, requested_processes, suspended_process_names(asg))
@@ -363,8 +434,21 @@ def plan_journal(journal: Journal | None, asg: dict[str, Any], target: dict[str,
         launch_template_id=target["launch_template_id"],
         target_launch_template_version=str(target["launch_template_version"]),
         target_image_id=target["image_id"],
+        **(schedule_fields or {})
     )
     return updated, to_suspend
+
+
+def plan_diff(asg: dict[str, Any], before: dict[str, int], after: dict[str, int], journal: Journal | None,
+              new_journal: Journal, to_suspend: list[str]) -> dict[str, Any]:
+    """The diff of the planned scale-up: sizes, suspended processes, and the schedule with the instances per AZ
+    before the surge (SPEC B1); the surplus nodes marked are added once known."""
+    suspended = suspended_process_names(asg)
+    return dict(before=dict(before, suspended_processes=sorted(suspended),
+                            schedule=journal.schedule if journal else None,
+                            start_per_az=journal.start_per_az if journal else None),
+                after=dict(after, suspended_processes=sorted(set(suspended) | set(to_suspend)),
+                           schedule=new_journal.schedule, start_per_az=new_journal.start_per_az))
 
 
 def node_summary(instance: dict[str, Any]) -> dict[str, Any]:
@@ -509,9 +593,11 @@ def scale_up(module: EksopsModule, group: NodegroupRef, journal: Journal | None,
 
 def wait_and_label(module: EksopsModule, group: NodegroupRef, target: dict[str, Any], journal: Journal,
                    started: datetime.datetime, wanted: int, after: dict[str, int],
-                   result: dict[str, Any]) -> tuple[Journal, bool]:
-    """Wait for the new nodes (U3), protect them, and with label_surge_nodes mark them for the cluster autoscaler
-    (C2). Returns (the journal as written, whether a node was marked)."""
+                   result: dict[str, Any], phase_before: str | None = None,
+                   preexisting: list[str] | None = None) -> tuple[Journal, bool]:
+    """Wait for the new nodes (U3), protect them, under the schedule once mark the surplus ones (SPEC B1), and with
+    label_surge_nodes mark them for the cluster autoscaler (C2). Returns (the journal as written, whether a node was
+    marked)."""
     autoscaling, name = module.aws("autoscaling"), group.asg_name
     new, nodes, journal = wait_for_new_nodes(module, group, target, journal, started)
     if journal.scale_in_protection == SCALE_IN_PROTECTION_OURS:
@@ -522,11 +608,15 @@ def wait_and_label(module: EksopsModule, group: NodegroupRef, target: dict[str, 
         result["after"] = scaled_up_sizes(after["min_size"], after["max_size"], journal.desired_capacity_set)
         result["relaunched"] = relaunched
     result["new_nodes"] = [node_summary(i) for i in new]
+    # SPEC B1: the new nodes the group will not keep are cordoned before the first old node is drained.
+    surplus = surplus_to_mark(journal, phase_before, new, nodes, preexisting or [])
+    result["surplus_nodes"] = surplus_summary(surplus)
+    surplus_marked = mark_surplus(module.core_v1(), surplus, journal.run_id, module.check_mode)
     if not module.params["label_surge_nodes"]:
-        return journal, False
+        return journal, bool(surplus_marked)
     new_names = set(i["node_name"] for i in new)
     marked = mark_scale_down_disabled(module.core_v1(), [n for n in nodes if n.metadata.name in new_names], journal.run_id)
-    return journal, bool(marked)
+    return journal, bool(marked or surplus_marked)
 
 
 def run(module: EksopsModule) -> dict[str, Any]:
@@ -551,19 +641,20 @@ def run(module: EksopsModule) -> dict[str, Any]:
                         and journal.original_desired_capacity is not None else before["desired_capacity"])
     journal_surge = journal.surge if journal is not None else None
     per_az = params["mode"] == "rolling" and params["surge_sizing"] == "per_az" and journal_surge is None
-    placement = group_placement(ec2, asg, target) if per_az else None
-    wanted, _surge = target_desired(params, asg, original_desired, journal_surge, placement)
+    placement, schedule_fields, preexisting = plan_placement(module, asg, target, journal, per_az)
+    wanted, _surge = target_desired(params, asg, original_desired, journal_surge, placement if per_az else None)
     check_wanted(params, wanted, before["desired_capacity"], original_desired, name)
     after = scaled_up_sizes(before["min_size"], before["max_size"], wanted)
     new_journal, to_suspend = plan_journal(journal, asg, target, wanted, wanted - original_desired,
-                                           params["suspend_processes"], params["pending_decrement"])
+                                           params["suspend_processes"], params["pending_decrement"], schedule_fields)
 
     result = dict(asg_name=name, surge=wanted - original_desired, before=before, after=after, new_nodes=[],
                   surge_sizing=params["surge_sizing"] if params["mode"] == "rolling" else None,
-                  suspended_processes=list(new_journal.suspended_processes), target=target)
+                  suspended_processes=list(new_journal.suspended_processes), target=target,
+                  schedule=(new_journal.schedule or "eks") if params["mode"] == "rolling" else None,
+                  start_per_az=new_journal.start_per_az, surplus_nodes=[])
     changed = bool(new_journal != journal or to_suspend or after != before)
-    diff = dict(before=dict(before, suspended_processes=sorted(suspended_process_names(asg))),
-                after=dict(after, suspended_processes=sorted(set(suspended_process_names(asg)) | set(to_suspend))))
+    diff = plan_diff(asg, before, after, journal, new_journal, to_suspend)
 
     # Whatever the plan, the module may protect, relaunch, annotate and journal below: the run's lease first.
     claim(module, autoscaling, asg)
@@ -574,8 +665,10 @@ def run(module: EksopsModule) -> dict[str, Any]:
         if scale_up(module, group, journal, new_journal, to_suspend, before, after):
             changed = True
         if params["wait"]:
-            new_journal, labelled = wait_and_label(module, group, target, new_journal, started, wanted, after, result)
+            new_journal, labelled = wait_and_label(module, group, target, new_journal, started, wanted, after, result,
+                                                   journal.phase if journal is not None else None, preexisting)
             changed = changed or labelled
+            diff["after"]["surplus_nodes"] = [i["node_name"] for i in result["surplus_nodes"]]
         # The new capacity is there: the old nodes are next (a rerun must not take them for a scale-up).
         upgrading = new_journal.advanced("upgrade")
         if upgrading != new_journal:

@@ -17,7 +17,8 @@ description:
     (cordon and load balancer label, PodDisruptionBudget-paced evictions, the wait after the drain for the
     cluster's load balancers, SPEC B3), then terminates the instances through the Auto Scaling group without
     lowering its desired capacity as M(eksops.nodegroup.asg_instance_terminate) does, and waits for them to be
-    terminated (with O(wait_for_replacements), for their replacements to be Ready nodes).
+    terminated (with O(wait_for_replacements), for their replacements to be Ready nodes). With O(schedule=once)
+    the batches are planned from the live group and some terminations lower the desired capacity (SPEC B1).
   - "It is an action plugin that runs on the controller, in the process of the task, whatever the task's host or
     C(delegate_to): one process for the whole phase instead of two module processes per batch, and the work is
     the two modules' own code. The controller's Python needs boto3, botocore and kubernetes."
@@ -69,6 +70,34 @@ options:
       - Identifier written to the C(eksops.nodegroup/cordoned-by) annotation of nodes this run cordons or labels.
         Generated when not given.
     type: str
+  schedule:
+    description:
+      - C(eks) replaces the batches of O(batches) in order, every termination replaced by Auto Scaling (EKS's
+        schedule; the module's default, for parity when it runs on its own).
+      - C(once) (SPEC B1, each pod moves once) plans each batch from the live group instead - the old instances
+        left, the new ones the group keeps and the surplus ones M(eksops.nodegroup.asg_surge) marked - and some
+        terminations lower the desired capacity instead of waiting for a replacement, so the group ends with the
+        instances per Availability Zone it had before the scale-up (the journal's C(start_per_az)) plus the
+        surplus, which M(eksops.nodegroup.nodegroup_scale_restore) removes empty. Within a batch the decrementing
+        terminations go first.
+      - C(once) falls back to C(eks), with a warning, when the journal records no C(start_per_az) (the scale-up
+        ran with schedule C(eks), or an older version of this collection started the upgrade), and for the
+        remaining batches once the desired capacity was accepted as moved (O(accept_current_capacity)).
+      - C(once) is refused with O(wait_for_replacements). In check mode the plan's batches are walked as with C(eks).
+    type: str
+    choices: [once, eks]
+    default: eks
+  batch_size:
+    description:
+      - Old instances per batch for the schedule C(once) (the plan's
+        RV(eksops.nodegroup.nodegroup_info#module:nodegroup.plan.batch_size)). Defaults to the size of the largest
+        batch of O(batches).
+    type: int
+  seed:
+    description:
+      - Seed of the random choice of the old instances of each batch under the schedule C(once) (the plan's
+        RV(eksops.nodegroup.nodegroup_info#module:nodegroup.plan.seed)); drawn when not given.
+    type: int
 notes:
   - Needs what M(eksops.nodegroup.node_drain) and M(eksops.nodegroup.asg_instance_terminate) need (see
     C(docs/iam-policy.json) and C(docs/rbac.yaml)), with the credentials of the controller.
@@ -136,17 +165,32 @@ replace:
       type: list
       elements: str
     batches:
-      description: One record per batch started, with C(batch) (1-based), C(instance_ids), C(nodes), and the epoch
-        times C(started), C(ended) (termination accepted) and C(gone) (instances terminated).
+      description: One record per batch started, with C(batch) (1-based), C(instance_ids), C(nodes),
+        C(decrement_ids) (the instances whose termination lowered the desired capacity), C(at_risk) (the planner
+        could not rule out a replacement landing in another Availability Zone than the one that needs it), and
+        the epoch times C(started), C(ended) (termination accepted) and C(gone) (instances terminated).
       type: list
       elements: dict
+    schedule:
+      description: The schedule run (O(schedule), or C(eks) when C(once) fell back to it).
+      type: str
+    at_risk_batches:
+      description: The batches (1-based) flagged C(at_risk).
+      type: list
+      elements: int
+    decrements:
+      description: Terminations that lowered the desired capacity instead of being replaced.
+      type: int
   sample:
     drained_nodes: {}
     replaced_instances: [i-0123456789abcdef0]
     never_joined: []
     retained_instances: []
     batches: [{batch: 1, instance_ids: [i-0123456789abcdef0], nodes: [ip-10-0-1-23.ec2.internal], started: 1764028800.1,
-               ended: 1764028822.5, gone: 1764028840.0}]
+               ended: 1764028822.5, gone: 1764028840.0, decrement_ids: [], at_risk: false}]
+    schedule: once
+    at_risk_batches: []
+    decrements: 0
 drain:
   description: On failure in a drain, the drain step's result as M(eksops.nodegroup.node_drain) returns it
     (RV(eksops.nodegroup.node_drain#module:drain)), with the failed node.

@@ -75,6 +75,16 @@ options:
     description:
       - Seed for the random batch order; the seed used is returned either way.
     type: int
+  schedule:
+    description:
+      - The schedule RV(nodegroup.plan) plans as its C(schedule) (issue 11 item 1, SPEC B1). C(eks) is EKS's (every
+        termination replaced). C(once) (rolling strategy only) also plans which terminations lower the desired capacity, from the
+        instances per Availability Zone before the scale-up (the journal's C(start_per_az) once recorded) and where
+        Auto Scaling is expected to put the surge; M(eksops.nodegroup.node_replace) plans the same way from the live
+        group, batch by batch, so the real batches may differ.
+    type: str
+    choices: [once, eks]
+    default: eks
 extends_documentation_fragment:
   - eksops.nodegroup.nodegroup
   - eksops.nodegroup.aws
@@ -202,6 +212,10 @@ nodegroup:
         - C(max_unavailable) is resolved (a percentage of C(group_size), the desired capacity before the upgrade);
           C(desired_capacity_during) is C(group_size) plus C(surge); C(surge_sizing) is how a rolling surge was sized
           (null for the other strategies).
+        - C(schedule) is the schedule of the terminations (O(schedule); C(eks) for the minimal and surge strategies).
+          For C(once) it also has C(start_per_az) (instances per AZ before the scale-up), C(batches) (each with
+          C(instance_ids), C(decrement_ids) and C(at_risk)), C(surplus) (surplus new nodes per AZ, removed empty at the
+          scale-down), C(decrements), C(end_per_az) and C(at_risk_batches) (1-based).
       type: dict
       sample:
         strategy: rolling
@@ -218,6 +232,7 @@ nodegroup:
         batches: [[i-0abc], [i-0def]]
         steps: null
         size_range: null
+        schedule: {schedule: eks}
 """
 
 from collections.abc import Iterable
@@ -240,7 +255,8 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import 
     asg_summary,
     find_module_nodegroup,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.upgrade_plan import upgrade_plan
+from ansible_collections.eksops.nodegroup.plugins.module_utils.schedule_ops import SCHEDULE_DEFAULT_MODULE, SCHEDULES
+from ansible_collections.eksops.nodegroup.plugins.module_utils.upgrade_plan import schedule_plan, upgrade_plan
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
     SURGE_CAP_DEFAULT,
     split_old_new,
@@ -256,6 +272,7 @@ ARGUMENT_SPEC = dict(
     surge_sizing=dict(type="str", choices=list(SURGE_SIZINGS), default="eks"),
     surge_cap=dict(type="int", default=SURGE_CAP_DEFAULT),
     seed=dict(type="int"),
+    schedule=dict(type="str", choices=list(SCHEDULES), default=SCHEDULE_DEFAULT_MODULE),
 )
 
 
@@ -330,6 +347,12 @@ def run(module: EksopsModule) -> dict[str, Any]:
         recorded_surge=journal.surge if journal is not None else None)
     if group.kind == MANAGED:
         plan = None
+    else:
+        # Issue 11 item 1 (SPEC B1): the terminations' schedule, from the journal's counts once it has them.
+        plan["schedule"] = schedule_plan(
+            params["schedule"], plan["strategy"], summary["availability_zones"], old, new, plan["surge"],
+            plan["batch_size"], plan["seed"], start_per_az=journal.start_per_az if journal is not None else None,
+            surged=journal is not None and journal.surge is not None)
     old_ids = [i["instance_id"] for i in old]
     new_ids = [i["instance_id"] for i in new]
     return dict(changed=False, nodegroup=dict(

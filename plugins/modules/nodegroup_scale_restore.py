@@ -17,7 +17,9 @@ description:
     autoscaler) is scaling the group, so it stops without restoring and reports the scaling activities since the
     upgrade started. The value a decrementing termination of the upgrade was about to leave (recorded in the
     journal before it, for a crash between the termination and the journal update) counts as set by the upgrade.
-  - Otherwise chooses the surplus instances AZ-balanced (within an Availability Zone, instances on another launch
+  - Otherwise chooses the surplus instances - under the journal's schedule C(once) (SPEC B1) first the nodes the
+    scale-up marked surplus (C(eksops.nodegroup/surplus=<run id>), cordoned since, so no pod moved there), then -
+    AZ-balanced (within an Availability Zone, instances on another launch
     template version than the group's first, so after a rollback the new nodes go), drains their nodes like any
     other node (found by instance id when the drain starts), checks that none still runs pods other than
     DaemonSet, mirror or finished ones (C(PodEvictionFailure) otherwise), terminates them with a decrement,
@@ -159,6 +161,24 @@ restore:
       type: list
       elements: str
       sample: [i-0abc]
+    schedule:
+      description: The journal's schedule (SPEC B1; C(eks) when the journal records none, C(null) without a journal).
+      type: str
+      sample: once
+    surplus_nodes_with_pods:
+      description:
+        - How many of the drained surplus nodes held pods to move (evicted or deleted). Under the schedule C(once)
+          the surplus removed first is the nodes the scale-up marked, which no pod moved to; the count should be 0.
+      type: int
+      sample: 0
+    released_surplus_nodes:
+      description:
+        - Surplus nodes the scale-up marked (schedule C(once)) that the group keeps, as a desired capacity accepted
+          above the size before the upgrade needs them; uncordoned and unmarked.
+      returned: when the group was restored
+      type: list
+      elements: str
+      sample: []
     unannotated_nodes:
       description: Nodes whose scale-down-disabled annotation was removed.
       type: list
@@ -214,7 +234,11 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodes import (
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
     LEAVING_STATES,
     autoscaler_changed,
-    scale_in_choice,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.schedule_ops import (
+    nodes_with_moved_pods,
+    release_surplus,
+    restore_choice,
 )
 
 ARGUMENT_SPEC = dict(
@@ -268,15 +292,17 @@ def restored_sizes(journal: Journal, before: dict[str, int]) -> dict[str, int]:
                 desired_capacity=desired)
 
 
-def surplus_instances(asg: dict[str, Any], nodes: list[Any], count: int) -> list[dict[str, Any]]:
-    """The ``count`` instances to remove (SPEC U6: AZ-balanced, off the group's launch template version first),
-    as join records."""
+def surplus_instances(asg: dict[str, Any], nodes: list[Any], count: int, journal: Journal | None = None) -> list[dict[str, Any]]:
+    """The ``count`` instances to remove, as join records: under the journal's schedule once, first the surplus
+    nodes the scale-up marked (SPEC B1: they hold no pod the upgrade moved), then (SPEC U6) AZ-balanced, off the
+    group's launch template version first."""
     if count <= 0:
         return []
     members = [i for i in asg.get("Instances", []) if i.get("LifecycleState") not in LEAVING_STATES]
     joined = join_instances_nodes(members, {}, nodes)
     group_version = asg_launch_template(asg)[1]
-    return scale_in_choice(joined, count, int(group_version) if group_version.isdigit() else None)
+    return restore_choice(joined, nodes, journal or Journal(), count,
+                          int(group_version) if group_version.isdigit() else None)
 
 
 def plan_restore(asg: dict[str, Any], before: dict[str, int], journal: Journal, nodes: list[Any], result: dict[str, Any]
@@ -284,7 +310,7 @@ def plan_restore(asg: dict[str, Any], before: dict[str, int], journal: Journal, 
     """What the restore does to ``asg``, whose sizes are ``before``, also put in ``result``: (the sizes after, the
     surplus instances, the processes to resume, the diff)."""
     after = restored_sizes(journal, before)
-    surplus = surplus_instances(asg, nodes, before["desired_capacity"] - after["desired_capacity"])
+    surplus = surplus_instances(asg, nodes, before["desired_capacity"] - after["desired_capacity"], journal)
     suspended = suspended_process_names(asg)
     to_resume = [p for p in journal.suspended_processes if p in suspended]
     result.update(after=after, resumed_processes=to_resume,
@@ -319,6 +345,7 @@ def drain_surplus(module: EksopsModule, group: NodegroupRef, journal: Journal, s
     drained = drain_nodes(module.core_v1(), node_names, drain_options(params, journal.run_id),
                           load_balancers=balancers)
     result["drain"] = drained.to_dict()
+    result["surplus_nodes_with_pods"] = len(nodes_with_moved_pods(result["drain"]))
     error = drained.error()
     if error is not None:
         module.fail_upgrade(error, changed=True, restore=result)
@@ -356,8 +383,10 @@ def restore_group(module: EksopsModule, autoscaling: Any, group: NodegroupRef, j
         # The protection the upgrade set (issue 10 item 22), removed once the sizes are back.
         result["unprotected_instances"] = set_scale_in_protection(autoscaling, describe_asg(autoscaling, name), False)
     autoscaling_api.resume_processes(autoscaling, name, to_resume)
-    result["unannotated_nodes"] = unmark_scale_down_disabled(module.core_v1(),
-                                                             list_nodegroup_nodes(module.core_v1(), group))
+    nodes = list_nodegroup_nodes(module.core_v1(), group)
+    result["unannotated_nodes"] = unmark_scale_down_disabled(module.core_v1(), nodes)
+    # SPEC B1: a surplus node the group keeps (an accepted capacity above the size before) serves from now on.
+    result["released_surplus_nodes"] = release_surplus(module.core_v1(), nodes, journal.run_id)
 
 
 def run(module: EksopsModule) -> dict[str, Any]:
@@ -369,7 +398,8 @@ def run(module: EksopsModule) -> dict[str, Any]:
     asg, name, journal = group.asg, group.asg_name, group.journal()
     before = asg_sizes(asg)
     result = dict(asg_name=name, journal_found=journal is not None, autoscaler_detected=False, before=before,
-                  after=before, removed_instances=[], drain={}, resumed_processes=[], unannotated_nodes=[])
+                  after=before, removed_instances=[], drain={}, resumed_processes=[], unannotated_nodes=[],
+                  schedule=(journal.schedule or "eks") if journal is not None else None, surplus_nodes_with_pods=0)
     if journal is None:
         result["elapsed_seconds"] = round(time.time() - started_clock, 1)
         return dict(changed=False, restore=result)

@@ -8,6 +8,7 @@ from collections import Counter
 import pytest
 
 from asg_helpers import asg_state, base_args, node_annotations, point_asg_at_new_ami, workers_asg
+from nodegroup_state import nodegroup_nodes
 from sandbox_helpers import run_module, running_sandbox
 
 SCENARIO = "surge5"
@@ -192,3 +193,56 @@ def test_c3_on_autoscaler_stop_reports_without_failing(autoscaler_sandbox):
     assert result["failed"] is False, result
     assert result["changed"] is False and result["restore"]["autoscaler_detected"] is True
     assert asg_state(sandbox) == before
+
+
+# --- SPEC B1 (issue 11 item 1): the surplus of the schedule once ----------------------------------------------
+
+SURPLUS = "eksops.nodegroup/surplus"
+EXCLUDE_LB = "node.kubernetes.io/exclude-from-external-load-balancers"
+
+
+@pytest.fixture(scope="module")
+def two_node_sandbox(tmp_path_factory):
+    with running_sandbox("two_nodes_three_azs", tmp_path_factory.mktemp("sandbox-two_nodes_three_azs")) as handle:
+        yield handle
+
+
+def test_b1_the_scale_up_journals_the_counts_and_cordons_the_surplus_then_restore_removes_it_first(two_node_sandbox):
+    """SPEC B1, C3, U3: a 2-node group over 3 AZs (1-1-0) surged by EKS's 6 keeps 1-1-0 new nodes at the end, so 4
+    new nodes are surplus: marked, cordoned and excluded from load balancers once Ready, kept on a rerun, another
+    schedule refused naming it, and removed first by the restore."""
+    sandbox = two_node_sandbox
+    point_asg_at_new_ami(sandbox)
+    result = run_module(sandbox, "asg_surge", dict(base_args(sandbox), wait_timeout=120, schedule="once"))
+    assert result["failed"] is False, result
+    out = result["surge"]
+    assert out["schedule"] == "once" and out["start_per_az"] == {"us-west-2a": 1, "us-west-2b": 1, "us-west-2c": 0}
+    assert out["surge"] == 6 and len(out["surplus_nodes"]) == 4
+    state = asg_state(sandbox)
+    assert state["journal"]["schedule"] == "once"
+    assert state["journal"]["start_per_az"] == "us-west-2a=1,us-west-2b=1,us-west-2c=0"
+    run_id = state["journal"]["run_id"]
+    surplus = {node["node_name"] for node in out["surplus_nodes"]}
+    nodes = {node.metadata.name: node for node in nodegroup_nodes(sandbox)}
+    for name in surplus:
+        assert (nodes[name].metadata.annotations or {}).get(SURPLUS) == run_id
+        assert nodes[name].spec.unschedulable is True and nodes[name].metadata.labels.get(EXCLUDE_LB) == "true"
+    kept = [node for name, node in nodes.items() if name not in surplus]
+    assert not any(node.spec.unschedulable for node in kept)
+
+    # A rerun asking for EKS's schedule is refused before any change, naming the parameter.
+    refused = run_module(sandbox, "asg_surge", dict(base_args(sandbox), wait_timeout=120, schedule="eks"))
+    assert refused["failed"] is True and "schedule" in refused["msg"], refused
+    assert asg_state(sandbox) == state
+    # The same schedule again keeps the marks (the choice is never made twice).
+    again = run_module(sandbox, "asg_surge", dict(base_args(sandbox), wait_timeout=120, schedule="once"))
+    assert again["failed"] is False, again
+    assert {node["node_name"] for node in again["surge"]["surplus_nodes"]} == surplus
+
+    result = run_module(sandbox, "nodegroup_scale_restore", dict(base_args(sandbox), **FAST_DRAIN))
+    assert result["failed"] is False, result
+    restore = result["restore"]
+    assert restore["schedule"] == "once" and len(restore["removed_instances"]) == 6
+    assert {i["node_name"] for i in restore["removed_instances"][:4]} == surplus
+    assert asg_state(sandbox)["desired"] == 2 and asg_state(sandbox)["journal"] == {}
+    assert sandbox.report()["pods_lost"] == []

@@ -41,6 +41,9 @@ def test_the_dry_run_shows_the_per_az_surge_and_changes_nothing(sandbox, tmp_pat
     plan = json.loads(report_path.read_text())["plan"]
     assert (plan["surge"], plan["surge_sizing"], plan["desired_capacity_during"]) == (4, "per_az", 6)
     assert "surge per_az" in result.stdout and "us-west-2a, us-west-2b" in result.stdout
+    # SPEC B1 (issue 11 item 1): the default schedule once plans the group back to 1-1-0, all new.
+    assert plan["schedule"]["schedule"] == "once" and "schedule once (each pod moves once)" in result.stdout
+    assert plan["schedule"]["end_per_az"] == {"us-west-2a": 1, "us-west-2b": 1, "us-west-2c": 0}
 
 
 def test_per_az_launches_four_nodes_not_six_and_reaches_both_azs_with_old_nodes(sandbox, tmp_path):
@@ -63,6 +66,10 @@ def test_per_az_launches_four_nodes_not_six_and_reaches_both_azs_with_old_nodes(
 
     asg = workers_asg(sandbox)
     assert asg["DesiredCapacity"] == 2 and journal_tags(asg) == {}
+    # SPEC B1: the group ends as it started per AZ, and the scale-down drained no pod.
+    assert sorted(i["AvailabilityZone"] for i in asg["Instances"] if i["LifecycleState"] == "InService") == old
+    assert (report["schedule"], report["surplus_nodes_with_pods"]) == ("once", 0)
+    assert report["disruptions_per_old_pod"] in (None, 1.0)
     sandbox_report = sandbox.report()
     assert sandbox_report["pods_lost"] == [] and sandbox_report["pdb_violations"] == []
 

@@ -73,7 +73,8 @@ def test_a_rolling_upgrade_adds_up_the_upgrade_and_the_scale_down():
         nodes_before=4, replaced_instances=["i-1", "i-2"],
         never_joined=[{"instance_id": "i-9", "reason": "never registered"}],
         drained_nodes=["node-1", "node-2", "node-3"], surplus_removed=["i-20"],
-        surge=6, surge_sizing="eks", surge_instance_minutes=119.6, pods_evicted=4,
+        surge=6, surge_sizing="eks", surge_instance_minutes=119.6, schedule=None, at_risk_batches=[], decrements=0,
+        surplus_marked=[], surplus_nodes_with_pods=None, pods_evicted=4,
         pods_deleted_by_force=[], pod_warnings=["w1"], pdb_wait_seconds=3.4,
         pods_on_old_nodes=3, disruptions_per_old_pod=1.33,
         post_drain_waits={"node-1": dict(seconds=21.4, load_balancers=["web", "api"]),
@@ -83,6 +84,19 @@ def test_a_rolling_upgrade_adds_up_the_upgrade_and_the_scale_down():
         autoscaler_detected=False,
         restored=dict(sizes=dict(min_size=1, max_size=6, desired_capacity=4), resumed_processes=["AZRebalance"]),
         error=None)
+
+
+def test_b1_the_report_shows_the_schedule_its_decrements_and_the_batches_at_risk():
+    """Issue 11 item 1 (SPEC B1): the schedule the upgrade phase ran wins over the one asked for."""
+    report = upgrade_report(run(
+        setup_result=setup_result(), schedule="once", upgrade_schedule="eks", upgrade_at_risk_batches=[2],
+        upgrade_decrements=3,
+        scale_up_result=dict(surge=6, surge_sizing="eks", surplus_nodes=[dict(instance_id="i-7", node_name="node-7")]),
+        scale_down_result=scale_down_result(surplus_nodes_with_pods=0)))
+    assert (report["schedule"], report["at_risk_batches"], report["decrements"]) == ("eks", [2], 3)
+    assert report["surplus_marked"] == ["node-7"] and report["surplus_nodes_with_pods"] == 0
+    assert upgrade_report(run(setup_result=setup_result(), schedule="once"))["schedule"] == "once"
+    assert upgrade_report(run(setup_result=setup_result(kind="managed"), schedule="eks"))["schedule"] is None
 
 
 def test_a_surge_upgrade_reports_max_surge_and_the_pods_deleted_by_force():

@@ -18,7 +18,8 @@ FULL = dict(run_id="r1", phase="upgrade", strategy="rolling", started_at="2026-0
             original_min_size=3, original_max_size=12, original_desired_capacity=6,
             previous_launch_template_version="1", target_launch_template_version="2",
             launch_template_id="lt-0abc", target_image_id="ami-0new",
-            suspended_processes=["AZRebalance", "ReplaceUnhealthy"], desired_capacity_set=12, surge=6)
+            suspended_processes=["AZRebalance", "ReplaceUnhealthy"], desired_capacity_set=12, surge=6,
+            schedule="once", start_per_az={"us-west-2a": 2, "us-west-2b": 1, "us-west-2c": 0})
 
 
 def test_round_trip_through_tags():
@@ -29,6 +30,16 @@ def test_round_trip_through_tags():
     assert Journal.from_tags(tags) == journal
     as_aws_list = [dict(Key=key, Value=value) for key, value in tags.items()]
     assert Journal.from_tags(as_aws_list) == journal
+
+
+def test_b1_start_per_az_is_a_zone_count_tag_read_back_in_order():
+    """SPEC B1: the instances per AZ before the scale-up, one tag ``az=count,az=count``."""
+    tags = Journal(**FULL).to_tags()
+    assert tags["eksops.nodegroup/start_per_az"] == "us-west-2a=2,us-west-2b=1,us-west-2c=0"
+    assert tags["eksops.nodegroup/schedule"] == "once"
+    back = Journal.from_tags(tags)
+    assert list(back.start_per_az.items()) == [("us-west-2a", 2), ("us-west-2b", 1), ("us-west-2c", 0)]
+    assert Journal(phase="setup").start_per_az is None
 
 
 def test_unset_fields_are_not_written_and_read_back_as_none():
@@ -54,6 +65,9 @@ def test_unknown_prefixed_tags_are_ignored():
 @pytest.mark.parametrize("key, value", [
     ("eksops.nodegroup/original_min_size", "three"),
     ("eksops.nodegroup/phase", "exploding"),
+    ("eksops.nodegroup/start_per_az", "us-west-2a:2"),
+    ("eksops.nodegroup/start_per_az", "us-west-2a=two"),
+    ("eksops.nodegroup/start_per_az", "us-west-2a=-1"),
 ])
 def test_corrupt_tags_fail_clearly(key, value):
     with pytest.raises(UpgradeError) as raised:
@@ -105,6 +119,9 @@ def test_replace_and_targets():
                                                   "ReplaceUnhealthy"]), unique=True),
     target_launch_template_version=st.none() | st.integers(1, 10 ** 6).map(str),
     surge=st.none() | st.integers(0, 100),
+    schedule=st.none() | st.sampled_from(["once", "eks"]),
+    start_per_az=st.none() | st.dictionaries(st.from_regex(r"[a-z]{2}-[a-z]+-[0-9][a-z]", fullmatch=True),
+                                             st.integers(0, 100), max_size=6),
 ))
 def test_any_journal_survives_the_round_trip(journal):
     assert Journal.from_tags(journal.to_tags()) == journal
