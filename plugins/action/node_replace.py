@@ -25,13 +25,21 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import Upg
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import error_result
 from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import ReplaceFailed, ReplaceState, while_parent_lives
 from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_steps import (
+    cordon_old_nodes,
     full_argument_spec,
     next_batch_source,
+    old_instances_left,
+    plan_line,
+    plan_phase,
     replace_loop,
     validate_schedule,
 )
 
 display = Display()
+
+
+def _log(line: str) -> None:
+    display.vvvv("node_replace: %s" % line)
 
 
 class ActionModule(ActionBase):
@@ -56,46 +64,81 @@ class ActionModule(ActionBase):
         validation, _args = self.validate_argument_spec(
             argument_spec=full_argument_spec(),
             required_by=dict(asg_name="nodegroup_name"),
+            mutually_exclusive=[["max_unavailable", "max_unavailable_percentage"]],
         )
         params = validation.validated_parameters
         if not (HAS_BOTO3 and HAS_KUBERNETES):
             raise AnsibleActionFail("node_replace runs on the controller, which needs boto3, botocore and kubernetes "
                                     "(requirements.txt) in the Python that runs ansible-playbook")
         warnings = []
-        check_mode = bool(self._task.check_mode)
         clients = Clients(params, "%s/node_replace" % USER_AGENT_EXTRA)
-        loop = replace_loop(params, clients, check_mode, bool(self._task.diff), warnings.append,
-                            lambda line: display.vvvv("node_replace: %s" % line), self._progress)
         try:
-            # SPEC B1: the schedule, checked before any change; once reads the journal and plans per batch.
-            validate_schedule(params)
-            loop.state.schedule, next_batch = next_batch_source(params, clients, check_mode, warnings.append,
-                                                                loop.node_names)
+            params, plan, loop, next_batch = self._prepare(params, clients, warnings)
         except UpgradeError as err:
-            for heartbeat in clients.lease_heartbeats.values():
-                heartbeat.stop()
+            self._stop_heartbeats(clients)
             result.update(failed=True, changed=False, replace=ReplaceState().to_dict())
             result.update(error_result(err))
-            if warnings:
-                result["warnings"] = warnings
-            return result
+        else:
+            try:
+                result.update(self._replace(params, plan, clients, loop, next_batch, warnings))
+            finally:
+                self._stop_heartbeats(clients)
+        if warnings:
+            result["warnings"] = warnings
+        return result
+
+    def _prepare(self, params, clients, warnings):
+        """Every check before any change: the plan (when the task gives none, printed) and the schedule (SPEC B1).
+        Returns (params with the plan, the plan or None, the loop, its next_batch)."""
+        check_mode = bool(self._task.check_mode)
+        validate_schedule(params)
+        params, plan = plan_phase(params, clients, warnings.append)
+        if plan is not None:
+            self._progress(plan_line(plan))
+        loop = replace_loop(params, clients, check_mode, bool(self._task.diff), warnings.append, _log,
+                            self._progress)
+        loop.state.schedule, next_batch = next_batch_source(params, clients, check_mode, warnings.append,
+                                                            loop.node_names)
+        return params, plan, loop, next_batch
+
+    def _replace(self, params, plan, clients, loop, next_batch, warnings):
+        """The phase: every old node cordoned (with cordon_old_nodes), the batches, then (when planned here) the old
+        instances left. Returns the task result's changed, replace and, on failure, failed, the error and the
+        failing step's own result."""
+        check_mode = bool(self._task.check_mode)
+        planned = dict(plan=plan, asg_name=params["asg_name"]) if plan is not None else {}
+        cordoned = None
+        result = {}
         try:
-            state = loop.run(while_parent_lives(next_batch, os.getppid(), os.getppid))
+            if params["cordon_old_nodes"]:
+                cordoned = cordon_old_nodes(params, clients, check_mode, bool(self._task.diff), warnings.append, _log)
+                if cordoned is not None:
+                    self._progress("%s %d old nodes and labelled them out of the load balancers (SPEC U4)" % (
+                        "would cordon" if check_mode else "cordoned", len(cordoned["drain"]["nodes"])))
+            loop.run(while_parent_lives(next_batch, os.getppid(), os.getppid))
+            if plan is not None and not check_mode:
+                planned["old_instances_left"] = old_instances_left(params, clients, warnings.append)
         except ReplaceFailed as failure:
             # The failing step's own result (its drain or termination key) at the top, as the module's fail_json
             # put it: the roles' failure handling reads ansible_failed_result.drain.nodes.
             result.update(failure.failed_step)
-            result.update(failed=True, changed=bool(failure.state.batches), replace=failure.state.to_dict())
+            result.update(failed=True, replace=failure.state.to_dict())
             result.update(error_result(failure.error))
+        except UpgradeError as err:
+            # The check after the loop: every batch was done.
+            result.update(failed=True, replace=loop.state.to_dict())
+            result.update(error_result(err))
         else:
-            # Each batch cordons, drains and terminates (or would, in check mode).
-            result.update(changed=bool(state.batches), replace=state.to_dict())
-        finally:
-            for heartbeat in clients.lease_heartbeats.values():
-                heartbeat.stop()
-        if warnings:
-            result["warnings"] = warnings
+            result["replace"] = loop.state.to_dict()
+        # Each batch cordons, drains and terminates (or would, in check mode); so does the cordon of every old node.
+        result["changed"] = bool(result["replace"]["batches"] or (cordoned or {}).get("changed"))
+        result["replace"].update(planned)
         return result
+
+    @staticmethod
+    def _stop_heartbeats(clients: Clients) -> None:
+        for heartbeat in clients.lease_heartbeats.values():
+            heartbeat.stop()
 
     def _progress(self, line: str) -> None:
         display.display(line)

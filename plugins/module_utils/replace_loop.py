@@ -178,9 +178,11 @@ class ReplaceLoop:
                     break
                 self.one_batch(batch)
             self.join_pending()
-        except StepFailed as failure:
+        except (StepFailed, UpgradeError) as err:
+            # An UpgradeError outside the steps: next_batch's own reads (a live planner's).
+            failure = err if isinstance(err, StepFailed) else StepFailed(err)
             self.abandon_pending(failure)
-            raise ReplaceFailed(failure.error, self.state, failure.result)
+            raise ReplaceFailed(failure.error, self.state, failure.result) from err
         return self.state
 
     def one_batch(self, batch: Batch) -> None:

@@ -17,7 +17,13 @@ import random
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import drain_step, schedule, schedule_ops, terminate_step
+from ansible_collections.eksops.nodegroup.plugins.module_utils import (
+    drain_step,
+    nodegroup_describe,
+    schedule,
+    schedule_ops,
+    terminate_step,
+)
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import AWS_ARGUMENT_SPEC
 from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
 from ansible_collections.eksops.nodegroup.plugins.module_utils.cluster_proof import NODE_READY_TIMEOUT_DEFAULT
@@ -34,17 +40,25 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import list_nodegroup_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import (
     Batch,
+    ReplaceFailed,
     ReplaceLoop,
     ReplaceState,
     StepFailed,
     planned_batches,
 )
 
+# The planning options, as nodegroup_info takes them; used when node_replace plans the phase itself.
+PLANNING_OPTIONS = ("update_strategy", "max_unavailable", "max_unavailable_percentage")
+
 # node_replace's own options; the AWS and Kubernetes ones are added as for every module (merged_argument_spec).
 ARGUMENT_SPEC = dict(
     NODEGROUP_ARGUMENT_SPEC,
-    batches=dict(type="list", elements="list", required=True),
+    batches=dict(type="list", elements="list"),
     node_names=dict(type="dict", default={}),
+    cordon_old_nodes=dict(type="bool", default=False),
+    update_strategy=nodegroup_describe.ARGUMENT_SPEC["update_strategy"],
+    max_unavailable=nodegroup_describe.ARGUMENT_SPEC["max_unavailable"],
+    max_unavailable_percentage=nodegroup_describe.ARGUMENT_SPEC["max_unavailable_percentage"],
     delete_options=dict(type="dict", default={}, options=drain_step.DELETE_OPTIONS_SPEC),
     post_drain_wait=drain_step.ARGUMENT_SPEC["post_drain_wait"],
     post_drain_min_wait=drain_step.ARGUMENT_SPEC["post_drain_min_wait"],
@@ -94,20 +108,27 @@ def termination_rounds(batch: Batch) -> list[tuple[list[str], bool]]:
     return [(ids, decrement) for ids, decrement in ((decrementing, True), (replacing, False)) if ids]
 
 
+def _group_options(params: Mapping[str, Any], lease: bool = True) -> dict[str, Any]:
+    """The AWS and Kubernetes options and those naming the node group (and the lease), for a step's params."""
+    options = dict((name, params[name]) for name in SHARED_OPTIONS if params.get(name) is not None)
+    options.update(cluster_name=params["cluster_name"], nodegroup_name=params["nodegroup_name"],
+                   asg_name=params["asg_name"])
+    if lease:
+        options["lease_id"] = params["lease_id"]
+    return options
+
+
 def step_params(params: Mapping[str, Any], batch: Batch, instance_ids: Sequence[str] | None = None,
                 decrement: bool | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """(node_drain's params, asg_instance_terminate's) for ``batch``: what batch.yml passed the two modules.
     ``instance_ids`` and ``decrement``: one termination round of the batch (termination_rounds)."""
-    shared = dict((name, params[name]) for name in SHARED_OPTIONS if params.get(name) is not None)
-    group = dict(cluster_name=params["cluster_name"], nodegroup_name=params["nodegroup_name"],
-                 asg_name=params["asg_name"], lease_id=params["lease_id"])
-    drain = dict(shared, **group)
+    drain = _group_options(params)
     drain.update(instance_ids=batch.instance_ids, state="drain", delete_options=params["delete_options"],
                  post_drain_wait=params["post_drain_wait"], post_drain_min_wait=params["post_drain_min_wait"],
                  ignore_load_balancer_timeout=params["ignore_load_balancer_timeout"],
                  eviction_concurrency=params["eviction_concurrency"], exclude_from_load_balancers=True,
                  run_id=params["run_id"])
-    terminate = dict(shared, **group)
+    terminate = _group_options(params)
     terminate.update(instance_ids=list(batch.instance_ids if instance_ids is None else instance_ids),
                      should_decrement_desired_capacity=batch.decrement if decrement is None else decrement, wait=True,
                      wait_for_replacements=params["wait_for_replacements"], wait_timeout=params["wait_timeout"],
@@ -230,6 +251,63 @@ class LivePlanner:
         if scheduled is None:
             return None
         return Batch(scheduled.instance_ids, decrement_ids=scheduled.decrement_ids, at_risk=scheduled.at_risk)
+
+
+def plan_phase(params: Mapping[str, Any], clients: Clients, warn: Callable[[str], None]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """(node_replace's params with the plan filled in, the plan or None). With ``batches`` given they are the plan.
+    Without, the phase is planned here as nodegroup_info plans it (nodegroup_describe, from the planning options,
+    the journal's run id and the batch size, seed and node names of the plan): one process for the phase (issue 11
+    item 4). A managed node group is refused (SPEC K3): EKS replaces its nodes."""
+    if params["batches"] is not None:
+        return dict(params), None
+    options = _group_options(params, lease=False)
+    options.update((name, params[name]) for name in PLANNING_OPTIONS + ("seed", "schedule"))
+    context = StepContext(_validated(nodegroup_describe.ARGUMENT_SPEC, options), clients, False, False, warn,
+                          lambda line: None)
+    group = find_module_nodegroup(context, refuse_managed="replace its nodes through its Auto Scaling group")
+    described = nodegroup_describe.describe_nodegroup(context, group)
+    plan = described["plan"]
+    node_names = dict((i["instance_id"], i["node_name"]) for i in described["instances"])
+    node_names.update(params["node_names"])
+    return dict(params, batches=plan["batches"], batch_size=params["batch_size"] or plan["batch_size"],
+                seed=plan["seed"], asg_name=described["asg_name"], node_names=node_names,
+                run_id=params["run_id"] or (described["journal"] or {}).get("run_id")), plan
+
+
+def plan_line(plan: Mapping[str, Any]) -> str:
+    """The plan, for a person (the line the upgrade role printed before the phase)."""
+    return ("%d of %d nodes run an old launch template version; replacing them %d at a time in %d batches "
+            "(strategy %s, seed %d)." % (plan["old_count"], plan["node_count"], plan["batch_size"],
+                                         len(plan["batches"]), plan["strategy"], plan["seed"]))
+
+
+def cordon_old_nodes(params: Mapping[str, Any], clients: Clients, check_mode: bool, diff: bool,
+                     warn: Callable[[str], None], log: Callable[[str], None]) -> dict[str, Any] | None:
+    """SPEC U4: every old node cordoned and labelled out of the load balancers before the first batch, as
+    node_drain state=cordon does (None when no old instance). A failure raises ReplaceFailed with the step's
+    result and nothing replaced."""
+    instance_ids = [instance_id for batch in params["batches"] for instance_id in batch]
+    if not instance_ids:
+        return None
+    options = _group_options(params)
+    options.update(instance_ids=instance_ids, state="cordon", exclude_from_load_balancers=True,
+                   run_id=params["run_id"])
+    try:
+        return drain_step.run(StepContext(_validated(drain_step.ARGUMENT_SPEC, options), clients, check_mode, diff,
+                                          warn, log))
+    except StepFailed as failure:
+        raise ReplaceFailed(failure.error, ReplaceState(), failure.result) from failure
+    except UpgradeError as err:
+        raise ReplaceFailed(err, ReplaceState(), {}) from err
+
+
+def old_instances_left(params: Mapping[str, Any], clients: Clients, warn: Callable[[str], None]) -> list[str]:
+    """U5 ("until no node runs the old launch template version"): the group's old instances after the loop, as
+    nodegroup_info tells them (those that joined during the upgrade are replaced by a rerun)."""
+    options = _group_options(params, lease=False)
+    context = StepContext(_validated(nodegroup_describe.ARGUMENT_SPEC, options), clients, False, False, warn,
+                          lambda line: None)
+    return nodegroup_describe.describe_nodegroup(context)["old_instances"]
 
 
 def next_batch_source(params: Mapping[str, Any], clients: Clients, check_mode: bool, warn: Callable[[str], None],

@@ -12,7 +12,7 @@ module: node_replace
 short_description: Replace a node group's old nodes batch by batch (drain, terminate, wait) in one process
 version_added: 0.2.0
 description:
-  - The upgrade phase's batch loop (SPEC U5, U7) as one task. For each batch of O(batches), in order, it drains the
+  - The upgrade phase (SPEC U4, U5, U7) as one task. For each batch of O(batches), in order, it drains the
     nodes of the batch's instances as M(eksops.nodegroup.node_drain) does with O(eksops.nodegroup.node_drain#module:state=drain)
     (cordon and load balancer label, PodDisruptionBudget-paced evictions, the wait after the drain for the
     cluster's load balancers, SPEC B3), then terminates the instances through the Auto Scaling group without
@@ -39,9 +39,38 @@ options:
       - The instance ids of each batch, in the order they are replaced (the plan of
         M(eksops.nodegroup.nodegroup_info), RV(eksops.nodegroup.nodegroup_info#module:nodegroup.plan.batches)).
       - The nodes are found by instance id (C(spec.providerID)) when a batch starts.
+      - When not given, the phase is planned here as M(eksops.nodegroup.nodegroup_info) plans it, from
+        O(update_strategy), O(max_unavailable) or O(max_unavailable_percentage), O(seed) and O(schedule), in the
+        same process (the plan line is printed, the plan returned in RV(replace.plan)); then O(batch_size), O(seed),
+        O(node_names) and O(run_id) default to the plan's and the journal's, and after the last batch the group's
+        old instances left are returned in RV(replace.old_instances_left). An EKS managed node group is refused (SPEC K3).
     type: list
     elements: list
-    required: true
+  update_strategy:
+    description:
+      - For the plan when O(batches) is not given (M(eksops.nodegroup.nodegroup_info)'s
+        O(eksops.nodegroup.nodegroup_info#module:update_strategy)).
+    type: str
+    choices: [default, minimal]
+    default: default
+  max_unavailable:
+    description:
+      - For the plan when O(batches) is not given, nodes per batch (1 to 100; default 1). Mutually exclusive with
+        O(max_unavailable_percentage).
+    type: int
+  max_unavailable_percentage:
+    description:
+      - For the plan when O(batches) is not given, nodes per batch as a percentage (1 to 100) of the group's desired
+        capacity before the upgrade, rounded up, at least one.
+    type: int
+  cordon_old_nodes:
+    description:
+      - Before the first batch, cordon the nodes of every instance of the plan and label them
+        C(node.kubernetes.io/exclude-from-external-load-balancers=true) (SPEC U4), as
+        M(eksops.nodegroup.node_drain) does with O(eksops.nodegroup.node_drain#module:state=cordon).
+      - Not for the minimal strategy (SPEC U7), which adds no capacity first.
+    type: bool
+    default: false
   node_names:
     description:
       - Instance id to node name as planned, for the batch start lines only.
@@ -181,6 +210,25 @@ replace:
     decrements:
       description: Terminations that lowered the desired capacity instead of being replaced.
       type: int
+    plan:
+      description: The plan, when O(batches) was not given (M(eksops.nodegroup.nodegroup_info)'s
+        RV(eksops.nodegroup.nodegroup_info#module:nodegroup.plan)).
+      returned: when planned here
+      type: dict
+      sample: {strategy: rolling, node_count: 6, old_count: 6, batch_size: 1, seed: 42, batches: [[i-0abc], [i-0def]]}
+    asg_name:
+      description: The node group's Auto Scaling group, when O(batches) was not given.
+      returned: when planned here
+      type: str
+      sample: eks-workers-asg
+    old_instances_left:
+      description:
+        - The group's instances that still run an old launch template version after the last batch (they joined the group
+          during the upgrade; a rerun replaces them), when O(batches) was not given and not in check mode.
+      returned: when planned here, on success
+      type: list
+      elements: str
+      sample: []
   sample:
     drained_nodes: {}
     replaced_instances: [i-0123456789abcdef0]

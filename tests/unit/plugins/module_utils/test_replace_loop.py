@@ -193,3 +193,18 @@ def test_no_batch_starts_once_the_controller_is_gone():
     assert failed.value.error.code == "ControllerGone"
     assert failed.value.state.replaced_instances == ["i-1", "i-2"] and ("drain", "i-3") not in steps.events
     assert ("gone", "i-2") in steps.events  # the wait under way was joined
+
+
+def test_a_failed_read_of_the_live_planner_fails_the_loop_after_joining_the_wait_under_way():
+    """An UpgradeError of next_batch itself (a live planner's DescribeAutoScalingGroups throttled past its retries)
+    ends the loop as a step's failure does: named, with what was done, and no wait left running."""
+    def next_batch(state):
+        if state.batches:
+            raise UpgradeError("Throttling", "DescribeAutoScalingGroups: Rate exceeded")
+        return Batch(["i-1"])
+
+    steps = Steps()
+    with pytest.raises(ReplaceFailed) as failed:
+        make_loop(steps).run(next_batch)
+    assert failed.value.error.code == "Throttling" and failed.value.failed_step == {}
+    assert failed.value.state.replaced_instances == ["i-1"] and ("gone", "i-1") in steps.events

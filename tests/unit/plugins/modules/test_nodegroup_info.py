@@ -10,6 +10,7 @@ from moto import mock_aws
 from ansible_collections.eksops.nodegroup.plugins.module_utils import kinds, kube_watch
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
+from ansible_collections.eksops.nodegroup.plugins.module_utils import nodegroup_describe
 from ansible_collections.eksops.nodegroup.plugins.modules import nodegroup_info
 
 from ..fakes import FakeClock, FakeCoreV1, api_error
@@ -186,11 +187,11 @@ def test_managed_summary_of_a_custom_launch_template():
               "health": {"issues": [{"code": "Ec2LaunchTemplateVersionMismatch", "message": "m",
                                      "resourceIds": ["eks-workers"]}]},
               "scalingConfig": {"minSize": 1, "maxSize": 4, "desiredSize": 2}}
-    summary = nodegroup_info.managed_summary(record)
+    summary = nodegroup_describe.managed_summary(record)
     assert summary["launch_template"] == dict(id="lt-1", name="mine", version="3")
     assert summary["health_issues"][0]["code"] == "Ec2LaunchTemplateVersionMismatch"
     assert (summary["release_version"], summary["ami_type"]) == ("1.30.4-20240917", "CUSTOM")
-    assert nodegroup_info.managed_summary(None) is None
+    assert nodegroup_describe.managed_summary(None) is None
 
 
 @pytest.mark.parametrize("args, parameter", [

@@ -1,0 +1,128 @@
+"""node_replace planning the upgrade phase itself (issue 11 item 4: one process for the phase): the plan is
+nodegroup_info's, every old node is cordoned first (SPEC U4), and the old instances left are told after (U5)."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import boto3
+import pytest
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from moto import mock_aws
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kinds import MANAGED
+from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_steps import (
+    cordon_old_nodes,
+    full_argument_spec,
+    old_instances_left,
+    plan_line,
+    plan_phase,
+)
+from ansible_collections.eksops.nodegroup.plugins.modules import nodegroup_info
+
+from ..fakes import FakeCoreV1
+from ..moto_nodegroup import AWS_PARAMS, CLUSTER, NODEGROUP, REGION, MotoNodegroup, run_module_in_process
+
+EXCLUDE_LABEL = "node.kubernetes.io/exclude-from-external-load-balancers"
+
+
+def params(**overrides):
+    args = dict(AWS_PARAMS, cluster_name=CLUSTER, nodegroup_name=NODEGROUP, kubeconfig="/unused",
+                delete_options=dict(wait_timeout=60))
+    args.update(overrides)
+    result = ArgumentSpecValidator(full_argument_spec()).validate(args)
+    assert not result.error_messages, result.error_messages
+    return result.validated_parameters
+
+
+def upgraded_target(world):
+    """The group pinned to a new launch template version (the setup phase's work): every instance is old."""
+    version = world.add_version(ImageId=world.new_ami)
+    world.autoscaling.update_auto_scaling_group(
+        AutoScalingGroupName=world.asg_name, LaunchTemplate=dict(LaunchTemplateId=world.lt_id, Version=str(version)))
+
+
+@pytest.fixture
+def world():
+    with mock_aws():
+        world = MotoNodegroup(desired=4)
+        upgraded_target(world)
+        yield world
+
+
+@pytest.fixture
+def core_v1(world):
+    core_v1 = FakeCoreV1(world.raw_nodes())
+    with mock.patch.object(Clients, "core_v1", lambda self: core_v1):
+        yield core_v1
+
+
+def clients(args):
+    return Clients(args, "test", aws_clients=lambda service: boto3.client(service, region_name=REGION))
+
+
+def test_given_batches_are_the_plan_and_nothing_is_read():
+    args = params(batches=[["i-0a"], ["i-0b"]])
+    planned, plan = plan_phase(args, None, [].append)
+    assert plan is None and planned == args
+
+
+def test_without_batches_the_phase_is_planned_as_nodegroup_info_plans_it(world, core_v1, capsys):
+    args = params(max_unavailable=2, seed=5)
+    planned, plan = plan_phase(args, clients(args), [].append)
+    with mock.patch.object(nodegroup_info.EksopsModule, "core_v1", lambda self: core_v1):
+        info = run_module_in_process(nodegroup_info.main, dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP,
+                                                               kubeconfig="/unused", max_unavailable=2, seed=5), capsys)
+    assert plan == info["nodegroup"]["plan"]
+    assert len(plan["batches"]) == 2 and sorted(sum(plan["batches"], [])) == sorted(info["nodegroup"]["old_instances"])
+    assert (planned["batches"], planned["batch_size"], planned["seed"]) == (plan["batches"], 2, 5)
+    assert planned["asg_name"] == world.asg_name and planned["run_id"] is None  # no journal: no upgrade under way
+    assert planned["node_names"] == dict((i["instance_id"], i["node_name"]) for i in info["nodegroup"]["instances"])
+    assert plan_line(plan) == ("4 of 4 nodes run an old launch template version; replacing them 2 at a time in 2 "
+                               "batches (strategy rolling, seed 5).")
+
+
+def test_a_bad_parallelism_is_refused_by_name_before_anything_changes(world, core_v1):
+    with pytest.raises(UpgradeError) as refused:
+        plan_phase(params(max_unavailable=0), clients(params()), [].append)
+    assert refused.value.details["parameter"] == "max_unavailable"
+    assert core_v1.patches == []
+
+
+def test_a_managed_node_group_is_refused():
+    with mock_aws():
+        MotoNodegroup(desired=2, kind=MANAGED)
+        args = params()
+        with pytest.raises(UpgradeError) as refused:
+            plan_phase(args, clients(args), [].append)
+    assert refused.value.details["parameter"] == "nodegroup_name" and "EKS managed" in refused.value.msg
+
+
+def test_every_old_node_is_cordoned_and_labelled_out_of_the_load_balancers_first(world, core_v1):
+    args = params(seed=3)
+    planned, _plan = plan_phase(args, clients(args), [].append)
+    cordoned = cordon_old_nodes(planned, clients(args), False, False, [].append, lambda line: None)
+    assert cordoned["changed"] is True and set(cordoned["drain"]["nodes"]) == set(core_v1.nodes)
+    for node in core_v1.nodes.values():
+        assert node["spec"]["unschedulable"] is True
+        assert node["metadata"]["labels"][EXCLUDE_LABEL] == "true"
+
+
+def test_in_check_mode_the_cordon_is_only_reported(world, core_v1):
+    args = params(seed=3)
+    planned, _plan = plan_phase(args, clients(args), [].append)
+    cordoned = cordon_old_nodes(planned, clients(args), True, False, [].append, lambda line: None)
+    assert set(cordoned["drain"]["nodes"]) == set(core_v1.nodes) and core_v1.patches == []
+
+
+def test_no_old_instance_no_cordon(world, core_v1):
+    assert cordon_old_nodes(params(batches=[]), clients(params()), False, False, [].append, lambda line: None) is None
+    assert core_v1.patches == []
+
+
+def test_the_old_instances_left_are_told_after_the_loop(world, core_v1):
+    args = params()
+    assert sorted(old_instances_left(args, clients(args), [].append)) == sorted(
+        i["InstanceId"] for i in world.asg()["Instances"])
