@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from unittest import mock
 
-import boto3
 import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from moto import mock_aws
@@ -23,7 +22,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_steps imp
 from ansible_collections.eksops.nodegroup.plugins.modules import nodegroup_info
 
 from ..fakes import FakeCoreV1
-from ..moto_nodegroup import AWS_PARAMS, CLUSTER, NODEGROUP, REGION, MotoNodegroup, run_module_in_process
+from ..moto_nodegroup import AWS_PARAMS, CLUSTER, NODEGROUP, MotoNodegroup, moto_client, run_module_in_process
 
 EXCLUDE_LABEL = "node.kubernetes.io/exclude-from-external-load-balancers"
 
@@ -60,7 +59,7 @@ def core_v1(world):
 
 
 def clients(args):
-    return Clients(args, "test", aws_clients=lambda service: boto3.client(service, region_name=REGION))
+    return Clients(args, "test", aws_clients=moto_client)
 
 
 def test_given_batches_are_the_plan_and_nothing_is_read():
