@@ -30,17 +30,22 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import Upg
 
 
 class Batch:
-    """The instances of one batch and how to terminate them (``decrement``: lower the desired capacity with each
-    termination instead of waiting for a replacement; ``decrement_ids``: only those instances' terminations do,
-    as the schedule once plans them, SPEC B1; ``at_risk``: the planner could not rule out a replacement landing in
-    another Availability Zone than the one that needs it)."""
+    """The instances of one batch and how to terminate them (``decrement_ids``: the instances whose termination
+    lowers the desired capacity instead of waiting for a replacement, as the schedule once plans them, SPEC B1;
+    ``decrement``, the constructor's shorthand: all of them do; ``at_risk``: the planner could not rule out a
+    replacement landing in another Availability Zone than the one that needs it)."""
 
     def __init__(self, instance_ids: Sequence[str], decrement: bool = False, decrement_ids: Sequence[str] = (),
                  at_risk: bool = False) -> None:
         self.instance_ids = list(instance_ids)
-        self.decrement = decrement
-        self.decrement_ids = list(instance_ids) if decrement else [i for i in instance_ids if i in set(decrement_ids)]
+        wanted = set(decrement_ids)
+        self.decrement_ids = [i for i in self.instance_ids if decrement or i in wanted]
         self.at_risk = at_risk
+
+    @property
+    def decrement(self) -> bool:
+        """Whether every termination of the batch lowers the desired capacity (Batch(..., decrement=True))."""
+        return bool(self.instance_ids) and len(self.decrement_ids) == len(self.instance_ids)
 
 
 class StepFailed(Exception):

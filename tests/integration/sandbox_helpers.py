@@ -1,8 +1,9 @@
 """Helpers for integration tests: a running sandbox (started through the `eks-sandbox` CLI) and ways to run
 the collection's modules and playbooks against it through the .venv's Ansible.
 
-The `sandbox` fixture in conftest.py yields a `SandboxHandle`; tests call `run_module(sandbox, ...)` and
-`run_playbook(sandbox, ...)` from here.
+The `sandbox` fixture in conftest.py yields a `SandboxHandle` (a module with a sandbox of another scenario as well
+makes its fixture with `module_sandbox`); tests call `run_module(sandbox, ...)` and `run_playbook(sandbox, ...)` from
+here.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ COLLECTION_PREFIX = "eksops.nodegroup."
 UP_TIMEOUT = 180
 MODULE_TIMEOUT = 600
 
-__all__ = ["SandboxHandle", "start_sandbox", "stop_sandbox", "running_sandbox", "run_module", "run_playbook",
-           "ansible_env"]
+__all__ = ["SandboxHandle", "start_sandbox", "stop_sandbox", "running_sandbox", "module_sandbox", "run_module",
+           "run_playbook", "ansible_env"]
 
 
 def _cli(*args: str, timeout: float) -> subprocess.CompletedProcess:
@@ -129,6 +130,20 @@ def running_sandbox(scenario: str | dict[str, Any], state_dir: Path) -> Iterator
         if handle is not None:
             handle.close()
         stop_sandbox(state_dir)
+
+
+def module_sandbox(scenario: str):
+    """A module-scoped fixture yielding a sandbox of the shipped scenario ``scenario``, for a module that needs one
+    besides its `sandbox` (conftest.py): ``other_sandbox = module_sandbox("fault_autoscaler")`` at module level
+    makes the fixture ``other_sandbox``."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def fixture(tmp_path_factory) -> Iterator[SandboxHandle]:
+        with running_sandbox(scenario, tmp_path_factory.mktemp(f"sandbox-{scenario}")) as handle:
+            yield handle
+
+    return fixture
 
 
 def ansible_env(sandbox: SandboxHandle, **extra: str | None) -> dict[str, str]:

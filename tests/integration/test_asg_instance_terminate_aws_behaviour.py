@@ -51,6 +51,31 @@ def calls(sandbox, key):
     return sandbox.report()["aws_calls"].get(key, 0)
 
 
+def start_hook_owner(sandbox, hook_name, instance_id, action_result, record, hold=0.0):
+    """What a termination hook's handler does, in a thread of its own (returned, started): it waits (up to 60 s) for
+    the instance in Terminating:Wait (then sets record["held_from"]; it gives up silently if it never comes), does its
+    work (here: waits `hold` seconds), then CompleteLifecycleAction with `action_result` (then sets record["at"])."""
+    autoscaling = sandbox.client("autoscaling")
+    group = asg_name_of(sandbox)
+
+    def hook_owner():
+        deadline = time.time() + 60
+        while lifecycle_state(sandbox, instance_id) != "Terminating:Wait":
+            if time.time() > deadline:
+                return
+            time.sleep(0.2)
+        record["held_from"] = time.time()
+        if hold:
+            time.sleep(hold)
+        autoscaling.complete_lifecycle_action(LifecycleHookName=hook_name, AutoScalingGroupName=group,
+                                              InstanceId=instance_id, LifecycleActionResult=action_result)
+        record["at"] = time.time()
+
+    owner = threading.Thread(target=hook_owner, daemon=True)
+    owner.start()
+    return owner
+
+
 def test_item11_a_replacement_ec2_does_not_describe_yet_is_waited_for(sandbox):
     """Issue 10 item 11: DescribeInstances right after a launch can answer InvalidInstanceID.NotFound (EC2's eventual
     consistency). The group watch waiting for the replacement took that as an error and failed; it is "not yet
@@ -81,24 +106,10 @@ def test_item14_an_instance_held_by_a_termination_hook_is_waited_for_and_the_hoo
     victim = cordoned_in_service_instance(sandbox)
     hold = 8.0
     completed = {}
-
-    def hook_owner():
-        """What a hook's handler does: its work (here: waiting), then CompleteLifecycleAction."""
-        deadline = time.time() + 60
-        while lifecycle_state(sandbox, victim) != "Terminating:Wait":
-            if time.time() > deadline:
-                return
-            time.sleep(0.2)
-        completed["held_from"] = time.time()
-        time.sleep(hold)
-        autoscaling.complete_lifecycle_action(LifecycleHookName="log-shipper", AutoScalingGroupName=group,
-                                              InstanceId=victim, LifecycleActionResult="CONTINUE")
-        completed["at"] = time.time()
-
     describes_before = calls(sandbox, "DescribeLifecycleHooks OK")
     completes_before = calls(sandbox, "CompleteLifecycleAction OK")
-    owner = threading.Thread(target=hook_owner, daemon=True)
-    owner.start()
+    # The hook's owner: its work (here: waiting), then CompleteLifecycleAction CONTINUE.
+    owner = start_hook_owner(sandbox, "log-shipper", victim, "CONTINUE", completed, hold=hold)
     try:
         result = run_module(sandbox, "asg_instance_terminate", dict(
             ARGS, instance_ids=[victim], should_decrement_desired_capacity=True, wait_timeout=5))
@@ -137,20 +148,8 @@ def test_a_retained_instance_ends_the_wait_at_once_with_a_warning(sandbox):
     desired = workers_asg(sandbox)["DesiredCapacity"]
     victim = cordoned_in_service_instance(sandbox)
     abandoned = {}
-
-    def hook_owner():
-        """A hook handler whose work failed: it abandons the lifecycle action."""
-        deadline = time.time() + 60
-        while lifecycle_state(sandbox, victim) != "Terminating:Wait":
-            if time.time() > deadline:
-                return
-            time.sleep(0.2)
-        autoscaling.complete_lifecycle_action(LifecycleHookName="backup", AutoScalingGroupName=group,
-                                              InstanceId=victim, LifecycleActionResult="ABANDON")
-        abandoned["at"] = time.time()
-
-    owner = threading.Thread(target=hook_owner, daemon=True)
-    owner.start()
+    # A hook handler whose work failed: it abandons the lifecycle action.
+    owner = start_hook_owner(sandbox, "backup", victim, "ABANDON", abandoned)
     try:
         result = run_module(sandbox, "asg_instance_terminate", dict(
             ARGS, instance_ids=[victim], should_decrement_desired_capacity=False, wait_timeout=120))

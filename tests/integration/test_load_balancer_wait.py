@@ -6,17 +6,12 @@ from __future__ import annotations
 
 import time
 
-import pytest
-
-from sandbox_helpers import run_module, running_sandbox
+from sandbox_helpers import module_sandbox, run_module
 
 SLOW_GROUP = "k8s-payments-api-20s"
 
 
-@pytest.fixture(scope="module")
-def lb_sandbox(tmp_path_factory):
-    with running_sandbox("load_balancers", tmp_path_factory.mktemp("load-balancers")) as handle:
-        yield handle
+lb_sandbox = module_sandbox("load_balancers")
 
 
 def group_instances(sandbox):

@@ -9,7 +9,7 @@ import pytest
 
 from asg_helpers import asg_state, base_args, node_annotations, point_asg_at_new_ami, workers_asg
 from nodegroup_state import nodegroup_nodes
-from sandbox_helpers import run_module, running_sandbox
+from sandbox_helpers import module_sandbox, run_module
 
 SCENARIO = "surge5"
 ORIGINAL = {"min": 3, "max": 10, "desired": 5}
@@ -153,10 +153,7 @@ def test_c3_crash_between_a_surge_step_terminate_and_its_journal_write_is_not_th
     assert {k: after[k] for k in ORIGINAL} == ORIGINAL and after["journal"] == {} and after["suspended"] == []
 
 
-@pytest.fixture(scope="module")
-def autoscaler_sandbox(tmp_path_factory):
-    with running_sandbox("fault_autoscaler", tmp_path_factory.mktemp("sandbox-fault_autoscaler")) as handle:
-        yield handle
+autoscaler_sandbox = module_sandbox("fault_autoscaler")
 
 
 def test_c3_restore_refuses_when_the_autoscaler_scaled_the_group(autoscaler_sandbox):
@@ -201,10 +198,7 @@ SURPLUS = "eksops.nodegroup/surplus"
 EXCLUDE_LB = "node.kubernetes.io/exclude-from-external-load-balancers"
 
 
-@pytest.fixture(scope="module")
-def two_node_sandbox(tmp_path_factory):
-    with running_sandbox("two_nodes_three_azs", tmp_path_factory.mktemp("sandbox-two_nodes_three_azs")) as handle:
-        yield handle
+two_node_sandbox = module_sandbox("two_nodes_three_azs")
 
 
 def test_b1_the_scale_up_journals_the_counts_and_cordons_the_surplus_then_restore_removes_it_first(two_node_sandbox):

@@ -350,13 +350,7 @@ def test_an_abandoned_termination_is_retained_running_and_replaced(sim):
 
 
 def test_with_a_decrement_a_retained_instance_is_not_replaced(sim):
-    put_hook(sim, HeartbeatTimeout=300)
-    set_policy(sim, RETAIN)
-    autoscaling = sim.client("autoscaling")
-    victim = in_service(sim)[0]
-    autoscaling.terminate_instance_in_auto_scaling_group(InstanceId=victim, ShouldDecrementDesiredCapacity=True)
-    autoscaling.complete_lifecycle_action(LifecycleHookName="drain", AutoScalingGroupName=asg(sim),
-                                          InstanceId=victim, LifecycleActionResult="ABANDON")
+    victim = retained_instance(sim, decrement=True)
     for dummy in range(5):
         sim.tick()
     assert describe_group(sim)["DesiredCapacity"] == 2 and len(live(sim)) == 2
@@ -403,12 +397,14 @@ def test_without_termination_hooks_the_policy_has_no_effect(sim):
     assert lifecycle_state(sim, victim) is None
 
 
-def retained_instance(sim):
+def retained_instance(sim, decrement=False):
+    """An instance of a retaining group (a termination hook, TerminateHookAbandon retain) whose termination
+    (ShouldDecrementDesiredCapacity ``decrement``) was abandoned, checked to be in Terminating:Retained."""
     put_hook(sim, HeartbeatTimeout=300)
     set_policy(sim, RETAIN)
     autoscaling = sim.client("autoscaling")
     victim = in_service(sim)[0]
-    autoscaling.terminate_instance_in_auto_scaling_group(InstanceId=victim, ShouldDecrementDesiredCapacity=False)
+    autoscaling.terminate_instance_in_auto_scaling_group(InstanceId=victim, ShouldDecrementDesiredCapacity=decrement)
     autoscaling.complete_lifecycle_action(LifecycleHookName="drain", AutoScalingGroupName=asg(sim),
                                           InstanceId=victim, LifecycleActionResult="ABANDON")
     assert lifecycle_state(sim, victim) == "Terminating:Retained"

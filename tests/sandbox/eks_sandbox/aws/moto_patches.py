@@ -482,33 +482,27 @@ def correct_instance_lifecycle_policy() -> None:
     UpdateAutoScalingGroup; here it is validated (TerminateHookAbandon retain | terminate), kept on the group as
     given (an update without it keeps the group's), and DescribeAutoScalingGroups reports it (moto's serializer
     reads the group's ``instance_lifecycle_policy``). What it does to an abandoned termination is lifecycle.py's."""
-    original_create = AutoScalingResponse.create_auto_scaling_group
-    original_update = AutoScalingResponse.update_auto_scaling_group
 
-    def given_policy(response: AutoScalingResponse) -> Any:
-        policy = response._get_param("InstanceLifecyclePolicy")
-        if policy is not None:
-            lifecycle.validate_instance_lifecycle_policy(policy)
-        return policy
+    def with_policy(original: Callable[[AutoScalingResponse], ActionResult]) \
+            -> Callable[[AutoScalingResponse], ActionResult]:
+        """`original` (CreateAutoScalingGroup or UpdateAutoScalingGroup), with the InstanceLifecyclePolicy given to
+        it validated first and kept on the group afterwards (not given: the group keeps what it has)."""
 
-    def create_auto_scaling_group(self: AutoScalingResponse) -> ActionResult:
-        policy = given_policy(self)
-        result = original_create(self)
-        if policy is not None:
-            self.autoscaling_backend.autoscaling_groups[self._get_param("AutoScalingGroupName")] \
-                .instance_lifecycle_policy = copy.deepcopy(policy)
-        return result
+        def call(self: AutoScalingResponse) -> ActionResult:
+            policy = self._get_param("InstanceLifecyclePolicy")
+            if policy is not None:
+                lifecycle.validate_instance_lifecycle_policy(policy)
+            result = original(self)
+            if policy is not None:
+                self.autoscaling_backend.autoscaling_groups[self._get_param("AutoScalingGroupName")] \
+                    .instance_lifecycle_policy = copy.deepcopy(policy)
+            return result
 
-    def update_auto_scaling_group(self: AutoScalingResponse) -> ActionResult:
-        policy = given_policy(self)
-        result = original_update(self)
-        if policy is not None:
-            self.autoscaling_backend.autoscaling_groups[self._get_param("AutoScalingGroupName")] \
-                .instance_lifecycle_policy = copy.deepcopy(policy)
-        return result
+        call.__name__ = original.__name__
+        return call
 
-    AutoScalingResponse.create_auto_scaling_group = create_auto_scaling_group
-    AutoScalingResponse.update_auto_scaling_group = update_auto_scaling_group
+    AutoScalingResponse.create_auto_scaling_group = with_policy(AutoScalingResponse.create_auto_scaling_group)
+    AutoScalingResponse.update_auto_scaling_group = with_policy(AutoScalingResponse.update_auto_scaling_group)
 
 
 # ------------------------------------------------------------------------------------------------ (i)
