@@ -51,10 +51,14 @@ class Batch:
 class StepFailed(Exception):
     """A step's UpgradeError and the result the step had when it failed (what a module's fail_json carries)."""
 
-    def __init__(self, error: UpgradeError, result: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, error: UpgradeError, result: Mapping[str, Any] | None = None,
+                 accepted: Sequence[str] = ()) -> None:
         super().__init__(error.msg)
         self.error = error
         self.result = dict(result or {})
+        # A termination step that failed after Auto Scaling accepted some of the batch's terminations (its first
+        # round, SPEC B1): those instances are going all the same.
+        self.accepted = list(accepted)
 
 
 class ReplaceState:
@@ -203,7 +207,13 @@ class ReplaceLoop:
         record["nodes"] = [instances.get(i) for i in batch.instance_ids]
         # The previous batch's instances are gone before this batch's go: one termination wait at a time.
         self.join_pending()
-        handle = self.start(batch)
+        try:
+            handle = self.start(batch)
+        except StepFailed as failure:
+            # The batch was drained, and what Auto Scaling accepted goes: both are in what the loop did.
+            self.state.drained_nodes.update(drained.get("nodes") or {})
+            self.state.replaced_instances.extend(failure.accepted)
+            raise
         self.state.drained_nodes.update(drained.get("nodes") or {})
         self.state.never_joined.extend((handle.output.get("termination") or {}).get("never_joined") or [])
         if self.overlap:

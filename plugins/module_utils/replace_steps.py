@@ -342,7 +342,15 @@ def replace_loop(params: Mapping[str, Any], clients: Clients, check_mode: bool, 
         rounds = []
         for ids, decrement in termination_rounds(batch):
             ctx = context(step_params(params, batch, ids, decrement)[1])
-            termination = terminate_step.start_termination(ctx)
+            # A later round refused: the earlier rounds' instances are going all the same (SPEC B1).
+            accepted = [i for done in rounds for i in done.instance_ids]
+            try:
+                termination = terminate_step.start_termination(ctx)
+            except StepFailed as failure:
+                failure.accepted = accepted
+                raise
+            except UpgradeError as err:
+                raise StepFailed(err, accepted=accepted) from err
             termination.context = ctx
             rounds.append(termination)
         return Terminations(rounds)

@@ -208,3 +208,20 @@ def test_a_failed_read_of_the_live_planner_fails_the_loop_after_joining_the_wait
         make_loop(steps).run(next_batch)
     assert failed.value.error.code == "Throttling" and failed.value.failed_step == {}
     assert failed.value.state.replaced_instances == ["i-1"] and ("gone", "i-1") in steps.events
+
+
+def test_a_termination_refused_after_an_accepted_round_keeps_that_round_and_the_drain_in_what_was_done():
+    """SPEC B1: a batch terminates in two rounds (decrementing first). When the second is refused, the first
+    round's instances are going all the same: they are in replaced_instances, and the batch's drain is recorded."""
+    steps = Steps()
+
+    def start(batch):
+        steps.note(("start", batch.instance_ids[0], batch.decrement))
+        raise StepFailed(UpgradeError("UpgradeInProgress", "lease lost"), accepted=["i-1"])
+
+    loop = ReplaceLoop(steps.drain, start, steps.finish, [].append, overlap=True)
+    with pytest.raises(ReplaceFailed) as failed:
+        loop.run(planned_batches([["i-1", "i-2"]]))
+    assert failed.value.error.code == "UpgradeInProgress"
+    assert failed.value.state.replaced_instances == ["i-1"]
+    assert set(failed.value.state.drained_nodes) == {"node-i-1", "node-i-2"}

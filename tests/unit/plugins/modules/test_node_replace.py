@@ -3,9 +3,15 @@ roles/upgrade/tasks/batch.yml passed node_drain and asg_instance_terminate (SPEC
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from unittest import mock
+
+import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import Batch
+from ansible_collections.eksops.nodegroup.plugins.module_utils import replace_steps, terminate_step
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
+from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import Batch, StepFailed
 from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_steps import full_argument_spec, step_params
 from ansible_collections.eksops.nodegroup.plugins.modules import node_replace
 
@@ -47,3 +53,26 @@ def test_a_batch_terminates_as_asg_instance_terminate_did_in_batch_yml():
 def test_how_a_batch_terminates_comes_with_the_batch():
     _drain, terminate = step_params(params(), Batch(["i-0a"], decrement=True))
     assert terminate["should_decrement_desired_capacity"] is True
+
+
+def test_a_refused_second_round_names_the_first_rounds_instances_as_accepted():
+    """SPEC B1: the decrementing round went; the replacing one was refused. The failure says which went."""
+    class Accepted:
+        def __init__(self, ids):
+            self.instance_ids = ids
+
+    answers = iter([Accepted(["i-0a"]), UpgradeError("UpgradeInProgress", "lease lost")])
+
+    def start_termination(ctx):
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        assert ctx.params["should_decrement_desired_capacity"] is True  # the decrementing round first
+        return answer
+
+    loop = replace_steps.replace_loop(params(), clients=SimpleNamespace(lease_heartbeats={}), check_mode=False, diff=False, warn=[].append,
+                                      log=lambda line: None, progress=[].append)
+    with mock.patch.object(terminate_step, "start_termination", start_termination):
+        with pytest.raises(StepFailed) as failed:
+            loop.start(Batch(["i-0a", "i-0b"], decrement_ids=["i-0a"]))
+    assert failed.value.error.code == "UpgradeInProgress" and failed.value.accepted == ["i-0a"]
