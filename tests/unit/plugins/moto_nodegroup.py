@@ -10,8 +10,6 @@ from __future__ import annotations
 import os
 import sys
 
-import boto3
-
 from .module_docs import ANSIBLE_RESULT_KEYS, result_key
 
 # moto registers hundreds of public AMIs per region unless told not to; the tests need only their own.
@@ -93,16 +91,11 @@ def asg_tag_list(name, tags):
             for key, value in tags.items()]
 
 
-_TEST_SESSION = []
-
-
 def moto_client(service):
-    """A boto3 client of the tests' own, for moto. From one boto3 Session kept for the whole run: mock_aws resets
-    boto3's default session, so boto3.client() parsed every service model's JSON again in each test (about 0.5 s
-    of the 0.8 s a MotoNodegroup took). moto intercepts the clients of any session made after it was imported."""
-    if not _TEST_SESSION:
-        _TEST_SESSION.append(boto3.Session(region_name=REGION))
-    return _TEST_SESSION[0].client(service)
+    """A boto3 client of the tests' own, for moto, from the session _reused_session keeps for the run: mock_aws
+    resets boto3's default session, so boto3.client() parsed every service model's JSON again in each test (about
+    0.5 s of the 0.8 s a MotoNodegroup took). moto intercepts the clients of any session made after it was imported."""
+    return _reused_session(AWS_PARAMS).client(service)
 
 
 class MotoNodegroup:
