@@ -92,13 +92,13 @@ class ActionModule(ActionBase):
         Returns (params with the plan, the plan or None, the loop, its next_batch)."""
         check_mode = bool(self._task.check_mode)
         validate_schedule(params)
-        params, plan = plan_phase(params, clients, warnings.append)
+        params, plan, group = plan_phase(params, clients, warnings.append)
         if plan is not None:
             self._progress(plan_line(plan))
         loop = replace_loop(params, clients, check_mode, bool(self._task.diff), warnings.append, _log,
                             self._progress)
         loop.state.schedule, next_batch = next_batch_source(params, clients, check_mode, warnings.append,
-                                                            loop.node_names)
+                                                            loop.node_names, group)
         return params, plan, loop, next_batch
 
     def _replace(self, params, plan, clients, loop, next_batch, warnings):

@@ -253,13 +253,15 @@ class LivePlanner:
         return Batch(scheduled.instance_ids, decrement_ids=scheduled.decrement_ids, at_risk=scheduled.at_risk)
 
 
-def plan_phase(params: Mapping[str, Any], clients: Clients, warn: Callable[[str], None]) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """(node_replace's params with the plan filled in, the plan or None). With ``batches`` given they are the plan.
-    Without, the phase is planned here as nodegroup_info plans it (nodegroup_describe, from the planning options,
-    the journal's run id and the batch size, seed and node names of the plan): one process for the phase (issue 11
-    item 4). A managed node group is refused (SPEC K3): EKS replaces its nodes."""
+def plan_phase(params: Mapping[str, Any], clients: Clients,
+               warn: Callable[[str], None]) -> tuple[dict[str, Any], dict[str, Any] | None, NodegroupRef | None]:
+    """(node_replace's params with the plan filled in, the plan or None, the node group found or None). With
+    ``batches`` given they are the plan. Without, the phase is planned here as nodegroup_info plans it
+    (nodegroup_describe, from the planning options, the journal's run id and the batch size, seed and node names of
+    the plan): one process for the phase (issue 11 item 4). A managed node group is refused (SPEC K3): EKS replaces
+    its nodes."""
     if params["batches"] is not None:
-        return dict(params), None
+        return dict(params), None, None
     options = _group_options(params, lease=False)
     options.update((name, params[name]) for name in PLANNING_OPTIONS + ("seed", "schedule"))
     context = StepContext(_validated(nodegroup_describe.ARGUMENT_SPEC, options), clients, False, False, warn,
@@ -271,7 +273,7 @@ def plan_phase(params: Mapping[str, Any], clients: Clients, warn: Callable[[str]
     node_names.update(params["node_names"])
     return dict(params, batches=plan["batches"], batch_size=params["batch_size"] or plan["batch_size"],
                 seed=plan["seed"], asg_name=described["asg_name"], node_names=node_names,
-                run_id=params["run_id"] or (described["journal"] or {}).get("run_id")), plan
+                run_id=params["run_id"] or (described["journal"] or {}).get("run_id")), plan, group
 
 
 def plan_line(plan: Mapping[str, Any]) -> str:
@@ -311,13 +313,16 @@ def old_instances_left(params: Mapping[str, Any], clients: Clients, warn: Callab
 
 
 def next_batch_source(params: Mapping[str, Any], clients: Clients, check_mode: bool, warn: Callable[[str], None],
-                      node_names: dict[str, str | None]) -> tuple[str, Callable[[ReplaceState], Batch | None]]:
+                      node_names: dict[str, str | None],
+                      group: NodegroupRef | None = None) -> tuple[str, Callable[[ReplaceState], Batch | None]]:
     """(the schedule run, next_batch): the plan's batches (schedule eks, or check mode, which walks the plan), or
-    the live planner of the schedule once; once without the journal's start_per_az falls back to eks, warning."""
+    the live planner of the schedule once; once without the journal's start_per_az falls back to eks, warning.
+    ``group``: the node group plan_phase found (and refused if managed), else it is found here."""
     if params["schedule"] != "once" or check_mode:
         return params["schedule"], planned_batches(params["batches"])
-    group = find_module_nodegroup(StepContext(params, clients, check_mode, False, warn, lambda line: None),
-                                  refuse_managed="terminate instances through its Auto Scaling group")
+    if group is None:
+        group = find_module_nodegroup(StepContext(params, clients, check_mode, False, warn, lambda line: None),
+                                      refuse_managed="terminate instances through its Auto Scaling group")
     schedule_run, warning = schedule_ops.live_schedule(group.journal(), "once")
     if warning:
         warn(warning)

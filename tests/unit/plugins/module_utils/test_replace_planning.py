@@ -64,20 +64,20 @@ def clients(args):
 
 def test_given_batches_are_the_plan_and_nothing_is_read():
     args = params(batches=[["i-0a"], ["i-0b"]])
-    planned, plan = plan_phase(args, None, [].append)
-    assert plan is None and planned == args
+    planned, plan, group = plan_phase(args, None, [].append)
+    assert plan is None and group is None and planned == args
 
 
 def test_without_batches_the_phase_is_planned_as_nodegroup_info_plans_it(world, core_v1, capsys):
     args = params(max_unavailable=2, seed=5)
-    planned, plan = plan_phase(args, clients(args), [].append)
+    planned, plan, group = plan_phase(args, clients(args), [].append)
     with mock.patch.object(nodegroup_info.EksopsModule, "core_v1", lambda self: core_v1):
         info = run_module_in_process(nodegroup_info.main, dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP,
                                                                kubeconfig="/unused", max_unavailable=2, seed=5), capsys)
     assert plan == info["nodegroup"]["plan"]
     assert len(plan["batches"]) == 2 and sorted(sum(plan["batches"], [])) == sorted(info["nodegroup"]["old_instances"])
     assert (planned["batches"], planned["batch_size"], planned["seed"]) == (plan["batches"], 2, 5)
-    assert planned["asg_name"] == world.asg_name and planned["run_id"] is None  # no journal: no upgrade under way
+    assert planned["asg_name"] == group.asg_name == world.asg_name and planned["run_id"] is None  # no journal: no upgrade under way
     assert planned["node_names"] == dict((i["instance_id"], i["node_name"]) for i in info["nodegroup"]["instances"])
     assert plan_line(plan) == ("4 of 4 nodes run an old launch template version; replacing them 2 at a time in 2 "
                                "batches (strategy rolling, seed 5).")
@@ -101,7 +101,7 @@ def test_a_managed_node_group_is_refused():
 
 def test_every_old_node_is_cordoned_and_labelled_out_of_the_load_balancers_first(world, core_v1):
     args = params(seed=3)
-    planned, _plan = plan_phase(args, clients(args), [].append)
+    planned, _plan, _group = plan_phase(args, clients(args), [].append)
     cordoned = cordon_old_nodes(planned, clients(args), False, False, [].append, lambda line: None)
     assert cordoned["changed"] is True and set(cordoned["drain"]["nodes"]) == set(core_v1.nodes)
     for node in core_v1.nodes.values():
@@ -111,7 +111,7 @@ def test_every_old_node_is_cordoned_and_labelled_out_of_the_load_balancers_first
 
 def test_in_check_mode_the_cordon_is_only_reported(world, core_v1):
     args = params(seed=3)
-    planned, _plan = plan_phase(args, clients(args), [].append)
+    planned, _plan, _group = plan_phase(args, clients(args), [].append)
     cordoned = cordon_old_nodes(planned, clients(args), True, False, [].append, lambda line: None)
     assert set(cordoned["drain"]["nodes"]) == set(core_v1.nodes) and core_v1.patches == []
 
