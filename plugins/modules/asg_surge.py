@@ -489,22 +489,33 @@ class NewNodeValidation:
         return problems
 
     def az_to_relaunch(self, snapshot: GroupSnapshot) -> str | None:
-        """An AZ that has old nodes but no new instance after a capacity error there, once every wanted instance
-        is launched; else None. Auto Scaling launched the failed instance in another AZ and, AZRebalance being
-        suspended (SPEC A1), will not come back to this one: one more instance is asked for, which Auto Scaling
-        puts in the AZ with the fewest instances ("Instances are launched in the Availability Zone with the fewest
-        instances", Auto Scaling user guide, AZ rebalancing), the one that failed (issue 10 item 8)."""
-        if not self.require_every_az or not snapshot.failures or self.relaunches_left <= 0:
+        """The AZ of _failure_where_lacking while relaunches are left, else None. Auto Scaling launched the failed
+        instance in another AZ and, AZRebalance being suspended (SPEC A1), will not come back to this one: one more
+        instance is asked for, which Auto Scaling puts in the AZ with the fewest instances ("Instances are launched
+        in the Availability Zone with the fewest instances", Auto Scaling user guide, AZ rebalancing), the one that
+        failed (issue 10 item 8)."""
+        failure = self._failure_where_lacking(snapshot) if self.relaunches_left > 0 else None
+        return failure["availability_zone"] if failure else None
+
+    def given_up(self, snapshot: GroupSnapshot) -> dict[str, Any] | None:
+        """_failure_where_lacking once the relaunches are spent, else None. "If launches fail in an Availability
+        Zone, Auto Scaling will attempt to launch in another healthy Availability Zone instead" (API reference,
+        AvailabilityZoneDistribution): a relaunch can land elsewhere without failing again."""
+        return self._failure_where_lacking(snapshot) if self.relaunches_left <= 0 else None
+
+    def _failure_where_lacking(self, snapshot: GroupSnapshot) -> dict[str, Any] | None:
+        """The newest launch failure of an AZ with old nodes and no new instance, all wanted ones launched."""
+        if not self.require_every_az or not snapshot.failures:
             return None
         old, new = split_old_new(snapshot.instances, self.target["launch_template_version"], self.target["image_id"])
         if self.wanted_desired > len(old) + len(new):
             return None
         lacking = set(i["availability_zone"] for i in old) - set(i["availability_zone"] for i in new)
-        return next((f["availability_zone"] for f in snapshot.failures if f["availability_zone"] in lacking), None)
+        return next((f for f in snapshot.failures if f["availability_zone"] in lacking), None)
 
     def __call__(self, snapshot: GroupSnapshot) -> bool:
-        return (persistent_launch_failure(snapshot.failures) is not None or self.az_to_relaunch(snapshot) is not None
-                or not self.problems(snapshot))
+        return (persistent_launch_failure(snapshot.failures) is not None
+                or self._failure_where_lacking(snapshot) is not None or not self.problems(snapshot))
 
 
 def relaunch(autoscaling: Any, asg_name: str, journal: Journal, validation: NewNodeValidation) -> Journal:
@@ -532,7 +543,7 @@ def wait_for_new_nodes(module: EksopsModule, group: NodegroupRef, target: dict[s
     deadline = time.time() + params["wait_timeout"]
     while True:
         held, snapshot = watch.wait(validation, max(0.0, deadline - time.time()))
-        failure = persistent_launch_failure(snapshot.failures)
+        failure = persistent_launch_failure(snapshot.failures) or (validation.given_up(snapshot) if held else None)
         if failure is not None:
             raise launch_failure_error(failure, name)
         az = validation.az_to_relaunch(snapshot) if held else None

@@ -323,3 +323,20 @@ def test_u3_one_capacity_error_does_not_end_the_wait_three_in_an_az_do():
     capacity = launch_error("insufficient EC2 capacity")
     assert validation()(snapshot([], failures=[capacity])) is False
     assert validation()(snapshot([], failures=[capacity] * 3)) is True
+
+
+def test_u3_an_az_still_without_a_new_node_once_relaunches_are_spent_ends_the_wait_with_its_failure():
+    """Auto Scaling may put a relaunch in another AZ without failing again (balanced-best-effort): once every
+    relaunch is spent, the AZ's capacity failure ends the wait rather than wait_timeout (U3, issue 10 item 8)."""
+    capacity = launch_error("insufficient EC2 capacity", az="b")
+    instances = [record("i-1", "a", 1), record("i-2", "b", 1), record("i-3", "a", 2), record("i-4", "a", 2)]
+    check = validation()
+    assert check.az_to_relaunch(snapshot(instances, [capacity])) == "b"
+    assert check.given_up(snapshot(instances, [capacity])) is None
+    check.relaunches_left = 0
+    assert check.az_to_relaunch(snapshot(instances, [capacity])) is None
+    assert check.given_up(snapshot(instances, [capacity])) == capacity
+    assert check(snapshot(instances, [capacity])) is True
+    # a failure in an AZ that has its new node since is no reason to stop
+    landed = instances + [record("i-5", "b", 2)]
+    assert check.given_up(snapshot(landed, [capacity])) is None
