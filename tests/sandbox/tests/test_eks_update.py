@@ -70,7 +70,9 @@ def test_an_update_surges_drains_every_old_node_and_scales_back(tmp_path):
                     {"name": "custom", "kind": "managed", "launch_template": "custom", "ami": OLD_AMI,
                      "availability_zones": ["us-west-2a"], "min_size": 1, "max_size": 2, "desired_capacity": 1}],
         workloads=[{"kind": "Deployment", "name": "web", "replicas": 4, "nodegroup": "workers", "pdb": {"min_available": 3}},
-                   {"kind": "DaemonSet", "name": "agent"}])
+                   {"kind": "DaemonSet", "name": "agent"}],
+        # the fast timings' 5 s drain budget is too tight for three PDB-paced drains when both cores are busy
+        timings={"eks_drain_timeout_seconds": 60.0})
     with running(loaded) as sandbox:
         eks, ec2 = client(sandbox, "eks"), client(sandbox, "ec2")
         old_nodes = {n["name"] for n in sandbox.report()["nodegroups"]["workers"]["nodes"]}
@@ -99,7 +101,7 @@ def test_an_update_surges_drains_every_old_node_and_scales_back(tmp_path):
             group = asg(sandbox, "workers")
             peak["max"] = max(peak["max"], group["MaxSize"])
             peak["desired"] = max(peak["desired"], group["DesiredCapacity"])
-        done = wait_for_update(eks, CLUSTER, "workers", update["id"], watch=watch)
+        done = wait_for_update(eks, CLUSTER, "workers", update["id"], timeout=120.0, watch=watch)
         assert (done["status"], done["errors"]) == ("Successful", [])
         # Scale up by max(2 x the ASG's 3 AZs, maxUnavailable 1) = 6, then back to the original size; every old
         # node was cordoned and taken out of load balancers before it went.
