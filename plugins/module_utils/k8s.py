@@ -79,8 +79,9 @@ EKS_CLUSTER_HEADER = "x-k8s-aws-id"
 EKS_TOKEN_URL_EXPIRY_SECONDS = 60
 EKS_TOKEN_REFRESH_AFTER_SECONDS = 14 * 60
 DEFAULT_KUBECONFIG = os.path.join("~", ".kube", "config")
-# The api_key entry the kubernetes client (and its kubeconfig loader) reads the "Bearer <token>" header from.
-BEARER_KEY = "BearerToken"
+# The api_key entries the kubernetes client reads the "Bearer <token>" header from: "BearerToken" since 36.0.0,
+# "authorization" before (kubernetes-client/python#2595). Both are set, so every client from 28.1.0 sends it.
+BEARER_KEYS = ("BearerToken", "authorization")
 
 _TEMP_DIRS = []
 
@@ -143,7 +144,7 @@ class EksTokenRefresher:
             return self.token
 
     def __call__(self, configuration: Configuration) -> None:
-        configuration.api_key[BEARER_KEY] = "Bearer " + self.current_token()
+        configuration.api_key.update(bearer_api_key(self.current_token()))
 
 
 def describe_cluster(eks_client: Any, cluster_name: str) -> dict[str, Any]:
@@ -206,12 +207,17 @@ def _eks_token_refresher(aws_params: Mapping[str, Any], cluster_name: str) -> Ek
     return EksTokenRefresher(lambda: mint_eks_token(sts, cluster_name))
 
 
+def bearer_api_key(token: str) -> dict[str, str]:
+    """A Configuration's api_key that sends ``Authorization: Bearer <token>``."""
+    return dict.fromkeys(BEARER_KEYS, "Bearer " + token)
+
+
 def _bearer(configuration: Configuration, token: str) -> None:
     """Authenticate with this bearer token only (replacing, e.g., a kubeconfig user's token and its refresh)."""
     if token.lower().startswith("bearer "):
         token = token[len("bearer "):]
     configuration.refresh_api_key_hook = None
-    configuration.api_key = {BEARER_KEY: "Bearer " + token}
+    configuration.api_key = bearer_api_key(token)
     configuration.api_key_prefix = {}
 
 

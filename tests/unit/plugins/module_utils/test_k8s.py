@@ -155,6 +155,9 @@ def test_host_with_api_key():
     assert client.configuration.host == "https://10.1.1.1"
     assert client.configuration.auth_settings()["BearerToken"]["value"] == "Bearer abc"
     assert client.configuration.verify_ssl is False
+    # kubernetes clients before 36.0.0 build the header from api_key["authorization"] alone
+    # (auth_settings: get_api_key_with_prefix("authorization")): requirements.txt allows them
+    assert client.configuration.get_api_key_with_prefix("authorization") == "Bearer abc"
 
 
 class FakeEks:
