@@ -78,7 +78,11 @@ def get(cluster, path, accept=TABLE, **params):
 
 
 def test_python_client_gets_the_pod_table_with_the_node_of_each_pod(cluster):
-    response = cluster.core.list_namespaced_pod("default", _headers={"Accept": TABLE}, _preload_content=False)
+    # The generated client's own request, with kubectl's Accept header as the ApiClient's default header (which
+    # kubernetes 36's ApiClient lays over the generated one).
+    api_client = cluster.api_client()
+    api_client.set_default_header("Accept", TABLE)
+    response = client.CoreV1Api(api_client).list_namespaced_pod("default", _preload_content=False)
     table = json.loads(response.data)
     assert (table["kind"], table["apiVersion"]) == ("Table", "meta.k8s.io/v1")
     assert [(c["name"], c["type"], c["priority"]) for c in table["columnDefinitions"]] == UPSTREAM_COLUMNS["pods"]

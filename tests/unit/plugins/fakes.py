@@ -347,9 +347,10 @@ def pdb_refusal(name="web-pdb"):
 # ----------------------------------------------------------------------------------------------------------
 
 class FakeApiClient(ApiClient):
-    """A real kubernetes ApiClient whose ``call_api`` (the one method every generated API class sends its requests
-    through) answers from ``cluster``'s methods: the engine's real PolicyV1Api and AppsV1Api, built on
-    ``core_v1.api_client`` as in production, run over the fake, parameter checks and URL building included."""
+    """A real kubernetes ApiClient whose ``request`` (the one method every generated API class's request reaches,
+    its URL and query built) answers from ``cluster``'s methods: the engine's real PolicyV1Api and AppsV1Api, built
+    on ``core_v1.api_client`` as in production, run over the fake, parameter checks and URL building included.
+    (kubernetes 36's ApiClient, the version test-requirements.txt pins.)"""
 
     ROUTES = [
         (re.compile(r"/apis/policy/v1/namespaces/(?P<namespace>[^/]+)/poddisruptionbudgets$"),
@@ -372,7 +373,8 @@ class FakeApiClient(ApiClient):
             return name, int(value)
         return name, value
 
-    def call_api(self, method, url, header_params=None, body=None, post_params=None, _request_timeout=None):
+    def request(self, method, url, query_params=None, headers=None, post_params=None, body=None,
+                _preload_content=True, _request_timeout=None):
         parts = urlsplit(url)
         for pattern, operation in self.ROUTES:
             match = pattern.search(parts.path)
@@ -380,29 +382,16 @@ class FakeApiClient(ApiClient):
                 break
         else:
             raise AssertionError("the fake cluster does not answer %s %s" % (method, url))
-        kwargs = dict(self._argument(name, value) for name, value in parse_qsl(parts.query))
+        kwargs = dict(self._argument(name, str(value).lower() if isinstance(value, bool) else str(value))
+                      for name, value in (query_params or []))
         kwargs.update((key, unquote(value)) for key, value in match.groupdict().items())
-        return _RestAnswer(getattr(self.cluster, operation)(_preload_content=False, **kwargs))
-
-
-class _RestAnswer:
-    """A 2xx RESTResponse around a fake response (errors are raised by the fake as ApiExceptions)."""
-
-    status = 200
-    reason = "OK"
-
-    def __init__(self, response):
-        self.response = response
-
-    @property
-    def data(self):
-        return self.response.data
-
-    def read(self):
-        return self.data
-
-    def getheaders(self):
-        return {}
+        assert not _preload_content, "the engine reads every response itself (_preload_content=False)"
+        try:
+            return getattr(self.cluster, operation)(_preload_content=False, **kwargs)
+        except ApiException as exc:
+            # the REST layer's exception carries the raw body, which ApiClient decodes on its way out
+            exc.body = exc.body.encode() if isinstance(exc.body, str) else exc.body
+            raise
 
 
 class FakeCoreV1:

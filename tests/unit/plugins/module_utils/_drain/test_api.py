@@ -16,6 +16,7 @@ import pytest
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain import api as drain_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.cordon import cordon_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
+from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import bearer_api_key
 
 from ...fakes import FakeCluster, FakeResponse, api_error, make_pod, node, run_drain
 
@@ -51,18 +52,6 @@ def test_events_describe_the_node():
 # The HTTP client underneath (P5, D11)
 # ----------------------------------------------------------------------------------------------------------
 
-class _RestResponse:
-    def __init__(self, payload):
-        self.status = 200
-        self.reason = "OK"
-        self.response = FakeResponse(payload)
-        self.data = self.response.data
-        self.headers = {}
-
-    def read(self):
-        return self.data
-
-
 def test_P5_every_request_asks_the_client_configuration_for_its_token():
     """Long drains survive token expiry: nothing caches the Authorization header, so the client's
     refresh_api_key_hook (EKS token refresher) runs before every request."""
@@ -70,21 +59,21 @@ def test_P5_every_request_asks_the_client_configuration_for_its_token():
 
     tokens = iter("token-%d" % i for i in range(100))
     configuration = Configuration(host="https://eks.invalid")
-    configuration.api_key = {"authorization": "token-initial"}
-    configuration.api_key_prefix = {"authorization": "Bearer"}
+    configuration.api_key = bearer_api_key("token-initial")
 
     def refresh(config):
-        config.api_key["authorization"] = next(tokens)
+        config.api_key.update(bearer_api_key(next(tokens)))
     configuration.refresh_api_key_hook = refresh
     seen = []
 
     class RecordingClient(ApiClient):
-        """An ApiClient whose call_api, the public method every API class sends through, records the headers
-        the client built for the request and answers it."""
+        """An ApiClient whose request, the method every API class's request reaches once its headers are built,
+        records the headers the client built for the request and answers it."""
 
-        def call_api(self, method, url, header_params=None, body=None, post_params=None, _request_timeout=None):
-            seen.append((method, header_params.get("authorization")))
-            return _RestResponse(node() if "/nodes/" in url else {})
+        def request(self, method, url, query_params=None, headers=None, post_params=None, body=None,
+                    _preload_content=True, _request_timeout=None):
+            seen.append((method, headers.get("authorization")))
+            return FakeResponse(node() if "/nodes/" in url else {})
     client = RecordingClient(configuration)
     result = cordon_nodes(CoreV1Api(client), ["node-a"], run_id="run-1")
     assert result.changed and result.requests_made == 3
