@@ -20,7 +20,7 @@ export ANSIBLE_PYTHON_INTERPRETER := $(BIN)/python
 export ANSIBLE_LOCALHOST_WARNING := false
 export ANSIBLE_INVENTORY_UNPARSED_WARNING := false
 
-.PHONY: venv collection-link demo test unit-and-sandbox-tests unit sandbox-tests integration-and-scenarios integration molecule molecule-and-checks lint sanity build clean
+.PHONY: venv collection-link demo test unit-and-sandbox-tests unit sandbox-tests integration molecule molecule-and-checks lint sanity build clean
 
 $(VENV)/.installed: test-requirements.txt tests/sandbox/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -52,7 +52,7 @@ demo: venv collection-link
 	  echo "Sandbox report: $(DEMO_STATE)/report.json"; \
 	  exit $$status
 
-test: unit-and-sandbox-tests integration-and-scenarios build
+test: unit-and-sandbox-tests integration molecule-and-checks build
 
 # The sandbox's contract tests mostly wait on its clocks (about 40 s of CPU in 1:50), and the unit tests keep both
 # cores busy for about as long: side by side they take little more than the unit tests alone.
@@ -62,17 +62,6 @@ unit-and-sandbox-tests: venv collection-link
 	$(MAKE) --no-print-directory unit; unit=$$?; \
 	wait $$contract; status=$$?; cat build/sandbox-tests.log; \
 	test $$unit -eq 0 && test $$status -eq 0
-
-# The integration tests keep about 1.6 of CI's 2 cores busy, the molecule scenarios about one (both mostly wait on
-# the sandboxes' clocks): side by side they finish well before the sum of their times. The scenarios, then lint and
-# sanity, run beside the integration tests; their output is printed after the tests'; any failing fails the target.
-integration-and-scenarios: venv collection-link
-	mkdir -p build
-	( $(MAKE) --no-print-directory molecule; scenarios=$$?; $(MAKE) --no-print-directory lint sanity; checks=$$?; \
-	  test $$scenarios -eq 0 && test $$checks -eq 0 ) > build/scenarios-and-checks.log 2>&1 & others=$$!; \
-	$(MAKE) --no-print-directory integration; integration=$$?; \
-	wait $$others; status=$$?; cat build/scenarios-and-checks.log; \
-	test $$integration -eq 0 && test $$status -eq 0
 
 # The molecule scenarios mostly wait on the sandbox's clocks, so lint and sanity (about two minutes of CPU) run
 # beside them rather than after: CI has 2 cores and 25 minutes, and `make test` took 24:23 with them in turn. Their
