@@ -30,7 +30,8 @@ description:
     (C(InsufficientInstanceCapacity)) ends the wait only after 3 failed launches in one Availability Zone since
     the wait began. Auto Scaling launches a failed instance in another zone; when that leaves a zone with old
     nodes without a new one (C(rolling)), one more instance is asked for (desired capacity and MaxSize up by one,
-    journalled first), which Auto Scaling launches in the zone with the fewest instances.
+    journalled first), which Auto Scaling launches in the zone with the fewest instances. A zone still without a new
+    node once 3 instances were asked for so ends the wait with its capacity error.
   - Refuses an EKS managed node group, whose Auto Scaling group EKS owns (see M(eksops.nodegroup.eks_nodegroup_update)).
 author:
   - eksops.nodegroup maintainers (@eksops)
