@@ -364,9 +364,15 @@ class FakeApiClient(ApiClient):
         self.cluster = cluster
 
     @staticmethod
-    def _argument(name, value):
-        """A query parameter back as the keyword the Python API took (``labelSelector=a`` -> label_selector='a')."""
-        name = "_continue" if name == "continue" else re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), name)
+    def _keyword(name):
+        """A query parameter's name back as the keyword the Python API took (``labelSelector`` -> label_selector)."""
+        return "_continue" if name == "continue" else re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), name)
+
+    @classmethod
+    def _argument(cls, name, value):
+        """A query parameter of a URL back as the keyword and value the Python API took (``labelSelector=a`` ->
+        label_selector='a', ``watch=true`` -> watch=True)."""
+        name = cls._keyword(name)
         if value in ("true", "false"):
             return name, value == "true"
         if name in ("limit", "timeout_seconds"):
@@ -382,8 +388,8 @@ class FakeApiClient(ApiClient):
                 break
         else:
             raise AssertionError("the fake cluster does not answer %s %s" % (method, url))
-        kwargs = dict(self._argument(name, str(value).lower() if isinstance(value, bool) else str(value))
-                      for name, value in (query_params or []))
+        # kubernetes 36 hands the query over as (name, value) pairs, each value as the Python API took it
+        kwargs = dict((self._keyword(name), value) for name, value in (query_params or []))
         kwargs.update((key, unquote(value)) for key, value in match.groupdict().items())
         assert not _preload_content, "the engine reads every response itself (_preload_content=False)"
         try:
