@@ -20,7 +20,7 @@ from ansible.utils.display import Display
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import HAS_BOTO3, USER_AGENT_EXTRA
 from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
-from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import HAS_KUBERNETES
+from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import kubernetes_import_error
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import error_result
 from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import ReplaceFailed, ReplaceState, while_parent_lives
@@ -67,7 +67,7 @@ class ActionModule(ActionBase):
             mutually_exclusive=[["max_unavailable", "max_unavailable_percentage"]],
         )
         params = validation.validated_parameters
-        if not (HAS_BOTO3 and HAS_KUBERNETES):
+        if not HAS_BOTO3 or kubernetes_import_error() is not None:
             raise AnsibleActionFail("node_replace runs on the controller, which needs boto3, botocore and kubernetes "
                                     "(requirements.txt) in the Python that runs ansible-playbook")
         warnings = []

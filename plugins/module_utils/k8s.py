@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 import atexit
 import base64
 import contextlib
@@ -35,19 +35,32 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     invalid_parameter,
     not_found,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import status_body
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import api_exception, status_body
 
-try:
+if TYPE_CHECKING:  # for the annotations only: the client is imported at first use (kubernetes_import_error)
     from kubernetes.client import ApiClient, AppsV1Api, Configuration, CoreV1Api, PolicyV1Api, VersionApi
     from kubernetes.client.exceptions import ApiException
-    from kubernetes.config import load_kube_config
-    from kubernetes.config.config_exception import ConfigException
 
-    HAS_KUBERNETES = True
-    KUBERNETES_IMPORT_ERROR = None
-except ImportError as exc:  # pragma: no cover - exercised only without the kubernetes client
-    HAS_KUBERNETES = False
-    KUBERNETES_IMPORT_ERROR = exc
+
+def kubernetes_import_error() -> ImportError | None:
+    """Why the kubernetes client cannot be imported, or None; imports it.
+
+    The client is imported here, at first use, not with this file: it costs about 0.6 s of CPU (most of a module
+    run's imports), which the modules that never reach Kubernetes (uses_k8s false: launch_template_version,
+    nodegroup_lease, eks_nodegroup_update) do not pay."""
+    try:
+        import kubernetes.client  # pylint: disable=import-outside-toplevel,unused-import
+        import kubernetes.config  # pylint: disable=import-outside-toplevel,unused-import
+    except ImportError as exc:
+        return exc
+    return None
+
+
+def _client() -> Any:
+    """The kubernetes.client package (see kubernetes_import_error)."""
+    import kubernetes.client  # pylint: disable=import-outside-toplevel
+    return kubernetes.client
+
 
 try:
     import urllib3.exceptions as urllib3_exceptions
@@ -95,9 +108,10 @@ atexit.register(_remove_temp_dirs)
 
 
 def _require_kubernetes() -> None:
-    if not HAS_KUBERNETES:
+    error = kubernetes_import_error()
+    if error is not None:
         raise UpgradeError(API_ERROR, "the kubernetes Python client is required on the host that runs this module",
-                           import_error=str(KUBERNETES_IMPORT_ERROR))
+                           import_error=str(error))
 
 
 def mint_eks_token(sts_client: Any, cluster_name: str) -> str:
@@ -235,7 +249,7 @@ def _use_eks_token(configuration: Configuration, aws_params: Mapping[str, Any], 
 
 
 def _configuration_from_host(params: Mapping[str, Any], aws_params: Mapping[str, Any]) -> Configuration:
-    configuration = Configuration(host=params["host"])
+    configuration = _client().Configuration(host=params["host"])
     if params.get("api_key"):
         _bearer(configuration, params["api_key"])
     elif params.get("cluster_name"):
@@ -244,7 +258,10 @@ def _configuration_from_host(params: Mapping[str, Any], aws_params: Mapping[str,
 
 
 def _configuration_from_kubeconfig(params: Mapping[str, Any]) -> Configuration:
-    configuration = Configuration()
+    from kubernetes.config import load_kube_config  # pylint: disable=import-outside-toplevel
+    from kubernetes.config.config_exception import ConfigException  # pylint: disable=import-outside-toplevel
+
+    configuration = _client().Configuration()
     try:
         load_kube_config(config_file=params.get("kubeconfig"), context=params.get("context"),
                          client_configuration=configuration, persist_config=False)
@@ -261,7 +278,7 @@ def _configuration_from_kubeconfig(params: Mapping[str, Any]) -> Configuration:
 def _configuration_from_cluster_name(params: Mapping[str, Any], aws_params: Mapping[str, Any]) -> Configuration:
     cluster_name = params["cluster_name"]
     endpoint, ca_pem = describe_eks_cluster(aws_client(aws_params, "eks"), cluster_name)
-    configuration = Configuration(host=endpoint)
+    configuration = _client().Configuration(host=endpoint)
     if ca_pem:
         configuration.ssl_ca_cert = _write_private_file("ca.crt", ca_pem)
     _use_eks_token(configuration, aws_params, cluster_name)
@@ -290,26 +307,26 @@ def k8s_api_client(params: Mapping[str, Any], aws_params: Mapping[str, Any] | No
     ``context`` options, else ``KUBECONFIG``, else ``~/.kube/config``) > ``cluster_name`` (DescribeCluster for
     endpoint and CA, and an EKS token refreshed before it expires).
     """
-    client = ApiClient(configuration=k8s_configuration(params, aws_params))
+    client = _client().ApiClient(configuration=k8s_configuration(params, aws_params))
     client.user_agent = user_agent or USER_AGENT_EXTRA
     return client
 
 
 # The typed API objects over one ApiClient: built here only (a test scans the code for others).
 def core_v1(api_client: ApiClient) -> CoreV1Api:
-    return CoreV1Api(api_client)
+    return _client().CoreV1Api(api_client)
 
 
 def apps_v1(api_client: ApiClient) -> AppsV1Api:
-    return AppsV1Api(api_client)
+    return _client().AppsV1Api(api_client)
 
 
 def policy_v1(api_client: ApiClient) -> PolicyV1Api:
-    return PolicyV1Api(api_client)
+    return _client().PolicyV1Api(api_client)
 
 
 def version_api(api_client: ApiClient) -> VersionApi:
-    return VersionApi(api_client)
+    return _client().VersionApi(api_client)
 
 
 def _api_exception_message(exc: ApiException) -> str:
@@ -345,7 +362,7 @@ def translate_k8s_errors(operation_hint: str = "Kubernetes API call") -> Iterato
     except UpgradeError:
         raise
     except Exception as exc:  # pylint: disable=broad-except
-        if HAS_KUBERNETES and isinstance(exc, ApiException):
+        if isinstance(exc, api_exception()):
             raise _api_exception_to_upgrade_error(exc, operation_hint)
         if isinstance(exc, _UNREACHABLE_ERRORS):
             raise UpgradeError(CLUSTER_UNREACHABLE, "%s failed: cannot reach the Kubernetes API: %s"

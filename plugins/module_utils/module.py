@@ -19,11 +19,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import (
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import FIRST_CONTACT_RETRY_SECONDS, Clients
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import (
-    HAS_KUBERNETES,
-    K8S_ARGUMENT_SPEC,
-    KUBERNETES_IMPORT_ERROR,
-)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import K8S_ARGUMENT_SPEC, kubernetes_import_error
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import Clock
 
 __all__ = ["FIRST_CONTACT_RETRY_SECONDS", "EksopsModule", "error_result", "merged_argument_spec"]
@@ -71,8 +67,10 @@ class EksopsModule:
         # Both the AWS API and, for cluster_name auth, the EKS token need boto3.
         if not HAS_BOTO3 and (uses_aws or uses_k8s):
             self.module.fail_json(msg=missing_required_lib("boto3 and botocore"), exception=str(BOTO3_IMPORT_ERROR))
-        if uses_k8s and not HAS_KUBERNETES:
-            self.module.fail_json(msg=missing_required_lib("kubernetes"), exception=str(KUBERNETES_IMPORT_ERROR))
+        # Only a module that reaches Kubernetes imports its client (k8s.kubernetes_import_error).
+        kubernetes_error = kubernetes_import_error() if uses_k8s else None
+        if kubernetes_error is not None:
+            self.module.fail_json(msg=missing_required_lib("kubernetes"), exception=str(kubernetes_error))
         self.clients = Clients(self.module.params, self.user_agent, clock=clock, aws_clients=aws_clients)
 
     def __getattr__(self, name: str) -> Any:

@@ -345,16 +345,26 @@ def rbac_of_route(http_method, path):
     return group, resource, verb
 
 
+def called_name(node):
+    """The name a call calls (``f(...)`` or ``x.f(...)``: f), or None for anything else."""
+    if not isinstance(node, ast.Call):
+        return None
+    if isinstance(node.func, ast.Name):
+        return node.func.id
+    return node.func.attr if isinstance(node.func, ast.Attribute) else None
+
+
 class KubeModel:
     """The operations of the kubernetes API classes the code instantiates."""
 
     def __init__(self, source):
         self.classes = {}
         for _path, node in source.walk():
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-                api_class = getattr(kubernetes.client, node.func.id, None)
-                if inspect.isclass(api_class) and node.func.id.endswith("Api") and node.func.id != "ApiClient":
-                    self.classes[node.func.id] = api_class
+            # ``CoreV1Api(client)``, or ``_client().CoreV1Api(client)`` (k8s.py imports the client at first use).
+            name = called_name(node)
+            api_class = getattr(kubernetes.client, name, None) if name else None
+            if inspect.isclass(api_class) and name.endswith("Api") and name != "ApiClient":
+                self.classes[name] = api_class
         self.operations = dict((name, set(method for method in dir(api_class) if not method.startswith("_")
                                           and hasattr(api_class, method + "_with_http_info")))
                                for name, api_class in self.classes.items())
@@ -364,8 +374,8 @@ class KubeModel:
 
     def class_named_by(self, expr):
         """The API class of a receiver: ``CoreV1Api(client)``, or a name like ``core_v1`` / ``policy``."""
-        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in self.classes:
-            return expr.func.id
+        if called_name(expr) in self.classes:
+            return called_name(expr)
         key = last_segment(expr)
         for name in self.classes:
             snake = xform_name(name)[:-len("_api")]

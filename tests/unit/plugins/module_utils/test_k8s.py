@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import subprocess
+import sys
 import urllib.parse
 
 import pytest
@@ -12,7 +15,7 @@ import yaml
 from moto import mock_aws
 from kubernetes.client.exceptions import ApiException
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import aws, k8s
+from ansible_collections.eksops.nodegroup.plugins.module_utils import aws, k8s, kube_watch
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 
 from ..fakes import FakeClock
@@ -242,3 +245,29 @@ def test_unrelated_errors_pass_through():
     with pytest.raises(ValueError):
         with k8s.translate_k8s_errors():
             raise ValueError("x")
+
+
+@pytest.mark.parametrize("module, imports_kubernetes", [
+    ("launch_template_version", False), ("nodegroup_lease", False), ("eks_nodegroup_update", False),
+    ("node_drain", True)])
+def test_only_the_modules_that_reach_kubernetes_import_its_client(module, imports_kubernetes):
+    """Importing the client costs about 0.6 s of CPU per module run: the modules that never reach Kubernetes
+    (uses_k8s false) leave it alone (k8s.kubernetes_import_error); node_drain shows the check sees an import."""
+    code = ("import sys; import ansible_collections.eksops.nodegroup.plugins.modules.%s; "
+            "print('kubernetes' in sys.modules)" % module)
+    # A fresh interpreter, with this one's path (pytest adds build/collections to it).
+    answer = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert answer.stdout.strip() == str(imports_kubernetes)
+
+
+def test_api_exception_matches_nothing_until_the_client_is_loaded(monkeypatch):
+    """kube_watch.api_exception: no ApiException can have been raised without the client loaded."""
+    assert kube_watch.api_exception() is ApiException
+    monkeypatch.delitem(sys.modules, "kubernetes.client.exceptions")
+    assert kube_watch.api_exception() == ()
+    with pytest.raises(ValueError):
+        try:
+            raise ValueError("not the client's")
+        except kube_watch.api_exception():
+            pytest.fail("() caught an exception")
