@@ -4,9 +4,7 @@
 """node_replace's options and the steps of its loop: node_drain's and asg_instance_terminate's own code
 (drain_step, terminate_step) run with one shared Clients, in the action plugin's process (issue 11 item 4).
 
-A StepContext is what those steps take for a module: params (the step module's options, defaults filled by the
-same argument spec machinery), check_mode, aws(), core_v1(), warn, log, with_diff; fail_upgrade raises
-StepFailed instead of exiting.
+They run with a StepContext for a module (step_context.py).
 """
 
 from __future__ import annotations
@@ -15,8 +13,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 import random
 
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-
 from ansible_collections.eksops.nodegroup.plugins.module_utils import (
     drain_step,
     nodegroup_describe,
@@ -24,11 +20,9 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils import (
     schedule_ops,
     terminate_step,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import AWS_ARGUMENT_SPEC
 from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
 from ansible_collections.eksops.nodegroup.plugins.module_utils.cluster_proof import NODE_READY_TIMEOUT_DEFAULT
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import NOT_FOUND, UpgradeError, invalid_parameter
-from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import K8S_ARGUMENT_SPEC
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import merged_argument_spec
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
@@ -38,6 +32,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import 
     find_module_nodegroup,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import list_nodegroup_nodes
+from ansible_collections.eksops.nodegroup.plugins.module_utils.step_context import StepContext, group_options, validated
 from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import (
     Batch,
     ReplaceFailed,
@@ -75,19 +70,9 @@ ARGUMENT_SPEC = dict(
     **LEASE_OPTION
 )
 
-SHARED_OPTIONS = tuple(AWS_ARGUMENT_SPEC) + tuple(K8S_ARGUMENT_SPEC)
-
 
 def full_argument_spec() -> dict[str, Any]:
     return merged_argument_spec(ARGUMENT_SPEC, uses_aws=True, uses_k8s=True)
-
-
-def _validated(spec: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
-    """``params`` through the step module's own argument spec (defaults, aliases, types), as its module would."""
-    result = ArgumentSpecValidator(merged_argument_spec(spec, uses_aws=True, uses_k8s=True)).validate(dict(params))
-    if result.error_messages:
-        raise ValueError("; ".join(result.error_messages))
-    return result.validated_parameters
 
 
 def validate_schedule(params: Mapping[str, Any]) -> None:
@@ -108,61 +93,23 @@ def termination_rounds(batch: Batch) -> list[tuple[list[str], bool]]:
     return [(ids, decrement) for ids, decrement in ((decrementing, True), (replacing, False)) if ids]
 
 
-def _group_options(params: Mapping[str, Any], lease: bool = True) -> dict[str, Any]:
-    """The AWS and Kubernetes options and those naming the node group (and the lease), for a step's params."""
-    options = dict((name, params[name]) for name in SHARED_OPTIONS if params.get(name) is not None)
-    options.update(cluster_name=params["cluster_name"], nodegroup_name=params["nodegroup_name"],
-                   asg_name=params["asg_name"])
-    if lease:
-        options["lease_id"] = params["lease_id"]
-    return options
-
-
 def step_params(params: Mapping[str, Any], batch: Batch, instance_ids: Sequence[str] | None = None,
                 decrement: bool | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """(node_drain's params, asg_instance_terminate's) for ``batch``: what batch.yml passed the two modules.
     ``instance_ids`` and ``decrement``: one termination round of the batch (termination_rounds)."""
-    drain = _group_options(params)
+    drain = group_options(params)
     drain.update(instance_ids=batch.instance_ids, state="drain", delete_options=params["delete_options"],
                  post_drain_wait=params["post_drain_wait"], post_drain_min_wait=params["post_drain_min_wait"],
                  ignore_load_balancer_timeout=params["ignore_load_balancer_timeout"],
                  eviction_concurrency=params["eviction_concurrency"], exclude_from_load_balancers=True,
                  run_id=params["run_id"])
-    terminate = _group_options(params)
+    terminate = group_options(params)
     terminate.update(instance_ids=list(batch.instance_ids if instance_ids is None else instance_ids),
                      should_decrement_desired_capacity=batch.decrement if decrement is None else decrement, wait=True,
                      wait_for_replacements=params["wait_for_replacements"], wait_timeout=params["wait_timeout"],
                      node_ready_timeout=params["node_ready_timeout"],
                      accept_current_capacity=params["accept_current_capacity"])
-    return _validated(drain_step.ARGUMENT_SPEC, drain), _validated(terminate_step.ARGUMENT_SPEC, terminate)
-
-
-class StepContext:
-    """The EksopsModule surface drain_step and terminate_step use, for one step's ``params``."""
-
-    def __init__(self, params: Mapping[str, Any], clients: Clients, check_mode: bool, diff: bool,
-                 warn: Callable[[str], None], log: Callable[[str], None]) -> None:
-        self.params = params
-        self.clients = clients
-        self.check_mode = check_mode
-        self._diff = diff
-        self.warn = warn
-        self.log = log
-        self.lease_heartbeats = clients.lease_heartbeats
-
-    def aws(self, service: str) -> Any:
-        return self.clients.aws(service)
-
-    def core_v1(self) -> Any:
-        return self.clients.core_v1()
-
-    def with_diff(self, result: dict[str, Any], before: Any, after: Any) -> dict[str, Any]:
-        if self._diff:
-            result["diff"] = dict(before=before, after=after)
-        return result
-
-    def fail_upgrade(self, err: UpgradeError, **result: Any) -> None:
-        raise StepFailed(err, result)
+    return validated(drain_step.ARGUMENT_SPEC, drain), validated(terminate_step.ARGUMENT_SPEC, terminate)
 
 
 def _guarded(step: Callable[..., Any]) -> Callable[..., Any]:
@@ -262,9 +209,9 @@ def plan_phase(params: Mapping[str, Any], clients: Clients,
     its nodes."""
     if params["batches"] is not None:
         return dict(params), None, None
-    options = _group_options(params, lease=False)
+    options = group_options(params, lease=False)
     options.update((name, params[name]) for name in PLANNING_OPTIONS + ("seed", "schedule"))
-    context = StepContext(_validated(nodegroup_describe.ARGUMENT_SPEC, options), clients, False, False, warn,
+    context = StepContext(validated(nodegroup_describe.ARGUMENT_SPEC, options), clients, False, False, warn,
                           lambda line: None)
     group = find_module_nodegroup(context, refuse_managed="replace its nodes through its Auto Scaling group")
     described = nodegroup_describe.describe_nodegroup(context, group)
@@ -291,11 +238,11 @@ def cordon_old_nodes(params: Mapping[str, Any], clients: Clients, check_mode: bo
     instance_ids = [instance_id for batch in params["batches"] for instance_id in batch]
     if not instance_ids:
         return None
-    options = _group_options(params)
+    options = group_options(params)
     options.update(instance_ids=instance_ids, state="cordon", exclude_from_load_balancers=True,
                    run_id=params["run_id"])
     try:
-        return drain_step.run(StepContext(_validated(drain_step.ARGUMENT_SPEC, options), clients, check_mode, diff,
+        return drain_step.run(StepContext(validated(drain_step.ARGUMENT_SPEC, options), clients, check_mode, diff,
                                           warn, log))
     except StepFailed as failure:
         raise ReplaceFailed(failure.error, ReplaceState(), failure.result) from failure
@@ -306,8 +253,8 @@ def cordon_old_nodes(params: Mapping[str, Any], clients: Clients, check_mode: bo
 def old_instances_left(params: Mapping[str, Any], clients: Clients, warn: Callable[[str], None]) -> list[str]:
     """U5 ("until no node runs the old launch template version"): the group's old instances after the loop, as
     nodegroup_info tells them (those that joined during the upgrade are replaced by a rerun)."""
-    options = _group_options(params, lease=False)
-    context = StepContext(_validated(nodegroup_describe.ARGUMENT_SPEC, options), clients, False, False, warn,
+    options = group_options(params, lease=False)
+    context = StepContext(validated(nodegroup_describe.ARGUMENT_SPEC, options), clients, False, False, warn,
                           lambda line: None)
     return nodegroup_describe.describe_nodegroup(context)["old_instances"]
 

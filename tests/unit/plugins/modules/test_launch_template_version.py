@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from moto import mock_aws
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils import launch_template_step
 from ansible_collections.eksops.nodegroup.plugins.modules import launch_template_version
 
 from ..moto_nodegroup import (
@@ -241,7 +242,7 @@ def test_issue10_item24_a_race_refused_by_aws_after_the_journal_is_neither_input
         with translate_aws_errors("point Auto Scaling group %s at launch template version 2" % world.asg_name):
             raise ClientError({"Error": {"Code": "ValidationError", "Message": "Scaling activity in progress"}},
                               "UpdateAutoScalingGroup")
-    with mock.patch.object(launch_template_version, "pin_asg_launch_template", side_effect=refused.value):
+    with mock.patch.object(launch_template_step, "pin_asg_launch_template", side_effect=refused.value):
         failed = run(image_id=world.new_ami)
     assert failed["failed"] is True and failed["changed"] is True, failed
     assert (failed["code"], failed["aws_error_code"]) == ("ApiError", "ValidationError")
@@ -260,7 +261,7 @@ def test_failure_after_creating_the_version_reports_it(world, run):
 
     denied = UpgradeError("AccessDenied", "update Auto Scaling group failed: AccessDenied: no",
                           aws_error_code="AccessDenied")
-    with mock.patch.object(launch_template_version, "pin_asg_launch_template", side_effect=denied):
+    with mock.patch.object(launch_template_step, "pin_asg_launch_template", side_effect=denied):
         failed = run(image_id=world.new_ami)
     assert failed["failed"] is True and failed["changed"] is True
     assert (failed["code"], failed["launch_template"]["version"]) == ("AccessDenied", 2)
@@ -296,13 +297,13 @@ def test_a1_processes_are_suspended_and_recorded_before_the_group_is_pinned(worl
 
     world.autoscaling.suspend_processes(AutoScalingGroupName=ASG_NAME, ScalingProcesses=["AZRebalance"])
     at_pin = []
-    pin = launch_template_version.pin_asg_launch_template
+    pin = launch_template_step.pin_asg_launch_template
 
     def spy(*args, **kwargs):
         at_pin.append((suspended(world), journal_tags(world).get("suspended_processes")))
         return pin(*args, **kwargs)
 
-    with mock.patch.object(launch_template_version, "pin_asg_launch_template", side_effect=spy):
+    with mock.patch.object(launch_template_step, "pin_asg_launch_template", side_effect=spy):
         result = run(image_id=world.new_ami, diff=True)
     assert not result.get("failed"), result
     assert at_pin == [(sorted(A1), "AlarmNotification,ScheduledActions,ReplaceUnhealthy")]

@@ -10,7 +10,8 @@ from moto import mock_aws
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.modules import nodegroup_preflight
-from ansible_collections.eksops.nodegroup.plugins.modules.nodegroup_preflight import node_findings, preflight_findings
+from ansible_collections.eksops.nodegroup.plugins.module_utils import preflight_step
+from ansible_collections.eksops.nodegroup.plugins.module_utils.preflight_step import node_findings, preflight_findings
 
 from ..fakes import FakeStore
 from ..moto_nodegroup import CLUSTER, NODEGROUP, MotoNodegroup, node_labels, raw_node, run_module_in_process
@@ -151,9 +152,9 @@ def test_run_examines_the_pods_of_the_groups_nodes_only(capsys, kind, convention
         core_v1 = mock.Mock(list_node=nodes.list_func, list_pod_for_all_namespaces=pods.list_func)
         with mock.patch.object(EksopsModule, "core_v1", lambda self: core_v1), \
                 mock.patch.object(EksopsModule, "k8s", lambda self: None), \
-                mock.patch.object(nodegroup_preflight, "apps_v1", lambda client: mock.Mock(
+                mock.patch.object(preflight_step, "apps_v1", lambda client: mock.Mock(
                     list_deployment_for_all_namespaces=deployments.list_func)), \
-                mock.patch.object(nodegroup_preflight, "policy_v1", lambda client: mock.Mock(
+                mock.patch.object(preflight_step, "policy_v1", lambda client: mock.Mock(
                     list_pod_disruption_budget_for_all_namespaces=budgets.list_func)):
             result = run_module_in_process(nodegroup_preflight.main, dict(cluster_name=CLUSTER,
                                                                           nodegroup_name=NODEGROUP), capsys)
@@ -173,9 +174,9 @@ def run_on_empty_nodes(world, capsys, aws_calls=None, **args):
                         list_pod_for_all_namespaces=FakeStore([]).list_func)
     with mock.patch.object(EksopsModule, "core_v1", lambda self: core_v1), \
             mock.patch.object(EksopsModule, "k8s", lambda self: None), \
-            mock.patch.object(nodegroup_preflight, "apps_v1", lambda client: mock.Mock(
+            mock.patch.object(preflight_step, "apps_v1", lambda client: mock.Mock(
                 list_deployment_for_all_namespaces=FakeStore([]).list_func)), \
-            mock.patch.object(nodegroup_preflight, "policy_v1", lambda client: mock.Mock(
+            mock.patch.object(preflight_step, "policy_v1", lambda client: mock.Mock(
                 list_pod_disruption_budget_for_all_namespaces=FakeStore([]).list_func)):
         return run_module_in_process(nodegroup_preflight.main, dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP,
                                                                     **args), capsys, aws_calls=aws_calls)

@@ -1,0 +1,76 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a module's own code needs to run as a step of an action plugin (node_replace, nodegroup_setup): the
+module's options checked by its own argument spec, and a StepContext with the EksopsModule surface over the
+action's one Clients (issue 11 item 4).
+
+A StepContext gives params (the step module's options, defaults filled by the same argument spec machinery),
+check_mode, aws(), k8s(), core_v1(), warn, log and with_diff; fail_upgrade raises StepFailed instead of exiting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import AWS_ARGUMENT_SPEC
+from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
+from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import K8S_ARGUMENT_SPEC
+from ansible_collections.eksops.nodegroup.plugins.module_utils.module import merged_argument_spec
+from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import StepFailed
+
+SHARED_OPTIONS = tuple(AWS_ARGUMENT_SPEC) + tuple(K8S_ARGUMENT_SPEC)
+
+
+def validated(spec: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` through the step module's own argument spec (defaults, aliases, types), as its module would."""
+    result = ArgumentSpecValidator(merged_argument_spec(spec, uses_aws=True, uses_k8s=True)).validate(dict(params))
+    if result.error_messages:
+        raise ValueError("; ".join(result.error_messages))
+    return result.validated_parameters
+
+
+def group_options(params: Mapping[str, Any], lease: bool = True) -> dict[str, Any]:
+    """The AWS and Kubernetes options and those naming the node group (and the lease), for a step's params."""
+    options = dict((name, params[name]) for name in SHARED_OPTIONS if params.get(name) is not None)
+    options.update(cluster_name=params["cluster_name"], nodegroup_name=params["nodegroup_name"],
+                   asg_name=params["asg_name"])
+    if lease:
+        options["lease_id"] = params["lease_id"]
+    return options
+
+
+class StepContext:
+    """The EksopsModule surface the steps (drain_step, terminate_step, preflight_step, launch_template_step,
+    nodegroup_describe) use, for one step's ``params``."""
+
+    def __init__(self, params: Mapping[str, Any], clients: Clients, check_mode: bool, diff: bool,
+                 warn: Callable[[str], None], log: Callable[[str], None]) -> None:
+        self.params = params
+        self.clients = clients
+        self.check_mode = check_mode
+        self._diff = diff
+        self.warn = warn
+        self.log = log
+        self.lease_heartbeats = clients.lease_heartbeats
+
+    def aws(self, service: str) -> Any:
+        return self.clients.aws(service)
+
+    def k8s(self) -> Any:
+        return self.clients.k8s()
+
+    def core_v1(self) -> Any:
+        return self.clients.core_v1()
+
+    def with_diff(self, result: dict[str, Any], before: Any, after: Any) -> dict[str, Any]:
+        if self._diff:
+            result["diff"] = dict(before=before, after=after)
+        return result
+
+    def fail_upgrade(self, err: UpgradeError, **result: Any) -> None:
+        raise StepFailed(err, result)
