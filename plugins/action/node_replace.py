@@ -13,14 +13,10 @@ from __future__ import annotations
 
 import os
 
-from ansible.errors import AnsibleActionFail
-from ansible.module_utils.common.text.converters import to_text
-from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import HAS_BOTO3, USER_AGENT_EXTRA
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import USER_AGENT_EXTRA
 from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
-from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import kubernetes_import_error
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import error_result
 from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import ReplaceFailed, ReplaceState, while_parent_lives
@@ -34,6 +30,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_steps imp
     replace_loop,
     validate_schedule,
 )
+from ansible_collections.eksops.nodegroup.plugins.plugin_utils.controller_action import ControllerAction
 
 display = Display()
 
@@ -42,47 +39,27 @@ def _log(line: str) -> None:
     display.vvvv("node_replace: %s" % line)
 
 
-class ActionModule(ActionBase):
-    """Runs on the controller whatever the task's host or delegate_to: the work is API calls only."""
-
-    TRANSFERS_FILES = False
-    _requires_connection = False
-
-    def _apply_task_environment(self) -> None:
-        """The task's ``environment`` (templated), as a module's process would see it: the AWS_* and K8S_AUTH_*
-        fallbacks of the options read it. This worker process ends with the task."""
-        for env in self._task.environment or []:
-            env = self._templar.template(env)
-            if isinstance(env, dict):
-                os.environ.update((to_text(key), to_text(value)) for key, value in env.items() if value is not None)
+class ActionModule(ControllerAction):
+    """The upgrade phase on the controller (ControllerAction)."""
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
-        self._apply_task_environment()
-        # Every option checked (types, defaults, the AWS_* / K8S_AUTH_* fallbacks) before any change, as a module's.
-        validation, _args = self.validate_argument_spec(
-            argument_spec=full_argument_spec(),
-            required_by=dict(asg_name="nodegroup_name"),
-            mutually_exclusive=[["max_unavailable", "max_unavailable_percentage"]],
-        )
-        params = validation.validated_parameters
-        if not HAS_BOTO3 or kubernetes_import_error() is not None:
-            raise AnsibleActionFail("node_replace runs on the controller, which needs boto3, botocore and kubernetes "
-                                    "(requirements.txt) in the Python that runs ansible-playbook")
+        params = self.validated_params(full_argument_spec(),
+                                       mutually_exclusive=[["max_unavailable", "max_unavailable_percentage"]])
         warnings = []
         clients = Clients(params, "%s/node_replace" % USER_AGENT_EXTRA)
         try:
             params, plan, loop, next_batch = self._prepare(params, clients, warnings)
         except UpgradeError as err:
-            self._stop_heartbeats(clients)
+            clients.stop_lease_heartbeats()
             result.update(failed=True, changed=False, replace=ReplaceState().to_dict())
             result.update(error_result(err))
         else:
             try:
                 result.update(self._replace(params, plan, clients, loop, next_batch, warnings))
             finally:
-                self._stop_heartbeats(clients)
+                clients.stop_lease_heartbeats()
         if warnings:
             result["warnings"] = warnings
         return result
@@ -134,11 +111,6 @@ class ActionModule(ActionBase):
         result["changed"] = bool(result["replace"]["batches"] or (cordoned or {}).get("changed"))
         result["replace"].update(planned)
         return result
-
-    @staticmethod
-    def _stop_heartbeats(clients: Clients) -> None:
-        for heartbeat in clients.lease_heartbeats.values():
-            heartbeat.stop()
 
     def _progress(self, line: str) -> None:
         display.display(line)

@@ -30,7 +30,7 @@ options:
       - C(started_at), C(finished_at) (UTC times), C(phase_seconds) (seconds by phase), C(check_mode).
       - C(plan), the plan of a dry run (else null); C(error), the run's error (else null), with C(code),
         C(phase), C(msg), C(rolled_back), C(resume) and optionally C(rollback_error).
-      - The phases' variables, null when unset - C(setup_result), C(setup_discovery), C(failure_state) (the node
+      - The phases' variables, null when unset - C(setup_result), C(setup_phase) (the setup task's result), C(failure_state) (the node
         group described after a failure), C(managed_update_result), C(managed_update_step),
         C(upgrade_replaced_instances), C(upgrade_never_joined), C(upgrade_drain_results),
         C(surge_upgrade_replaced_instances), C(surge_upgrade_never_joined), C(surge_upgrade_drain_results),
@@ -139,7 +139,7 @@ def _dig(value: Any, *keys: str) -> Any:
 def _known(run: Mapping[str, Any], key: str, fallback: Any) -> Any:
     """What is known of the group: the setup phase's result, else its discovery, else the description taken after
     the failure (the setup phase may have stopped before it found the group; issue 10 item 24)."""
-    for found in (_dig(run, "setup_result", key), _dig(run, "setup_discovery", "nodegroup", key),
+    for found in (_dig(run, "setup_result", key), _dig(run, "setup_phase", "setup", "nodegroup", key),
                   _dig(run, "failure_state", "nodegroup", key)):
         if found is not _UNSET:
             return found

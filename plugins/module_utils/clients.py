@@ -46,6 +46,11 @@ class Clients:
         self._core_v1 = None
         self.lease_heartbeats = {}  # (asg name, lease id) -> lease.Heartbeat, for a process that claims per step
 
+    def stop_lease_heartbeats(self) -> None:
+        """Stop the heartbeats of the leases claimed through these clients (an action plugin's, when it ends)."""
+        for heartbeat in self.lease_heartbeats.values():
+            heartbeat.stop()
+
     def aws(self, service: str) -> Any:
         """A cached botocore client for ``service``."""
         if self._aws_client_factory is not None:

@@ -24,6 +24,9 @@ LOAD_BALANCER_DEREGISTRATION_TIMEOUT = "LoadBalancerDeregistrationTimeout"
 # Ec2LaunchTemplateVersionMismatch is a health issue of a managed node group; people who see both must not
 # take one for the other.)
 UPGRADE_TARGET_CONFLICT = "UpgradeTargetConflict"
+# Not an EKS code: the preflight found what would make the upgrade fail half-way (the cluster autoscaler deleting
+# a node of the group), so nothing was changed (issue 10 item 5).
+PREFLIGHT_BLOCKED = "PreflightBlocked"
 # Not an EKS code: the AWS API itself (or the configured endpoint_url) could not be reached.
 AWS_UNREACHABLE = "AwsUnreachable"
 # Not an EKS code: an AWS or Kubernetes API error that fits none of the codes above.

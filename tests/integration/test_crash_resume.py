@@ -28,7 +28,8 @@ RUN_TIMEOUT = 420
 # phase -> (line of the playbook output that starts the phase's changes, journal phase to wait for before the
 # kill, or None: kill 1.5 s after the line)
 KILL_POINTS = {
-    "setup": ("Create the target launch template version", None),
+    # nodegroup_setup's preflight report, its last line before the launch template version, the phase's change
+    "setup": ("Preflight: ", None),
     "scale_up": ("Scale up the Auto Scaling group and wait for the new nodes", "scale_up"),
     # node_replace's line as batch 1 starts its drain (issue 11 item 4: one task for the loop, lines as it runs)
     "upgrade": ("batch 1/", None),

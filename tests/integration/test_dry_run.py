@@ -1,5 +1,6 @@
 """Issue 10 items 4, 5 and 9, on the demo sandbox, read from its own counters: a dry run shows the real plan
-and changes nothing; a node the cluster autoscaler is deleting stops the upgrade before any change."""
+and changes nothing; a node the cluster autoscaler is deleting stops the upgrade before any change, after the
+preflight report is shown."""
 
 from __future__ import annotations
 
@@ -52,6 +53,10 @@ def test_a_node_the_autoscaler_is_deleting_stops_the_upgrade_before_any_change(s
         assert changes_by_the_collection(before, call_counts(sandbox)) == {}
     finally:
         core.patch_node(node, {"spec": {"taints": None}})
+    # What the setup phase found is printed before it stops (issue 11 item 4: the nodegroup_setup action's lines).
+    shown = result.stdout
+    assert shown.index("Node group workers is a self-managed node group") < shown.index("Preflight: ") \
+        < shown.index("- Node %s carries the ToBeDeletedByClusterAutoscaler taint" % node)
     error = json.loads(report_path.read_text())["error"]
     assert (error["code"], error["phase"]) == ("PreflightBlocked", "setup")
     assert node in error["msg"] and "ToBeDeletedByClusterAutoscaler" in error["msg"]

@@ -27,6 +27,7 @@ RESULT_KEYS = {
     "nodegroup_lease": "lease",
     "nodegroup_preflight": "preflight",
     "nodegroup_scale_restore": "restore",
+    "nodegroup_setup": "setup",
 }
 
 

@@ -39,7 +39,7 @@ def run(**overrides):
         started_at="2024-05-01T10:00:00Z", finished_at="2024-05-01T10:20:00Z",
         phase_seconds={"setup": 3.2, "scale_up": 95.7, "upgrade": 1020.4, "scale_down": 80.1},
         check_mode=False, plan=None, error=None,
-        setup_result=None, setup_discovery=None, failure_state=None, managed_update_result=None,
+        setup_result=None, setup_phase=None, failure_state=None, managed_update_result=None,
         managed_update_step=None, upgrade_replaced_instances=None, upgrade_never_joined=None,
         upgrade_drain_results=None, surge_upgrade_replaced_instances=None, surge_upgrade_never_joined=None,
         surge_upgrade_drain_results=None, scale_down_result=None, scale_up_result=None)
@@ -213,19 +213,19 @@ def test_nothing_is_restored_without_a_journal():
 
 
 def test_the_group_is_known_from_the_discovery_when_the_setup_phase_stopped():
-    report = upgrade_report(run(setup_discovery={"nodegroup": {"kind": "self_managed_eksctl", "asg_name": "found"}},
+    report = upgrade_report(run(setup_phase={"setup": {"nodegroup": {"kind": "self_managed_eksctl", "asg_name": "found"}}},
                                 failure_state={"nodegroup": {"kind": "other", "asg_name": "other"}}, error=ERROR))
     assert (report["kind"], report["asg_name"]) == ("self_managed_eksctl", "found")
 
 
 def test_the_group_is_known_from_its_description_after_the_failure():
-    report = upgrade_report(run(setup_discovery={"failed": True, "msg": "no"}, asg_name="given",
+    report = upgrade_report(run(setup_phase={"failed": True, "msg": "no"}, asg_name="given",
                                 failure_state={"nodegroup": {"kind": "self_managed", "asg_name": "found"}}, error=ERROR))
     assert (report["kind"], report["asg_name"]) == ("self_managed", "found")
 
 
 def test_an_unknown_group_is_the_asg_name_given_and_no_kind():
-    report = upgrade_report(run(asg_name="given", setup_discovery={"failed": True}, failure_state={"failed": True},
+    report = upgrade_report(run(asg_name="given", setup_phase={"failed": True}, failure_state={"failed": True},
                                 parallelism=None, phase_seconds={}, error=ERROR))
     assert (report["kind"], report["asg_name"], report["max_unavailable"]) == (None, "given", None)
     assert (report["total_seconds"], report["replaced_instances"], report["drained_nodes"]) == (0, [], [])

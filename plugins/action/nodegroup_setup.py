@@ -1,0 +1,53 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""eksops.nodegroup.nodegroup_setup: the setup phase (discovery, preflight, launch template version) in one process
+on the controller (issue 11 item 4; docs/architecture.md says why).
+
+The work is nodegroup_info's, nodegroup_preflight's and launch_template_version's own code, in order, by
+module_utils/setup_phase.py; this file only validates the options, shows what was found through Display
+(ansible-playbook's output and AWX's job output) and builds the task result as the modules build theirs.
+"""
+
+from __future__ import annotations
+
+from ansible.utils.display import Display
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import USER_AGENT_EXTRA
+from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
+from ansible_collections.eksops.nodegroup.plugins.module_utils.module import error_result, merged_argument_spec
+from ansible_collections.eksops.nodegroup.plugins.module_utils.setup_phase import (
+    ARGUMENT_SPEC,
+    TARGET_OPTIONS,
+    SetupFailed,
+    SetupPhase,
+)
+from ansible_collections.eksops.nodegroup.plugins.plugin_utils.controller_action import ControllerAction
+
+display = Display()
+
+
+class ActionModule(ControllerAction):
+    """The setup phase on the controller (ControllerAction)."""
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        params = self.validated_params(
+            merged_argument_spec(ARGUMENT_SPEC, uses_aws=True, uses_k8s=True),
+            mutually_exclusive=[["max_unavailable", "max_unavailable_percentage"], TARGET_OPTIONS])
+        warnings = []
+        clients = Clients(params, "%s/nodegroup_setup" % USER_AGENT_EXTRA)
+        phase = SetupPhase(params, clients, bool(self._task.check_mode), bool(self._task.diff), warnings.append,
+                           display.display)
+        try:
+            result.update(phase.run())
+        except SetupFailed as failure:
+            result.update(failure.result)
+            result.update(failed=True)
+            result.update(error_result(failure.error))
+        finally:
+            clients.stop_lease_heartbeats()
+        if warnings:
+            result["warnings"] = warnings
+        return result

@@ -1,0 +1,45 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The base of the action plugins that do modules' work on the controller, in the task's own process (node_replace,
+nodegroup_setup; issue 11 item 4, docs/architecture.md says why)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.text.converters import to_text
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import HAS_BOTO3
+from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import kubernetes_import_error
+
+
+class ControllerAction(ActionBase):
+    """Runs on the controller whatever the task's host or delegate_to: the work is API calls only."""
+
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def validated_params(self, argument_spec: Mapping[str, Any], **constraints: Any) -> dict[str, Any]:
+        """The task's options checked as a module's are (types, defaults, the AWS_* / K8S_AUTH_* fallbacks, read
+        from the task's ``environment``), before any change; ``constraints``: mutually_exclusive and the like."""
+        self._apply_task_environment()
+        validation, _args = self.validate_argument_spec(argument_spec=dict(argument_spec),
+                                                        required_by=dict(asg_name="nodegroup_name"), **constraints)
+        if not HAS_BOTO3 or kubernetes_import_error() is not None:
+            raise AnsibleActionFail("%s runs on the controller, which needs boto3, botocore and kubernetes "
+                                    "(requirements.txt) in the Python that runs ansible-playbook"
+                                    % self._task.action.rsplit(".", 1)[-1])
+        return validation.validated_parameters
+
+    def _apply_task_environment(self) -> None:
+        """The task's ``environment`` (templated), as a module's process would see it. The worker process that runs
+        the action ends with the task."""
+        for env in self._task.environment or []:
+            env = self._templar.template(env)
+            if isinstance(env, dict):
+                os.environ.update((to_text(key), to_text(value)) for key, value in env.items() if value is not None)
