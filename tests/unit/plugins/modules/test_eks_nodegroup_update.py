@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime
 from unittest import mock
 
-import boto3
 import pytest
 from botocore.stub import Stubber
 
@@ -19,7 +18,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.module import Eks
 from ansible_collections.eksops.nodegroup.plugins.modules import eks_nodegroup_update
 
 from ..fakes import FakeClock
-from ..moto_nodegroup import REGION, run_module_in_process
+from ..moto_nodegroup import moto_client, run_module_in_process
 
 CLUSTER = "demo"
 NODEGROUP = "workers"
@@ -33,8 +32,6 @@ CREATED = datetime.datetime(2025, 1, 6, 9, 30, tzinfo=datetime.timezone.utc)
 NAMES = dict(clusterName=CLUSTER, nodegroupName=NODEGROUP)
 UPDATE_NAMES = dict(name=CLUSTER, nodegroupName=NODEGROUP)
 BASE = dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP, poll_interval=15)
-
-_SESSION = boto3.Session(aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION)
 
 
 def assert_enums_valid(value, shape, path):
@@ -57,7 +54,7 @@ class StubbedAws:
         self.clients = {}
         self.stubs = {}
         for service in ("eks", "ssm", "autoscaling", "ec2"):
-            client = _SESSION.client(service)
+            client = moto_client(service)  # Stubbed: moto never answers it
             # Recorded before the Stubber sees the call, so an unexpected call is recorded too.
             client.meta.events.register("provide-client-params.%s.*" % service,
                                         lambda model, **kwargs: self.calls.append(model.name))
