@@ -16,10 +16,10 @@ from ansible.utils.display import Display
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import USER_AGENT_EXTRA
 from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import error_result, merged_argument_spec
+from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import StepFailed
 from ansible_collections.eksops.nodegroup.plugins.module_utils.setup_phase import (
     ARGUMENT_SPEC,
     TARGET_OPTIONS,
-    SetupFailed,
     SetupPhase,
 )
 from ansible_collections.eksops.nodegroup.plugins.plugin_utils.controller_action import ControllerAction
@@ -42,7 +42,7 @@ class ActionModule(ControllerAction):
                            display.display)
         try:
             result.update(phase.run())
-        except SetupFailed as failure:
+        except StepFailed as failure:
             result.update(failure.result)
             result.update(failed=True)
             result.update(error_result(failure.error))

@@ -70,15 +70,6 @@ KIND_NAMES = {
 }
 
 
-class SetupFailed(Exception):
-    """An UpgradeError of the phase, and what the phase had found and done when it came (the task's result)."""
-
-    def __init__(self, error: UpgradeError, result: Mapping[str, Any]) -> None:
-        super().__init__(error.msg)
-        self.error = error
-        self.result = dict(result)
-
-
 def group_lines(nodegroup: Mapping[str, Any], nodegroup_name: str) -> list[str]:
     """The node group before the upgrade, for a person."""
     asg, template, journal = nodegroup["asg"], nodegroup["launch_template"], nodegroup["journal"]
@@ -161,19 +152,19 @@ class SetupPhase:
 
     def _refuse_if(self, error: UpgradeError | None) -> None:
         if error is not None:
-            raise SetupFailed(error, self.result)
+            raise StepFailed(error, self.result)
 
     def run(self) -> dict[str, Any]:
         """The phase's result: changed; setup, with nodegroup, preflight, launch_template (None for a managed group:
         EKS owns it, SPEC K3) and on_target (SPEC K5); in diff mode, the launch template step's diff. Raises
-        SetupFailed."""
+        StepFailed."""
         try:
             nodegroup = self._discover()
             self._preflight(nodegroup)
             if nodegroup["kind"] != MANAGED:
                 self._launch_template(nodegroup)
         except UpgradeError as err:
-            raise SetupFailed(err, self.result) from err
+            raise StepFailed(err, self.result) from err
         return self.result
 
     def _discover(self) -> dict[str, Any]:
@@ -213,7 +204,8 @@ class SetupPhase:
             # A later change failed after an earlier one was made: the step says what is done (changed, and which).
             self.result["changed"] = failed.result.get("changed", False)
             self.found["launch_template"] = failed.result.get("launch_template")
-            raise SetupFailed(failed.error, self.result) from failed
+            failed.result = self.result
+            raise
         template = self.found["launch_template"] = step["launch_template"]
         self.result["changed"] = step["changed"]
         if "diff" in step:

@@ -83,7 +83,7 @@ class Steps:
                 mock.patch.object(launch_template_step, "run", self.launch_template):
             try:
                 return phase.run(), lines
-            except setup_phase.SetupFailed as failed:
+            except StepFailed as failed:
                 return failed, lines
 
     def names(self):
