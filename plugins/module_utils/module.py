@@ -22,7 +22,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import Upg
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import K8S_ARGUMENT_SPEC, kubernetes_import_error
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import Clock
 
-__all__ = ["FIRST_CONTACT_RETRY_SECONDS", "EksopsModule", "error_result", "merged_argument_spec"]
+__all__ = ["FIRST_CONTACT_RETRY_SECONDS", "EksopsModule", "error_result", "merged_argument_spec", "result_with_diff"]
 
 # Keys fail_json/exit_json own; UpgradeError details never overwrite them.
 _RESERVED_RESULT_KEYS = frozenset(["msg", "code", "failed", "changed", "invocation", "warnings", "deprecations"])
@@ -48,6 +48,15 @@ def error_result(err: UpgradeError) -> dict[str, Any]:
     result = dict(msg=err.msg, code=err.code)
     for key, value in err.details.items():
         result["error_%s" % key if key in _RESERVED_RESULT_KEYS else key] = value
+    return result
+
+
+def result_with_diff(result: dict[str, Any], diff: bool, before: Any, after: Any) -> dict[str, Any]:
+    """``result``, with ``diff`` set to the state ``before`` and ``after`` the change in diff mode only (``--diff``,
+    ``diff: true``): every module's diff (and every step's in an action) is built here, and only when asked for, as
+    Ansible expects."""
+    if diff:
+        result["diff"] = dict(before=before, after=after)
     return result
 
 
@@ -95,11 +104,7 @@ class EksopsModule:
         return self.clients.core_v1()
 
     def with_diff(self, result: dict[str, Any], before: Any, after: Any) -> dict[str, Any]:
-        """``result``, with ``diff`` set to the state ``before`` and ``after`` the change in diff mode only (``--diff``,
-        ``diff: true``): every module's diff is built here, and only when asked for, as Ansible expects."""
-        if self._diff:
-            result["diff"] = dict(before=before, after=after)
-        return result
+        return result_with_diff(result, self._diff, before, after)
 
     def fail_upgrade(self, err: UpgradeError, **result: Any) -> None:
         """fail_json for an UpgradeError; ``result`` carries what the module did before failing."""

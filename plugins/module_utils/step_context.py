@@ -20,7 +20,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import AWS_AR
 from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import K8S_ARGUMENT_SPEC
-from ansible_collections.eksops.nodegroup.plugins.module_utils.module import merged_argument_spec
+from ansible_collections.eksops.nodegroup.plugins.module_utils.module import merged_argument_spec, result_with_diff
 from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import StepFailed
 
 SHARED_OPTIONS = tuple(AWS_ARGUMENT_SPEC) + tuple(K8S_ARGUMENT_SPEC)
@@ -68,9 +68,7 @@ class StepContext:
         return self.clients.core_v1()
 
     def with_diff(self, result: dict[str, Any], before: Any, after: Any) -> dict[str, Any]:
-        if self._diff:
-            result["diff"] = dict(before=before, after=after)
-        return result
+        return result_with_diff(result, self._diff, before, after)
 
     def fail_upgrade(self, err: UpgradeError, **result: Any) -> None:
         raise StepFailed(err, result)
