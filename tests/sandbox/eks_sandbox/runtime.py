@@ -293,6 +293,8 @@ class Sandbox:
         sandbox = self
 
         class ControlHandler(BaseHTTPRequestHandler):
+            disable_nagle_algorithm = True  # as the API server (kube/server.py): no 40 ms wait per answer
+
             def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
                 if self.path == "/healthz":
                     status = 200 if sandbox.ready else 503

@@ -175,17 +175,19 @@ def test_replicaset_replaces_deleted_pods_and_daemonset_covers_new_nodes(tmp_pat
         core.delete_namespaced_pod(victim.metadata.name, "default", grace_period_seconds=0)
         h.wait_for(lambda: len(running(core, label_selector="app=web")) == 3
                    and victim.metadata.name not in {p.metadata.name for p in running(core)})
-        deployment = apps.read_namespaced_deployment("web", "default")
-        assert deployment.status.ready_replicas == 3 and deployment.status.observed_generation == 1
+        # The controllers write the status on their next pass after the pods' (as kube-controller-manager does).
+        h.wait_for(lambda: apps.read_namespaced_deployment("web", "default").status.ready_replicas == 3
+                   and apps.list_namespaced_replica_set("default").items[0].status.ready_replicas == 3)
+        assert apps.read_namespaced_deployment("web", "default").status.observed_generation == 1
         rs = apps.list_namespaced_replica_set("default").items[0]
-        assert rs.metadata.owner_references[0].kind == "Deployment" and rs.status.ready_replicas == 3
+        assert rs.metadata.owner_references[0].kind == "Deployment"
         pod = running(core, label_selector="app=web")[0]
         assert pod.metadata.owner_references[0].kind == "ReplicaSet" and pod.metadata.owner_references[0].controller
         assert {c.type for c in pod.status.conditions if c.status == "True"} >= {"Ready", "ContainersReady"}
         h.cloud.add()
         h.wait_for(lambda: len(running(core, label_selector="app=agent")) == 2)
-        ds = apps.read_namespaced_daemon_set("agent", "default")
-        assert ds.status.desired_number_scheduled == 2 and ds.status.number_ready == 2
+        h.wait_for(lambda: apps.read_namespaced_daemon_set("agent", "default").status.number_ready == 2)
+        assert apps.read_namespaced_daemon_set("agent", "default").status.desired_number_scheduled == 2
         agent = running(core, label_selector="app=agent")[0]
         assert any(t.key == "node.kubernetes.io/unschedulable" for t in agent.spec.tolerations)
         apps.delete_namespaced_deployment("web", "default")
