@@ -390,6 +390,17 @@ def _watch_once(list_func: Callable[..., Any], list_kwargs: Mapping[str, Any], o
         raise
     if waker is not None:
         waker.attach(response)
+    # Our own deadline ends the stream (P1): the server's timeoutSeconds is whole seconds past it, and the stream is
+    # read only when an event comes, a bookmark perhaps a minute away (issue 11: a post-drain wait of 1 s took up to 2).
+    ended = threading.Event()
+
+    def end() -> None:
+        ended.set()
+        _shutdown(response)
+
+    timer = threading.Timer(max(0.0, deadline - clock.now()), end)
+    timer.daemon = True
+    timer.start()
     events = 0
     try:
         for line in _iter_lines(response):
@@ -408,7 +419,12 @@ def _watch_once(list_func: Callable[..., Any], list_kwargs: Mapping[str, Any], o
             if waker is not None and waker.consume():
                 if condition(objects):
                     break
+    except TRANSPORT_ERRORS:
+        if not ended.is_set():
+            raise
+        # Shut down at the deadline, mid-read: the watch ended as asked.
     finally:
+        timer.cancel()
         if waker is not None:
             waker.detach()
         response.close()

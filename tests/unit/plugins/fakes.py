@@ -78,6 +78,7 @@ class FakeWatchResponse:
         self.ends_at = time.monotonic() + (timeout_seconds or 3600)
         self.prelude = list(prelude)
         self.closed = False
+        self.shut_down = False  # shutdown() was called: the stream was ended mid-read, not by its timeout
 
     def stream(self, amt=None, decode_content=True):
         for event in self.prelude:
@@ -98,6 +99,7 @@ class FakeWatchResponse:
     def shutdown(self):
         with self.store.cond:
             self.closed = True
+            self.shut_down = True
             self.store.cond.notify_all()
 
     def close(self):

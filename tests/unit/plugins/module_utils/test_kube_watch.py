@@ -221,6 +221,15 @@ def test_timeout_returns_false_with_current_objects_P1():
     assert 0.4 <= time.monotonic() - started < 3
 
 
+def test_the_watch_ends_at_our_deadline_not_at_the_servers_timeout_P1():
+    """timeoutSeconds is whole seconds and at least one: a 0.3 s wait would last until the server ended the stream
+    (issue 11: post-drain waits up to a second long). Our deadline shuts the stream down mid-read instead."""
+    store = FakeStore([pod("a")])
+    ok, objects = list_then_watch(store.list_func, timeout=0.3, condition=_gone("a"))
+    assert not ok and ("default", "a") in objects
+    assert [response.shut_down for response in store.watch_responses] == [True]
+
+
 def test_410_on_the_watch_request_relists_P1():
     store = FakeStore([pod("a")])
     store.gone_before = 10 ** 6
