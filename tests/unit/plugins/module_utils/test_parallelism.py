@@ -7,7 +7,7 @@ from hypothesis import given, strategies as st
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils import planning
 from ansible_collections.eksops.nodegroup.plugins.module_utils.upgrade_plan import upgrade_plan
-from ansible_collections.eksops.nodegroup.plugins.modules import asg_surge
+from ansible_collections.eksops.nodegroup.plugins.module_utils import surge_step
 
 AZS = ["us-west-2a", "us-west-2b", "us-west-2c"]
 
@@ -20,7 +20,7 @@ def scale_up(group_size, azs, **parallelism):
     """(desired capacity, surge) asg_surge's rolling mode sets, the journal recording ``group_size``."""
     params = dict(mode="rolling", surge_sizing="eks", max_unavailable=None, max_unavailable_percentage=None)
     params.update(parallelism)
-    return asg_surge.target_desired(params, {"AvailabilityZones": list(azs)}, group_size)
+    return surge_step.target_desired(params, {"AvailabilityZones": list(azs)}, group_size)
 
 
 def test_issue12_twenty_percent_of_ten_nodes_in_three_azs_is_two_at_scale_up_and_in_every_batch():

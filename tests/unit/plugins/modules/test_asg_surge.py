@@ -9,6 +9,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils import kinds
 from ansible_collections.eksops.nodegroup.plugins.module_utils.group_watch import GroupSnapshot
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils import surge_step
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NodegroupRef
 from ansible_collections.eksops.nodegroup.plugins.modules import asg_surge
 
@@ -270,7 +271,7 @@ def validation(mode="rolling", wanted=4, kind=kinds.SELF_MANAGED):
     params = dict(nodegroup_name=NODEGROUP, mode=mode)
     group = NodegroupRef(CLUSTER, NODEGROUP, kind, {"AutoScalingGroupName": ASG_NAME, "Instances": []})
     target = dict(launch_template_id="lt-1", launch_template_version=2, image_id="ami-new")
-    return asg_surge.NewNodeValidation(params, group, target, wanted)
+    return surge_step.NewNodeValidation(params, group, target, wanted)
 
 
 def snapshot(instances, failures=()):

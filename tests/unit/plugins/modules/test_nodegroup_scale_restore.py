@@ -16,6 +16,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes i
 from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import DrainResult
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
+from ansible_collections.eksops.nodegroup.plugins.module_utils import restore_step
 from ansible_collections.eksops.nodegroup.plugins.modules import asg_surge, nodegroup_scale_restore
 
 from ..moto_nodegroup import ASG_NAME, CLUSTER, NODEGROUP, mutating, run_module_in_process
@@ -86,11 +87,11 @@ def world():
 def run(capsys):
     def run_it(cluster, check=False, diff=False, **args):
         with mock.patch.object(EksopsModule, "core_v1", lambda self: None), \
-                mock.patch.object(nodegroup_scale_restore, "list_nodegroup_nodes", cluster.nodes), \
-                mock.patch.object(nodegroup_scale_restore, "drain_nodes", cluster.drain), \
-                mock.patch.object(nodegroup_scale_restore, "resolve_instance_nodes", cluster.resolve), \
-                mock.patch.object(nodegroup_scale_restore, "undrained_instances", cluster.undrained), \
-                mock.patch.object(nodegroup_scale_restore, "unmark_scale_down_disabled", cluster.unmark):
+                mock.patch.object(restore_step, "list_nodegroup_nodes", cluster.nodes), \
+                mock.patch.object(restore_step, "drain_nodes", cluster.drain), \
+                mock.patch.object(restore_step, "resolve_instance_nodes", cluster.resolve), \
+                mock.patch.object(restore_step, "undrained_instances", cluster.undrained), \
+                mock.patch.object(restore_step, "unmark_scale_down_disabled", cluster.unmark):
             return run_module_in_process(nodegroup_scale_restore.main, dict(BASE, **args), capsys, check=check,
                                          diff=diff)
     return run_it
@@ -294,8 +295,8 @@ def test_k3_a_managed_node_group_is_refused_before_any_change(capsys):
         cluster = FakeCluster(world)
         calls = []
         with mock.patch.object(EksopsModule, "core_v1", lambda self: None), \
-                mock.patch.object(nodegroup_scale_restore, "list_nodegroup_nodes", cluster.nodes), \
-                mock.patch.object(nodegroup_scale_restore, "drain_nodes", cluster.drain):
+                mock.patch.object(restore_step, "list_nodegroup_nodes", cluster.nodes), \
+                mock.patch.object(restore_step, "drain_nodes", cluster.drain):
             result = run_module_in_process(nodegroup_scale_restore.main, BASE, capsys, aws_calls=calls)
         assert (sizes(world), world.tags(), suspended(world)) == before
     assert result["failed"] is True and (result["code"], result["parameter"]) == ("InvalidParameter", "nodegroup_name")
@@ -309,14 +310,14 @@ def test_k3_a_managed_node_group_is_refused_before_any_change(capsys):
 ])
 def test_c3_autoscaler_rule(phase, desired, active):
     journal = Journal(phase=phase, desired_capacity_set=10)
-    assert nodegroup_scale_restore.autoscaler_active(journal, desired) is active
+    assert restore_step.autoscaler_active(journal, desired) is active
 
 
 @pytest.mark.parametrize("desired,active", [(10, False), (8, False), (9, True), (11, True), (7, True)])
 def test_c3_pending_decrement_is_ours_any_other_value_is_the_autoscaler(desired, active):
     """C3: a surge step recorded that its terminations leave 8; the group at 10 or 8 is ours, anything else not."""
     journal = Journal(phase="upgrade", desired_capacity_set=10, desired_capacity_pending=8)
-    assert nodegroup_scale_restore.autoscaler_active(journal, desired) is active
+    assert restore_step.autoscaler_active(journal, desired) is active
 
 
 def test_c3_crash_between_a_surge_step_terminate_and_its_journal_write_restores(surged, run):

@@ -1,0 +1,270 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The restore step: nodegroup_scale_restore's work (remove the surplus nodes, restore the group's sizes and
+processes, clear the journal, SPEC U6) for its module or an action.
+
+``module`` is anything with the EksopsModule surface these functions use: ``params`` (nodegroup_scale_restore's options,
+ARGUMENT_SPEC), ``check_mode``, ``aws(service)``, ``k8s()``, ``core_v1()``, ``warn``, ``with_diff`` and
+``fail_upgrade``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+import time
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
+    asg_sizes,
+    autoscaler_error,
+    check_capacity_unmoved,
+    SCALE_IN_PROTECTION_OURS,
+    set_scale_in_protection,
+    suspended_process_names,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import list_nodegroup_nodes, unmark_scale_down_disabled
+from ansible_collections.eksops.nodegroup.plugins.module_utils.termination import wait_terminated, WAIT_TIMEOUT
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
+from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import DEFAULT_OPTIONS as DRAIN_DEFAULTS, DrainOptions, drain_nodes
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
+    POD_EVICTION_FAILURE,
+    UpgradeError,
+    invalid_parameter,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, clear_journal, write_journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION, claim
+from ansible_collections.eksops.nodegroup.plugins.module_utils.load_balancers import find_cluster_load_balancers
+from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import join_instances_nodes
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
+    NODEGROUP_ARGUMENT_SPEC,
+    NodegroupRef,
+    asg_launch_template,
+    describe_asg,
+    find_module_nodegroup,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodes import (
+    resolve_instance_nodes,
+    termination_problems_message,
+    undrained_instances,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
+    LEAVING_STATES,
+    autoscaler_changed,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.schedule_ops import (
+    nodes_with_moved_pods,
+    release_surplus,
+    restore_choice,
+)
+
+if TYPE_CHECKING:
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
+
+# No option constraints beyond the argument spec (AnsibleModule's and validate_argument_spec's keywords).
+CONSTRAINTS = {}
+
+ARGUMENT_SPEC = dict(
+    NODEGROUP_ARGUMENT_SPEC,
+    on_autoscaler=dict(type="str", choices=["fail", "stop"], default="fail"),
+    drain_timeout=dict(type="int", default=DRAIN_DEFAULTS["drain_timeout"]),
+    post_drain_wait=dict(type="int", default=DRAIN_DEFAULTS["post_drain_wait"]),
+    post_drain_min_wait=dict(type="int"),
+    ignore_load_balancer_timeout=dict(type="bool", default=DRAIN_DEFAULTS["ignore_load_balancer_timeout"]),
+    force=dict(type="bool", default=DRAIN_DEFAULTS["force"]),
+    grace_period=dict(type="int", default=DRAIN_DEFAULTS["grace_period"]),
+    wait_timeout=dict(type="int", default=600),
+    accept_current_capacity=dict(type="bool", default=False),
+    **LEASE_OPTION
+)
+
+
+def drain_options(params: dict[str, Any], run_id: str | None = None) -> DrainOptions:
+    """The surplus drain's options; DrainOptions refuses a bad one naming it."""
+    return DrainOptions(drain_timeout=params["drain_timeout"], post_drain_wait=params["post_drain_wait"],
+                        post_drain_min_wait=params["post_drain_min_wait"],
+                        ignore_load_balancer_timeout=params["ignore_load_balancer_timeout"], force=params["force"],
+                        grace_period=params["grace_period"], run_id=run_id)
+
+
+def validate_params(params: dict[str, Any]) -> None:
+    for name in ("drain_timeout", "wait_timeout"):
+        if params[name] <= 0:
+            raise invalid_parameter(name, "%s must be > 0, got %d" % (name, params[name]))
+    drain_options(params)
+
+
+def autoscaler_active(journal: Journal, desired_now: int) -> bool:
+    """SPEC C3, allowing for our own scale-in: a resumed scale-down may find the group below the journal's value
+    (terminated, journal not yet updated), never above it."""
+    if journal.phase == "scale_down" and journal.desired_capacity_set is not None \
+            and desired_now < journal.desired_capacity_set:
+        return False
+    return autoscaler_changed(desired_now, journal.desired_capacity_set, journal.desired_capacity_pending)
+
+
+def restored_sizes(journal: Journal, before: dict[str, int]) -> dict[str, int]:
+    """The sizes before the upgrade; fields the journal lacks (no scale-up happened) keep their value."""
+    def pick(original: int | None, current: int) -> int:
+        return current if original is None else original
+
+    desired = pick(journal.original_desired_capacity, before["desired_capacity"])
+    # An accepted capacity (accept_current_capacity) may lie outside the original MinSize..MaxSize.
+    return dict(min_size=min(pick(journal.original_min_size, before["min_size"]), desired),
+                max_size=max(pick(journal.original_max_size, before["max_size"]), desired),
+                desired_capacity=desired)
+
+
+def surplus_instances(asg: dict[str, Any], nodes: list[Any], count: int, journal: Journal | None = None) -> list[dict[str, Any]]:
+    """The ``count`` instances to remove, as join records: under the journal's schedule once, first the surplus
+    nodes the scale-up marked (SPEC B1: they hold no pod the upgrade moved), then (SPEC U6) AZ-balanced, off the
+    group's launch template version first."""
+    if count <= 0:
+        return []
+    members = [i for i in asg.get("Instances", []) if i.get("LifecycleState") not in LEAVING_STATES]
+    joined = join_instances_nodes(members, {}, nodes)
+    group_version = asg_launch_template(asg)[1]
+    return restore_choice(joined, nodes, journal or Journal(), count,
+                          int(group_version) if group_version.isdigit() else None)
+
+
+def plan_restore(asg: dict[str, Any], before: dict[str, int], journal: Journal, nodes: list[Any], result: dict[str, Any]
+                 ) -> tuple[dict[str, int], list[dict[str, Any]], list[str], dict[str, Any]]:
+    """What the restore does to ``asg``, whose sizes are ``before``, also put in ``result``: (the sizes after, the
+    surplus instances, the processes to resume, the diff)."""
+    after = restored_sizes(journal, before)
+    surplus = surplus_instances(asg, nodes, before["desired_capacity"] - after["desired_capacity"], journal)
+    suspended = suspended_process_names(asg)
+    to_resume = [p for p in journal.suspended_processes if p in suspended]
+    result.update(after=after, resumed_processes=to_resume,
+                  removed_instances=[dict(instance_id=i["instance_id"], availability_zone=i["availability_zone"],
+                                          node_name=i["node_name"]) for i in surplus])
+    diff = dict(before=dict(before, suspended_processes=sorted(suspended)),
+                after=dict(after, suspended_processes=sorted(set(suspended) - set(to_resume))))
+    return after, surplus, to_resume, diff
+
+
+def autoscaler_stop(module: EksopsModule, autoscaling: Any, asg: dict[str, Any], journal: Journal, result: dict[str, Any],
+                    changed: bool) -> dict[str, Any]:
+    """U6/C3: the cluster autoscaler moved the group; stop without restoring (fail or report, as asked)."""
+    err = autoscaler_error(autoscaling, asg, journal)
+    result.update(autoscaler_detected=True, scaling_activities=err.details["scaling_activities"])
+    if module.params["on_autoscaler"] == "fail":
+        module.fail_upgrade(err, changed=changed, restore=result)
+    return dict(changed=changed, msg=err.msg, restore=result)
+
+
+def drain_surplus(module: EksopsModule, group: NodegroupRef, journal: Journal, surplus_ids: list[str],
+                  result: dict[str, Any]) -> bool:
+    """Drain the nodes of the surplus instances, found again now: an instance that had no node a moment ago may
+    have joined since (U6: the surplus is drained like any other node, never removed with pods on it). Returns
+    whether there was a node to drain."""
+    params = module.params
+    node_names = [node for node in resolve_instance_nodes(module.core_v1(), surplus_ids,
+                                                          group.node_selector)[0].values() if node]
+    if not node_names:
+        return False
+    balancers = find_cluster_load_balancers(module.aws, params["cluster_name"], module.warn, group.asg)
+    drained = drain_nodes(module.core_v1(), node_names, drain_options(params, journal.run_id),
+                          load_balancers=balancers)
+    result["drain"] = drained.to_dict()
+    result["surplus_nodes_with_pods"] = len(nodes_with_moved_pods(result["drain"]))
+    error = drained.error()
+    if error is not None:
+        module.fail_upgrade(error, changed=True, restore=result)
+    return True
+
+
+def remove_surplus(module: EksopsModule, autoscaling: Any, group: NodegroupRef, journal: Journal, surplus_ids: list[str],
+                   desired_after: int, result: dict[str, Any]) -> Journal:
+    """Terminate the drained surplus instances (U5 checked first), each lowering the desired capacity, to
+    ``desired_after``, which the journal records; then wait until they are gone. Returns the journal written."""
+    wait_timeout = module.params["wait_timeout"]
+    problems = undrained_instances(module.core_v1(), surplus_ids, group.node_selector)[0]
+    if problems:
+        module.fail_upgrade(UpgradeError(POD_EVICTION_FAILURE, termination_problems_message(problems),
+                                         undrained=problems), changed=True, restore=result)
+    for instance_id in surplus_ids:
+        autoscaling_api.terminate_instance_in_auto_scaling_group(autoscaling, instance_id, True)
+    journal = journal.replace(desired_capacity_set=desired_after)
+    write_journal(autoscaling, group.asg_name, journal)
+    pending = wait_terminated(module.aws("ec2"), surplus_ids, wait_timeout)
+    if pending:
+        raise UpgradeError(WAIT_TIMEOUT, "Surplus instances %s of %s were not terminated within %d s "
+                           "(wait_timeout); rerun to resume" % (", ".join(pending), group.asg_name, wait_timeout),
+                           asg_name=group.asg_name, instance_ids=pending)
+    return journal
+
+
+def restore_group(module: EksopsModule, autoscaling: Any, group: NodegroupRef, journal: Journal, after: dict[str, int],
+                  to_resume: list[str], result: dict[str, Any]) -> None:
+    """The sizes, the scale-in protection the upgrade set, the suspended processes and the C2 annotations back."""
+    name = group.asg_name
+    if asg_sizes(group.asg) != after:
+        autoscaling_api.update_sizes(autoscaling, name, **after)
+    if journal.scale_in_protection == SCALE_IN_PROTECTION_OURS:
+        # The protection the upgrade set (issue 10 item 22), removed once the sizes are back.
+        result["unprotected_instances"] = set_scale_in_protection(autoscaling, describe_asg(autoscaling, name), False)
+    autoscaling_api.resume_processes(autoscaling, name, to_resume)
+    nodes = list_nodegroup_nodes(module.core_v1(), group)
+    result["unannotated_nodes"] = unmark_scale_down_disabled(module.core_v1(), nodes)
+    # SPEC B1: a surplus node the group keeps (an accepted capacity above the size before) serves from now on.
+    result["released_surplus_nodes"] = release_surplus(module.core_v1(), nodes, journal.run_id)
+
+
+def run(module: EksopsModule) -> dict[str, Any]:
+    started_clock = time.time()
+    params = module.params
+    validate_params(params)
+    autoscaling = module.aws("autoscaling")
+    group = find_module_nodegroup(module, refuse_managed="restore its Auto Scaling group")
+    asg, name, journal = group.asg, group.asg_name, group.journal()
+    before = asg_sizes(asg)
+    result = dict(asg_name=name, journal_found=journal is not None, autoscaler_detected=False, before=before,
+                  after=before, removed_instances=[], drain={}, resumed_processes=[], unannotated_nodes=[],
+                  schedule=(journal.schedule or "eks") if journal is not None else None, surplus_nodes_with_pods=0)
+    if journal is None:
+        result["elapsed_seconds"] = round(time.time() - started_clock, 1)
+        return dict(changed=False, restore=result)
+
+    if autoscaler_active(journal, before["desired_capacity"]) and not params["accept_current_capacity"]:
+        return autoscaler_stop(module, autoscaling, asg, journal, result, changed=False)
+    # Everything from here changes the group (the journal is cleared at the end): the run's lease first.
+    heartbeat = claim(module, autoscaling, asg)
+    if autoscaler_active(journal, before["desired_capacity"]):
+        # Issue 10 item 23: the documented way out after ClusterAutoscalerActive.
+        journal = check_capacity_unmoved(module, autoscaling, asg, journal)
+
+    nodes = list_nodegroup_nodes(module.core_v1(), group)
+    after, surplus, to_resume, diff = plan_restore(asg, before, journal, nodes, result)
+    if module.check_mode:
+        result["elapsed_seconds"] = round(time.time() - started_clock, 1)
+        return module.with_diff(dict(changed=True, restore=result), **diff)
+
+    # The desired capacity now is ours (checked above): record it, so a pending value cannot linger.
+    scaling_down = journal.advanced(
+        "scale_down", desired_capacity_pending=None,
+        desired_capacity_set=before["desired_capacity"] if journal.desired_capacity_set is not None else None)
+    if scaling_down != journal:
+        write_journal(autoscaling, name, scaling_down)
+        journal = scaling_down
+
+    surplus_ids = [i["instance_id"] for i in surplus]
+    if drain_surplus(module, group, journal, surplus_ids, result):
+        # The drain took a while, and the pods it evicted are what makes the autoscaler scale up: look again
+        # before removing anything.
+        asg = describe_asg(autoscaling, name)
+        if autoscaler_active(journal, asg_sizes(asg)["desired_capacity"]):
+            return autoscaler_stop(module, autoscaling, asg, journal, result, changed=True)
+    if surplus:
+        journal = remove_surplus(module, autoscaling, group, journal, surplus_ids,
+                                 before["desired_capacity"] - len(surplus), result)
+
+    asg = describe_asg(autoscaling, name)
+    if autoscaler_active(journal, asg_sizes(asg)["desired_capacity"]):
+        return autoscaler_stop(module, autoscaling, asg, journal, result, changed=bool(surplus))
+    restore_group(module, autoscaling, group.with_asg(asg), journal, after, to_resume, result)
+    if heartbeat is not None:
+        heartbeat.stop()  # the lease goes with the journal
+    clear_journal(autoscaling, name)
+    result["elapsed_seconds"] = round(time.time() - started_clock, 1)
+    return module.with_diff(dict(changed=True, restore=result), **diff)
