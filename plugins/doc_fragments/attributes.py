@@ -39,3 +39,18 @@ attributes:
     support: N/A
     description: Changes nothing, so there is no diff.
 """
+
+    # The modules whose work runs in an action plugin of the same name (issue 11 item 4).
+    CONTROLLER = r"""
+notes:
+  - "It runs on the controller, in the process of the task, whatever the task's host or C(delegate_to): its action
+    plugin does the work instead of a module process (docs/architecture.md says why). The controller's Python needs
+    boto3, botocore and kubernetes."
+attributes:
+  action:
+    support: full
+    description: Runs in an action plugin on the controller.
+  async:
+    support: none
+    description: Runs in the task's own process on the controller.
+"""

@@ -20,7 +20,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import AWS_AR
 from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import K8S_ARGUMENT_SPEC
-from ansible_collections.eksops.nodegroup.plugins.module_utils.module import merged_argument_spec, result_with_diff
+from ansible_collections.eksops.nodegroup.plugins.module_utils.module import error_result, merged_argument_spec, result_with_diff
 from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import StepFailed
 
 SHARED_OPTIONS = tuple(AWS_ARGUMENT_SPEC) + tuple(K8S_ARGUMENT_SPEC)
@@ -72,3 +72,25 @@ class StepContext:
 
     def fail_upgrade(self, err: UpgradeError, **result: Any) -> None:
         raise StepFailed(err, result)
+
+
+def run_step(step: Callable[[StepContext], dict[str, Any]], params: Mapping[str, Any], clients: Clients,
+             check_mode: bool, diff: bool, log: Callable[[str], None]) -> dict[str, Any]:
+    """A module's work, ``step(context)``, with a StepContext over ``clients``, as EksopsModule.run runs it in the
+    module's process: the result it returns, or after an UpgradeError what the step had done, failed, with the
+    error's msg, code and details (error_result); the warnings under ``warnings``. The run's lease heartbeats stop
+    with it."""
+    warnings = []
+    try:
+        result = step(StepContext(params, clients, check_mode, diff, warnings.append, log))
+    except StepFailed as failure:
+        result = dict(failure.result, failed=True)
+        result.update(error_result(failure.error))
+    except UpgradeError as err:
+        result = dict(changed=False, failed=True)
+        result.update(error_result(err))
+    finally:
+        clients.stop_lease_heartbeats()
+    if warnings:
+        result["warnings"] = warnings
+    return result

@@ -154,6 +154,7 @@ extends_documentation_fragment:
   - eksops.nodegroup.aws
   - eksops.nodegroup.k8s
   - eksops.nodegroup.attributes.aws_k8s_groups
+  - eksops.nodegroup.attributes.controller
 attributes:
   check_mode:
     support: full
@@ -261,15 +262,3 @@ diff:
   returned: in diff mode
   type: dict
 """
-
-from ansible_collections.eksops.nodegroup.plugins.module_utils.surge_step import ARGUMENT_SPEC, CONSTRAINTS, run
-from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
-
-
-def main() -> None:
-    module = EksopsModule(ARGUMENT_SPEC, uses_aws=True, uses_k8s=True, supports_check_mode=True, **CONSTRAINTS)
-    module.run(lambda: run(module))
-
-
-if __name__ == "__main__":
-    main()

@@ -1,21 +1,28 @@
 # -*- coding: utf-8 -*-
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The base of the action plugins that do modules' work on the controller, in the task's own process (node_replace,
-nodegroup_setup; issue 11 item 4, docs/architecture.md says why)."""
+"""The bases of the action plugins that do modules' work on the controller, in the task's own process (node_replace,
+nodegroup_setup, asg_surge, nodegroup_scale_restore; issue 11 item 4, docs/architecture.md says why)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from types import ModuleType
 from typing import Any
 
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import HAS_BOTO3
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import HAS_BOTO3, USER_AGENT_EXTRA
+from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import kubernetes_import_error
+from ansible_collections.eksops.nodegroup.plugins.module_utils.module import merged_argument_spec
+from ansible_collections.eksops.nodegroup.plugins.module_utils.step_context import run_step
+
+display = Display()
 
 
 class ControllerAction(ActionBase):
@@ -43,3 +50,28 @@ class ControllerAction(ActionBase):
             env = self._templar.template(env)
             if isinstance(env, dict):
                 os.environ.update((to_text(key), to_text(value)) for key, value in env.items() if value is not None)
+
+
+class StepAction(ControllerAction):
+    """A module of the collection whose work runs on the controller, in the task's process: ``STEP`` is the
+    module_utils file that holds it (ARGUMENT_SPEC, CONSTRAINTS and ``run(module)``, which a StepContext serves),
+    ``NAME`` the module's name (the AWS User-Agent's). The options are checked as the module's were, and the result
+    is the one the module returned."""
+
+    NAME: str
+    STEP: ModuleType
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        name = self.NAME
+        params = self.validated_params(merged_argument_spec(self.STEP.ARGUMENT_SPEC, uses_aws=True, uses_k8s=True),
+                                       **self.STEP.CONSTRAINTS)
+
+        def log(line: str) -> None:
+            display.vvvv("%s: %s" % (name, line))
+
+        clients = Clients(params, "%s/%s" % (USER_AGENT_EXTRA, name))
+        result.update(run_step(self.STEP.run, params, clients, bool(self._task.check_mode), bool(self._task.diff),
+                               log))
+        return result

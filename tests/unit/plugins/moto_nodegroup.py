@@ -7,6 +7,7 @@ self-managed-node-group module makes it. ``node_labels`` gives the labels a node
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -266,6 +267,24 @@ def mutating(calls):
     return [name for name in calls if not name.startswith(READ_ONLY_PREFIXES)]
 
 
+@contextlib.contextmanager
+def moto_clients(aws_calls=None, aws_errors=None):
+    """The collection's AWS clients on this process's moto (see run_module_in_process for the arguments)."""
+    from unittest import mock
+
+    with mock.patch("ansible_collections.eksops.nodegroup.plugins.module_utils.clients.aws_session", _reused_session), \
+            mock.patch("ansible_collections.eksops.nodegroup.plugins.module_utils.clients.aws_client",
+                       lambda params, service, session=None: _aws_client_like_aws(params, service, session,
+                                                                                  aws_calls, aws_errors)):
+        yield
+
+
+def _check_result_key(result, module):
+    if not result.get("failed"):
+        # Issue 12's result convention: the module's one result key beside Ansible's own.
+        assert set(result) - ANSIBLE_RESULT_KEYS <= {result_key(module)}, sorted(result)
+
+
 def run_module_in_process(main, args, capsys, check=False, diff=False, aws_calls=None, aws_errors=None):
     """Run a module's main() in this process (so moto's mock applies) and return its result dict.
 
@@ -273,7 +292,6 @@ def run_module_in_process(main, args, capsys, check=False, diff=False, aws_calls
     ``aws_errors``: {operation name: (AWS error code, message)}: those operations fail as AWS fails them.
     """
     import json
-    from unittest import mock
 
     from ansible.module_utils.testing import patch_module_args
 
@@ -281,18 +299,35 @@ def run_module_in_process(main, args, capsys, check=False, diff=False, aws_calls
     module_args.update(args)
     module_args.update(_ansible_check_mode=check, _ansible_diff=diff)
     capsys.readouterr()
-    with patch_module_args(module_args), mock.patch(
-            "ansible_collections.eksops.nodegroup.plugins.module_utils.clients.aws_session", _reused_session), \
-            mock.patch("ansible_collections.eksops.nodegroup.plugins.module_utils.clients.aws_client",
-                       lambda params, service, session=None: _aws_client_like_aws(params, service, session,
-                                                                                  aws_calls, aws_errors)):
+    with patch_module_args(module_args), moto_clients(aws_calls, aws_errors):
         try:
             main()
         except SystemExit:
             pass
     result = json.loads(capsys.readouterr().out)
-    if not result.get("failed"):
-        # Issue 12's result convention: the module's one result key beside Ansible's own.
-        module = sys.modules[main.__module__]
-        assert set(result) - ANSIBLE_RESULT_KEYS <= {result_key(module)}, sorted(result)
+    _check_result_key(result, sys.modules[main.__module__])
+    return result
+
+
+def run_step_in_process(step, docs, args, check=False, diff=False, aws_calls=None, aws_errors=None):
+    """Run the work of a module that its action plugin runs on the controller (plugin_utils StepAction): the
+    options checked against ``step``'s ARGUMENT_SPEC and CONSTRAINTS, then step_context.run_step as the action
+    calls it, in this process (so moto's mock applies). ``docs``: the module's documentation file, whose RETURN
+    names the result key. Arguments as run_module_in_process's."""
+    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.module import merged_argument_spec
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.step_context import run_step
+
+    module_args = dict(AWS_PARAMS)
+    module_args.update(args)
+    validation = ArgumentSpecValidator(merged_argument_spec(step.ARGUMENT_SPEC, uses_aws=True, uses_k8s=True),
+                                       **step.CONSTRAINTS).validate(module_args)
+    if validation.error_messages:
+        return dict(failed=True, msg="; ".join(validation.error_messages))
+    params = validation.validated_parameters
+    with moto_clients(aws_calls, aws_errors):
+        result = run_step(step.run, params, Clients(params, "test"), check, diff, lambda line: None)
+    _check_result_key(result, docs)
     return result

@@ -13,7 +13,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils import surge_step
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NodegroupRef
 from ansible_collections.eksops.nodegroup.plugins.modules import asg_surge
 
-from ..moto_nodegroup import ASG_NAME, CLUSTER, NODEGROUP, mutating, run_module_in_process
+from ..moto_nodegroup import ASG_NAME, CLUSTER, NODEGROUP, mutating, run_step_in_process
 from .asg_world import sizes, suspended, upgraded_world
 
 BASE = dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP, kubeconfig="/unused", wait=False)
@@ -27,9 +27,9 @@ def world():
 
 
 @pytest.fixture
-def run(capsys):
+def run():
     def run_it(check=False, diff=False, **args):
-        return run_module_in_process(asg_surge.main, dict(BASE, **args), capsys, check=check, diff=diff)
+        return run_step_in_process(surge_step, asg_surge, dict(BASE, **args), check=check, diff=diff)
     return run_it
 
 
@@ -216,14 +216,14 @@ def test_never_scales_down(world, run):
     assert sizes(world) == (0, 12, 4)
 
 
-def test_k3_a_managed_node_group_is_refused_before_any_change(capsys):
+def test_k3_a_managed_node_group_is_refused_before_any_change():
     """K3: EKS owns a managed group's Auto Scaling group; asg_surge refuses it, naming nodegroup_name, before any
     call that could change something."""
     with mock_aws():
         world = upgraded_world(kind=kinds.MANAGED)
         before = (sizes(world), world.tags(), suspended(world))
         calls = []
-        result = run_module_in_process(asg_surge.main, BASE, capsys, aws_calls=calls)
+        result = run_step_in_process(surge_step, asg_surge, BASE, aws_calls=calls)
         assert (sizes(world), world.tags(), suspended(world)) == before
     assert result["failed"] is True and result["code"] == "InvalidParameter", result
     assert result["parameter"] == "nodegroup_name" and result["kind"] == kinds.MANAGED
@@ -233,10 +233,10 @@ def test_k3_a_managed_node_group_is_refused_before_any_change(capsys):
 
 @pytest.mark.parametrize("kind, convention", [(kinds.SELF_MANAGED, "cloudformation"),
                                               (kinds.SELF_MANAGED_EKSCTL, None)])
-def test_other_self_managed_kinds_are_surged(capsys, kind, convention):
+def test_other_self_managed_kinds_are_surged(kind, convention):
     with mock_aws():
         world = upgraded_world(kind=kind, convention=convention or "terraform")
-        result = run_module_in_process(asg_surge.main, BASE, capsys)
+        result = run_step_in_process(surge_step, asg_surge, BASE)
         assert not result.get("failed"), result
         assert result["surge"]["asg_name"] == world.asg_name and sizes(world) == (0, 12, 10)
 
@@ -245,12 +245,12 @@ def test_k4_with_wait_the_cluster_is_proven_before_any_change(world, run, monkey
     """K4: a wait watches the cluster's nodes; its API is proven to be cluster_name's before the journal, the
     suspension or the scale-up, so a wrong kubeconfig changes nothing."""
     from ansible_collections.eksops.nodegroup.plugins.module_utils.cluster_proof import wrong_cluster_error
-    from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.step_context import StepContext
 
     def wrong_cluster(self):
         raise wrong_cluster_error(CLUSTER, "https://127.0.0.1:6443", world.cluster_endpoint)
 
-    monkeypatch.setattr(EksopsModule, "k8s", wrong_cluster)
+    monkeypatch.setattr(StepContext, "k8s", wrong_cluster)
     before = (sizes(world), world.tags(), suspended(world))
     result = run(wait=True)
     assert result["failed"] is True and result["code"] == "ClusterUnreachable", result
@@ -341,3 +341,12 @@ def test_u3_an_az_still_without_a_new_node_once_relaunches_are_spent_ends_the_wa
     # a failure in an AZ that has its new node since is no reason to stop
     landed = instances + [record("i-5", "b", 2)]
     assert check.given_up(snapshot(landed, [capacity])) is None
+
+
+def test_the_documentation_matches_the_argument_spec():
+    """The action plugin runs surge_step on the controller; plugins/modules/asg_surge.py is only its documentation."""
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.module import merged_argument_spec
+
+    from ..module_docs import assert_docs_match_spec
+
+    assert_docs_match_spec(asg_surge, merged_argument_spec(surge_step.ARGUMENT_SPEC, uses_aws=True, uses_k8s=True))

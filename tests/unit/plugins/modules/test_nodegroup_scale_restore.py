@@ -15,11 +15,11 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes i
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import DrainResult
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
-from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
-from ansible_collections.eksops.nodegroup.plugins.module_utils import restore_step
+from ansible_collections.eksops.nodegroup.plugins.module_utils.step_context import StepContext
+from ansible_collections.eksops.nodegroup.plugins.module_utils import restore_step, surge_step
 from ansible_collections.eksops.nodegroup.plugins.modules import asg_surge, nodegroup_scale_restore
 
-from ..moto_nodegroup import ASG_NAME, CLUSTER, NODEGROUP, mutating, run_module_in_process
+from ..moto_nodegroup import ASG_NAME, CLUSTER, NODEGROUP, mutating, run_step_in_process
 from .asg_world import sizes, suspended, upgraded_world
 
 BASE = dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP, kubeconfig="/unused", post_drain_wait=0,
@@ -84,24 +84,24 @@ def world():
 
 
 @pytest.fixture
-def run(capsys):
+def run():
     def run_it(cluster, check=False, diff=False, **args):
-        with mock.patch.object(EksopsModule, "core_v1", lambda self: None), \
+        with mock.patch.object(StepContext, "core_v1", lambda self: None), \
                 mock.patch.object(restore_step, "list_nodegroup_nodes", cluster.nodes), \
                 mock.patch.object(restore_step, "drain_nodes", cluster.drain), \
                 mock.patch.object(restore_step, "resolve_instance_nodes", cluster.resolve), \
                 mock.patch.object(restore_step, "undrained_instances", cluster.undrained), \
                 mock.patch.object(restore_step, "unmark_scale_down_disabled", cluster.unmark):
-            return run_module_in_process(nodegroup_scale_restore.main, dict(BASE, **args), capsys, check=check,
-                                         diff=diff)
+            return run_step_in_process(restore_step, nodegroup_scale_restore, dict(BASE, **args), check=check,
+                                       diff=diff)
     return run_it
 
 
 @pytest.fixture
-def surged(world, capsys):
+def surged(world):
     world.autoscaling.suspend_processes(AutoScalingGroupName=ASG_NAME, ScalingProcesses=["AZRebalance"])
-    result = run_module_in_process(asg_surge.main, dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP,
-                                                        kubeconfig="/unused", wait=False), capsys)
+    result = run_step_in_process(surge_step, asg_surge, dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP,
+                                                             kubeconfig="/unused", wait=False))
     assert not result.get("failed"), result
     assert sizes(world) == (0, 12, 10)
     return world
@@ -159,11 +159,11 @@ def test_u6_restores_exactly_resumes_only_ours_and_clears_the_journal_last(surge
     assert not again.get("failed") and again["changed"] is False
 
 
-def test_the_scale_in_protection_the_upgrade_set_is_removed_and_no_other(world, capsys, run):
+def test_the_scale_in_protection_the_upgrade_set_is_removed_and_no_other(world, run):
     """Issue 10 item 22: the scale-up protected the group's instances ("ours"); the restore removes it. A group
     that used scale-in protection before ("theirs") keeps its own."""
-    run_module_in_process(asg_surge.main, dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP,
-                                               kubeconfig="/unused", wait=False), capsys)
+    run_step_in_process(surge_step, asg_surge, dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP,
+                                                    kubeconfig="/unused", wait=False))
     protected = set(i["InstanceId"] for i in world.asg()["Instances"] if i["ProtectedFromScaleIn"])
     assert len(protected) == 4
     result = run(FakeCluster(world))
@@ -176,12 +176,12 @@ def test_the_scale_in_protection_the_upgrade_set_is_removed_and_no_other(world, 
     assert not any(i["ProtectedFromScaleIn"] for i in remaining)
 
 
-def test_a_group_protecting_its_own_instances_is_left_alone(world, capsys, run):
+def test_a_group_protecting_its_own_instances_is_left_alone(world, run):
     first = world.asg()["Instances"][0]["InstanceId"]
     world.autoscaling.set_instance_protection(AutoScalingGroupName=ASG_NAME, InstanceIds=[first],
                                               ProtectedFromScaleIn=True)
-    run_module_in_process(asg_surge.main, dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP,
-                                               kubeconfig="/unused", wait=False), capsys)
+    run_step_in_process(surge_step, asg_surge, dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP,
+                                                    kubeconfig="/unused", wait=False))
     assert Journal.from_tags(world.asg()["Tags"]).scale_in_protection == "theirs"
     result = run(FakeCluster(world))
     assert not result.get("failed"), result
@@ -283,7 +283,7 @@ def test_resumes_when_a_crash_left_the_group_below_the_journal(surged, run):
     assert sizes(surged) == (0, 12, 4)
 
 
-def test_k3_a_managed_node_group_is_refused_before_any_change(capsys):
+def test_k3_a_managed_node_group_is_refused_before_any_change():
     """K3: a managed group with a journal on its ASG (left by an older version of this collection) is not
     restored through the ASG EKS owns: refused, naming nodegroup_name, before any change or drain."""
     with mock_aws():
@@ -294,10 +294,10 @@ def test_k3_a_managed_node_group_is_refused_before_any_change(capsys):
         before = (sizes(world), world.tags(), suspended(world))
         cluster = FakeCluster(world)
         calls = []
-        with mock.patch.object(EksopsModule, "core_v1", lambda self: None), \
+        with mock.patch.object(StepContext, "core_v1", lambda self: None), \
                 mock.patch.object(restore_step, "list_nodegroup_nodes", cluster.nodes), \
                 mock.patch.object(restore_step, "drain_nodes", cluster.drain):
-            result = run_module_in_process(nodegroup_scale_restore.main, BASE, capsys, aws_calls=calls)
+            result = run_step_in_process(restore_step, nodegroup_scale_restore, BASE, aws_calls=calls)
         assert (sizes(world), world.tags(), suspended(world)) == before
     assert result["failed"] is True and (result["code"], result["parameter"]) == ("InvalidParameter", "nodegroup_name")
     assert NODEGROUP in result["msg"] and world.asg_name in result["msg"]
@@ -332,3 +332,14 @@ def test_c3_crash_between_a_surge_step_terminate_and_its_journal_write_restores(
     assert result["restore"]["autoscaler_detected"] is False
     assert sizes(surged) == (0, 12, 4)
     assert not any(k.startswith("eksops.nodegroup/") for k in surged.tags())
+
+
+def test_the_documentation_matches_the_argument_spec():
+    """The action plugin runs restore_step on the controller; plugins/modules/nodegroup_scale_restore.py is only
+    its documentation."""
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.module import merged_argument_spec
+
+    from ..module_docs import assert_docs_match_spec
+
+    assert_docs_match_spec(nodegroup_scale_restore,
+                           merged_argument_spec(restore_step.ARGUMENT_SPEC, uses_aws=True, uses_k8s=True))
