@@ -72,6 +72,13 @@ def held_by_another(lease: tuple[str, datetime.datetime] | None, lease_id: str, 
     return lease is not None and lease[0] != lease_id and lease[1] > _utc(now)
 
 
+def renewed(lease: tuple[str, datetime.datetime] | None, lease_id: str, now: datetime.datetime | None = None) -> bool:
+    """True when ``lease`` is ``lease_id``'s and was renewed within two heartbeats (LEASE_RENEW_SECONDS): more than
+    LEASE_SECONDS - 2 x LEASE_RENEW_SECONDS are left."""
+    left = LEASE_SECONDS - 2 * LEASE_RENEW_SECONDS
+    return lease is not None and lease[0] == lease_id and lease[1] > _utc(now) + datetime.timedelta(seconds=left)
+
+
 def in_progress_error(asg: Mapping[str, Any], lease: tuple[str, datetime.datetime]) -> UpgradeError:
     """UpgradeInProgress, naming the run that holds the lease (its journal's run id and start time)."""
     name = asg["AutoScalingGroupName"]
@@ -155,6 +162,13 @@ def claim(module: EksopsModule, autoscaling: Any, asg: Mapping[str, Any], sleep:
     if module.check_mode:
         return None
     name = asg["AutoScalingGroupName"]
+    # One heartbeat per lease in a process that claims it step after step (the node_replace action keeps them in
+    # module.lease_heartbeats and stops them when it ends); a module process claims once.
+    heartbeats = getattr(module, "lease_heartbeats", None)
+    running = heartbeats.get((name, lease_id)) if heartbeats is not None else None
+    if running is not None and running.lost_to is None and running.alive() and renewed(lease, lease_id):
+        # Ours, and this process's heartbeat renews it: the batches' steps write no tag of their own.
+        return running
     _write(autoscaling, name, lease_id)
     if lease is None or lease[0] != lease_id:
         # Taken, not renewed: read back after a moment, in case another run wrote at the same time.
@@ -163,10 +177,6 @@ def claim(module: EksopsModule, autoscaling: Any, asg: Mapping[str, Any], sleep:
         lease = lease_of(current.get("Tags"))
         if lease is not None and lease[0] != lease_id:
             raise in_progress_error(current, lease)
-    # One heartbeat per lease in a process that claims it step after step (the node_replace action keeps them in
-    # module.lease_heartbeats and stops them when it ends); a module process claims once.
-    heartbeats = getattr(module, "lease_heartbeats", None)
-    running = heartbeats.get((name, lease_id)) if heartbeats is not None else None
     if running is not None and running.lost_to is None and running.alive():
         return running
     heartbeat = Heartbeat(autoscaling, name, lease_id).start()

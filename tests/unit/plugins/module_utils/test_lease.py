@@ -23,8 +23,8 @@ def world():
         yield MotoNodegroup(desired=2)
 
 
-def module(lease_id, check_mode=False):
-    return SimpleNamespace(params={"lease_id": lease_id}, check_mode=check_mode)
+def module(lease_id, check_mode=False, **attributes):
+    return SimpleNamespace(params={"lease_id": lease_id}, check_mode=check_mode, **attributes)
 
 
 def put_lease(world, value):
@@ -101,6 +101,28 @@ def test_the_heartbeat_stops_when_another_run_took_the_lease(world):
     put_lease(world, lease.lease_value("run-b"))
     assert heartbeat.beat() is False and heartbeat.lost_to == "run-b"
     assert lease.lease_of(world.asg()["Tags"])[0] == "run-b"
+
+
+def test_a_process_that_claims_step_after_step_writes_only_while_its_heartbeat_does_not(world):
+    """The node_replace action claims before each batch's drain and termination: while its heartbeat renews the
+    lease, a claim reads it (from the group the step read) and writes nothing; once the lease is not recently
+    renewed, or another run holds it, the claim writes or refuses as the first one did."""
+    writes = []
+    world.autoscaling.meta.events.register("provide-client-params.autoscaling.CreateOrUpdateTags",
+                                           lambda **kwargs: writes.append(1))
+    step = module("run-a", lease_heartbeats={})
+    heartbeat = lease.claim(step, world.autoscaling, world.asg(), sleep=no_sleep)
+    try:
+        assert len(writes) == 1
+        assert lease.claim(step, world.autoscaling, world.asg(), sleep=no_sleep) is heartbeat and len(writes) == 1
+        put_lease(world, lease.lease_value("run-a", now=NOW))  # renewed long ago: the heartbeat is failing
+        writes.clear()
+        assert lease.claim(step, world.autoscaling, world.asg(), sleep=no_sleep) is heartbeat and len(writes) == 1
+        put_lease(world, lease.lease_value("run-b"))
+        with pytest.raises(UpgradeError):
+            lease.claim(step, world.autoscaling, world.asg(), sleep=no_sleep)
+    finally:
+        heartbeat.stop()
 
 
 def test_release_only_our_own_and_the_journal_clear_removes_it(world):
