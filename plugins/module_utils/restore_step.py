@@ -153,14 +153,17 @@ def autoscaler_stop(module: EksopsModule, autoscaling: Any, asg: dict[str, Any],
     return dict(changed=changed, msg=err.msg, restore=result)
 
 
-def drain_surplus(module: EksopsModule, group: NodegroupRef, journal: Journal, surplus_ids: list[str],
+def surplus_nodes(module: EksopsModule, group: NodegroupRef, surplus_ids: list[str]) -> dict[str, str | None]:
+    """The node of each surplus instance, found now (None: it has not joined): an instance that had no node when the
+    plan was made may have joined since."""
+    return resolve_instance_nodes(module.core_v1(), surplus_ids, group.node_selector)[0]
+
+
+def drain_surplus(module: EksopsModule, group: NodegroupRef, journal: Journal, node_names: list[str],
                   result: dict[str, Any]) -> bool:
-    """Drain the nodes of the surplus instances, found again now: an instance that had no node a moment ago may
-    have joined since (U6: the surplus is drained like any other node, never removed with pods on it). Returns
-    whether there was a node to drain."""
+    """Drain the surplus nodes (U6: the surplus is drained like any other node, never removed with pods on it).
+    Returns whether there was a node to drain."""
     params = module.params
-    node_names = [node for node in resolve_instance_nodes(module.core_v1(), surplus_ids,
-                                                          group.node_selector)[0].values() if node]
     if not node_names:
         return False
     balancers = find_cluster_load_balancers(module.aws, params["cluster_name"], module.warn, group.asg)
@@ -174,25 +177,49 @@ def drain_surplus(module: EksopsModule, group: NodegroupRef, journal: Journal, s
     return True
 
 
-def remove_surplus(module: EksopsModule, autoscaling: Any, group: NodegroupRef, journal: Journal, surplus_ids: list[str],
-                   desired_after: int, result: dict[str, Any]) -> Journal:
-    """Terminate the drained surplus instances (U5 checked first), each lowering the desired capacity, to
-    ``desired_after``, which the journal records; then wait until they are gone. Returns the journal written."""
-    wait_timeout = module.params["wait_timeout"]
-    problems = undrained_instances(module.core_v1(), surplus_ids, group.node_selector)[0]
+def terminate_surplus(module: EksopsModule, autoscaling: Any, group: NodegroupRef, journal: Journal,
+                      instance_ids: list[str], desired_after: int, result: dict[str, Any]) -> Journal:
+    """Terminate surplus instances that hold no pod (U5 checked first), each lowering the desired capacity, to
+    ``desired_after``, which the journal records. Returns the journal written."""
+    problems = undrained_instances(module.core_v1(), instance_ids, group.node_selector)[0]
     if problems:
         module.fail_upgrade(UpgradeError(POD_EVICTION_FAILURE, termination_problems_message(problems),
                                          undrained=problems), changed=True, restore=result)
-    for instance_id in surplus_ids:
+    for instance_id in instance_ids:
         autoscaling_api.terminate_instance_in_auto_scaling_group(autoscaling, instance_id, True)
     journal = journal.replace(desired_capacity_set=desired_after)
     write_journal(autoscaling, group.asg_name, journal)
+    return journal
+
+
+def remove_surplus(module: EksopsModule, autoscaling: Any, group: NodegroupRef, journal: Journal, surplus_ids: list[str],
+                   desired_before: int, result: dict[str, Any]) -> tuple[Journal, dict[str, Any] | None]:
+    """U6: the surplus instances drained and terminated, then waited for until gone. Those that have no node yet go
+    first, before any drain: the pods a drain evicts would land on a node that joins meanwhile (the last replacement
+    of the upgrade phase may still be booting), which then could not be removed. Returns (the journal written, the
+    module's result when the cluster autoscaler moved the group during the drain, else None)."""
+    nodes = surplus_nodes(module, group, surplus_ids)
+    nodeless = [i for i in surplus_ids if not nodes.get(i)]
+    joined = [i for i in surplus_ids if nodes.get(i)]
+    if nodeless:
+        journal = terminate_surplus(module, autoscaling, group, journal, nodeless, desired_before - len(nodeless),
+                                    result)
+    if drain_surplus(module, group, journal, sorted(set(nodes[i] for i in joined)), result):
+        # The drain took a while, and the pods it evicted are what makes the autoscaler scale up: look again
+        # before removing anything more.
+        asg = describe_asg(autoscaling, group.asg_name)
+        if autoscaler_active(journal, asg_sizes(asg)["desired_capacity"]):
+            return journal, autoscaler_stop(module, autoscaling, asg, journal, result, changed=True)
+    if joined:
+        journal = terminate_surplus(module, autoscaling, group, journal, joined, desired_before - len(surplus_ids),
+                                    result)
+    wait_timeout = module.params["wait_timeout"]
     pending = wait_terminated(module.aws("ec2"), surplus_ids, wait_timeout)
     if pending:
         raise UpgradeError(WAIT_TIMEOUT, "Surplus instances %s of %s were not terminated within %d s "
                            "(wait_timeout); rerun to resume" % (", ".join(pending), group.asg_name, wait_timeout),
                            asg_name=group.asg_name, instance_ids=pending)
-    return journal
+    return journal, None
 
 
 def restore_group(module: EksopsModule, autoscaling: Any, group: NodegroupRef, journal: Journal, after: dict[str, int],
@@ -248,16 +275,11 @@ def run(module: EksopsModule) -> dict[str, Any]:
         write_journal(autoscaling, name, scaling_down)
         journal = scaling_down
 
-    surplus_ids = [i["instance_id"] for i in surplus]
-    if drain_surplus(module, group, journal, surplus_ids, result):
-        # The drain took a while, and the pods it evicted are what makes the autoscaler scale up: look again
-        # before removing anything.
-        asg = describe_asg(autoscaling, name)
-        if autoscaler_active(journal, asg_sizes(asg)["desired_capacity"]):
-            return autoscaler_stop(module, autoscaling, asg, journal, result, changed=True)
     if surplus:
-        journal = remove_surplus(module, autoscaling, group, journal, surplus_ids,
-                                 before["desired_capacity"] - len(surplus), result)
+        journal, stopped = remove_surplus(module, autoscaling, group, journal, [i["instance_id"] for i in surplus],
+                                          before["desired_capacity"], result)
+        if stopped is not None:
+            return stopped
 
     asg = describe_asg(autoscaling, name)
     if autoscaler_active(journal, asg_sizes(asg)["desired_capacity"]):

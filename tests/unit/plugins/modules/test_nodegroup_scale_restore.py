@@ -30,10 +30,11 @@ A1 = ["AZRebalance", "AlarmNotification", "ScheduledActions", "ReplaceUnhealthy"
 class FakeCluster:
     """Nodes for the ASG's live instances; records drains and annotation removals."""
 
-    def __init__(self, world, failing=(), joined_late=(), still_running=()):
+    def __init__(self, world, failing=(), joined_late=(), still_running=(), not_joined=()):
         self.world = world
         self.failing = set(failing)
         self.joined_late = set(joined_late)        # instances whose node was not there when the plan was made
+        self.not_joined = set(not_joined)          # instances with no node yet when the restore looks for them
         self.still_running = set(still_running)    # instances whose node still runs a pod at the terminate
         self.drained = []
         self.unmarked = []
@@ -41,7 +42,8 @@ class FakeCluster:
 
     def resolve(self, _core_v1, instance_ids, node_selector):
         self.selectors.append(node_selector)
-        return dict((instance_id, "n-" + instance_id) for instance_id in instance_ids), 1
+        return dict((instance_id, None if instance_id in self.not_joined else "n-" + instance_id)
+                    for instance_id in instance_ids), 1
 
     def undrained(self, _core_v1, instance_ids, node_selector):
         self.selectors.append(node_selector)
@@ -66,6 +68,7 @@ class FakeCluster:
 
     def drain(self, _core_v1, names, options, load_balancers=None):
         self.drained.append((list(names), options.as_dict(), load_balancers))
+        self.members_at_drain = set(i["InstanceId"] for i in self.world.asg()["Instances"])
         result = DrainResult(names)
         for name in names:
             if name in self.failing:
@@ -260,6 +263,22 @@ def test_u6_a_surplus_node_that_joined_after_the_plan_is_drained_too(surged, run
     assert not result.get("failed"), result
     [(names, _options, _balancers)] = cluster.drained
     assert "n-" + late in names and len(names) == 6
+
+
+def test_u6_a_surplus_instance_without_a_node_goes_before_any_drain(surged, run):
+    """The last replacement of the upgrade phase may still be booting when the restore starts: it holds no pod, so
+    it is terminated at once; drained after the others, its node could have joined and taken their pods (a
+    benchmark run failed so: PodEvictionFailure, 'node ... is not cordoned and still runs 23 pod(s)')."""
+    plan = run(FakeCluster(surged), check=True)["restore"]["removed_instances"]
+    booting = plan[0]["instance_id"]
+    cluster = FakeCluster(surged, not_joined=[booting])
+    result = run(cluster)
+    assert not result.get("failed"), result
+    [(names, _options, _balancers)] = cluster.drained
+    assert "n-" + booting not in names and len(names) == 5
+    assert booting not in cluster.members_at_drain
+    assert sizes(surged) == (0, 12, 4) and booting not in set(i["InstanceId"] for i in surged.asg()["Instances"])
+    assert not any(k.startswith("eksops.nodegroup/") for k in surged.tags())
 
 
 def test_u6_a_surplus_node_still_running_pods_is_not_terminated(surged, run):
