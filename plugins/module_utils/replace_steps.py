@@ -156,8 +156,8 @@ def merge_outputs(outputs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 class LivePlanner:
     """next_batch for the schedule once (SPEC B1): per batch, the group read live (one DescribeAutoScalingGroups,
-    one DescribeInstances, one node list) and schedule.next_batch asked which old instances go and which of their
-    terminations lower the desired capacity. Once the desired capacity was accepted as moved (accept_current_capacity)
+    one DescribeInstances of the instances new since the last batch, one node list) and schedule.next_batch asked
+    which old instances go and which of their terminations lower the desired capacity. Once the desired capacity was accepted as moved (accept_current_capacity)
     the remaining batches are EKS's (every termination replaced), which a warning says."""
 
     def __init__(self, params: Mapping[str, Any], clients: Clients, group: NodegroupRef, warn: Callable[[str], None],
@@ -171,12 +171,14 @@ class LivePlanner:
         self.batch_size = params["batch_size"] or max([len(b) for b in planned] or [1])
         self.rng = random.Random(params["seed"])
         self.fallback = False
+        # EC2 descriptions by instance id, for the phase: each batch describes only the instances new since.
+        self.described = {}
 
     def __call__(self, state: ReplaceState) -> Batch | None:
         del state
         clients = self.clients
         asg, joined, nodes = schedule_ops.read_group(clients.aws("autoscaling"), clients.aws("ec2"), clients.core_v1(),
-                                                     self.group, describe_asg, list_nodegroup_nodes)
+                                                     self.group, describe_asg, list_nodegroup_nodes, self.described)
         journal = self.group.with_asg(asg).journal()
         self.node_names.update((i["instance_id"], i["node_name"]) for i in joined if i.get("node_name"))
         if journal is None or journal.start_per_az is None:

@@ -176,13 +176,21 @@ def group_view(asg: Mapping[str, Any], joined: Sequence[Mapping[str, Any]], jour
 
 def read_group(autoscaling: Any, ec2: Any, core_v1: Any, group: Any,
                describe_asg: Callable[[Any, str], dict[str, Any]],
-               list_nodes: Callable[[Any, Any], list[Any]]) -> tuple[dict[str, Any], list[dict[str, Any]], list[Any]]:
+               list_nodes: Callable[[Any, Any], list[Any]],
+               described: dict[str, dict[str, Any]] | None = None) -> tuple[dict[str, Any], list[dict[str, Any]], list[Any]]:
     """(the group described once, its instances joined with EC2 and their nodes, the nodes): one
-    DescribeAutoScalingGroups, one DescribeInstances, one node list."""
+    DescribeAutoScalingGroups, one DescribeInstances, one node list. ``described``: the EC2 descriptions read
+    before, by instance id, which this call adds to; only the members not in it are described. What the join reads
+    of an EC2 description never changes in an instance's life (image, launch time, placement, the launch template
+    version EC2 tags it with at launch)."""
     asg = describe_asg(autoscaling, group.asg_name)
     members = asg.get("Instances", [])
     nodes = list_nodes(core_v1, group.with_asg(asg))
-    joined = join_instances_nodes(members, describe_instances(ec2, [i["InstanceId"] for i in members]), nodes)
+    known = {} if described is None else described
+    missing = [i["InstanceId"] for i in members if i["InstanceId"] not in known]
+    if missing:
+        known.update(describe_instances(ec2, missing))
+    joined = join_instances_nodes(members, known, nodes)
     return asg, joined, nodes
 
 

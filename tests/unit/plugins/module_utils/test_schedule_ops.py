@@ -274,6 +274,30 @@ def test_b1_after_an_accepted_capacity_the_remaining_batches_are_eks_said_once(m
     assert len(warnings) == 1 and "accept_current_capacity" in warnings[0]
 
 
+def test_the_live_read_describes_each_instance_once_for_the_phase(monkeypatch):
+    """Issue 11: the live planner read the whole group from EC2 before every batch (0.10-0.13 s on moto at N = 30);
+    what the join reads of a description never changes in an instance's life, so only new instances are asked."""
+    asked = []
+
+    def describe_instances(_ec2, ids):
+        asked.append(sorted(ids))
+        return dict((i, {"InstanceId": i, "ImageId": "ami-" + i}) for i in ids)
+
+    monkeypatch.setattr(schedule_ops, "describe_instances", describe_instances)
+    members = [dict(InstanceId="i-a", AvailabilityZone="az-a"), dict(InstanceId="i-b", AvailabilityZone="az-b")]
+    group = _Group(dict(Instances=members))
+    described = {}
+
+    def read(instances):
+        return schedule_ops.read_group(None, None, None, group, lambda _a, _n: dict(Instances=instances),
+                                       lambda _c, _g: [], described)
+
+    read(members)
+    _asg, joined, _nodes = read(members[1:] + [dict(InstanceId="i-c", AvailabilityZone="az-c")])
+    assert asked == [["i-a", "i-b"], ["i-c"]]
+    assert [(i["instance_id"], i["image_id"]) for i in joined] == [("i-b", "ami-i-b"), ("i-c", "ami-i-c")]
+
+
 def test_b1_a_journal_gone_mid_upgrade_stops_the_loop(monkeypatch):
     from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import StepFailed
 
