@@ -24,9 +24,7 @@ description:
     (C(InvalidParameter)), a blocking preflight finding (C(PreflightBlocked)), and, with
     O(fail_on_preflight_warnings), any preflight warning (C(InvalidParameter)). Each such message ends with
     C(Nothing was changed.)."
-  - "It is an action plugin that runs on the controller, in the process of the task, whatever the task's host or
-    C(delegate_to): one process for the phase instead of three or four module processes (issue 11 item 4). The
-    controller's Python needs boto3, botocore and kubernetes."
+  - One process for the phase instead of three or four module processes (issue 11 item 4).
   - "What it found is shown as it happens through Ansible's display (C(ansible-playbook) output, AWX job output):
     the node group (kind, Auto Scaling group sizes and Availability Zones, launch template version, instances and
     Ready nodes, an unfinished upgrade to resume), then the preflight report."
@@ -121,13 +119,8 @@ extends_documentation_fragment:
   - eksops.nodegroup.aws
   - eksops.nodegroup.k8s
   - eksops.nodegroup.attributes.aws_k8s_groups
+  - eksops.nodegroup.attributes.controller
 attributes:
-  action:
-    support: full
-    description: The phase runs in an action plugin on the controller.
-  async:
-    support: none
-    description: Runs in the task's own process on the controller.
   check_mode:
     support: full
     description: Reads and checks as without it, and reports the launch template version it would create and the
