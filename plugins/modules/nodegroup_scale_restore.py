@@ -20,9 +20,11 @@ description:
   - Otherwise chooses the surplus instances - under the journal's schedule C(once) (SPEC B1) first the nodes the
     scale-up marked surplus (C(eksops.nodegroup/surplus=<run id>), cordoned since, so no pod moved there), then -
     AZ-balanced (within an Availability Zone, instances on another launch
-    template version than the group's first, so after a rollback the new nodes go), drains their nodes like any
-    other node (found by instance id when the drain starts), checks that none still runs pods other than
-    DaemonSet, mirror or finished ones (C(PodEvictionFailure) otherwise), terminates them with a decrement,
+    template version than the group's first, so after a rollback the new nodes go). Those that have no node yet
+    (an instance still booting) are terminated first, before any drain, so that no evicted pod can land on them;
+    then it drains the others' nodes like any other node (found by instance id when the drain starts), checks that
+    none still runs pods other than DaemonSet, mirror or finished ones (C(PodEvictionFailure) otherwise),
+    terminates them with a decrement,
     restores MinSize, MaxSize and DesiredCapacity exactly, removes the scale-in protection the upgrade set (journal
     C(scale_in_protection=ours)), resumes only the processes the upgrade suspended,
     removes the C(cluster-autoscaler.kubernetes.io/scale-down-disabled) annotation the upgrade put on nodes, and
