@@ -15,13 +15,13 @@ from ansible.utils.display import Display
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import USER_AGENT_EXTRA
 from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
-from ansible_collections.eksops.nodegroup.plugins.module_utils.module import error_result, merged_argument_spec
-from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import StepFailed
+from ansible_collections.eksops.nodegroup.plugins.module_utils.module import merged_argument_spec
 from ansible_collections.eksops.nodegroup.plugins.module_utils.setup_phase import (
     ARGUMENT_SPEC,
     TARGET_OPTIONS,
     SetupPhase,
 )
+from ansible_collections.eksops.nodegroup.plugins.module_utils.step_context import run_step
 from ansible_collections.eksops.nodegroup.plugins.plugin_utils.controller_action import ControllerAction
 
 display = Display()
@@ -36,18 +36,7 @@ class ActionModule(ControllerAction):
         params = self.validated_params(
             merged_argument_spec(ARGUMENT_SPEC, uses_aws=True, uses_k8s=True),
             mutually_exclusive=[["max_unavailable", "max_unavailable_percentage"], TARGET_OPTIONS])
-        warnings = []
         clients = Clients(params, "%s/nodegroup_setup" % USER_AGENT_EXTRA)
-        phase = SetupPhase(params, clients, bool(self._task.check_mode), bool(self._task.diff), warnings.append,
-                           display.display)
-        try:
-            result.update(phase.run())
-        except StepFailed as failure:
-            result.update(failure.result)
-            result.update(failed=True)
-            result.update(error_result(failure.error))
-        finally:
-            clients.stop_lease_heartbeats()
-        if warnings:
-            result["warnings"] = warnings
+        result.update(run_step(lambda context: SetupPhase(context, display.display).run(), params, clients,
+                               bool(self._task.check_mode), bool(self._task.diff), lambda line: None))
         return result

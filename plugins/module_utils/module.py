@@ -22,7 +22,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import Upg
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import K8S_ARGUMENT_SPEC, kubernetes_import_error
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import Clock
 
-__all__ = ["FIRST_CONTACT_RETRY_SECONDS", "EksopsModule", "error_result", "merged_argument_spec", "result_with_diff"]
+__all__ = ["FIRST_CONTACT_RETRY_SECONDS", "ClientsSurface", "EksopsModule", "error_result", "merged_argument_spec", "result_with_diff"]
 
 # Keys fail_json/exit_json own; UpgradeError details never overwrite them.
 _RESERVED_RESULT_KEYS = frozenset(["msg", "code", "failed", "changed", "invocation", "warnings", "deprecations"])
@@ -60,7 +60,29 @@ def result_with_diff(result: dict[str, Any], diff: bool, before: Any, after: Any
     return result
 
 
-class EksopsModule:
+class ClientsSurface:
+    """The clients and the diff of a module's work, over ``self.clients`` (Clients) and ``self._diff``: what
+    EksopsModule and an action's StepContext (step_context.py) both offer the steps."""
+
+    clients: Clients
+    _diff: bool
+
+    def aws(self, service: str) -> Any:
+        """A cached botocore client for ``service`` (Clients.aws)."""
+        return self.clients.aws(service)
+
+    def k8s(self) -> Any:
+        """A cached kubernetes ApiClient, proven to be cluster_name's (Clients.k8s, SPEC K4)."""
+        return self.clients.k8s()
+
+    def core_v1(self) -> Any:
+        return self.clients.core_v1()
+
+    def with_diff(self, result: dict[str, Any], before: Any, after: Any) -> dict[str, Any]:
+        return result_with_diff(result, self._diff, before, after)
+
+
+class EksopsModule(ClientsSurface):
     """An AnsibleModule with cached AWS clients and a Kubernetes ApiClient built from the shared options.
 
     Attribute access not defined here goes to the wrapped AnsibleModule (params, check_mode, exit_json, ...).
@@ -91,20 +113,6 @@ class EksopsModule:
     @property
     def user_agent(self) -> str:
         return "%s/%s" % (USER_AGENT_EXTRA, self.module._name.rsplit(".", 1)[-1])
-
-    def aws(self, service: str) -> Any:
-        """A cached botocore client for ``service`` (Clients.aws)."""
-        return self.clients.aws(service)
-
-    def k8s(self) -> Any:
-        """A cached kubernetes ApiClient, proven to be cluster_name's (Clients.k8s, SPEC K4)."""
-        return self.clients.k8s()
-
-    def core_v1(self) -> Any:
-        return self.clients.core_v1()
-
-    def with_diff(self, result: dict[str, Any], before: Any, after: Any) -> dict[str, Any]:
-        return result_with_diff(result, self._diff, before, after)
 
     def fail_upgrade(self, err: UpgradeError, **result: Any) -> None:
         """fail_json for an UpgradeError; ``result`` carries what the module did before failing."""

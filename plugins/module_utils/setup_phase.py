@@ -19,7 +19,6 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils import (
     nodegroup_describe,
     preflight_step,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     INVALID_PARAMETER,
     PREFLIGHT_BLOCKED,
@@ -134,21 +133,18 @@ def _template_options(params: Mapping[str, Any], asg_name: str) -> dict[str, Any
 
 
 class SetupPhase:
-    """The phase's steps over one Clients; ``result`` holds what they found and did, step by step."""
+    """The phase's steps, each with its own options in the phase's ``context`` (StepContext.with_params: one Clients);
+    ``progress`` prints what they find; ``result`` holds what they found and did, step by step."""
 
-    def __init__(self, params: Mapping[str, Any], clients: Clients, check_mode: bool, diff: bool,
-                 warn: Callable[[str], None], progress: Callable[[str], None]) -> None:
-        self.params = params
-        self.clients = clients
-        self.check_mode = check_mode
-        self.diff = diff
-        self.warn = warn
+    def __init__(self, context: StepContext, progress: Callable[[str], None]) -> None:
+        self.context = context
+        self.params = context.params
         self.progress = progress
         self.found: dict[str, Any] = dict(nodegroup=None, preflight=None, launch_template=None, on_target=False)
         self.result: dict[str, Any] = dict(changed=False, setup=self.found)
 
     def _context(self, options: Mapping[str, Any]) -> StepContext:
-        return StepContext(options, self.clients, self.check_mode, self.diff, self.warn, lambda line: None)
+        return self.context.with_params(options)
 
     def _refuse_if(self, error: UpgradeError | None) -> None:
         if error is not None:

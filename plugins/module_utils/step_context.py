@@ -20,7 +20,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import AWS_AR
 from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import K8S_ARGUMENT_SPEC
-from ansible_collections.eksops.nodegroup.plugins.module_utils.module import error_result, merged_argument_spec, result_with_diff
+from ansible_collections.eksops.nodegroup.plugins.module_utils.module import ClientsSurface, error_result, merged_argument_spec
 from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import StepFailed
 
 SHARED_OPTIONS = tuple(AWS_ARGUMENT_SPEC) + tuple(K8S_ARGUMENT_SPEC)
@@ -44,9 +44,9 @@ def group_options(params: Mapping[str, Any], lease: bool = True) -> dict[str, An
     return options
 
 
-class StepContext:
+class StepContext(ClientsSurface):
     """The EksopsModule surface the steps (drain_step, terminate_step, preflight_step, launch_template_step,
-    nodegroup_describe) use, for one step's ``params``."""
+    nodegroup_describe, surge_step, restore_step) use, for one step's ``params``."""
 
     def __init__(self, params: Mapping[str, Any], clients: Clients, check_mode: bool, diff: bool,
                  warn: Callable[[str], None], log: Callable[[str], None]) -> None:
@@ -58,17 +58,9 @@ class StepContext:
         self.log = log
         self.lease_heartbeats = clients.lease_heartbeats
 
-    def aws(self, service: str) -> Any:
-        return self.clients.aws(service)
-
-    def k8s(self) -> Any:
-        return self.clients.k8s()
-
-    def core_v1(self) -> Any:
-        return self.clients.core_v1()
-
-    def with_diff(self, result: dict[str, Any], before: Any, after: Any) -> dict[str, Any]:
-        return result_with_diff(result, self._diff, before, after)
+    def with_params(self, params: Mapping[str, Any]) -> StepContext:
+        """The context of another step of the same work: its own ``params``, the same clients, modes and output."""
+        return StepContext(params, self.clients, self.check_mode, self._diff, self.warn, self.log)
 
     def fail_upgrade(self, err: UpgradeError, **result: Any) -> None:
         raise StepFailed(err, result)

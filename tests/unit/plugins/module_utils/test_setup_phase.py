@@ -18,6 +18,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils import (
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import merged_argument_spec
 from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import StepFailed
+from ansible_collections.eksops.nodegroup.plugins.module_utils.step_context import StepContext
 
 
 def params(**overrides):
@@ -76,8 +77,9 @@ class Steps:
 
     def run(self, **overrides):
         lines = []
-        phase = setup_phase.SetupPhase(params(**overrides), SimpleNamespace(lease_heartbeats={}), False, False,
-                                       [].append, lines.append)
+        context = StepContext(params(**overrides), SimpleNamespace(lease_heartbeats={}), False, False, [].append,
+                              lambda line: None)
+        phase = setup_phase.SetupPhase(context, lines.append)
         with mock.patch.object(nodegroup_describe, "describe_nodegroup", self.describe), \
                 mock.patch.object(preflight_step, "run", self.preflight), \
                 mock.patch.object(launch_template_step, "run", self.launch_template):
