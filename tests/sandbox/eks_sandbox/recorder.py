@@ -28,6 +28,8 @@ class Recorder:
         self._events_dropped = 0
         # PodDisruptionBudget "<ns>/<name>" -> [rounds, seconds, reaction seconds, largest reaction] (pdb_round)
         self._pdb_rounds: dict[str, list[float]] = {}
+        # [stops, seconds, reaction seconds, largest reaction] (pod_stop)
+        self._pod_stops: list[float] = [0, 0.0, 0.0, 0.0]
 
     def k8s_request(self, user_agent: str, verb: str, resource: str, status: int) -> None:
         key = f"{user_agent or '-'} {verb} {resource} {status}"
@@ -54,6 +56,16 @@ class Recorder:
         which `reaction_seconds` were the sandbox's own reaction beyond pod_start_seconds."""
         with self._lock:
             totals = self._pdb_rounds.setdefault(pdb, [0, 0.0, 0.0, 0.0])
+            totals[0] += 1
+            totals[1] += seconds
+            totals[2] += reaction_seconds
+            totals[3] = max(totals[3], reaction_seconds)
+
+    def pod_stop(self, seconds: float, reaction_seconds: float) -> None:
+        """One pod the kubelet stopped: `seconds` from its deletion to its removal, of which `reaction_seconds` were
+        the sandbox's own reaction beyond the stop itself (its grace period, or the quick stop)."""
+        with self._lock:
+            totals = self._pod_stops
             totals[0] += 1
             totals[1] += seconds
             totals[2] += reaction_seconds
@@ -94,6 +106,14 @@ class Recorder:
         columns = list(zip(*by_pdb.values())) or [(0,), (0.0,), (0.0,), (0.0,)]
         return {**view(sum(columns[0]), sum(columns[1]), sum(columns[2]), max(columns[3])),
                 "by_pdb": {pdb: view(*totals) for pdb, totals in by_pdb.items()}}
+
+    def pod_stops(self) -> dict[str, Any]:
+        """The pods the kubelet stopped so far: `stops`, and the running totals `seconds` and `reaction_seconds` (a
+        caller subtracts two reports' totals to get a run's), `reaction_seconds_max`."""
+        with self._lock:
+            stops, seconds, reaction, largest = self._pod_stops
+        return {"stops": int(stops), "seconds": round(seconds, 3), "reaction_seconds": round(reaction, 3),
+                "reaction_seconds_max": round(largest, 3)}
 
     def events(self) -> list[dict[str, Any]]:
         with self._lock:

@@ -130,12 +130,17 @@ def test_report_carries_recorder_data_and_extra_fields():
                                        "reaction_seconds_max": 0.0, "by_pdb": {}}
     recorder.pdb_round("default/web", 0.6, 0.1)
     recorder.pdb_round("default/web", 0.55, 0.05)
+    assert Recorder().pod_stops() == {"stops": 0, "seconds": 0.0, "reaction_seconds": 0.0,
+                                      "reaction_seconds_max": 0.0}
+    recorder.pod_stop(0.25, 0.05)
+    recorder.pod_stop(0.3, 0.1)
     report = Observer(SCENARIO, recorder).report(snapshot([], 4), {}, extra={"ready_at": 5.0})
     assert report["k8s_requests"] == {"kubectl list pods 200": 1}
     assert report["aws_calls"] == {"DescribeInstances RequestLimitExceeded": 1}
     assert report["pods_lost"][0]["pod"] == "default/web-1"
     web = {"rounds": 2, "seconds": 1.15, "reaction_seconds": 0.15, "reaction_seconds_max": 0.1}
     assert report["pdb_rounds"] == {**web, "by_pdb": {"default/web": web}}
+    assert report["pod_stops"] == {"stops": 2, "seconds": 0.55, "reaction_seconds": 0.15, "reaction_seconds_max": 0.1}
     assert report["ready_at"] == 5.0 and report["scenario"] == "unit"
 
 

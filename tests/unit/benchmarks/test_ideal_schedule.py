@@ -9,7 +9,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 
 from upgrade import (Config, ideal_drain_seconds, ideal_schedule, ideal_surge_schedule,  # noqa: E402
-                     reaction_per_round)
+                     reaction_per_round, reaction_per_stop)
 
 TIMINGS = dict(instance_pending_seconds=0.5, node_boot_seconds=1.5, instance_shutdown_seconds=0.5,
                pod_start_seconds=2.0, grace_period_scale=0.02)
@@ -47,6 +47,23 @@ def test_the_recorded_reaction_lengthens_each_round_of_its_budget():
     assert ideal_drain_seconds(pods, SCENARIO, run_mean) == pytest.approx(2 * (2.0 + 0.1) + 0.2)
     # One round, nothing waited for: no reaction to charge.
     assert ideal_drain_seconds(Counter({("default", "paced"): 1}), SCENARIO, paced_only) == pytest.approx(0.2)
+
+
+def test_the_recorded_reaction_per_stop_is_charged_once_per_drain():
+    """Issue 11: the drain ends when its last pods have stopped: their stop time and the sandbox's own reaction per
+    stop as it recorded it, once, however many pods and rounds."""
+    pods = Counter({("default", "paced"): 3, ("default", "percent"): 3})
+    stopping = dict(rounds=4, mean=0.1, by_workload={}, stop=0.15)
+    assert ideal_drain_seconds(pods, SCENARIO, stopping) == pytest.approx(2 * (2.0 + 0.1) + 0.2 + 0.15)
+    assert ideal_drain_seconds(Counter(), SCENARIO, stopping) == 0.0
+
+
+def test_the_reaction_per_stop_is_the_runs_share_of_the_reports_running_totals():
+    before = dict(stops=10, seconds=2.5, reaction_seconds=0.5)
+    after = dict(stops=14, seconds=3.6, reaction_seconds=0.9)
+    assert reaction_per_stop(before, after) == pytest.approx(0.4 / 4)
+    assert reaction_per_stop(after, after) == 0.0
+    assert reaction_per_stop(None, None) == 0.0
 
 
 def test_the_reaction_per_round_is_the_runs_share_of_the_reports_running_totals():

@@ -24,7 +24,7 @@ class Controllers:
             return self.nodes.gone_nodes
 
         self.workloads = WorkloadControllers(api, gone)
-        self.pods = PodLifecycle(api, scenario["timings"], gone)
+        self.pods = PodLifecycle(api, scenario["timings"], gone, recorder)
         self.recorder = recorder
         self._pod_start_seconds = scenario["timings"]["pod_start_seconds"]
         self._pdb_inputs: dict[str, tuple] = {}
