@@ -28,6 +28,7 @@ RESULT_KEYS = {
     "nodegroup_preflight": "preflight",
     "nodegroup_scale_restore": "restore",
     "nodegroup_setup": "setup",
+    "upgrade_report_file": "report_file",
 }
 
 
