@@ -3,17 +3,14 @@ by ansible.builtin.copy's two module processes."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from types import SimpleNamespace
 
 import pytest
-from ansible.errors import AnsibleActionFail
-from ansible.playbook.task import Task
-from ansible.template import Templar
-from ansible.parsing.dataloader import DataLoader
+from ansible.module_utils import _internal
 
-from ansible_collections.eksops.nodegroup.plugins.action.upgrade_report_file import ARGUMENT_SPEC, ActionModule
 from ansible_collections.eksops.nodegroup.plugins.modules import upgrade_report_file
 
 from ..module_docs import assert_docs_match_spec
@@ -21,23 +18,44 @@ from ..module_docs import assert_docs_match_spec
 REPORT = {"cluster_name": "prod", "phase_seconds": {"setup": 4.7, "upgrade": 150.2}, "error": None}
 
 
-def run(check_mode=False, diff=False, **args):
-    task = Task()
-    task.args = args
-    task.check_mode = check_mode
-    task.diff = diff
-    loader = DataLoader()
-    # ActionBase.run only asks the connection whether its shell has a temporary directory: it has, none is needed.
-    connection = SimpleNamespace(_shell=SimpleNamespace(tmpdir="unused"))
-    action = ActionModule(task, connection, None, loader, Templar(loader), None)
-    return action.run(task_vars={})
+@pytest.fixture(scope="module")
+def controller():
+    """The action plugin and what runs it. Importing them imports Ansible's controller, which from then on sends
+    every module warning of the process to Display instead of the module's result
+    (ansible.module_utils._internal.is_controller): they are imported here rather than at the top, and the flag is
+    put back after, so that the modules other tests run in this process keep their result warnings."""
+    was = _internal.is_controller
+    try:
+        yield SimpleNamespace(
+            action=importlib.import_module("ansible_collections.eksops.nodegroup.plugins.action.upgrade_report_file"),
+            errors=importlib.import_module("ansible.errors"),
+            Task=importlib.import_module("ansible.playbook.task").Task,
+            Templar=importlib.import_module("ansible.template").Templar,
+            DataLoader=importlib.import_module("ansible.parsing.dataloader").DataLoader)
+    finally:
+        _internal.is_controller = was
 
 
-def test_the_documentation_matches_the_argument_spec():
-    assert_docs_match_spec(upgrade_report_file, ARGUMENT_SPEC)
+@pytest.fixture
+def run(controller):
+    def run_action(check_mode=False, diff=False, **args):
+        task = controller.Task()
+        task.args = args
+        task.check_mode = check_mode
+        task.diff = diff
+        loader = controller.DataLoader()
+        # ActionBase.run only asks the connection whether its shell has a temporary directory: it has, none is needed.
+        connection = SimpleNamespace(_shell=SimpleNamespace(tmpdir="unused"))
+        action = controller.action.ActionModule(task, connection, None, loader, controller.Templar(loader), None)
+        return action.run(task_vars={})
+    return run_action
 
 
-def test_the_report_is_written_as_to_nice_json_writes_it_with_its_mode(tmp_path):
+def test_the_documentation_matches_the_argument_spec(controller):
+    assert_docs_match_spec(upgrade_report_file, controller.action.ARGUMENT_SPEC)
+
+
+def test_the_report_is_written_as_to_nice_json_writes_it_with_its_mode(run, tmp_path):
     path = tmp_path / "report.json"
     result = run(report=REPORT, path=str(path))
     assert result["changed"] and result["report_file"]["path"] == str(path)
@@ -48,7 +66,7 @@ def test_the_report_is_written_as_to_nice_json_writes_it_with_its_mode(tmp_path)
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"], "no scratch file is left"
 
 
-def test_the_same_report_again_changes_nothing_and_another_mode_changes_it(tmp_path):
+def test_the_same_report_again_changes_nothing_and_another_mode_changes_it(run, tmp_path):
     path = tmp_path / "report.json"
     run(report=REPORT, path=str(path))
     assert not run(report=REPORT, path=str(path))["changed"]
@@ -56,14 +74,14 @@ def test_the_same_report_again_changes_nothing_and_another_mode_changes_it(tmp_p
     assert os.stat(path).st_mode & 0o7777 == 0o600
 
 
-def test_check_mode_writes_nothing_and_diff_shows_the_content(tmp_path):
+def test_check_mode_writes_nothing_and_diff_shows_the_content(run, tmp_path):
     path = tmp_path / "report.json"
     result = run(check_mode=True, diff=True, report=REPORT, path=str(path))
     assert result["changed"] and not path.exists()
     assert result["diff"]["before"] == "" and json.loads(result["diff"]["after"]) == REPORT
 
 
-def test_a_report_replaces_the_previous_one_whole(tmp_path):
+def test_a_report_replaces_the_previous_one_whole(run, tmp_path):
     path = tmp_path / "report.json"
     path.write_text('{"old": true}\n')
     run(report=REPORT, path=str(path))
@@ -74,6 +92,6 @@ def test_a_report_replaces_the_previous_one_whole(tmp_path):
     ({"mode": "rw-r--r--"}, "mode must be an octal number"),
     ({"path": "/nonexistent-dir/report.json"}, "cannot write the report to /nonexistent-dir/report.json"),
 ])
-def test_a_bad_mode_or_directory_fails_naming_it(tmp_path, args, message):
-    with pytest.raises(AnsibleActionFail, match=message):
+def test_a_bad_mode_or_directory_fails_naming_it(controller, run, tmp_path, args, message):
+    with pytest.raises(controller.errors.AnsibleActionFail, match=message):
         run(**dict(dict(report=REPORT, path=str(tmp_path / "r.json")), **args))
