@@ -72,10 +72,11 @@ class ActionModule(ControllerAction):
         params, plan, group = plan_phase(params, clients, warnings.append)
         if plan is not None:
             self._progress(plan_line(plan))
-        loop = replace_loop(params, clients, check_mode, bool(self._task.diff), warnings.append, _log,
-                            self._progress)
-        loop.state.schedule, next_batch = next_batch_source(params, clients, check_mode, warnings.append,
-                                                            loop.node_names, group)
+        node_names = dict(params["node_names"])
+        schedule, next_batch = next_batch_source(params, clients, check_mode, warnings.append, node_names, group)
+        loop, next_batch = replace_loop(params, clients, check_mode, bool(self._task.diff), warnings.append, _log,
+                                        self._progress, next_batch, node_names)
+        loop.state.schedule = schedule
         return params, plan, loop, next_batch
 
     def _replace(self, params, plan, clients, loop, next_batch, warnings):

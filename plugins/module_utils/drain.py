@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from concurrent.futures import ThreadPoolExecutor
+import threading
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.api import KubeApi
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.budget_gate import BudgetGate
@@ -53,7 +54,8 @@ class _Engine:
 
     def __init__(self, api: KubeApi, options: DrainOptions, log: Callable[[str], None],
                  pdb_retry_seconds: float = PDB_RETRY_SECONDS, server_error_retries: int = SERVER_ERROR_RETRIES,
-                 load_balancers: ClusterLoadBalancers | None = None) -> None:
+                 load_balancers: ClusterLoadBalancers | None = None,
+                 on_emptied: Callable[[], None] | None = None, node_count: int = 0) -> None:
         self.api = api
         self.options = options
         self.log = log
@@ -62,6 +64,22 @@ class _Engine:
         self.server_error_retries = server_error_retries
         self.scheduler = None
         self.gate = None
+        self.on_emptied = on_emptied
+        self._emptied = set()
+        self._node_count = node_count
+        self._lock = threading.Lock()
+
+    def emptied(self, name: str) -> None:
+        """Node ``name`` is empty and its post-drain wait begins; once every node being drained is, ``on_emptied``
+        is called, once (issue 11 item 4: node_replace reads what the next batch needs meanwhile)."""
+        if self.on_emptied is None:
+            return
+        with self._lock:
+            first_time = len(self._emptied) < self._node_count
+            self._emptied.add(name)
+            every_node = len(self._emptied) == self._node_count
+        if first_time and every_node:
+            self.on_emptied()
 
     def start(self) -> None:
         """The scheduler (P4) and, for evictions, the budget gate (S5); none in check mode."""
@@ -91,7 +109,8 @@ def _run_side_by_side(drains: list[NodeDrain]) -> None:
 def drain_nodes(core_v1: Any, node_names: Iterable[str] | None, options: DrainOptions | Mapping[str, Any] | None, *,
                 log: Callable[[str], None] | None = None, pdb_retry_seconds: float = PDB_RETRY_SECONDS,
                 server_error_retries: int = SERVER_ERROR_RETRIES,
-                load_balancers: ClusterLoadBalancers | None = None) -> DrainResult:
+                load_balancers: ClusterLoadBalancers | None = None,
+                on_emptied: Callable[[], None] | None = None) -> DrainResult:
     """Cordon all ``node_names`` (D1), then drain them concurrently (D2-D16). Returns a DrainResult.
 
     Raises UpgradeError before touching anything for bad options, unknown nodes and nodes the cluster
@@ -100,13 +119,14 @@ def drain_nodes(core_v1: Any, node_names: Iterable[str] | None, options: DrainOp
     In check mode nothing is changed and the result lists what would be evicted, deleted, skipped or refused.
     ``pdb_retry_seconds`` and ``server_error_retries``: D13's PDB retry interval and 500 retries (tests shorten them).
     ``load_balancers``: the cluster's (B3); each drained node's instance is waited out of them before the drain ends.
-    Without them the post-drain wait is fixed.
+    Without them the post-drain wait is fixed. ``on_emptied``: called once, from a drain's thread, when every node is
+    empty and waits out its post-drain wait (never when a node fails first, nor in check mode).
     """
     options = DrainOptions.coerce(options)
     names = validate_names(node_names)
     log = log or noop_log
     api = KubeApi(core_v1)
-    engine = _Engine(api, options, log, pdb_retry_seconds, server_error_retries, load_balancers)
+    engine = _Engine(api, options, log, pdb_retry_seconds, server_error_retries, load_balancers, on_emptied, len(names))
     result = DrainResult(names)
     with translate_k8s_errors("drain nodes"):
         cordoned = cordon(api, names, options.run_id, options.exclude_from_load_balancers, options.check_mode, log)

@@ -10,14 +10,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import (
     DEFAULT_OPTIONS, DrainOptions, cordon_nodes, drain_nodes, read_nodes, uncordon_nodes)
 from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import instance_id_of
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION, claim
-from ansible_collections.eksops.nodegroup.plugins.module_utils.load_balancers import find_cluster_load_balancers
+from ansible_collections.eksops.nodegroup.plugins.module_utils.load_balancers import (
+    ClusterLoadBalancers,
+    find_cluster_load_balancers,
+)
 from ansible_collections.eksops.nodegroup.plugins.module_utils.node_scope import check_nodes_in_nodegroup
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import find_module_nodegroup
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NodegroupRef, find_module_nodegroup
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodes import resolve_instance_nodes
 
 # The defaults are the drain engine's (DEFAULT_OPTIONS), under kubernetes.core's k8s_drain names.
@@ -76,56 +80,83 @@ def drain_options(params: dict[str, Any], check_mode: bool) -> DrainOptions:
 ACTIONS = dict(drain="cordon or drain", cordon="cordon", uncordon="uncordon")
 
 
-def drain(module: Any, core_v1: Any, names: list[str], options: DrainOptions, asg: dict[str, Any] | None) -> Any:
-    """Cordon and drain the nodes. The cluster's load balancers (B3) are looked for when the nodes get the label
-    that makes their controllers let them go, and a cluster name to find them by; those attached to ``asg``, the
-    node group's Auto Scaling group, are left to Auto Scaling."""
-    balancers = None
-    if module.params["cluster_name"] and options.exclude_from_load_balancers and not module.check_mode:
-        balancers = find_cluster_load_balancers(module.aws, module.params["cluster_name"], module.warn, asg)
-    return drain_nodes(core_v1, names, options, log=module.log, load_balancers=balancers)
+class PreparedDrain:
+    """What a drain of node_replace's loop is given instead of reading it (issue 11 item 4): ``group``, the node
+    group as the previous batch's termination read it; ``instances``, the batch's node names by instance id (the
+    planner's join, SPEC K2); ``balancers``, the cluster's load balancers as find_load_balancers found them during
+    the previous batch's post-drain wait."""
+
+    def __init__(self, group: NodegroupRef, instances: Mapping[str, str], balancers: ClusterLoadBalancers | None) -> None:
+        self.group = group
+        self.instances = dict(instances)
+        self.balancers = balancers
 
 
-def run(module: Any) -> dict[str, Any]:
+def find_load_balancers(module: Any, asg: dict[str, Any] | None) -> ClusterLoadBalancers | None:
+    """The cluster's load balancers (B3), looked for when the nodes get the label that makes their controllers let
+    them go, and a cluster name to find them by; those attached to ``asg``, the node group's Auto Scaling group, are
+    left to Auto Scaling. None: the post-drain wait is fixed."""
+    options = module.params
+    if options["cluster_name"] and options["exclude_from_load_balancers"] and not module.check_mode:
+        return find_cluster_load_balancers(module.aws, options["cluster_name"], module.warn, asg)
+    return None
+
+
+def target_nodes(module: Any, core_v1: Any, group: NodegroupRef | None, prepared: PreparedDrain | None
+                 ) -> tuple[list[str], dict[str, str | None] | None, int]:
+    """(the names of the nodes the options name, their instances' {instance id: node name or None} when named by
+    instance, the requests made): with a node group, refused unless they are its nodes."""
+    params = module.params
+    action = ACTIONS[params["state"]]
+    if params["instance_ids"] is None:
+        names = [params["name"]] if params["name"] else params["names"]
+        requests = 0
+        if group is not None:
+            nodes, requests = read_nodes(core_v1, names)
+            check_nodes_in_nodegroup(group, dict((name, instance_id_of(node)) for name, node in nodes.items()),
+                                     module.aws, "name" if params["name"] else "names", action,
+                                     node_labels=dict((name, (node.get("metadata") or {}).get("labels"))
+                                                      for name, node in nodes.items()))
+        return names, None, requests
+    if prepared is not None:
+        instances, requests = dict((i, prepared.instances[i]) for i in params["instance_ids"]), 0
+    else:
+        instances, requests = resolve_instance_nodes(core_v1, params["instance_ids"],
+                                                     group.node_selector if group else None)
+    for instance_id, node_name in sorted(instances.items()):
+        if node_name is None:
+            module.log("instance %s has no node: nothing to %s" % (instance_id, params["state"]))
+    if group is not None:
+        # nodegroup_name is a scope: only the group's nodes are touched (issue 10 item 24).
+        check_nodes_in_nodegroup(group, dict((name, instance_id) for instance_id, name in instances.items() if name),
+                                 module.aws, "instance_ids", action)
+    return sorted(set(name for name in instances.values() if name)), instances, requests
+
+
+def run(module: Any, prepared: PreparedDrain | None = None, on_emptied: Callable[[], None] | None = None) -> dict[str, Any]:
+    """node_drain's work; ``prepared`` and ``on_emptied`` are node_replace's (see PreparedDrain, drain_nodes)."""
     params = module.params
     # Every option, pod_selectors too, is checked before the first request: a selector the API server refuses
     # used to be found only by the first pod LIST, after the nodes were cordoned (issue 10 item 24).
     options = drain_options(params, module.check_mode)
     core_v1 = module.core_v1()
     group = None
-    if params["nodegroup_name"]:
+    if prepared is not None:
+        group = prepared.group
+    elif params["nodegroup_name"]:
         group = find_module_nodegroup(module)
-    action = ACTIONS[params["state"]]
-    instances = None
-    requests_before = 0
-    if params["instance_ids"] is not None:
-        instances, requests_before = resolve_instance_nodes(core_v1, params["instance_ids"],
-                                                            group.node_selector if group else None)
-        for instance_id, node_name in sorted(instances.items()):
-            if node_name is None:
-                module.log("instance %s has no node: nothing to %s" % (instance_id, params["state"]))
-        names = sorted(set(name for name in instances.values() if name))
-        if group is not None:
-            # nodegroup_name is a scope: only the group's nodes are touched (issue 10 item 24).
-            check_nodes_in_nodegroup(group, dict((name, instance_id) for instance_id, name in instances.items() if name),
-                                     module.aws, "instance_ids", action)
-        if not names:
-            return dict(changed=False, drain=dict(nodes={}, instances=instances, requests_made=requests_before))
-    else:
-        names = [params["name"]] if params["name"] else params["names"]
-        if group is not None:
-            nodes, requests_before = read_nodes(core_v1, names)
-            check_nodes_in_nodegroup(group, dict((name, instance_id_of(node)) for name, node in nodes.items()),
-                                     module.aws, "name" if params["name"] else "names", action,
-                                     node_labels=dict((name, (node.get("metadata") or {}).get("labels"))
-                                                      for name, node in nodes.items()))
+    names, instances, requests_before = target_nodes(module, core_v1, group, prepared)
+    if instances is not None and not names:
+        return dict(changed=False, drain=dict(nodes={}, instances=instances, requests_made=requests_before))
     if params.get("lease_id") and params["state"] != "uncordon":
         # Issue 10 item 21: the run's lease on the node group, before the first cordon.
         # lease_id requires nodegroup_name, so the group was found above.
         claim(module, module.aws("autoscaling"), group.asg)
     state = params["state"]
     if state == "drain":
-        result = drain(module, core_v1, names, options, group.asg if group is not None else None)
+        balancers = prepared.balancers if prepared is not None else find_load_balancers(
+            module, group.asg if group is not None else None)
+        result = drain_nodes(core_v1, names, options, log=module.log, load_balancers=balancers, on_emptied=on_emptied)
     elif state == "cordon":
         result = cordon_nodes(core_v1, names, run_id=options.run_id,
                               exclude_from_load_balancers=options.exclude_from_load_balancers,

@@ -168,7 +168,8 @@ class ReplaceLoop:
         self.finish = finish
         self.progress = progress
         self.overlap = overlap
-        self.node_names = dict(node_names or {})
+        # Kept up to date by a live planner (live_planner.py): the same dict, not a copy.
+        self.node_names = node_names if node_names is not None else {}
         self.total = total
         self.clock = clock
         self.state = ReplaceState()

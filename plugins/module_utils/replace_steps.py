@@ -11,27 +11,25 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
-import random
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils import (
     drain_step,
     nodegroup_describe,
-    schedule,
     schedule_ops,
     terminate_step,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
 from ansible_collections.eksops.nodegroup.plugins.module_utils.cluster_proof import NODE_READY_TIMEOUT_DEFAULT
-from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import NOT_FOUND, UpgradeError, invalid_parameter
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError, invalid_parameter
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import merged_argument_spec
+from ansible_collections.eksops.nodegroup.plugins.module_utils.live_planner import LivePlanner
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
     NODEGROUP_ARGUMENT_SPEC,
     NodegroupRef,
-    describe_asg,
     find_module_nodegroup,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import list_nodegroup_nodes
+from ansible_collections.eksops.nodegroup.plugins.module_utils.read_ahead import ReadAhead
 from ansible_collections.eksops.nodegroup.plugins.module_utils.step_context import StepContext, group_options, validated
 from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import (
     Batch,
@@ -154,54 +152,6 @@ def merge_outputs(outputs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return merged
 
 
-class LivePlanner:
-    """next_batch for the schedule once (SPEC B1): per batch, the group read live (one DescribeAutoScalingGroups,
-    one DescribeInstances of the instances new since the last batch, one node list) and schedule.next_batch asked
-    which old instances go and which of their terminations lower the desired capacity. Once the desired capacity was accepted as moved (accept_current_capacity)
-    the remaining batches are EKS's (every termination replaced), which a warning says."""
-
-    def __init__(self, params: Mapping[str, Any], clients: Clients, group: NodegroupRef, warn: Callable[[str], None],
-                 node_names: dict[str, str | None]) -> None:
-        self.params = params
-        self.clients = clients
-        self.group = group
-        self.warn = warn
-        self.node_names = node_names
-        planned = params["batches"]
-        self.batch_size = params["batch_size"] or max([len(b) for b in planned] or [1])
-        self.rng = random.Random(params["seed"])
-        self.fallback = False
-        # EC2 descriptions by instance id, for the phase: each batch describes only the instances new since.
-        self.described = {}
-
-    def __call__(self, state: ReplaceState) -> Batch | None:
-        del state
-        clients = self.clients
-        asg, joined, nodes = schedule_ops.read_group(clients.aws("autoscaling"), clients.aws("ec2"), clients.core_v1(),
-                                                     self.group, describe_asg, list_nodegroup_nodes, self.described)
-        journal = self.group.with_asg(asg).journal()
-        self.node_names.update((i["instance_id"], i["node_name"]) for i in joined if i.get("node_name"))
-        if journal is None or journal.start_per_az is None:
-            raise StepFailed(UpgradeError(NOT_FOUND, "The upgrade journal of Auto Scaling group %s is "
-                                          "gone or lost its start_per_az during the upgrade phase: no further batch "
-                                          "is started" % self.group.asg_name, asg_name=self.group.asg_name))
-        if not self.fallback and schedule_ops.capacity_accepted(journal, asg["DesiredCapacity"],
-                                                                self.params["accept_current_capacity"]):
-            self.fallback = True
-            self.warn("schedule once: the desired capacity of %s was accepted as moved (accept_current_capacity); "
-                      "the remaining old nodes are replaced with EKS's schedule (every termination replaced), and the "
-                      "cordoned surplus nodes are removed empty at the scale-down" % self.group.asg_name)
-        if self.fallback:
-            scheduled = schedule_ops.eks_batch(joined, journal, self.batch_size, self.rng)
-        else:
-            surplus = schedule_ops.marked_surplus(nodes, journal.run_id)
-            view = schedule_ops.group_view(asg, joined, journal, surplus)
-            scheduled = schedule.next_batch(view, self.batch_size, self.rng)
-        if scheduled is None:
-            return None
-        return Batch(scheduled.instance_ids, decrement_ids=scheduled.decrement_ids, at_risk=scheduled.at_risk)
-
-
 def plan_phase(params: Mapping[str, Any], clients: Clients,
                warn: Callable[[str], None]) -> tuple[dict[str, Any], dict[str, Any] | None, NodegroupRef | None]:
     """(node_replace's params with the plan filled in, the plan or None, the node group found or None). With
@@ -281,16 +231,23 @@ def next_batch_source(params: Mapping[str, Any], clients: Clients, check_mode: b
 
 
 def replace_loop(params: Mapping[str, Any], clients: Clients, check_mode: bool, diff: bool,
-                 warn: Callable[[str], None], log: Callable[[str], None],
-                 progress: Callable[[str], None]) -> ReplaceLoop:
-    """The loop with node_drain's and asg_instance_terminate's steps. The termination wait overlaps the next
-    batch's drain unless the replacements gate the next batch (wait_for_replacements, strategy minimal, U7) or
-    nothing is terminated (check mode). A batch's terminations go in up to two rounds (termination_rounds)."""
+                 warn: Callable[[str], None], log: Callable[[str], None], progress: Callable[[str], None],
+                 next_batch: Callable[[ReplaceState], Batch | None], node_names: dict[str, str | None]
+                 ) -> tuple[ReplaceLoop, Callable[[ReplaceState], Batch | None]]:
+    """(the loop with node_drain's and asg_instance_terminate's steps, the next_batch to run it with). The
+    termination wait overlaps the next batch's drain unless the replacements gate the next batch
+    (wait_for_replacements, strategy minimal, U7) or nothing is terminated (check mode). A batch's terminations go
+    in up to two rounds (termination_rounds). What the next batch needs is read during the post-drain wait
+    (read_ahead.py); ``node_names`` (instance id -> node name) is the one ``next_batch`` keeps up to date."""
     def context(step: dict[str, Any]) -> StepContext:
         return StepContext(step, clients, check_mode, diff, warn, log)
 
+    ahead = ReadAhead(context(step_params(params, Batch([]))[0]),
+                      next_batch if isinstance(next_batch, LivePlanner) else None)
+
     def drain(batch: Batch) -> Mapping[str, Any]:
-        return drain_step.run(context(step_params(params, batch)[0]))
+        return drain_step.run(context(step_params(params, batch)[0]), ahead.drain_inputs(batch, node_names),
+                              ahead.on_emptied(batch))
 
     def start(batch: Batch) -> Terminations:
         rounds = []
@@ -307,12 +264,14 @@ def replace_loop(params: Mapping[str, Any], clients: Clients, check_mode: bool, 
                 raise StepFailed(err, accepted=accepted) from err
             termination.context = ctx
             rounds.append(termination)
+        ahead.accepted(rounds)
         return Terminations(rounds)
 
     def finish(terminations: Terminations) -> Mapping[str, Any]:
         outputs = [terminate_step.finish_termination(t.context, t) for t in terminations.rounds]
         return merge_outputs(outputs)
 
-    return ReplaceLoop(_guarded(drain), _guarded(start), _guarded(finish), progress,
+    loop = ReplaceLoop(_guarded(drain), _guarded(start), _guarded(finish), progress,
                        overlap=not (params["wait_for_replacements"] or check_mode),
-                       node_names=params["node_names"], total=len(params["batches"]))
+                       node_names=node_names, total=len(params["batches"]))
+    return loop, ahead.next_batch(next_batch)

@@ -194,6 +194,31 @@ def read_group(autoscaling: Any, ec2: Any, core_v1: Any, group: Any,
     return asg, joined, nodes
 
 
+def after_terminations(asg: Mapping[str, Any], joined: Sequence[Mapping[str, Any]], journal: Journal,
+                       instance_ids: Sequence[str], decrement_ids: Sequence[str]
+                       ) -> tuple[dict[str, Any], list[dict[str, Any]], Journal]:
+    """(asg, joined, journal) as read_group would read them once Auto Scaling has accepted the terminations of
+    ``instance_ids``, those of ``decrement_ids`` lowering the desired capacity (terminate_step.terminate: the
+    instances Terminating, the desired capacity lowered and recorded in the journal). The live planner plans the
+    next batch from it while a batch waits out its post-drain wait (issue 11 item 4)."""
+    leaving = set(instance_ids)
+    desired = int(asg["DesiredCapacity"]) - len(decrement_ids)
+    predicted = dict(asg, DesiredCapacity=desired, Instances=[
+        dict(i, LifecycleState="Terminating") if i["InstanceId"] in leaving else i for i in asg.get("Instances", [])])
+    records = [dict(i, lifecycle_state="Terminating") if i["instance_id"] in leaving else dict(i) for i in joined]
+    return predicted, records, journal.replace(desired_capacity_set=desired) if decrement_ids else journal
+
+
+def planning_basis(asg: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What the live planner's decision depends on in one DescribeAutoScalingGroups: the desired capacity, which
+    instances are members and live (Pending, InService) or leaving, and the journal. Two reads with the same basis
+    plan the same batch (an instance going from Pending to InService changes nothing)."""
+    members = frozenset((i["InstanceId"], i.get("LifecycleState") not in LEAVING_STATES)
+                        for i in asg.get("Instances", []))
+    return (asg.get("DesiredCapacity"), members,
+            Journal.from_tags(asg.get("Tags"), asg_name=asg.get("AutoScalingGroupName")))
+
+
 def eks_batch(joined: Sequence[Mapping[str, Any]], journal: Journal, batch_size: int,
               rng: random.Random) -> schedule.ScheduledBatch | None:
     """EKS's batch from the live group (the fallback after an accepted capacity): up to ``batch_size`` old

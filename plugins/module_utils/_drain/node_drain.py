@@ -132,6 +132,7 @@ class NodeDrain:
             # DaemonSet pods): the load balancers still need the time to drop it before it is terminated.
             # Watched from the last LIST's resourceVersion over what the node held since: the replay also shows
             # pods that came between the end of the last watch and now, and costs no LIST.
+            self.engine.emptied(self.name)
             wait = PostDrainWait(self.options, self.engine.load_balancers, instance_id_of(self.node), self.api.clock)
             arrived = wait.run(functools.partial(self._watch_for_arrivals, listed=(list(objects.values()), listed[1])),
                                self.log)

@@ -563,12 +563,12 @@ FAST_PDB_RETRY_SECONDS = 0.05
 
 
 def run_drain(cluster, names=("node-a",), pdb_retry_seconds=FAST_PDB_RETRY_SECONDS, server_error_retries=None,
-              load_balancers=None, **options):
-    """drain_nodes on ``cluster`` with the test defaults; the retry settings and the load balancers are
+              load_balancers=None, on_emptied=None, **options):
+    """drain_nodes on ``cluster`` with the test defaults; the retry settings, the load balancers and on_emptied are
     drain_nodes' keywords (None: the engine's default)."""
     options.setdefault("run_id", "run-1")
     options.setdefault("post_drain_wait", 0)
     options.setdefault("drain_timeout", 5)
     keywords = dict(pdb_retry_seconds=pdb_retry_seconds, server_error_retries=server_error_retries,
-                    load_balancers=load_balancers)
+                    load_balancers=load_balancers, on_emptied=on_emptied)
     return drain_nodes(cluster, list(names), options, **dict((k, v) for k, v in keywords.items() if v is not None))

@@ -226,7 +226,7 @@ class _Group:
 
 
 def _planner(monkeypatch, journal, desired, joined, nodes=(), accept=False):
-    from ansible_collections.eksops.nodegroup.plugins.module_utils import replace_steps
+    from ansible_collections.eksops.nodegroup.plugins.module_utils import live_planner
 
     asg = dict(AvailabilityZones=["az-a", "az-b", "az-c"], DesiredCapacity=desired,
                Tags=[dict(Key=k, Value=v) for k, v in journal.to_tags().items()] if journal else [])
@@ -240,7 +240,7 @@ def _planner(monkeypatch, journal, desired, joined, nodes=(), accept=False):
             return None
     warnings, names = [], {}
     params = dict(batches=[["i-o1"], ["i-o2"]], batch_size=None, seed=7, accept_current_capacity=accept)
-    return replace_steps.LivePlanner(params, Clients(), _Group(asg), warnings.append, names), warnings, names
+    return live_planner.LivePlanner(params, Clients(), _Group(asg), warnings.append, names), warnings, names
 
 
 JOURNAL = Journal(run_id="run-1", phase="upgrade", schedule="once", start_per_az={"az-a": 1, "az-b": 1, "az-c": 0},

@@ -11,6 +11,7 @@ from moto import mock_aws
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import find_nodegroup
 from ansible_collections.eksops.nodegroup.plugins.module_utils import drain_step
 from ansible_collections.eksops.nodegroup.plugins.modules import node_drain
 
@@ -182,6 +183,22 @@ def test_instance_ids_drain_the_nodes_found_by_provider_id_and_report_instances_
     assert result["drain"]["nodes"]["node-b"]["evicted"] == ["default/web-1"]
     assert result["drain"]["requests_made"] == len(cluster.requests)
     assert [r[2] for r in cluster.verbs("list", "nodes")][0] == group_world.selector
+
+
+def test_a_drain_given_what_node_replace_read_ahead_asks_aws_nothing_and_lists_no_node(group_world):
+    """Issue 11 item 4: the node group as the last termination read it, the batch's nodes as the planner joined
+    them and the load balancers found during the last post-drain wait: the first request is the node's own GET."""
+    first, second = group_world.members
+    nodes = [group_node(group_world, "node-a", first), group_node(group_world, "node-b", second)]
+    cluster = NodeListing([make_pod("web-0")], nodes=nodes)
+    group = find_nodegroup(group_world.autoscaling, group_world.eks, "demo", "workers", None)
+    prepared = drain_step.PreparedDrain(group, {first: "node-a"}, None)
+    params = _params(instance_ids=[first], nodegroup_name="workers", cluster_name="demo")
+    # No AWS client at all: FakeModule.aws fails for any service.
+    result = drain_step.run(FakeModule(cluster, params), prepared)
+    assert result["drain"]["instances"] == {first: "node-a"} and result["drain"]["nodes"]["node-a"]["evicted"] == [
+        "default/web-0"]
+    assert cluster.requests[0] == ("get", "node", "node-a") and not cluster.verbs("list", "nodes")
 
 
 def test_instance_ids_without_any_node_change_nothing(group_world):

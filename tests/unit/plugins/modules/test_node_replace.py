@@ -70,8 +70,9 @@ def test_a_refused_second_round_names_the_first_rounds_instances_as_accepted():
         assert ctx.params["should_decrement_desired_capacity"] is True  # the decrementing round first
         return answer
 
-    loop = replace_steps.replace_loop(params(), clients=SimpleNamespace(lease_heartbeats={}), check_mode=False, diff=False, warn=[].append,
-                                      log=lambda line: None, progress=[].append)
+    loop, _next_batch = replace_steps.replace_loop(params(), clients=SimpleNamespace(lease_heartbeats={}), check_mode=False,
+                                                   diff=False, warn=[].append, log=lambda line: None,
+                                                   progress=[].append, next_batch=lambda state: None, node_names={})
     with mock.patch.object(terminate_step, "start_termination", start_termination):
         with pytest.raises(StepFailed) as failed:
             loop.start(Batch(["i-0a", "i-0b"], decrement_ids=["i-0a"]))

@@ -136,6 +136,27 @@ def test_U5_post_drain_wait_even_when_nothing_was_evicted():
     assert not second.changed
 
 
+def test_on_emptied_is_called_once_when_every_node_is_empty_before_their_post_drain_waits():
+    """Issue 11 item 4: node_replace reads what the next batch needs during the post-drain wait."""
+    cluster = FakeCluster([make_pod("web-0"), make_pod("web-1", node="node-b")], nodes=[node("node-a"), node("node-b")])
+    calls = []
+
+    def emptied():
+        calls.append((time.monotonic(), sorted(p["metadata"]["name"] for p in cluster.pods.objects.values())))
+
+    run_drain(cluster, names=("node-a", "node-b"), post_drain_wait=1, on_emptied=emptied)
+    ended = time.monotonic()
+    assert len(calls) == 1 and calls[0][1] == [], "once, with every pod gone"
+    assert ended - calls[0][0] >= 1, "before the post-drain wait"
+    # Not when a node fails, nor in check mode: nothing is waited for then.
+    calls.clear()
+    refused = FakeCluster([make_pod("web-0"), make_pod("bare", owner=None, node="node-b")],
+                          nodes=[node("node-a"), node("node-b")])
+    run_drain(refused, names=("node-a", "node-b"), on_emptied=emptied)
+    run_drain(FakeCluster([make_pod("web-0")]), check_mode=True, on_emptied=emptied)
+    assert calls == []
+
+
 class TargetGroupHolding:
     """Target group ``web`` holds instance i-1 until ``seconds`` after the drain starts (None: for ever)."""
 

@@ -1,0 +1,88 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What node_replace's next batch needs, read while the batch before it waits out its post-drain wait (issue 11
+item 4).
+
+Between the termination of batch k and the first eviction of batch k+1 the loop read, in series: the group and its
+nodes for the live planner (schedule once), the group again and the batch's nodes for the drain, and the cluster's
+load balancers (0.2 s of every batch on the sandbox at N = 30; each a round trip to AWS on a real account). None of
+it waits for the termination: when batch k's nodes are empty (the drain's on_emptied), a thread reads the load
+balancers and, under the schedule once, plans batch k+1 ahead (live_planner.LivePlanner.plan_ahead). Batch k+1's
+drain is then given (drain_step.PreparedDrain) the node group as batch k's termination read it just before Auto
+Scaling accepted it, its nodes by instance id as the planner joined them (SPEC K2; an old instance's node does not
+change), and those load balancers: its first request is the node's own GET. The post-drain wait is longer than
+these reads (1 s at the least in practice); when it is not, the next batch waits for them, no longer than it used
+to. A read that fails is not used: the next batch reads for itself, as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+import threading
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.drain_step import PreparedDrain, find_load_balancers
+from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import Batch, ReplaceState
+
+_UNREAD = object()
+
+
+class ReadAhead:
+    """The reads ahead of the loop's batches (see the module docstring). ``context`` is a drain step's StepContext
+    (its options say whether and where load balancers are looked for); ``planner`` the live planner, or None for
+    planned batches."""
+
+    def __init__(self, context: Any, planner: Any = None) -> None:
+        self.context = context
+        self.planner = planner
+        self.group = None           # the node group as the last termination read it (none before the first)
+        self.balancers = _UNREAD    # the cluster's load balancers, read during the last post-drain wait
+        self._thread = None
+
+    def on_emptied(self, batch: Batch) -> Callable[[], None]:
+        """The drain's on_emptied for ``batch``: its nodes are empty, their post-drain wait begins."""
+        def start() -> None:
+            self._thread = threading.Thread(target=self._read, args=(batch,), name="eksops-read-ahead")
+            self._thread.daemon = True
+            self._thread.start()
+        return start
+
+    def _read(self, batch: Batch) -> None:
+        try:
+            if self.planner is not None:
+                self.planner.plan_ahead(batch)
+            if self.group is not None:
+                # Those attached to the group's Auto Scaling group are Auto Scaling's (find_load_balancers).
+                self.balancers = find_load_balancers(self.context, self.group.asg)
+        except Exception:  # pylint: disable=broad-except
+            # Not used: the next batch reads for itself, and meets the error there if it lasts.
+            self.balancers = _UNREAD
+
+    def join(self) -> None:
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join()
+
+    def next_batch(self, next_batch: Callable[[ReplaceState], Batch | None]) -> Callable[[ReplaceState], Batch | None]:
+        """``next_batch``, asked once the reads ahead are done."""
+        def after_reads(state: ReplaceState) -> Batch | None:
+            self.join()
+            return next_batch(state)
+        return after_reads
+
+    def accepted(self, rounds: Sequence[Any]) -> None:
+        """Auto Scaling accepted a batch's termination ``rounds`` (terminate_step.Termination, in order)."""
+        if rounds:
+            self.group = rounds[0].group
+        if self.planner is not None:
+            self.planner.accepted(rounds)
+
+    def drain_inputs(self, batch: Batch, node_names: Mapping[str, str | None]) -> PreparedDrain | None:
+        """What ``batch``'s drain is given (PreparedDrain), or None when something was not read ahead: the drain
+        then reads it. Each read serves one batch."""
+        balancers, self.balancers = self.balancers, _UNREAD
+        instances = dict((instance_id, node_names.get(instance_id)) for instance_id in batch.instance_ids)
+        if self.group is None or balancers is _UNREAD or None in instances.values():
+            return None
+        return PreparedDrain(self.group, instances, balancers)
