@@ -117,6 +117,8 @@ class NodeDrain:
         """
         method = "delete" if self.options.disable_eviction else "evict"
         to_remove, to_wait, forced = plan.remove, plan.wait, False
+        if self.engine.gate is not None:
+            to_remove = self.engine.gate.longest_first(to_remove)
         while True:
             remaining = []
             if not self.late_refused:

@@ -59,3 +59,19 @@ def test_S5_budget_gate_falls_back_to_the_server_when_pdbs_cannot_be_watched():
     cluster.pdbs.faults["list"].append(api_error(403))
     result = run_drain(cluster)
     assert result.error() is None and len(result.to_dict()["node-a"]["evicted"]) == 2
+
+
+def test_the_pods_of_the_budget_that_needs_the_most_rounds_are_evicted_first():
+    """Issue 11 item 4: a drain lasts as long as its longest chain of budget rounds. In list order the pods of a
+    budget allowing one disruption at a time (worker, 3 rounds here) waited behind every other pod of the node; now
+    its chain starts first, then the budget allowing two of its three pods (2 rounds), then the unpaced pods."""
+    pods = ([make_pod("api-%d" % i, labels={"app": "api"}) for i in range(3)]
+            + [make_pod("cache-%d" % i, labels={"app": "cache"}) for i in range(4)]
+            + [make_pod("worker-%d" % i, labels={"app": "worker"}) for i in range(3)])
+    cluster = FakeCluster(pods, pdbs=[budget("api-pdb", allowed=2, app="api"),
+                                      budget("worker-pdb", allowed=1, app="worker")])
+    result = run_drain(cluster, drain_timeout=20, eviction_concurrency=1)
+    assert result.error() is None
+    evicted = [request[2].split("/")[1] for request in cluster.verbs("evict")]
+    assert evicted[0] == "worker-0", evicted
+    assert evicted.index("api-0") < evicted.index("cache-0"), evicted
