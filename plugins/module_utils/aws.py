@@ -28,6 +28,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
 
 try:
     import boto3
+    import botocore.loaders
     import botocore.session
     from botocore.config import Config as BotoConfig
     from botocore.exceptions import (
@@ -153,6 +154,37 @@ def _require_boto3() -> None:
                            import_error=str(BOTO3_IMPORT_ERROR))
 
 
+# The process's botocore data loader (service models, endpoints), by data path: see shared_data_loader.
+_DATA_LOADERS: dict[Any, Any] = {}
+# The services whose models the controller's action plugins use (warm_service_models).
+ACTION_SERVICES = ("autoscaling", "ec2", "eks", "elbv2", "elb", "sts", "ssm")
+
+
+def shared_data_loader(botocore_session: botocore.session.Session) -> Any:
+    """The process's botocore data loader for ``botocore_session``'s data path: a service model it has parsed serves
+    every session of the process, and of the processes forked from it. botocore builds one per session and parses
+    a model again for each (EC2's alone about 0.15 s), which every task of a playbook paid (issue 11 item 4)."""
+    path = botocore_session.get_config_variable("data_path")
+    if path not in _DATA_LOADERS:
+        _DATA_LOADERS[path] = botocore.loaders.create_loader(path)
+    return _DATA_LOADERS[path]
+
+
+def warm_service_models(services: Iterable[str] = ACTION_SERVICES) -> None:
+    """Parse the models of ``services`` in this process: ansible-playbook's main process imports the action plugins
+    once, then forks a worker per task, which inherits them instead of parsing them again."""
+    if not HAS_BOTO3:
+        return
+    loader = shared_data_loader(botocore.session.Session())
+    for service in services:
+        for type_name in ("service-2", "endpoint-rule-set-1", "paginators-1"):
+            with contextlib.suppress(BotoCoreError):
+                loader.load_service_model(service, type_name)
+    for name in ("endpoints", "partitions", "_retry", "sdk-default-configuration"):
+        with contextlib.suppress(BotoCoreError):
+            loader.load_data(name)
+
+
 def aws_session(params: Mapping[str, Any], botocore_session: botocore.session.Session | None = None) -> boto3.Session:
     """A boto3 Session from the module's AWS options (unset options fall back to boto3's own chain)."""
     _require_boto3()
@@ -173,6 +205,8 @@ def aws_session(params: Mapping[str, Any], botocore_session: botocore.session.Se
         )
     if not session.region_name:
         raise invalid_parameter("region", "No AWS region: set the region option or AWS_REGION")
+    botocore_session = _botocore_session(session)
+    botocore_session.register_component("data_loader", shared_data_loader(botocore_session))
     return session
 
 

@@ -90,6 +90,22 @@ def test_client_uses_standard_retries_and_user_agent():
     assert client.meta.region_name == "us-west-2"
 
 
+def test_sessions_share_the_process_service_models(monkeypatch):
+    """Issue 11 item 4: one data loader per process (and data path), so a service model botocore parsed for one
+    session (EC2's about 0.15 s) serves the next, and the workers ansible-playbook forks after the action plugins
+    warmed it in its main process."""
+    monkeypatch.setattr(aws, "_DATA_LOADERS", {})
+    aws.warm_service_models(["ec2"])
+    loader = aws.shared_data_loader(aws._botocore_session(aws.aws_session(PARAMS)))
+    first, second = aws.aws_session(PARAMS), aws.aws_session(PARAMS)
+    assert first._session.get_component("data_loader") is loader is second._session.get_component("data_loader")
+    parsed = loader.load_service_model("ec2", "service-2")
+    assert aws.aws_client(PARAMS, "ec2", session=first).meta.service_model._service_description is parsed
+    # Another data path (AWS_DATA_PATH) has a loader of its own: its models may differ.
+    monkeypatch.setenv("AWS_DATA_PATH", "/nonexistent/models")
+    assert aws.aws_session(PARAMS)._session.get_component("data_loader") is not loader
+
+
 def test_collection_version_is_galaxy_ymls():
     """Issue 12: COLLECTION_VERSION (in the user agent) is a copy of galaxy.yml's version, which a module cannot
     read on the managed host; this keeps the two from drifting apart."""
