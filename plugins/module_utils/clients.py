@@ -45,6 +45,8 @@ class Clients:
         self.k8s_client = None
         self._core_v1 = None
         self.lease_heartbeats = {}  # (asg name, lease id) -> lease.Heartbeat, for a process that claims per step
+        # EC2 descriptions by instance id, for instances.described_for_join: each instance described once.
+        self.instance_descriptions = {}
 
     def stop_lease_heartbeats(self) -> None:
         """Stop the heartbeats of the leases claimed through these clients (an action plugin's, when it ends)."""

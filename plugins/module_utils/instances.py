@@ -33,6 +33,18 @@ def describe_instances(ec2: Any, instance_ids: Iterable[str],
     return found
 
 
+def described_for_join(ec2: Any, instance_ids: Iterable[str], known: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """EC2 descriptions of ``instance_ids`` for join_instances_nodes, only those not in ``known`` asked of EC2 (and
+    added to it). What the join reads of a description never changes in an instance's life (image, launch time,
+    placement, the launch template version EC2 tags it with at launch), so a process describes each instance once
+    (issue 11 item 4: at N = 30 each DescribeInstances of the group took 0.2 s on moto)."""
+    ids = list(instance_ids)
+    missing = [instance_id for instance_id in ids if instance_id not in known]
+    if missing:
+        known.update(describe_instances(ec2, missing))
+    return dict((instance_id, known[instance_id]) for instance_id in ids if instance_id in known)
+
+
 def instance_id_of(node: Any) -> str | None:
     """The EC2 instance id in a node's providerID (aws:///<az>/<instance-id>), or None."""
     spec = node.get("spec", {}) if isinstance(node, dict) else node.spec

@@ -59,8 +59,8 @@ class LivePlanner:
         self.batch_size = params["batch_size"] or max([len(b) for b in planned] or [1])
         self.rng = random.Random(params["seed"])
         self.fallback = False
-        # EC2 descriptions by instance id, for the phase: each batch describes only the instances new since.
-        self.described = {}
+        # EC2 descriptions by instance id, for the phase (the plan's too): each batch describes only the new ones.
+        self.described = clients.instance_descriptions
         self._ahead = None   # planned during the post-drain wait, not yet confirmed by the terminations
         self._next = None    # confirmed: the next call answers it
 

@@ -26,7 +26,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils import schedule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.az_placement import live_per_az
 from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import cordon_nodes, uncordon_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import invalid_parameter
-from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import describe_instances, join_instances_nodes
+from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import described_for_join, join_instances_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import SURPLUS_ANNOTATION, Journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import patch_node_annotations
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
@@ -186,10 +186,7 @@ def read_group(autoscaling: Any, ec2: Any, core_v1: Any, group: Any,
     asg = describe_asg(autoscaling, group.asg_name)
     members = asg.get("Instances", [])
     nodes = list_nodes(core_v1, group.with_asg(asg))
-    known = {} if described is None else described
-    missing = [i["InstanceId"] for i in members if i["InstanceId"] not in known]
-    if missing:
-        known.update(describe_instances(ec2, missing))
+    known = described_for_join(ec2, [i["InstanceId"] for i in members], {} if described is None else described)
     joined = join_instances_nodes(members, known, nodes)
     return asg, joined, nodes
 

@@ -70,7 +70,7 @@ class World:
 
 def planner(seed=3):
     params = dict(batches=[[i] for i, _az in OLD], batch_size=None, seed=seed, accept_current_capacity=False)
-    clients = SimpleNamespace(aws=lambda service: None, core_v1=lambda: None)
+    clients = SimpleNamespace(aws=lambda service: None, core_v1=lambda: None, instance_descriptions={})
     return live_planner.LivePlanner(params, clients, _Group(asg(9)), [].append, {})
 
 

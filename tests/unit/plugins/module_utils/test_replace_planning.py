@@ -125,3 +125,23 @@ def test_the_old_instances_left_are_told_after_the_loop(world, core_v1):
     args = params()
     assert sorted(old_instances_left(args, clients(args), [].append)) == sorted(
         i["InstanceId"] for i in world.asg()["Instances"])
+
+
+def test_the_phase_describes_each_instance_from_ec2_once(world, core_v1):
+    """Issue 11 item 4: the plan, the live planner's reads and the check for old instances left all join the
+    group's instances with the same EC2 descriptions: what the join reads never changes in an instance's life."""
+    described = []
+
+    def recording_client(service):
+        client = moto_client(service)
+        if service == "ec2":
+            client.meta.events.register("provide-client-params.ec2.DescribeInstances",
+                                        lambda params, **kwargs: described.extend(params.get("InstanceIds", [])))
+        return client
+
+    args = params(schedule="once")
+    phase_clients = Clients(args, "test", aws_clients=recording_client)
+    planned, _plan, _group = plan_phase(args, phase_clients, [].append)
+    old_instances_left(planned, phase_clients, [].append)
+    members = sorted(i["InstanceId"] for i in world.asg()["Instances"])
+    assert sorted(described) == members

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import schedule, schedule_ops
+from ansible_collections.eksops.nodegroup.plugins.module_utils import instances, schedule, schedule_ops
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import SURPLUS_ANNOTATION, Journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import node_view
@@ -233,6 +233,8 @@ def _planner(monkeypatch, journal, desired, joined, nodes=(), accept=False):
     monkeypatch.setattr(schedule_ops, "read_group", lambda *args: (asg, list(joined), list(nodes)))
 
     class Clients:
+        instance_descriptions = {}
+
         def aws(self, service):
             return None
 
@@ -283,7 +285,7 @@ def test_the_live_read_describes_each_instance_once_for_the_phase(monkeypatch):
         asked.append(sorted(ids))
         return dict((i, {"InstanceId": i, "ImageId": "ami-" + i}) for i in ids)
 
-    monkeypatch.setattr(schedule_ops, "describe_instances", describe_instances)
+    monkeypatch.setattr(instances, "describe_instances", describe_instances)
     members = [dict(InstanceId="i-a", AvailabilityZone="az-a"), dict(InstanceId="i-b", AvailabilityZone="az-b")]
     group = _Group(dict(Instances=members))
     described = {}
