@@ -90,24 +90,42 @@ def reaction_per_round(before: dict | None, after: dict | None) -> dict[str, Any
     return {"rounds": rounds, "mean": seconds / rounds if rounds else 0.0, "by_workload": by_workload}
 
 
-def reaction_per_stop(before: dict | None, after: dict | None) -> float:
+def reaction_per_stop(before: dict | None, after: dict | None) -> dict[str, Any]:
     """The sandbox's own reaction per pod it stopped during a run, as it recorded it (the report's `pod_stops`,
-    running totals, taken before and after the run): the kubelet acting on its next pass after the stop time."""
+    running totals, taken before and after the run): the kubelet acting on its next pass after the stop time.
+    {"stop": mean seconds per stop, "stop_by_node": {node: the reaction to the last stop on that node}}: a drain
+    ends with its nodes' last stops, and those are not average ones, since the eviction that starts each came
+    right after a pass (the one that gave its budget back), so it waits for nearly a whole pass more."""
     def totals(report):
         return (report or {}).get("stops", 0), (report or {}).get("reaction_seconds", 0.0)
 
     (stops_before, seconds_before), (stops_after, seconds_after) = totals(before), totals(after)
-    return (seconds_after - seconds_before) / (stops_after - stops_before) if stops_after > stops_before else 0.0
+    by_node = dict(((after or {}).get("by_node") or {}).items())
+    for node, entry in ((before or {}).get("by_node") or {}).items():
+        if by_node.get(node) == entry:
+            del by_node[node]  # nothing stopped there during the run
+    return {"stop": (seconds_after - seconds_before) / (stops_after - stops_before) if stops_after > stops_before
+            else 0.0,
+            "stop_by_node": dict((node, entry["last_reaction_seconds"]) for node, entry in by_node.items())}
 
 
-NO_REACTION = {"rounds": 0, "mean": 0.0, "by_workload": {}, "stop": 0.0}
+NO_REACTION = {"rounds": 0, "mean": 0.0, "by_workload": {}, "stop": 0.0, "stop_by_node": {}}
 
 
-def ideal_drain_seconds(pods_per_workload: Counter, scenario, reaction=None) -> float:
-    """Draining a set of nodes holding these pods: budgets release d pods per round, a round lasts until the
-    replacements are Ready (pod_start_seconds) and the sandbox has reacted (its recorded reaction per round for
-    that budget, else the run's mean per round: see reaction_per_round), and the drain ends when the last
-    round's pods have stopped (their stop time, and the sandbox's recorded reaction per stop: reaction_per_stop)."""
+def stop_reaction(reaction, nodes=()) -> float:
+    """The sandbox's reaction to the last pod stop of a drain of ``nodes``: the latest of their last stops as
+    recorded, else the run's mean per stop."""
+    recorded = [reaction.get("stop_by_node", {}).get(node) for node in nodes]
+    recorded = [seconds for seconds in recorded if seconds is not None]
+    return max(recorded) if recorded else reaction.get("stop", 0.0)
+
+
+def ideal_drain_seconds(pods_per_workload: Counter, scenario, reaction=None, nodes=()) -> float:
+    """Draining a set of nodes (``nodes``: their names) holding these pods: budgets release d pods per round, a
+    round lasts until the replacements are Ready (pod_start_seconds) and the sandbox has reacted (its recorded
+    reaction per round for that budget, else the run's mean per round: see reaction_per_round), and the drain ends
+    when the last round's pods have stopped (their stop time, and the sandbox's recorded reaction to the last stop
+    on those nodes: stop_reaction)."""
     reaction = reaction or NO_REACTION
     workloads = {(w["namespace"], w["name"]): w for w in scenario["workloads"]}
     timings = scenario["timings"]
@@ -122,45 +140,49 @@ def ideal_drain_seconds(pods_per_workload: Counter, scenario, reaction=None) -> 
         stop = max(stop, stop_seconds(workload, timings))
     if not pods_per_workload:
         return 0.0
-    return waited + stop + reaction.get("stop", 0.0)
+    return waited + stop + stop_reaction(reaction, nodes)
 
 
-def ideal_schedule(scenario, batches, surplus_batch, post_drain_wait, reaction=None) -> dict[str, float]:
+def ideal_schedule(scenario, batches, surplus_batch, post_drain_wait, reaction=None, batch_nodes=None,
+                   surplus_nodes=()) -> dict[str, float]:
     """Rolling: scale-up (launch + boot); every batch (drain + post-drain wait), then one EC2 shutdown at the end
-    of the phase; the scale-down batch (drain + post-drain wait + shutdown) when it removes nodes."""
+    of the phase; the scale-down batch (drain + post-drain wait + shutdown) when it removes nodes. ``batch_nodes``:
+    each batch's node names, ``surplus_nodes`` the scale-down's (for stop_reaction)."""
     timings = scenario["timings"]
     shutdown = timings["instance_shutdown_seconds"]
+    batch_nodes = batch_nodes or [()] * len(batches)
     phases = {
         "scale_up": timings["instance_pending_seconds"] + timings["node_boot_seconds"],
-        "upgrade": _steps_seconds(scenario, [(0, True, batch) for batch in batches], post_drain_wait,
-                                  reaction),
-        "scale_down": ideal_drain_seconds(surplus_batch, scenario, reaction) + post_drain_wait + shutdown
-        if surplus_batch is not None else 0.0,
+        "upgrade": _steps_seconds(scenario, [(0, True, batch, nodes) for batch, nodes in zip(batches, batch_nodes)],
+                                  post_drain_wait, reaction),
+        "scale_down": ideal_drain_seconds(surplus_batch, scenario, reaction, surplus_nodes) + post_drain_wait
+        + shutdown if surplus_batch is not None else 0.0,
     }
     phases["total"] = sum(phases.values())
     return phases
 
 
 def ideal_surge_schedule(scenario, steps, post_drain_wait, reaction=None) -> dict[str, float]:
-    """Surge: each step (launched count, replaced count, pods of its old nodes) launches and boots its new nodes
-    (when it launches any), then drains its old nodes and waits; the last replaced nodes' EC2 shutdown ends the
-    phase unless later launches take longer. There is no scale-up or surplus phase."""
-    upgrade = _steps_seconds(scenario, [(launched, replaced > 0, pods) for launched, replaced, pods in steps],
-                             post_drain_wait, reaction)
+    """Surge: each step (launched count, replaced count, pods of its old nodes, their node names) launches and
+    boots its new nodes (when it launches any), then drains its old nodes and waits; the last replaced nodes' EC2
+    shutdown ends the phase unless later launches take longer. There is no scale-up or surplus phase."""
+    upgrade = _steps_seconds(scenario, [(launched, replaced > 0, pods, nodes)
+                                        for launched, replaced, pods, nodes in steps], post_drain_wait, reaction)
     return {"scale_up": 0.0, "upgrade": upgrade, "scale_down": 0.0, "total": upgrade}
 
 
 def _steps_seconds(scenario, steps, post_drain_wait, reaction) -> float:
-    """Steps (launched count, whether it replaces nodes, pods of its old nodes) in turn: a launch waits for the
-    boot, a replacement for the drain and the post-drain wait. The EC2 shutdown after Auto Scaling accepted a
-    termination holds up nothing but the end of the phase, which waits for the last terminated instances."""
+    """Steps (launched count, whether it replaces nodes, pods of its old nodes, their names) in turn: a launch
+    waits for the boot, a replacement for the drain and the post-drain wait. The EC2 shutdown after Auto Scaling
+    accepted a termination holds up nothing but the end of the phase, which waits for the last terminated
+    instances."""
     timings = scenario["timings"]
     boot = timings["instance_pending_seconds"] + timings["node_boot_seconds"]
     now, gone = 0.0, 0.0
-    for launched, replaces, pods in steps:
+    for launched, replaces, pods, nodes in steps:
         now += boot if launched else 0.0
         if replaces:
-            now += ideal_drain_seconds(pods, scenario, reaction) + post_drain_wait
+            now += ideal_drain_seconds(pods, scenario, reaction, nodes) + post_drain_wait
             gone = now + timings["instance_shutdown_seconds"]
     return max(now, gone)
 
@@ -169,11 +191,14 @@ def _steps_seconds(scenario, steps, post_drain_wait, reaction) -> float:
 # What the sandbox holds
 # ------------------------------------------------------------------------------------------------------------
 
-def node_contents(sandbox) -> dict[str, Counter]:
-    """{instance id: Counter of (namespace, workload) for the evictable pods of its node}."""
+def node_contents(sandbox, node_names: dict[str, str] | None = None) -> dict[str, Counter]:
+    """{instance id: Counter of (namespace, workload) for the evictable pods of its node}; ``node_names`` receives
+    instance id -> node name."""
     core = sandbox.core_v1()
     instance_of = {node.metadata.name: node.spec.provider_id.rsplit("/", 1)[-1]
                    for node in core.list_node().items if node.spec.provider_id}
+    if node_names is not None:
+        node_names.update((instance_id, name) for name, instance_id in instance_of.items())
     contents: dict[str, Counter] = {}
     for pod in core.list_pod_for_all_namespaces().items:
         owners = pod.metadata.owner_references or []
@@ -250,22 +275,31 @@ def per_az(sandbox) -> dict[str, int]:
                         if not i["LifecycleState"].startswith("Terminat")))
 
 
-def ideal_for(config: Config, scenario, report, contents_before, at_scale_down, post_drain_wait, reaction=None):
-    """The ideal schedule of what the run did, and the pods that had to move (see ideal_schedule)."""
+def ideal_for(config: Config, scenario, report, contents_before, at_scale_down, post_drain_wait, reaction=None,
+              node_names=None):
+    """The ideal schedule of what the run did, and the pods that had to move (see ideal_schedule). ``node_names``:
+    instance id -> node name, of the nodes before the run and at the scale-down."""
     replaced = report["replaced_instances"]
+    node_names = node_names or {}
+
+    def nodes(instance_ids):
+        return tuple(node_names[i] for i in instance_ids if i in node_names)
+
     if config.strategy == "surge":
         steps, offset = [], 0
         for step in surge_steps(len(replaced), config.max_surge, config.max_unavailable):
-            steps.append((step["launch"], step["replace"],
-                          batch_pods(contents_before, replaced[offset:offset + step["replace"]])))
+            ids = replaced[offset:offset + step["replace"]]
+            steps.append((step["launch"], step["replace"], batch_pods(contents_before, ids), nodes(ids)))
             offset += step["replace"]
-        moved = sum(sum(pods.values()) for _launched, _replaced, pods in steps)
+        moved = sum(sum(pods.values()) for _launched, _replaced, pods, _nodes in steps)
         return ideal_surge_schedule(scenario, steps, post_drain_wait, reaction), moved
     size = config.max_unavailable
-    batches = [batch_pods(contents_before, replaced[i:i + size]) for i in range(0, len(replaced), size)]
+    chunks = [replaced[i:i + size] for i in range(0, len(replaced), size)]
+    batches = [batch_pods(contents_before, ids) for ids in chunks]
     surplus = batch_pods(at_scale_down, report["surplus_removed"]) if report["surplus_removed"] else None
     moved = sum(sum(batch.values()) for batch in batches) + (sum(surplus.values()) if surplus else 0)
-    return ideal_schedule(scenario, batches, surplus, post_drain_wait, reaction), moved
+    return ideal_schedule(scenario, batches, surplus, post_drain_wait, reaction, [nodes(ids) for ids in chunks],
+                          nodes(report["surplus_removed"])), moved
 
 
 def benchmark(scenario_name: str, config: Config, post_drain_wait: float) -> dict[str, Any]:
@@ -275,7 +309,8 @@ def benchmark(scenario_name: str, config: Config, post_drain_wait: float) -> dic
         _current, target = ami_pair(sandbox)
         sizes_before = GroupState(workers_asg(sandbox)).sizes
         azs_before = per_az(sandbox)
-        contents_before = node_contents(sandbox)
+        node_names: dict[str, str] = {}
+        contents_before = node_contents(sandbox, node_names)
         at_scale_down: dict[str, Any] = {}
 
         tasks = TaskClock()
@@ -283,7 +318,7 @@ def benchmark(scenario_name: str, config: Config, post_drain_wait: float) -> dic
         def on_line(line):
             tasks.line(line)
             if SCALE_DOWN_MARKER in line and not at_scale_down:
-                at_scale_down.update(node_contents(sandbox))
+                at_scale_down.update(node_contents(sandbox, node_names))
 
         before = sandbox.report()
         print(f"{scenario['name']}: upgrading {sizes_before[2]} nodes, {config.label}...", file=sys.stderr)
@@ -302,11 +337,12 @@ def benchmark(scenario_name: str, config: Config, post_drain_wait: float) -> dic
     # The sandbox's own reaction per budget round and per pod stop, as it recorded them during this run (issue 11
     # item 4).
     reaction = dict(reaction_per_round(before.get("pdb_rounds"), after.get("pdb_rounds")),
-                    stop=reaction_per_stop(before.get("pod_stops"), after.get("pod_stops")))
-    ideal, moved = ideal_for(config, scenario, report, contents_before, at_scale_down, post_drain_wait, reaction)
+                    **reaction_per_stop(before.get("pod_stops"), after.get("pod_stops")))
+    ideal, moved = ideal_for(config, scenario, report, contents_before, at_scale_down, post_drain_wait, reaction,
+                             node_names)
     without_reaction, _moved = ideal_for(config, scenario, report, contents_before, at_scale_down, post_drain_wait)
     rounds_only, _moved = ideal_for(config, scenario, report, contents_before, at_scale_down, post_drain_wait,
-                                    dict(reaction, stop=0.0))
+                                    dict(reaction, stop=0.0, stop_by_node={}))
 
     k8s = k8s_requests_by_agent({"k8s_requests": counts_since(before["k8s_requests"], after["k8s_requests"])},
                                 COLLECTION_AGENT)
@@ -323,6 +359,7 @@ def benchmark(scenario_name: str, config: Config, post_drain_wait: float) -> dic
                        "by_workload": {"/".join(key): value for key, value in reaction["by_workload"].items()},
                        "charged_to_ideal_seconds": rounds_only["total"] - without_reaction["total"]},
         "pod_stops": {"reaction_seconds_per_stop": reaction["stop"],
+                      "last_stop_reaction_seconds_by_node": reaction["stop_by_node"],
                       "charged_to_ideal_seconds": ideal["total"] - rounds_only["total"]},
         "overhead_per_replaced_node_seconds": (run.seconds - ideal["total"]) / replaced_count,
         "replaced_nodes": replaced_count, "surplus_removed": len(report["surplus_removed"]),
@@ -400,8 +437,10 @@ def main():
               + (", ".join(f"{name} {seconds:.3f}" for name, seconds in rounds["by_workload"].items()) or "none")
               + f"); the ideal charges {rounds['charged_to_ideal_seconds']:.1f} s for it")
         stops = r["pod_stops"]
+        last = list(stops["last_stop_reaction_seconds_by_node"].values())
         print(f"pod stops: the sandbox's own reaction {stops['reaction_seconds_per_stop']:.3f} s per stop beyond the "
-              f"stop time; the ideal charges {stops['charged_to_ideal_seconds']:.1f} s for it (once per drain)")
+              f"stop time, {sum(last) / len(last) if last else 0:.3f} s for a node's last stop; the ideal charges "
+              f"{stops['charged_to_ideal_seconds']:.1f} s for it (each drain's last stop)")
     write_json(args.json, {"runs": runs})
 
 

@@ -28,8 +28,9 @@ class Recorder:
         self._events_dropped = 0
         # PodDisruptionBudget "<ns>/<name>" -> [rounds, seconds, reaction seconds, largest reaction] (pdb_round)
         self._pdb_rounds: dict[str, list[float]] = {}
-        # [stops, seconds, reaction seconds, largest reaction] (pod_stop)
+        # [stops, seconds, reaction seconds, largest reaction] (pod_stop), and per node [stops, last reaction]
         self._pod_stops: list[float] = [0, 0.0, 0.0, 0.0]
+        self._pod_stops_by_node: dict[str, list[float]] = {}
 
     def k8s_request(self, user_agent: str, verb: str, resource: str, status: int) -> None:
         key = f"{user_agent or '-'} {verb} {resource} {status}"
@@ -61,15 +62,21 @@ class Recorder:
             totals[2] += reaction_seconds
             totals[3] = max(totals[3], reaction_seconds)
 
-    def pod_stop(self, seconds: float, reaction_seconds: float) -> None:
-        """One pod the kubelet stopped: `seconds` from its deletion to its removal, of which `reaction_seconds` were
-        the sandbox's own reaction beyond the stop itself (its grace period, or the quick stop)."""
+    def pod_stop(self, seconds: float, reaction_seconds: float, node: str = "") -> None:
+        """One pod the kubelet of ``node`` stopped: `seconds` from its deletion to its removal, of which
+        `reaction_seconds` were the sandbox's own reaction beyond the stop itself (its grace period, or the quick
+        stop). Stops come in the order clients see them (the end of a pass); of one pass's stops on a node the
+        largest reaction is the node's last."""
         with self._lock:
             totals = self._pod_stops
             totals[0] += 1
             totals[1] += seconds
             totals[2] += reaction_seconds
             totals[3] = max(totals[3], reaction_seconds)
+            if node:
+                by_node = self._pod_stops_by_node.setdefault(node, [0, 0.0])
+                by_node[0] += 1
+                by_node[1] = reaction_seconds
 
     def event(self, kind: str, **fields: Any) -> None:
         entry = {"time": round(time.time(), 3), "kind": kind, **fields}
@@ -112,8 +119,11 @@ class Recorder:
         caller subtracts two reports' totals to get a run's), `reaction_seconds_max`."""
         with self._lock:
             stops, seconds, reaction, largest = self._pod_stops
+            by_node = {node: list(entry) for node, entry in sorted(self._pod_stops_by_node.items())}
         return {"stops": int(stops), "seconds": round(seconds, 3), "reaction_seconds": round(reaction, 3),
-                "reaction_seconds_max": round(largest, 3)}
+                "reaction_seconds_max": round(largest, 3),
+                "by_node": {node: {"stops": int(count), "last_reaction_seconds": round(last, 3)}
+                            for node, (count, last) in by_node.items()}}
 
     def events(self) -> list[dict[str, Any]]:
         with self._lock:

@@ -47,21 +47,27 @@ def stops(sandbox) -> dict:
         return json.loads(response.read())["pod_stops"]
 
 
-def evict_and_wait(sandbox, app: str) -> None:
+def evict_and_wait(sandbox, app: str) -> str:
+    """Evict a running pod of ``app`` and wait until it is gone; returns its node."""
     pod = wait_for(lambda: next((p for p in sandbox.core.list_namespaced_pod("default", label_selector=f"app={app}").items
                                  if p.status.phase == "Running" and p.metadata.deletion_timestamp is None), None))
     name = pod.metadata.name
     sandbox.core.create_namespaced_pod_eviction(name, "default", client.V1Eviction(
         metadata=client.V1ObjectMeta(name=name, namespace="default")))
     wait_for(lambda: name not in {p.metadata.name for p in sandbox.core.list_namespaced_pod("default").items})
+    return pod.spec.node_name
 
 
 @pytest.mark.parametrize("app, stop", [("quick", QUICK_STOP_SECONDS), ("stubborn", 20 * GRACE_SCALE)])
 def test_an_evicted_pod_stops_in_its_stop_time_plus_a_plausible_reaction(sandbox, app, stop):
     before = stops(sandbox)
-    evict_and_wait(sandbox, app)
+    node = evict_and_wait(sandbox, app)
     after = stops(sandbox)
     assert after["stops"] == before["stops"] + 1
+    # The node's last stop is this one.
+    assert after["by_node"][node]["stops"] == before["by_node"].get(node, {"stops": 0})["stops"] + 1
+    assert after["by_node"][node]["last_reaction_seconds"] == pytest.approx(
+        after["reaction_seconds"] - before["reaction_seconds"], abs=0.002)
     seconds = after["seconds"] - before["seconds"]
     reaction = after["reaction_seconds"] - before["reaction_seconds"]
     # The stop itself, and the sandbox's reaction beyond it: nothing else.

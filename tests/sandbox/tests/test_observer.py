@@ -131,8 +131,8 @@ def test_report_carries_recorder_data_and_extra_fields():
     recorder.pdb_round("default/web", 0.6, 0.1)
     recorder.pdb_round("default/web", 0.55, 0.05)
     assert Recorder().pod_stops() == {"stops": 0, "seconds": 0.0, "reaction_seconds": 0.0,
-                                      "reaction_seconds_max": 0.0}
-    recorder.pod_stop(0.25, 0.05)
+                                      "reaction_seconds_max": 0.0, "by_node": {}}
+    recorder.pod_stop(0.25, 0.05, "node-a")
     recorder.pod_stop(0.3, 0.1)
     report = Observer(SCENARIO, recorder).report(snapshot([], 4), {}, extra={"ready_at": 5.0})
     assert report["k8s_requests"] == {"kubectl list pods 200": 1}
@@ -140,7 +140,8 @@ def test_report_carries_recorder_data_and_extra_fields():
     assert report["pods_lost"][0]["pod"] == "default/web-1"
     web = {"rounds": 2, "seconds": 1.15, "reaction_seconds": 0.15, "reaction_seconds_max": 0.1}
     assert report["pdb_rounds"] == {**web, "by_pdb": {"default/web": web}}
-    assert report["pod_stops"] == {"stops": 2, "seconds": 0.55, "reaction_seconds": 0.15, "reaction_seconds_max": 0.1}
+    assert report["pod_stops"] == {"stops": 2, "seconds": 0.55, "reaction_seconds": 0.15, "reaction_seconds_max": 0.1,
+                                   "by_node": {"node-a": {"stops": 1, "last_reaction_seconds": 0.05}}}
     assert report["ready_at"] == 5.0 and report["scenario"] == "unit"
 
 

@@ -58,12 +58,27 @@ def test_the_recorded_reaction_per_stop_is_charged_once_per_drain():
     assert ideal_drain_seconds(Counter(), SCENARIO, stopping) == 0.0
 
 
+def test_a_drain_is_charged_the_recorded_reaction_to_its_nodes_last_stop():
+    """The eviction that starts a drain's last stop came right after the pass that gave its budget back, so that
+    stop waits for nearly a whole pass more than the run's mean: the drain of a set of nodes is charged the latest
+    of their last stops' reactions as the sandbox recorded them (the mean where it recorded none)."""
+    pods = Counter({("default", "paced"): 1})
+    stopping = dict(rounds=0, mean=0.0, by_workload={}, stop=0.1, stop_by_node={"node-a": 0.19, "node-b": 0.05})
+    assert ideal_drain_seconds(pods, SCENARIO, stopping, ("node-a", "node-b")) == pytest.approx(0.2 + 0.19)
+    assert ideal_drain_seconds(pods, SCENARIO, stopping, ("node-c",)) == pytest.approx(0.2 + 0.1)
+    batches = ideal_schedule(SCENARIO, [pods, pods], None, 1, stopping, [("node-a",), ("node-b",)])
+    assert batches["upgrade"] == pytest.approx((0.2 + 0.19 + 1) + (0.2 + 0.05 + 1) + 0.5)
+
+
 def test_the_reaction_per_stop_is_the_runs_share_of_the_reports_running_totals():
-    before = dict(stops=10, seconds=2.5, reaction_seconds=0.5)
-    after = dict(stops=14, seconds=3.6, reaction_seconds=0.9)
-    assert reaction_per_stop(before, after) == pytest.approx(0.4 / 4)
-    assert reaction_per_stop(after, after) == 0.0
-    assert reaction_per_stop(None, None) == 0.0
+    before = dict(stops=10, seconds=2.5, reaction_seconds=0.5,
+                  by_node={"node-a": dict(stops=3, last_reaction_seconds=0.1)})
+    after = dict(stops=14, seconds=3.6, reaction_seconds=0.9,
+                 by_node={"node-a": dict(stops=3, last_reaction_seconds=0.1),
+                          "node-b": dict(stops=4, last_reaction_seconds=0.18)})
+    assert reaction_per_stop(before, after) == dict(stop=pytest.approx(0.4 / 4), stop_by_node={"node-b": 0.18})
+    assert reaction_per_stop(after, after) == dict(stop=0.0, stop_by_node={})
+    assert reaction_per_stop(None, None) == dict(stop=0.0, stop_by_node={})
 
 
 def test_the_reaction_per_round_is_the_runs_share_of_the_reports_running_totals():
@@ -96,7 +111,7 @@ def test_rolling_scale_down_drains_waits_and_shuts_down_when_it_removes_nodes():
 
 def test_surge_schedule_boots_only_in_steps_that_launch_and_shuts_down_once():
     step = Counter({("default", "free"): 1})
-    ideal = ideal_surge_schedule(SCENARIO, [(2, 1, step), (0, 1, step)], post_drain_wait=1)
+    ideal = ideal_surge_schedule(SCENARIO, [(2, 1, step, ()), (0, 1, step, ())], post_drain_wait=1)
     drain = 100 * 0.02 + 1
     assert ideal["total"] == pytest.approx((2.0 + drain) + drain + 0.5)
 
@@ -104,7 +119,7 @@ def test_surge_schedule_boots_only_in_steps_that_launch_and_shuts_down_once():
 def test_a_surge_launch_after_the_last_replacement_hides_its_shutdown():
     """A last step that only launches boots (2 s) while the instances terminated before it shut down (0.5 s)."""
     step = Counter({("default", "free"): 1})
-    ideal = ideal_surge_schedule(SCENARIO, [(1, 1, step), (1, 0, Counter())], post_drain_wait=1)
+    ideal = ideal_surge_schedule(SCENARIO, [(1, 1, step, ()), (1, 0, Counter(), ())], post_drain_wait=1)
     assert ideal["total"] == pytest.approx((2.0 + 100 * 0.02 + 1) + 2.0)
 
 

@@ -26,8 +26,8 @@ class PodLifecycle:
         self._bound_at: dict[Key, float] = {}
         self._next_ip = 1
 
-    def sync(self, now: float) -> list[tuple[float, float]]:
-        """One pass; returns the pods the kubelet stopped, as (deletion time, stop seconds)."""
+    def sync(self, now: float) -> list[tuple[float, float, str]]:
+        """One pass; returns the pods the kubelet stopped, as (deletion time, stop seconds, node)."""
         pending = list(self.store.pending_pods)
         if pending:
             nodes = {n["metadata"]["name"]: n for n in self.store.items(NODES)}
@@ -138,8 +138,8 @@ class PodLifecycle:
             return scaled
         return min(scaled, QUICK_STOP_SECONDS)
 
-    def _finish_terminating(self, now: float) -> list[tuple[float, float]]:
-        """Remove the pods whose stop is over; returns (deletion time, stop seconds) of each."""
+    def _finish_terminating(self, now: float) -> list[tuple[float, float, str]]:
+        """Remove the pods whose stop is over; returns (deletion time, stop seconds, node) of each."""
         stopped = []
         gone = self._gone_nodes()
         for key, since in list(self.store.terminating_pods.items()):
@@ -152,5 +152,5 @@ class PodLifecycle:
             stop = self._stop_seconds(pod)
             if now - since >= stop:
                 self.store.remove(PODS, *key)
-                stopped.append((since, stop))
+                stopped.append((since, stop, node))
         return stopped
