@@ -27,7 +27,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kinds import MANAGED
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC, find_module_nodegroup
 from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import StepFailed
 from ansible_collections.eksops.nodegroup.plugins.module_utils.step_context import StepContext, group_options, validated
 
@@ -141,6 +141,7 @@ class SetupPhase:
         self.params = context.params
         self.progress = progress
         self.found: dict[str, Any] = dict(nodegroup=None, preflight=None, launch_template=None, on_target=False)
+        self.group = None  # the node group the discovery found, for the preflight
         self.result: dict[str, Any] = dict(changed=False, setup=self.found)
 
     def _context(self, options: Mapping[str, Any]) -> StepContext:
@@ -172,7 +173,9 @@ class SetupPhase:
             max_unavailable=self.params["max_unavailable"],
             max_unavailable_percentage=self.params["max_unavailable_percentage"],
             max_surge=self.params["max_surge"] if strategy == "surge" else None)
-        nodegroup = self.found["nodegroup"] = nodegroup_describe.describe_nodegroup(self._context(options))
+        context = self._context(options)
+        self.group = find_module_nodegroup(context)
+        nodegroup = self.found["nodegroup"] = nodegroup_describe.describe_nodegroup(context, self.group)
         for line in group_lines(nodegroup, self.params["nodegroup_name"]):
             self.progress(line)
         self._refuse_if(refusal(self.params, nodegroup, None))
@@ -186,7 +189,7 @@ class SetupPhase:
                        # EKS drains a managed node group itself, with its own wait: only this collection's compare.
                        post_drain_wait=None if nodegroup["kind"] == MANAGED else self.params["post_drain_wait"])
         preflight = self.found["preflight"] = preflight_step.run(
-            self._context(validated(preflight_step.ARGUMENT_SPEC, options)))["preflight"]
+            self._context(validated(preflight_step.ARGUMENT_SPEC, options)), self.group)["preflight"]
         for line in preflight_lines(preflight):
             self.progress(line)
         self._refuse_if(refusal(self.params, nodegroup, preflight))

@@ -58,14 +58,17 @@ class Steps:
         self.calls = []
         self.group, self.report, self.step, self.target_old = group or nodegroup(), report or preflight(), step, target_old
 
+    FOUND = object()  # the node group the discovery finds (find_module_nodegroup)
+
     def describe(self, context, group=None):
-        del group
+        assert group is self.FOUND or context.params["target"] is not None, "the group found is described"
         self.calls.append(("describe", dict(context.params)))
         if context.params["target"] is not None:
             return dict(self.group, old_instances=list(self.target_old))
         return self.group
 
-    def preflight(self, context):
+    def preflight(self, context, group=None):
+        assert group is self.FOUND, "the preflight examines the group the discovery found, not read again"
         self.calls.append(("preflight", dict(context.params)))
         return dict(changed=False, preflight=self.report)
 
@@ -80,7 +83,8 @@ class Steps:
         context = StepContext(params(**overrides), SimpleNamespace(lease_heartbeats={}), False, False, [].append,
                               lambda line: None)
         phase = setup_phase.SetupPhase(context, lines.append)
-        with mock.patch.object(nodegroup_describe, "describe_nodegroup", self.describe), \
+        with mock.patch.object(setup_phase, "find_module_nodegroup", lambda context: self.FOUND), \
+                mock.patch.object(nodegroup_describe, "describe_nodegroup", self.describe), \
                 mock.patch.object(preflight_step, "run", self.preflight), \
                 mock.patch.object(launch_template_step, "run", self.launch_template):
             try:
