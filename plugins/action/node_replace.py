@@ -75,7 +75,7 @@ class ActionModule(ControllerAction):
         node_names = dict(params["node_names"])
         schedule, next_batch = next_batch_source(params, clients, check_mode, warnings.append, node_names, group)
         loop, next_batch = replace_loop(params, clients, check_mode, bool(self._task.diff), warnings.append, _log,
-                                        self._progress, next_batch, node_names)
+                                        self._progress, next_batch, node_names, group)
         loop.state.schedule = schedule
         return params, plan, loop, next_batch
 

@@ -8,12 +8,13 @@ Between the termination of batch k and the first eviction of batch k+1 the loop 
 nodes for the live planner (schedule once), the group again and the batch's nodes for the drain, and the cluster's
 load balancers (0.2 s of every batch on the sandbox at N = 30; each a round trip to AWS on a real account). None of
 it waits for the termination: when batch k's nodes are empty (the drain's on_emptied), a thread reads the load
-balancers and, under the schedule once, plans batch k+1 ahead (live_planner.LivePlanner.plan_ahead). Batch k+1's
-drain is then given (drain_step.PreparedDrain) the node group as batch k's termination read it just before Auto
-Scaling accepted it, its nodes by instance id as the planner joined them (SPEC K2; an old instance's node does not
-change), and those load balancers: its first request is the node's own GET. The post-drain wait is longer than
-these reads (1 s at the least in practice); when it is not, the next batch waits for them, no longer than it used
-to. A read that fails is not used: the next batch reads for itself, as before.
+balancers and the group's termination lifecycle hooks, and under the schedule once plans batch k+1 ahead
+(live_planner.LivePlanner.plan_ahead). Batch k's termination is given those hooks. Batch k+1's drain is given
+(drain_step.PreparedDrain) the node group as batch k's termination read it just before Auto Scaling accepted it,
+its nodes by instance id as the planner joined them (SPEC K2; an old instance's node does not change), and those
+load balancers: its first request is the node's own GET. The post-drain wait is longer than these reads (1 s at
+the least in practice); when it is not, the next step waits for them, no longer than it used to. A read that
+fails is not used: the step reads for itself, as before.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from typing import Any
 import threading
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.drain_step import PreparedDrain, find_load_balancers
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NodegroupRef
 from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import Batch, ReplaceState
+from ansible_collections.eksops.nodegroup.plugins.module_utils.termination import termination_hooks
 
 _UNREAD = object()
 
@@ -33,11 +36,12 @@ class ReadAhead:
     (its options say whether and where load balancers are looked for); ``planner`` the live planner, or None for
     planned batches."""
 
-    def __init__(self, context: Any, planner: Any = None) -> None:
+    def __init__(self, context: Any, planner: Any = None, group: NodegroupRef | None = None) -> None:
         self.context = context
         self.planner = planner
-        self.group = None           # the node group as the last termination read it (none before the first)
+        self.group = group          # the node group as the last termination read it (or as the phase found it)
         self.balancers = _UNREAD    # the cluster's load balancers, read during the last post-drain wait
+        self.hooks = None           # the group's termination lifecycle hooks, read during it
         self._thread = None
 
     def on_emptied(self, batch: Batch) -> Callable[[], None]:
@@ -55,9 +59,10 @@ class ReadAhead:
             if self.group is not None:
                 # Those attached to the group's Auto Scaling group are Auto Scaling's (find_load_balancers).
                 self.balancers = find_load_balancers(self.context, self.group.asg)
+                self.hooks = termination_hooks(self.context.aws("autoscaling"), self.group.asg_name)
         except Exception:  # pylint: disable=broad-except
-            # Not used: the next batch reads for itself, and meets the error there if it lasts.
-            self.balancers = _UNREAD
+            # Not used: the next steps read for themselves, and meet the error there if it lasts.
+            self.balancers, self.hooks = _UNREAD, None
 
     def join(self) -> None:
         thread, self._thread = self._thread, None
@@ -70,6 +75,13 @@ class ReadAhead:
             self.join()
             return next_batch(state)
         return after_reads
+
+    def termination_hooks(self) -> list[dict[str, Any]] | None:
+        """The hooks read during the post-drain wait of the batch whose termination starts now (None: not read,
+        terminate_step reads them). Each read serves one termination."""
+        self.join()
+        hooks, self.hooks = self.hooks, None
+        return hooks
 
     def accepted(self, rounds: Sequence[Any]) -> None:
         """Auto Scaling accepted a batch's termination ``rounds`` (terminate_step.Termination, in order)."""

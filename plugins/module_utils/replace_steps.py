@@ -232,18 +232,19 @@ def next_batch_source(params: Mapping[str, Any], clients: Clients, check_mode: b
 
 def replace_loop(params: Mapping[str, Any], clients: Clients, check_mode: bool, diff: bool,
                  warn: Callable[[str], None], log: Callable[[str], None], progress: Callable[[str], None],
-                 next_batch: Callable[[ReplaceState], Batch | None], node_names: dict[str, str | None]
-                 ) -> tuple[ReplaceLoop, Callable[[ReplaceState], Batch | None]]:
+                 next_batch: Callable[[ReplaceState], Batch | None], node_names: dict[str, str | None],
+                 group: NodegroupRef | None = None) -> tuple[ReplaceLoop, Callable[[ReplaceState], Batch | None]]:
     """(the loop with node_drain's and asg_instance_terminate's steps, the next_batch to run it with). The
     termination wait overlaps the next batch's drain unless the replacements gate the next batch
     (wait_for_replacements, strategy minimal, U7) or nothing is terminated (check mode). A batch's terminations go
     in up to two rounds (termination_rounds). What the next batch needs is read during the post-drain wait
-    (read_ahead.py); ``node_names`` (instance id -> node name) is the one ``next_batch`` keeps up to date."""
+    (read_ahead.py); ``node_names`` (instance id -> node name) is the one ``next_batch`` keeps up to date, ``group``
+    the node group the phase found (None: the first termination finds it)."""
     def context(step: dict[str, Any]) -> StepContext:
         return StepContext(step, clients, check_mode, diff, warn, log)
 
     ahead = ReadAhead(context(step_params(params, Batch([]))[0]),
-                      next_batch if isinstance(next_batch, LivePlanner) else None)
+                      next_batch if isinstance(next_batch, LivePlanner) else None, group)
 
     def drain(batch: Batch) -> Mapping[str, Any]:
         return drain_step.run(context(step_params(params, batch)[0]), ahead.drain_inputs(batch, node_names),
@@ -251,12 +252,13 @@ def replace_loop(params: Mapping[str, Any], clients: Clients, check_mode: bool, 
 
     def start(batch: Batch) -> Terminations:
         rounds = []
+        hooks = ahead.termination_hooks()
         for ids, decrement in termination_rounds(batch):
             ctx = context(step_params(params, batch, ids, decrement)[1])
             # A later round refused: the earlier rounds' instances are going all the same (SPEC B1).
             accepted = [i for done in rounds for i in done.instance_ids]
             try:
-                termination = terminate_step.start_termination(ctx)
+                termination = terminate_step.start_termination(ctx, hooks)
             except StepFailed as failure:
                 failure.accepted = accepted
                 raise

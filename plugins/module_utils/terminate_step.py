@@ -291,9 +291,10 @@ class Termination:
         self.context = None  # the module (or node_replace's StepContext) that finishes it
 
 
-def start_termination(module: Any) -> Termination:
+def start_termination(module: Any, hooks: list[dict[str, Any]] | None = None) -> Termination:
     """Everything asg_instance_terminate does up to Auto Scaling accepting the terminations: checks (U5, C3),
-    the lease, TerminateInstanceInAutoScalingGroup and the journal. Nothing is waited for yet."""
+    the lease, TerminateInstanceInAutoScalingGroup and the journal. Nothing is waited for yet. ``hooks``: the
+    group's termination lifecycle hooks when the caller read them (termination_hooks), else read here."""
     started_clock = time.time()
     started = utc_now()
     params = module.params
@@ -318,7 +319,10 @@ def start_termination(module: Any) -> Termination:
     result["never_joined"] = check_drained(module, group, to_terminate)
     # Read once, before anything changes (an AccessDenied here changes nothing): the hooks that may hold the
     # instances in Terminating:Wait (issue 10 item 14).
-    hooks = termination_hooks(autoscaling, name) if params["wait"] and (to_terminate or leaving) else []
+    if not (params["wait"] and (to_terminate or leaving)):
+        hooks = []
+    elif hooks is None:
+        hooks = termination_hooks(autoscaling, name)
     result["lifecycle_hooks"] = hooks
     result["lifecycle_hook_waits"] = []
     if to_terminate or journal is not None:

@@ -166,7 +166,8 @@ def test_the_drain_of_the_next_batch_is_given_what_was_read_ahead(monkeypatch):
         return "balancers"
 
     monkeypatch.setattr(read_ahead, "find_load_balancers", find_load_balancers)
-    ahead = read_ahead.ReadAhead(context=None)
+    monkeypatch.setattr(read_ahead, "termination_hooks", lambda autoscaling, name: [])
+    ahead = read_ahead.ReadAhead(context=SimpleNamespace(aws=lambda service: None))
     names = {"i-o0": "n-i-o0", "i-o1": "n-i-o1", "i-o2": None}
     # Before the first termination nothing is known of the group: the first batches read for themselves.
     ahead.on_emptied(Batch(["i-o0"]))()
@@ -185,6 +186,19 @@ def test_the_drain_of_the_next_batch_is_given_what_was_read_ahead(monkeypatch):
     assert ahead.drain_inputs(Batch(["i-o2"]), names) is None
 
 
+def test_the_termination_is_given_the_hooks_read_during_its_post_drain_wait(monkeypatch):
+    read = []
+    monkeypatch.setattr(read_ahead, "find_load_balancers", lambda context, described: None)
+    monkeypatch.setattr(read_ahead, "termination_hooks", lambda autoscaling, name: read.append(name) or [{"name": "drain"}])
+    context = SimpleNamespace(aws=lambda service: service)
+    # The node group the phase found: the first batch's termination is given its hooks too.
+    ahead = read_ahead.ReadAhead(context, group=_Group(asg(9)))
+    ahead.on_emptied(Batch(["i-o0"]))()
+    assert ahead.termination_hooks() == [{"name": "drain"}] and read == ["workers-asg"]
+    # Each read serves one termination: the next one reads its own unless read again.
+    assert ahead.termination_hooks() is None
+
+
 def test_a_failed_read_ahead_is_not_used(monkeypatch):
     def find_load_balancers(context, described):
         raise RuntimeError("DescribeTargetGroups: throttled")
@@ -200,7 +214,8 @@ def test_a_failed_read_ahead_is_not_used(monkeypatch):
 def test_the_next_batch_is_asked_once_the_reads_ahead_are_done(monkeypatch):
     order = []
     monkeypatch.setattr(read_ahead, "find_load_balancers", lambda context, described: order.append("read") or None)
-    ahead = read_ahead.ReadAhead(context=None)
+    monkeypatch.setattr(read_ahead, "termination_hooks", lambda autoscaling, name: [])
+    ahead = read_ahead.ReadAhead(context=SimpleNamespace(aws=lambda service: None))
     ahead.accepted([round_of(asg(9), Batch(["i-o0"]))])
     next_batch = ahead.next_batch(lambda state: order.append("next batch"))
     ahead.on_emptied(Batch(["i-o0"]))()

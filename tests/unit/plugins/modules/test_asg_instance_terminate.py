@@ -320,3 +320,18 @@ def test_item14_hooks_are_not_read_without_a_wait(world, run, monkeypatch):
     result = run(instance_ids=members(world)[:1], should_decrement_desired_capacity=False, wait=False)
     assert not result.get("failed"), result
     assert result["termination"]["lifecycle_hooks"] == []
+
+
+def test_item14_hooks_the_caller_read_are_not_read_again(world, capsys, undrained, monkeypatch):
+    """Issue 11 item 4: node_replace reads them during the post-drain wait and gives them to the termination."""
+    from ansible_collections.eksops.nodegroup.plugins.module_utils import terminate_step as module
+
+    monkeypatch.setattr(module, "termination_hooks", lambda *args: pytest.fail("hooks read again"))
+    given = [dict(name="drain", heartbeat_timeout=300, global_timeout=None, default_result="CONTINUE")]
+    original = module.start_termination
+    monkeypatch.setattr(module, "start_termination", lambda ctx, hooks=None: original(ctx, given))
+    result = run_module_in_process(asg_instance_terminate.main, dict(
+        cluster_name=CLUSTER, nodegroup_name=NODEGROUP, kubeconfig="/unused", instance_ids=members(world)[:1],
+        should_decrement_desired_capacity=False), capsys)
+    assert not result.get("failed"), result
+    assert result["termination"]["lifecycle_hooks"] == given

@@ -63,7 +63,7 @@ def test_a_refused_second_round_names_the_first_rounds_instances_as_accepted():
 
     answers = iter([Accepted(["i-0a"]), UpgradeError("UpgradeInProgress", "lease lost")])
 
-    def start_termination(ctx):
+    def start_termination(ctx, hooks=None):
         answer = next(answers)
         if isinstance(answer, Exception):
             raise answer
