@@ -5,11 +5,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 import contextlib
 import functools
 import inspect
+import itertools
 import os
 
 from ansible.module_utils.basic import env_fallback
@@ -154,33 +155,28 @@ def _require_boto3() -> None:
                            import_error=str(BOTO3_IMPORT_ERROR))
 
 
-# The process's botocore data loader (service models, endpoints), by data path: see shared_data_loader.
+# The process's botocore data loaders (service models, endpoints) by data path (shared_data_loader).
 _DATA_LOADERS: dict[Any, Any] = {}
-# The services whose models the controller's action plugins use (warm_service_models).
-ACTION_SERVICES = ("autoscaling", "ec2", "eks", "elbv2", "elb", "sts", "ssm")
 
 
 def shared_data_loader(botocore_session: botocore.session.Session) -> Any:
-    """The process's botocore data loader for ``botocore_session``'s data path: a service model it has parsed serves
-    every session of the process, and of the processes forked from it. botocore builds one per session and parses
-    a model again for each (EC2's alone about 0.15 s), which every task of a playbook paid (issue 11 item 4)."""
+    """The process's data loader for ``botocore_session``'s data path: the models it parsed serve every session of the
+    process and of the processes forked from it. botocore parses a model again for each session (EC2's alone about
+    0.15 s), which every task of a playbook paid (issue 11 item 4)."""
     path = botocore_session.get_config_variable("data_path")
     if path not in _DATA_LOADERS:
         _DATA_LOADERS[path] = botocore.loaders.create_loader(path)
     return _DATA_LOADERS[path]
 
 
-def warm_service_models(services: Iterable[str] = ACTION_SERVICES) -> None:
-    """Parse the models of ``services`` in this process: ansible-playbook's main process imports the action plugins
-    once, then forks a worker per task, which inherits them instead of parsing them again."""
-    if not HAS_BOTO3:
-        return
-    loader = shared_data_loader(botocore.session.Session())
-    for service in services:
-        for type_name in ("service-2", "endpoint-rule-set-1", "paginators-1"):
-            with contextlib.suppress(BotoCoreError):
-                loader.load_service_model(service, type_name)
-    for name in ("endpoints", "partitions", "_retry", "sdk-default-configuration"):
+def warm_service_models(services: Iterable[str] = ("autoscaling", "ec2", "eks", "elbv2", "elb", "sts", "ssm")) -> None:
+    """Parse the models of ``services`` in this process: ansible-playbook's main process imports the action plugins,
+    then forks a worker per task, which inherits them instead of parsing them again."""
+    loader = shared_data_loader(botocore.session.Session()) if HAS_BOTO3 else None
+    for service, type_name in itertools.product(services if loader else (), ("service-2", "endpoint-rule-set-1")):
+        with contextlib.suppress(BotoCoreError):
+            loader.load_service_model(service, type_name)
+    for name in ("endpoints", "partitions", "_retry", "sdk-default-configuration") if loader else ():
         with contextlib.suppress(BotoCoreError):
             loader.load_data(name)
 
@@ -413,35 +409,6 @@ def aws_call(description: str | Callable[..., str]) -> Callable[[Callable[..., A
     return decorate
 
 
-def aws_tags_to_dict(tags: Iterable[Mapping[str, str]] | dict[str, str] | None) -> dict[str, str]:
-    """[{"Key": k, "Value": v}, ...] (any AWS tag shape) -> {k: v}; a dict is returned as a copy."""
-    if tags is None:
-        return {}
-    if isinstance(tags, dict):
-        return dict(tags)
-    return dict((tag["Key"], tag.get("Value", "")) for tag in tags)
-
-
-def tags_in_chunks(describe_tags: Callable[..., Any], ids_parameter: str, id_key: str, ids: Sequence[str],
-                   per_call: int) -> dict[str, dict[str, str]]:
-    """{id: {key: value}} from an Elastic Load Balancing DescribeTags, which takes at most ``per_call`` resources:
-    ``describe_tags(**{ids_parameter: chunk})`` per chunk of ``ids``, each TagDescriptions entry keyed by its
-    ``id_key``; no request for no id."""
-    tags = {}
-    for start in range(0, len(ids), per_call):
-        for description in describe_tags(**{ids_parameter: list(ids[start:start + per_call])})["TagDescriptions"]:
-            tags[description[id_key]] = aws_tags_to_dict(description.get("Tags"))
-    return tags
-
-
-def paginate(client: Any, operation: str, result_key: str, **kwargs: Any) -> list[Any]:
-    """All items of a paged AWS describe/list call, in order."""
-    items = []
-    for page in client.get_paginator(operation).paginate(**kwargs):
-        items.extend(page.get(result_key, []))
-    return items
-
-
 __all__ = [
     "AWS_ARGUMENT_SPEC",
     "AWS_OPTION_NAMES",
@@ -453,10 +420,7 @@ __all__ = [
     "aws_client",
     "aws_error_code",
     "aws_session",
-    "aws_tags_to_dict",
     "client_config",
     "eks_token_sts_client",
-    "paginate",
-    "tags_in_chunks",
     "translate_aws_errors",
 ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import aws_tags_to_dict
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_shapes import aws_tags_to_dict
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import ec2 as ec2_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import utc_now_iso
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import Clock, list_all

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils import kinds
 from ansible_collections.eksops.nodegroup.plugins.module_utils.termination import describe_known_instances
-from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import aws_tags_to_dict
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_shapes import aws_tags_to_dict
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import invalid_parameter
 
 if TYPE_CHECKING:

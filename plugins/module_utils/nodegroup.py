@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import re
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils import kinds
-from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import aws_tags_to_dict
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_shapes import aws_tags_to_dict
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import eks as eks_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (

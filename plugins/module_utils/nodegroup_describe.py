@@ -110,8 +110,7 @@ def describe_nodegroup(module: Any, group: NodegroupRef | None = None) -> dict[s
     target_version, target_image_id = resolve_target(ec2, lt_id, spec["version"], params["target"])
 
     asg_instances = asg.get("Instances", [])
-    ec2_instances = described_for_join(ec2, [i["InstanceId"] for i in asg_instances],
-                                       module.clients.instance_descriptions)
+    ec2_instances = described_for_join(ec2, [i["InstanceId"] for i in asg_instances], module.clients.instance_descriptions)
     nodes = list_all_nodes(module.core_v1(), group.node_selector, "list the nodes of node group %s" % group.nodegroup_name)
     instances = join_instances_nodes(asg_instances, ec2_instances, nodes)
     old, new = split_old_new(instances, target_version, target_image_id)

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import aws_call, paginate
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import aws_call
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_shapes import paginate
 
 RESOURCE_TYPE = "auto-scaling-group"
 

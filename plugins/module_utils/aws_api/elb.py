@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import aws_call, paginate, tags_in_chunks
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import aws_call
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_shapes import paginate, tags_in_chunks
 
 # DescribeTags takes at most 20 load balancer names (ELB API reference, DescribeTags: "Maximum number of 20 items").
 TAGS_PER_CALL = 20

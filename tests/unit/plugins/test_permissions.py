@@ -42,7 +42,7 @@ PERMISSIONS_DOC = ROOT / "docs" / "permissions.md"
 # Calls that create a botocore client; the service is a string literal argument.
 CLIENT_FACTORIES = frozenset(["aws", "aws_client", "client"])
 # Calls that take an operation (or waiter) name as a string argument; for ``paginate`` the client is the first
-# argument (module_utils.aws.paginate), for the others the object the method is called on.
+# argument (module_utils.aws_shapes.paginate), for the others the object the method is called on.
 OPERATION_NAME_CALLS = frozenset(["paginate", "get_paginator", "can_paginate", "generate_presigned_url", "get_waiter"])
 # Calls that watch the list operation given as first argument (module_utils.kube_watch, kubernetes.watch).
 WATCH_CALLS = frozenset(["list_then_watch"])

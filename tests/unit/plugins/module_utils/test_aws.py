@@ -9,6 +9,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils import aws
+from ansible_collections.eksops.nodegroup.plugins.module_utils import aws_shapes as shapes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 
 PARAMS = dict(region="us-west-2", access_key="AKIDTEST", secret_key="secret", session_token=None, profile=None,
@@ -187,9 +188,9 @@ def test_secrets_are_no_log():
 
 
 def test_aws_tags_to_dict_accepts_lists_and_dicts():
-    assert aws.aws_tags_to_dict([{"Key": "a", "Value": "1"}, {"Key": "b"}]) == {"a": "1", "b": ""}
-    assert aws.aws_tags_to_dict({"a": "1"}) == {"a": "1"}
-    assert aws.aws_tags_to_dict(None) == {}
+    assert shapes.aws_tags_to_dict([{"Key": "a", "Value": "1"}, {"Key": "b"}]) == {"a": "1", "b": ""}
+    assert shapes.aws_tags_to_dict({"a": "1"}) == {"a": "1"}
+    assert shapes.aws_tags_to_dict(None) == {}
 
 
 def test_aws_call_keeps_the_function_and_passes_other_errors_through():
