@@ -33,6 +33,7 @@ from kubernetes.client.exceptions import ApiException
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.cordon import apply_merge_patch
 from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import drain_nodes
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.label_selector import selector_matches
 
 
@@ -572,3 +573,20 @@ def run_drain(cluster, names=("node-a",), pdb_retry_seconds=FAST_PDB_RETRY_SECON
     keywords = dict(pdb_retry_seconds=pdb_retry_seconds, server_error_retries=server_error_retries,
                     load_balancers=load_balancers, on_emptied=on_emptied)
     return drain_nodes(cluster, list(names), options, **dict((k, v) for k, v in keywords.items() if v is not None))
+
+
+class FakeNodegroup:
+    """A node group (nodegroup.NodegroupRef's surface the planner and the loop use) around a canned description of
+    its Auto Scaling group, whose tags hold the journal."""
+
+    asg_name = "workers-asg"
+
+    def __init__(self, asg):
+        self.asg = asg
+
+    def with_asg(self, asg):
+        return FakeNodegroup(asg)
+
+    def journal(self):
+        return Journal.from_tags(self.asg.get("Tags"))
+

@@ -12,8 +12,10 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils import live_plann
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import Batch
 
-# Three AZs, one node each before the upgrade; surged by one new node per AZ, so every old instance's termination
-# lowers the desired capacity, in whatever order the random draws pick them.
+from ..fakes import FakeNodegroup
+
+# Three AZs, two nodes each before the upgrade, surged by one new node per AZ: in each AZ one old instance's
+# termination is replaced and the other lowers the desired capacity, in the order the random draws pick them.
 JOURNAL = Journal(run_id="run-1", phase="upgrade", schedule="once", start_per_az={"az-a": 2, "az-b": 2, "az-c": 2},
                   original_desired_capacity=6, desired_capacity_set=9, target_launch_template_version="2",
                   target_image_id="ami-new")
@@ -33,19 +35,6 @@ def joined(leaving=()):
                  launch_template_version=2 if i.startswith("i-n") else 1,
                  image_id="ami-new" if i.startswith("i-n") else "ami-old", node_name="n-" + i, ready=True,
                  unschedulable=False) for i, az in OLD + NEW]
-
-
-class _Group:
-    asg_name = "workers-asg"
-
-    def __init__(self, described):
-        self.asg = described
-
-    def with_asg(self, described):
-        return _Group(described)
-
-    def journal(self):
-        return Journal.from_tags(self.asg.get("Tags"))
 
 
 class World:
@@ -71,12 +60,12 @@ class World:
 def planner(seed=3):
     params = dict(batches=[[i] for i, _az in OLD], batch_size=None, seed=seed, accept_current_capacity=False)
     clients = SimpleNamespace(aws=lambda service: None, core_v1=lambda: None, instance_descriptions={})
-    return live_planner.LivePlanner(params, clients, _Group(asg(9)), [].append, {})
+    return live_planner.LivePlanner(params, clients, FakeNodegroup(asg(9)), [].append, {})
 
 
 def round_of(described, batch, **result):
     """A termination round as terminate_step.start_termination returns it, accepted from the group ``described``."""
-    group = _Group(described)
+    group = FakeNodegroup(described)
     return SimpleNamespace(group=group, journal=group.journal(),
                            result=dict(dict(terminated=list(batch.instance_ids), already_terminated=[]), **result))
 
@@ -192,7 +181,7 @@ def test_the_termination_is_given_the_hooks_read_during_its_post_drain_wait(monk
     monkeypatch.setattr(read_ahead, "termination_hooks", lambda autoscaling, name: read.append(name) or [{"name": "drain"}])
     context = SimpleNamespace(aws=lambda service: service)
     # The node group the phase found: the first batch's termination is given its hooks too.
-    ahead = read_ahead.ReadAhead(context, group=_Group(asg(9)))
+    ahead = read_ahead.ReadAhead(context, group=FakeNodegroup(asg(9)))
     ahead.on_emptied(Batch(["i-o0"]))()
     assert ahead.termination_hooks() == [{"name": "drain"}] and read == ["workers-asg"]
     # Each read serves one termination: the next one reads its own unless read again.

@@ -18,6 +18,8 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_steps imp
     validate_schedule,
 )
 
+from ..fakes import FakeNodegroup
+
 START = {"az-a": 2, "az-b": 1, "az-c": 0}
 ONCE = Journal(run_id="run-1", phase="scale_up", schedule="once", start_per_az=START, original_desired_capacity=3,
                desired_capacity_set=9, surge=6, target_launch_template_version="2", target_image_id="ami-new")
@@ -212,19 +214,6 @@ def test_b1_nodes_that_held_pods_to_move_are_counted():
 
 # --- node_replace's live planner, on canned reads of the group ------------------------------------------------
 
-class _Group:
-    asg_name = "workers-asg"
-
-    def __init__(self, asg):
-        self.asg = asg
-
-    def with_asg(self, asg):
-        return _Group(asg)
-
-    def journal(self):
-        return Journal.from_tags(self.asg.get("Tags"))
-
-
 def _planner(monkeypatch, journal, desired, joined, nodes=(), accept=False):
     from ansible_collections.eksops.nodegroup.plugins.module_utils import live_planner
 
@@ -242,7 +231,7 @@ def _planner(monkeypatch, journal, desired, joined, nodes=(), accept=False):
             return None
     warnings, names = [], {}
     params = dict(batches=[["i-o1"], ["i-o2"]], batch_size=None, seed=7, accept_current_capacity=accept)
-    return live_planner.LivePlanner(params, Clients(), _Group(asg), warnings.append, names), warnings, names
+    return live_planner.LivePlanner(params, Clients(), FakeNodegroup(asg), warnings.append, names), warnings, names
 
 
 JOURNAL = Journal(run_id="run-1", phase="upgrade", schedule="once", start_per_az={"az-a": 1, "az-b": 1, "az-c": 0},
@@ -287,7 +276,7 @@ def test_the_live_read_describes_each_instance_once_for_the_phase(monkeypatch):
 
     monkeypatch.setattr(instances, "describe_instances", describe_instances)
     members = [dict(InstanceId="i-a", AvailabilityZone="az-a"), dict(InstanceId="i-b", AvailabilityZone="az-b")]
-    group = _Group(dict(Instances=members))
+    group = FakeNodegroup(dict(Instances=members))
     described = {}
 
     def read(instances):
