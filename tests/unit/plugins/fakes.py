@@ -589,4 +589,3 @@ class FakeNodegroup:
 
     def journal(self):
         return Journal.from_tags(self.asg.get("Tags"))
-

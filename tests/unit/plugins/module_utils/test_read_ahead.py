@@ -50,8 +50,8 @@ class World:
 
     def terminate(self, batch):
         """What Auto Scaling's acceptance of ``batch`` leaves (terminate_step.terminate)."""
-        gone = set(batch.instance_ids) | set(i["InstanceId"] for i in self.asg["Instances"]
-                                              if i["LifecycleState"] == "Terminating")
+        leaving = set(i["InstanceId"] for i in self.asg["Instances"] if i["LifecycleState"] == "Terminating")
+        gone = set(batch.instance_ids) | leaving
         desired = self.asg["DesiredCapacity"] - len(batch.decrement_ids)
         self.asg = asg(desired, gone, JOURNAL.replace(desired_capacity_set=desired))
         self.joined = joined(gone)
