@@ -34,6 +34,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import s
 
 COLLECTION_AGENT = "eksops.nodegroup/"
 SCALE_DOWN_MARKER = "Remove the surplus nodes, restore the group and clear the journal"
+UPGRADE_MARKER = "Replace the old nodes batch by batch"
 RUN_TIMEOUT = 1800
 # Issue 11's goals at N = 30, rolling:1, default schedule.
 GOAL_RATIO = 1.10
@@ -109,7 +110,31 @@ def reaction_per_stop(before: dict | None, after: dict | None) -> dict[str, Any]
             "stop_by_node": dict((node, entry["last_reaction_seconds"]) for node, entry in by_node.items())}
 
 
-NO_REACTION = {"rounds": 0, "mean": 0.0, "by_workload": {}, "stop": 0.0, "stop_by_node": {}}
+def reaction_per_boot(before: dict | None, after: dict | None) -> dict[str, Any]:
+    """The sandbox's own reaction per node boot during a run, as it recorded it (the report's `node_boots`, taken
+    before and after the run): EC2 and the kubelet acting on their passes beyond instance_pending_seconds +
+    node_boot_seconds. {"boot": mean seconds per boot, "boot_by_instance": {instance id: seconds}}."""
+    def totals(report):
+        return (report or {}).get("boots", 0), (report or {}).get("reaction_seconds", 0.0)
+
+    (boots_before, seconds_before), (boots_after, seconds_after) = totals(before), totals(after)
+    known = set(((before or {}).get("by_instance") or {}))
+    return {"boot": (seconds_after - seconds_before) / (boots_after - boots_before) if boots_after > boots_before
+            else 0.0,
+            "boot_by_instance": dict((instance_id, seconds) for instance_id, seconds
+                                     in ((after or {}).get("by_instance") or {}).items() if instance_id not in known)}
+
+
+NO_REACTION = {"rounds": 0, "mean": 0.0, "by_workload": {}, "stop": 0.0, "stop_by_node": {}, "boot": 0.0,
+               "boot_by_instance": {}}
+
+
+def boot_reaction(reaction, instance_ids=()) -> float:
+    """The sandbox's reaction to the slowest boot of ``instance_ids`` (launched together, waited for together), as
+    recorded, else the run's mean per boot."""
+    recorded = [reaction.get("boot_by_instance", {}).get(i) for i in instance_ids]
+    recorded = [seconds for seconds in recorded if seconds is not None]
+    return max(recorded) if recorded else reaction.get("boot", 0.0)
 
 
 def stop_reaction(reaction, nodes=()) -> float:
@@ -144,15 +169,17 @@ def ideal_drain_seconds(pods_per_workload: Counter, scenario, reaction=None, nod
 
 
 def ideal_schedule(scenario, batches, surplus_batch, post_drain_wait, reaction=None, batch_nodes=None,
-                   surplus_nodes=()) -> dict[str, float]:
-    """Rolling: scale-up (launch + boot); every batch (drain + post-drain wait), then one EC2 shutdown at the end
-    of the phase; the scale-down batch (drain + post-drain wait + shutdown) when it removes nodes. ``batch_nodes``:
-    each batch's node names, ``surplus_nodes`` the scale-down's (for stop_reaction)."""
+                   surplus_nodes=(), surge_instances=()) -> dict[str, float]:
+    """Rolling: scale-up (launch + boot, and the sandbox's reaction to the slowest boot of ``surge_instances``);
+    every batch (drain + post-drain wait), then one EC2 shutdown at the end of the phase; the scale-down batch
+    (drain + post-drain wait + shutdown) when it removes nodes. ``batch_nodes``: each batch's node names,
+    ``surplus_nodes`` the scale-down's (for stop_reaction)."""
     timings = scenario["timings"]
     shutdown = timings["instance_shutdown_seconds"]
     batch_nodes = batch_nodes or [()] * len(batches)
     phases = {
-        "scale_up": timings["instance_pending_seconds"] + timings["node_boot_seconds"],
+        "scale_up": timings["instance_pending_seconds"] + timings["node_boot_seconds"]
+        + boot_reaction(reaction or NO_REACTION, surge_instances),
         "upgrade": _steps_seconds(scenario, [(0, True, batch, nodes) for batch, nodes in zip(batches, batch_nodes)],
                                   post_drain_wait, reaction),
         "scale_down": ideal_drain_seconds(surplus_batch, scenario, reaction, surplus_nodes) + post_drain_wait
@@ -177,7 +204,7 @@ def _steps_seconds(scenario, steps, post_drain_wait, reaction) -> float:
     accepted a termination holds up nothing but the end of the phase, which waits for the last terminated
     instances."""
     timings = scenario["timings"]
-    boot = timings["instance_pending_seconds"] + timings["node_boot_seconds"]
+    boot = timings["instance_pending_seconds"] + timings["node_boot_seconds"] + (reaction or NO_REACTION).get("boot", 0.0)
     now, gone = 0.0, 0.0
     for launched, replaces, pods, nodes in steps:
         now += boot if launched else 0.0
@@ -276,9 +303,10 @@ def per_az(sandbox) -> dict[str, int]:
 
 
 def ideal_for(config: Config, scenario, report, contents_before, at_scale_down, post_drain_wait, reaction=None,
-              node_names=None):
+              node_names=None, surge_instances=()):
     """The ideal schedule of what the run did, and the pods that had to move (see ideal_schedule). ``node_names``:
-    instance id -> node name, of the nodes before the run and at the scale-down."""
+    instance id -> node name, of the nodes before the run and at the scale-down; ``surge_instances``: the instances
+    the scale-up launched."""
     replaced = report["replaced_instances"]
     node_names = node_names or {}
 
@@ -299,7 +327,7 @@ def ideal_for(config: Config, scenario, report, contents_before, at_scale_down, 
     surplus = batch_pods(at_scale_down, report["surplus_removed"]) if report["surplus_removed"] else None
     moved = sum(sum(batch.values()) for batch in batches) + (sum(surplus.values()) if surplus else 0)
     return ideal_schedule(scenario, batches, surplus, post_drain_wait, reaction, [nodes(ids) for ids in chunks],
-                          nodes(report["surplus_removed"])), moved
+                          nodes(report["surplus_removed"]), surge_instances), moved
 
 
 def benchmark(scenario_name: str, config: Config, post_drain_wait: float) -> dict[str, Any]:
@@ -312,11 +340,16 @@ def benchmark(scenario_name: str, config: Config, post_drain_wait: float) -> dic
         node_names: dict[str, str] = {}
         contents_before = node_contents(sandbox, node_names)
         at_scale_down: dict[str, Any] = {}
+        instances_before = set(i["InstanceId"] for i in workers_asg(sandbox)["Instances"])
+        surge_instances: set[str] = set()
 
         tasks = TaskClock()
 
         def on_line(line):
             tasks.line(line)
+            if UPGRADE_MARKER in line and not surge_instances:
+                surge_instances.update(set(i["InstanceId"] for i in workers_asg(sandbox)["Instances"])
+                                       - instances_before)
             if SCALE_DOWN_MARKER in line and not at_scale_down:
                 at_scale_down.update(node_contents(sandbox, node_names))
 
@@ -337,12 +370,15 @@ def benchmark(scenario_name: str, config: Config, post_drain_wait: float) -> dic
     # The sandbox's own reaction per budget round and per pod stop, as it recorded them during this run (issue 11
     # item 4).
     reaction = dict(reaction_per_round(before.get("pdb_rounds"), after.get("pdb_rounds")),
-                    **reaction_per_stop(before.get("pod_stops"), after.get("pod_stops")))
+                    **reaction_per_stop(before.get("pod_stops"), after.get("pod_stops")),
+                    **reaction_per_boot(before.get("node_boots"), after.get("node_boots")))
     ideal, moved = ideal_for(config, scenario, report, contents_before, at_scale_down, post_drain_wait, reaction,
-                             node_names)
+                             node_names, sorted(surge_instances))
     without_reaction, _moved = ideal_for(config, scenario, report, contents_before, at_scale_down, post_drain_wait)
     rounds_only, _moved = ideal_for(config, scenario, report, contents_before, at_scale_down, post_drain_wait,
-                                    dict(reaction, stop=0.0, stop_by_node={}))
+                                    dict(reaction, stop=0.0, stop_by_node={}, boot=0.0, boot_by_instance={}))
+    without_boots, _moved = ideal_for(config, scenario, report, contents_before, at_scale_down, post_drain_wait,
+                                      dict(reaction, boot=0.0, boot_by_instance={}), node_names)
 
     k8s = k8s_requests_by_agent({"k8s_requests": counts_since(before["k8s_requests"], after["k8s_requests"])},
                                 COLLECTION_AGENT)
@@ -360,7 +396,10 @@ def benchmark(scenario_name: str, config: Config, post_drain_wait: float) -> dic
                        "charged_to_ideal_seconds": rounds_only["total"] - without_reaction["total"]},
         "pod_stops": {"reaction_seconds_per_stop": reaction["stop"],
                       "last_stop_reaction_seconds_by_node": reaction["stop_by_node"],
-                      "charged_to_ideal_seconds": ideal["total"] - rounds_only["total"]},
+                      "charged_to_ideal_seconds": without_boots["total"] - rounds_only["total"]},
+        "node_boots": {"reaction_seconds_per_boot": reaction["boot"],
+                       "surge_reaction_seconds": boot_reaction(reaction, sorted(surge_instances)),
+                       "charged_to_ideal_seconds": ideal["total"] - without_boots["total"]},
         "overhead_per_replaced_node_seconds": (run.seconds - ideal["total"]) / replaced_count,
         "replaced_nodes": replaced_count, "surplus_removed": len(report["surplus_removed"]),
         "pods_moved": moved, "pods_evicted_in_upgrade_report": report["pods_evicted"],
@@ -441,6 +480,10 @@ def main():
         print(f"pod stops: the sandbox's own reaction {stops['reaction_seconds_per_stop']:.3f} s per stop beyond the "
               f"stop time, {sum(last) / len(last) if last else 0:.3f} s for a node's last stop; the ideal charges "
               f"{stops['charged_to_ideal_seconds']:.1f} s for it (each drain's last stop)")
+        boots = r["node_boots"]
+        print(f"node boots: the sandbox's own reaction {boots['reaction_seconds_per_boot']:.3f} s per boot beyond "
+              f"pending and boot, {boots['surge_reaction_seconds']:.3f} s for the scale-up's slowest; the ideal "
+              f"charges {boots['charged_to_ideal_seconds']:.1f} s for it")
     write_json(args.json, {"runs": runs})
 
 

@@ -173,6 +173,7 @@ class Observer:
             "pods_lost": self._recorder.pods_lost(),
             "pdb_rounds": self._recorder.pdb_rounds(),
             "pod_stops": self._recorder.pod_stops(),
+            "node_boots": self._recorder.node_boots(),
             "k8s_requests": self._recorder.k8s_requests(),
             "aws_calls": self._recorder.aws_calls(),
             "aws_calls_by_agent": self._recorder.aws_calls_by_agent(),

@@ -31,6 +31,9 @@ class Recorder:
         # [stops, seconds, reaction seconds, largest reaction] (pod_stop), and per node [stops, last reaction]
         self._pod_stops: list[float] = [0, 0.0, 0.0, 0.0]
         self._pod_stops_by_node: dict[str, list[float]] = {}
+        # [boots, seconds, reaction seconds, largest reaction] (node_boot), and each instance's reaction
+        self._node_boots: list[float] = [0, 0.0, 0.0, 0.0]
+        self._node_boots_by_instance: dict[str, float] = {}
 
     def k8s_request(self, user_agent: str, verb: str, resource: str, status: int) -> None:
         key = f"{user_agent or '-'} {verb} {resource} {status}"
@@ -78,6 +81,17 @@ class Recorder:
                 by_node[0] += 1
                 by_node[1] = reaction_seconds
 
+    def node_boot(self, seconds: float, reaction_seconds: float, instance_id: str) -> None:
+        """One instance's node registered Ready: `seconds` from the instance's launch, of which `reaction_seconds`
+        were the sandbox's own reaction beyond instance_pending_seconds + node_boot_seconds."""
+        with self._lock:
+            totals = self._node_boots
+            totals[0] += 1
+            totals[1] += seconds
+            totals[2] += reaction_seconds
+            totals[3] = max(totals[3], reaction_seconds)
+            self._node_boots_by_instance[instance_id] = reaction_seconds
+
     def event(self, kind: str, **fields: Any) -> None:
         entry = {"time": round(time.time(), 3), "kind": kind, **fields}
         with self._lock:
@@ -124,6 +138,16 @@ class Recorder:
                 "reaction_seconds_max": round(largest, 3),
                 "by_node": {node: {"stops": int(count), "last_reaction_seconds": round(last, 3)}
                             for node, (count, last) in by_node.items()}}
+
+    def node_boots(self) -> dict[str, Any]:
+        """The nodes booted so far: `boots`, the running totals `seconds` and `reaction_seconds`,
+        `reaction_seconds_max`, and each instance's reaction (`by_instance`)."""
+        with self._lock:
+            boots, seconds, reaction, largest = self._node_boots
+            by_instance = dict(sorted(self._node_boots_by_instance.items()))
+        return {"boots": int(boots), "seconds": round(seconds, 3), "reaction_seconds": round(reaction, 3),
+                "reaction_seconds_max": round(largest, 3),
+                "by_instance": {instance_id: round(value, 3) for instance_id, value in by_instance.items()}}
 
     def events(self) -> list[dict[str, Any]]:
         with self._lock:

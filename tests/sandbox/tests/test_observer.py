@@ -134,6 +134,7 @@ def test_report_carries_recorder_data_and_extra_fields():
                                       "reaction_seconds_max": 0.0, "by_node": {}}
     recorder.pod_stop(0.25, 0.05, "node-a")
     recorder.pod_stop(0.3, 0.1)
+    recorder.node_boot(2.2, 0.2, "i-1")
     report = Observer(SCENARIO, recorder).report(snapshot([], 4), {}, extra={"ready_at": 5.0})
     assert report["k8s_requests"] == {"kubectl list pods 200": 1}
     assert report["aws_calls"] == {"DescribeInstances RequestLimitExceeded": 1}
@@ -142,6 +143,8 @@ def test_report_carries_recorder_data_and_extra_fields():
     assert report["pdb_rounds"] == {**web, "by_pdb": {"default/web": web}}
     assert report["pod_stops"] == {"stops": 2, "seconds": 0.55, "reaction_seconds": 0.15, "reaction_seconds_max": 0.1,
                                    "by_node": {"node-a": {"stops": 1, "last_reaction_seconds": 0.05}}}
+    assert report["node_boots"] == {"boots": 1, "seconds": 2.2, "reaction_seconds": 0.2, "reaction_seconds_max": 0.2,
+                                    "by_instance": {"i-1": 0.2}}
     assert report["ready_at"] == 5.0 and report["scenario"] == "unit"
 
 

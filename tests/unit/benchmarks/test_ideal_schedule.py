@@ -9,7 +9,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 
 from upgrade import (Config, ideal_drain_seconds, ideal_schedule, ideal_surge_schedule,  # noqa: E402
-                     reaction_per_round, reaction_per_stop)
+                     reaction_per_boot, reaction_per_round, reaction_per_stop)
 
 TIMINGS = dict(instance_pending_seconds=0.5, node_boot_seconds=1.5, instance_shutdown_seconds=0.5,
                pod_start_seconds=2.0, grace_period_scale=0.02)
@@ -25,6 +25,9 @@ SCENARIO = dict(timings=TIMINGS, workloads=[
     workload("percent", 10, pdb=dict(max_unavailable=None, min_available="80%")),
     workload("free", 10, grace=100, ignore_sigterm=True),
 ])
+
+
+NO_BOOTS = dict(rounds=0, mean=0.0, by_workload={}, stop=0.0, stop_by_node={}, boot=0.0, boot_by_instance={})
 
 
 def test_budget_rounds_decide_the_drain():
@@ -68,6 +71,24 @@ def test_a_drain_is_charged_the_recorded_reaction_to_its_nodes_last_stop():
     assert ideal_drain_seconds(pods, SCENARIO, stopping, ("node-c",)) == pytest.approx(0.2 + 0.1)
     batches = ideal_schedule(SCENARIO, [pods, pods], None, 1, stopping, [("node-a",), ("node-b",)])
     assert batches["upgrade"] == pytest.approx((0.2 + 0.19 + 1) + (0.2 + 0.05 + 1) + 0.5)
+
+
+def test_the_scale_up_is_charged_the_recorded_reaction_to_its_slowest_boot_and_a_surge_step_the_mean():
+    """Issue 11: the scale-up waits for all its new nodes, so for the slowest boot as the sandbox recorded it;
+    without a record of its instances, and for a surge step's launches, the run's mean per boot."""
+    booting = dict(NO_BOOTS, boot=0.1, boot_by_instance={"i-1": 0.15, "i-2": 0.25, "i-9": 0.4})
+    assert ideal_schedule(SCENARIO, [], None, 1, booting, surge_instances=["i-1", "i-2"])["scale_up"] == \
+        pytest.approx(0.5 + 1.5 + 0.25)
+    assert ideal_schedule(SCENARIO, [], None, 1, booting)["scale_up"] == pytest.approx(0.5 + 1.5 + 0.1)
+    ideal = ideal_surge_schedule(SCENARIO, [(1, 0, Counter(), ())], 1, booting)
+    assert ideal["upgrade"] == pytest.approx(0.5 + 1.5 + 0.1)
+
+
+def test_the_reaction_per_boot_is_the_runs_share_of_the_reports_running_totals():
+    before = dict(boots=6, reaction_seconds=0.6, by_instance={"i-1": 0.1})
+    after = dict(boots=8, reaction_seconds=1.0, by_instance={"i-1": 0.1, "i-2": 0.3, "i-3": 0.1})
+    assert reaction_per_boot(before, after) == dict(boot=pytest.approx(0.2), boot_by_instance={"i-2": 0.3, "i-3": 0.1})
+    assert reaction_per_boot(None, None) == dict(boot=0.0, boot_by_instance={})
 
 
 def test_the_reaction_per_stop_is_the_runs_share_of_the_reports_running_totals():

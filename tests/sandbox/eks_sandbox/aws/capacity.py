@@ -173,6 +173,7 @@ class CapacityReconciler:
         instance = reservation.instances[0]
         instance._state = Ec2InstanceState(*PENDING)
         instance.sandbox_state_since = now
+        instance.sandbox_launched_at = now
         hidden = self.not_visible_for()
         if hidden:
             instance.sandbox_visible_at = now + hidden

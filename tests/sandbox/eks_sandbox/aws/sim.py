@@ -225,6 +225,7 @@ class AwsSim:
                         "launch_template_id": template.id if template is not None else None,
                         "launch_template_version": version, "asg_name": group.name, "nodegroup": nodegroup,
                         "private_dns_name": instance.sandbox_private_dns_name,
+                        "launched_at": getattr(instance, "sandbox_launched_at", None),
                         "instance_type": instance.instance_type,
                         "user_data": user_data.decode() if user_data else ""})
         return result

@@ -27,6 +27,7 @@ class Controllers:
         self.pods = PodLifecycle(api, scenario["timings"], gone)
         self.recorder = recorder
         self._pod_start_seconds = scenario["timings"]["pod_start_seconds"]
+        self._boot_seconds = scenario["timings"]["instance_pending_seconds"] + scenario["timings"]["node_boot_seconds"]
         self._pdb_inputs: dict[str, tuple] = {}
         self._rounds_ended: list[tuple[str, float]] = []  # this pass's budget rounds: (pdb, oldest eviction)
 
@@ -36,7 +37,7 @@ class Controllers:
         now = time.monotonic()
         self._rounds_ended = []
         with self.store.lock:
-            self.nodes.sync(instances, now)
+            booted = self.nodes.sync(instances, now)
             self.workloads.sync()
             stopped = self.pods.sync(now)
             self._sync_disruption_budgets()
@@ -51,6 +52,10 @@ class Controllers:
         # that a node's last recorded stop of the pass is its largest.
         for since, stop, node in sorted(stopped, key=lambda entry: visible - entry[0] - entry[1]):
             self.recorder.pod_stop(visible - since, visible - since - stop, node)
+        # Likewise a boot: from the instance's launch to its node Ready, and what EC2 and the kubelet took beyond
+        # instance_pending_seconds + node_boot_seconds by acting on their passes.
+        for instance_id, launched_at in booted:
+            self.recorder.node_boot(visible - launched_at, visible - launched_at - self._boot_seconds, instance_id)
 
     def _sync_disruption_budgets(self) -> None:
         wall = time.time()

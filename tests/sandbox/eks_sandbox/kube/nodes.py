@@ -66,9 +66,12 @@ class NodeLifecycle:
         self._stopped_since: dict[str, float] = {}
         self._node_of_instance: dict[str, str] = {}
         self._lost_pods: set[str] = set()  # uids already reported lost
+        self._booted: list[tuple[str, float]] = []  # this pass's nodes registered Ready (sync)
         self.gone_nodes: set[str] = set()  # nodes whose instance stopped (no kubelet any more)
 
-    def sync(self, instances: list[dict[str, Any]], now: float) -> None:
+    def sync(self, instances: list[dict[str, Any]], now: float) -> list[tuple[str, float]]:
+        """One pass; returns (instance id, launch time) of the instances whose node registered Ready in it."""
+        self._booted = []
         listed = set()
         for instance in instances:
             instance_id = instance["instance_id"]
@@ -90,6 +93,7 @@ class NodeLifecycle:
         for instance_id in [i for i in self._never_joins if i not in listed]:
             del self._never_joins[instance_id]
         self._sync_cordon_taints()
+        return self._booted
 
     def _register(self, instance: dict[str, Any]) -> None:
         boot = parse_user_data(instance.get("user_data") or "")
@@ -103,9 +107,11 @@ class NodeLifecycle:
         self._node_of_instance[instance["instance_id"]] = name
         if self.store.get(NODES, "", name) is not None:
             return
-        self.store.insert(NODES, self.build_node(instance, boot))
+        node = self.store.insert(NODES, self.build_node(instance, boot))
         self.recorder.event("node_registered", node=name, instance_id=instance["instance_id"],
                             nodegroup=instance["nodegroup"])
+        if objects.node_ready(node) and instance.get("launched_at") is not None:
+            self._booted.append((instance["instance_id"], instance["launched_at"]))
 
     def _join_refusal(self, instance: dict[str, Any], boot) -> str:
         """Why this instance's kubelet never registers a node ("" when it does)."""
