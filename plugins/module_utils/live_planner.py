@@ -71,17 +71,29 @@ class LivePlanner:
             self.rng.setstate(ahead.rng_state)
             scheduled = ahead.scheduled
         else:
-            asg, joined, nodes = self._read()
-            journal = self._journal(asg)
-            if not self.fallback and self._capacity_accepted(journal, asg):
-                self.fallback = True
-                self.warn("schedule once: the desired capacity of %s was accepted as moved (accept_current_capacity); "
-                          "the remaining old nodes are replaced with EKS's schedule (every termination replaced), and "
-                          "the cordoned surplus nodes are removed empty at the scale-down" % self.group.asg_name)
-            scheduled = self._choose(asg, joined, nodes, journal, self.rng)
+            scheduled = self._plan_live()
         if scheduled is None:
             return None
         return Batch(scheduled.instance_ids, decrement_ids=scheduled.decrement_ids, at_risk=scheduled.at_risk)
+
+    def plan_first(self) -> None:
+        """Plan the first batch from the group read live, as the first call would (called while every old node is
+        cordoned: the cordon changes nothing the planner reads). A failure is left to the first call to meet."""
+        state = self.rng.getstate()
+        try:
+            self._next = _Ahead([], (), self._plan_live(), self.rng.getstate())
+        finally:
+            self.rng.setstate(state)
+
+    def _plan_live(self) -> schedule.ScheduledBatch | None:
+        asg, joined, nodes = self._read()
+        journal = self._journal(asg)
+        if not self.fallback and self._capacity_accepted(journal, asg):
+            self.fallback = True
+            self.warn("schedule once: the desired capacity of %s was accepted as moved (accept_current_capacity); "
+                      "the remaining old nodes are replaced with EKS's schedule (every termination replaced), and "
+                      "the cordoned surplus nodes are removed empty at the scale-down" % self.group.asg_name)
+        return self._choose(asg, joined, nodes, journal, self.rng)
 
     def plan_ahead(self, batch: Batch) -> None:
         """Plan the batch after ``batch`` from the group as it will be once ``batch``'s terminations are accepted

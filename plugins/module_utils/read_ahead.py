@@ -14,7 +14,8 @@ balancers and the group's termination lifecycle hooks, and under the schedule on
 its nodes by instance id as the planner joined them (SPEC K2; an old instance's node does not change), and those
 load balancers: its first request is the node's own GET. The post-drain wait is longer than these reads (1 s at
 the least in practice); when it is not, the next step waits for them, no longer than it used to. A read that
-fails is not used: the step reads for itself, as before.
+fails is not used: the step reads for itself, as before. The first batch's reads go while the phase cordons every
+old node.
 """
 
 from __future__ import annotations
@@ -44,17 +45,25 @@ class ReadAhead:
         self.hooks = None           # the group's termination lifecycle hooks, read during it
         self._thread = None
 
+    def first(self) -> None:
+        """Read for the first batch while every old node is cordoned (the cordon changes nothing read here)."""
+        self._start(None)
+
     def on_emptied(self, batch: Batch) -> Callable[[], None]:
         """The drain's on_emptied for ``batch``: its nodes are empty, their post-drain wait begins."""
-        def start() -> None:
-            self._thread = threading.Thread(target=self._read, args=(batch,), name="eksops-read-ahead")
-            self._thread.daemon = True
-            self._thread.start()
-        return start
+        return lambda: self._start(batch)
 
-    def _read(self, batch: Batch) -> None:
+    def _start(self, batch: Batch | None) -> None:
+        self._thread = threading.Thread(target=self._read, args=(batch,), name="eksops-read-ahead")
+        self._thread.daemon = True
+        self._thread.start()
+
+    def _read(self, batch: Batch | None) -> None:
+        """Plan the batch after ``batch`` (the first one for None), read the load balancers and the hooks."""
         try:
-            if self.planner is not None:
+            if self.planner is not None and batch is None:
+                self.planner.plan_first()
+            elif self.planner is not None:
                 self.planner.plan_ahead(batch)
             if self.group is not None:
                 # Those attached to the group's Auto Scaling group are Auto Scaling's (find_load_balancers).

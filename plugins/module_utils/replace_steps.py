@@ -245,6 +245,8 @@ def replace_loop(params: Mapping[str, Any], clients: Clients, check_mode: bool, 
 
     ahead = ReadAhead(context(step_params(params, Batch([]))[0]),
                       next_batch if isinstance(next_batch, LivePlanner) else None, group)
+    # The first batch's reads go while the phase cordons every old node (U4).
+    ahead.first()
 
     def drain(batch: Batch) -> Mapping[str, Any]:
         return drain_step.run(context(step_params(params, batch)[0]), ahead.drain_inputs(batch, node_names),

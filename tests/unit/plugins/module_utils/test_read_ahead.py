@@ -122,6 +122,26 @@ def test_batches_planned_ahead_are_the_batches_planned_after_each_termination(mo
     assert world.reads == 1 + len(OLD) and reads_live == len(OLD) + 1
 
 
+def test_the_first_batch_planned_while_the_old_nodes_are_cordoned_is_the_first_batch(monkeypatch):
+    expected, _reads = run_without_reading_ahead(monkeypatch, 3)
+    world, plan = World(monkeypatch), planner(3)
+    plan.plan_first()
+    reads = world.reads
+    first = plan(None)
+    assert world.reads == reads == 1 and (first.instance_ids, first.decrement_ids) == expected[0]
+
+
+def test_a_first_plan_that_failed_is_made_again_by_the_first_call(monkeypatch):
+    expected, _reads = run_without_reading_ahead(monkeypatch, 3)
+    world, plan = World(monkeypatch), planner(3)
+    world.asg = dict(world.asg, Tags=[])  # no journal: the planner refuses to go on
+    with pytest.raises(Exception):
+        plan.plan_first()
+    world.asg = asg(9)
+    first = plan(None)
+    assert (first.instance_ids, first.decrement_ids) == expected[0], "the failed plan took no random draw"
+
+
 @pytest.mark.parametrize("what", ["desired capacity moved", "instance raced", "capacity adopted", "not planned"])
 def test_a_termination_that_did_not_go_as_predicted_is_followed_by_a_live_read(monkeypatch, what):
     """Whatever differs from the prediction, the next batch is planned from the group read after the termination,
