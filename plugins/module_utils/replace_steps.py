@@ -59,6 +59,7 @@ ARGUMENT_SPEC = dict(
     eviction_concurrency=drain_step.ARGUMENT_SPEC["eviction_concurrency"],
     accept_current_capacity=dict(type="bool", default=False),
     wait_for_replacements=dict(type="bool", default=False),
+    should_decrement_desired_capacity=dict(type="bool", default=False),
     wait_timeout=dict(type="int", default=600),
     node_ready_timeout=dict(type="int", default=NODE_READY_TIMEOUT_DEFAULT),
     run_id=dict(type="str"),
@@ -79,6 +80,17 @@ def validate_schedule(params: Mapping[str, Any]) -> None:
         raise invalid_parameter("schedule", "schedule once plans which terminations lower the desired capacity; "
                                 "wait_for_replacements (strategy minimal) waits for a replacement of each: use "
                                 "schedule eks with it")
+    if params["should_decrement_desired_capacity"]:
+        # The surge strategy's steps (SPEC S3): their plan sized the group so that each step's terminations lower it.
+        for refused, why in ((params["schedule"] == "once", "schedule once plans which terminations lower the desired "
+                              "capacity itself"),
+                             (params["wait_for_replacements"], "with wait_for_replacements, nothing would replace a "
+                              "decremented instance"),
+                             (params["batches"] is None, "lowering the desired capacity at every termination needs "
+                              "batches planned for it")):
+            if refused:
+                raise invalid_parameter("should_decrement_desired_capacity",
+                                        "should_decrement_desired_capacity: %s" % why)
     if params["batch_size"] is not None and params["batch_size"] < 1:
         raise invalid_parameter("batch_size", "batch_size must be >= 1, got %d" % params["batch_size"])
 
@@ -218,7 +230,7 @@ def next_batch_source(params: Mapping[str, Any], clients: Clients, check_mode: b
     the live planner of the schedule once; once without the journal's start_per_az falls back to eks, warning.
     ``group``: the node group plan_phase found (and refused if managed), else it is found here."""
     if params["schedule"] != "once" or check_mode:
-        return params["schedule"], planned_batches(params["batches"])
+        return params["schedule"], planned_batches(params["batches"], params["should_decrement_desired_capacity"])
     if group is None:
         group = find_module_nodegroup(StepContext(params, clients, check_mode, False, warn, lambda line: None),
                                       refuse_managed="terminate instances through its Auto Scaling group")

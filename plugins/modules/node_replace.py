@@ -88,6 +88,15 @@ options:
         Ready before the next batch (strategy C(minimal), SPEC U7).
     type: bool
     default: false
+  should_decrement_desired_capacity:
+    description:
+      - Every termination of the batches of O(batches) lowers the desired capacity instead of waiting for a
+        replacement, as M(eksops.nodegroup.asg_instance_terminate) does with
+        O(eksops.nodegroup.asg_instance_terminate#module:should_decrement_desired_capacity=true). For the surge
+        strategy's steps (SPEC S3), whose new nodes M(eksops.nodegroup.asg_surge) launched first.
+      - Needs O(batches) and the schedule C(eks); refused with O(wait_for_replacements).
+    type: bool
+    default: false
   node_ready_timeout:
     description:
       - Seconds an instance may take to register its node (M(eksops.nodegroup.asg_instance_terminate)'s

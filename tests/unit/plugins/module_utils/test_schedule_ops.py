@@ -11,9 +11,10 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils import instances,
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import SURPLUS_ANNOTATION, Journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import node_view
-from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import Batch, ReplaceLoop, planned_batches
+from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import Batch, ReplaceLoop, ReplaceState, planned_batches
 from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_steps import (
     merge_outputs,
+    next_batch_source,
     termination_rounds,
     validate_schedule,
 )
@@ -160,11 +161,38 @@ def test_b1_the_rounds_merge_into_one_termination_result():
     assert merged["termination"]["lifecycle_hooks"] == hooks and merged["termination"]["elapsed_seconds"] == 2.0
 
 
+def _schedule_options(**options):
+    return dict(dict(schedule="eks", wait_for_replacements=False, should_decrement_desired_capacity=False,
+                     batches=None, batch_size=None), **options)
+
+
 def test_b1_once_is_refused_with_wait_for_replacements_naming_schedule():
     with pytest.raises(UpgradeError) as raised:
-        validate_schedule(dict(schedule="once", wait_for_replacements=True, batch_size=None))
+        validate_schedule(_schedule_options(schedule="once", wait_for_replacements=True))
     assert raised.value.details["parameter"] == "schedule"
-    validate_schedule(dict(schedule="eks", wait_for_replacements=True, batch_size=None))
+    validate_schedule(_schedule_options(wait_for_replacements=True))
+
+
+@pytest.mark.parametrize("options, why", [
+    (dict(schedule="once", batches=[["i-1"]]), "schedule once plans"),
+    (dict(wait_for_replacements=True, batches=[["i-1"]]), "nothing would replace"),
+    (dict(), "needs batches planned"),
+])
+def test_s3_every_termination_decrementing_is_refused_outside_given_batches_of_the_schedule_eks(options, why):
+    with pytest.raises(UpgradeError) as raised:
+        validate_schedule(_schedule_options(should_decrement_desired_capacity=True, **options))
+    assert raised.value.details["parameter"] == "should_decrement_desired_capacity" and why in raised.value.msg
+    # The surge strategy's steps: given batches, the schedule eks.
+    validate_schedule(_schedule_options(should_decrement_desired_capacity=True, batches=[["i-1"]]))
+
+
+@pytest.mark.parametrize("decrement", [True, False])
+def test_s3_given_batches_lower_the_desired_capacity_at_every_termination_when_told(decrement):
+    options = _schedule_options(should_decrement_desired_capacity=decrement, batches=[["i-1", "i-2"], ["i-3"]])
+    schedule_run, next_batch = next_batch_source(options, None, False, None, {})
+    first = next_batch(ReplaceState())
+    assert schedule_run == "eks" and first.instance_ids == ["i-1", "i-2"]
+    assert termination_rounds(first) == [(["i-1", "i-2"], decrement)]
 
 
 class _Handle:
