@@ -46,7 +46,8 @@ class ActionModule(ControllerAction):
         result = super().run(tmp, task_vars)
         del tmp
         params = self.validated_params(full_argument_spec(),
-                                       mutually_exclusive=[["max_unavailable", "max_unavailable_percentage"]])
+                                       mutually_exclusive=[["max_unavailable", "max_unavailable_percentage"],
+                                                           ["batches", "steps"]])
         warnings = []
         clients = Clients(params, "%s/node_replace" % USER_AGENT_EXTRA)
         try:

@@ -10,8 +10,8 @@ termination does not, so with ``overlap`` that wait runs in a thread while the n
 before the next batch's termination and before the loop ends. Without it (strategy minimal, U7: the replacement
 wait gates the next batch) each batch waits in turn.
 
-What the next batch is and how its instances go is asked per batch of ``next_batch(state)``: today the plan's
-precomputed batches (planned_batches); a planner reading live state can answer instead.
+What the next batch is and how its instances go is asked per batch of ``next_batch(state)``: the plan's
+precomputed batches (planned_batches), the surge strategy's steps (planned_steps), or a planner reading live state.
 
 The steps (drain, start, finish) are given by the caller (start returns a handle whose ``output`` is the
 termination result so far); a step that fails raises StepFailed with the step's
@@ -33,14 +33,18 @@ class Batch:
     """The instances of one batch and how to terminate them (``decrement_ids``: the instances whose termination
     lowers the desired capacity instead of waiting for a replacement, as the schedule once plans them, SPEC B1;
     ``decrement``, the constructor's shorthand: all of them do; ``at_risk``: the planner could not rule out a
-    replacement landing in another Availability Zone than the one that needs it)."""
+    replacement landing in another Availability Zone than the one that needs it). A surge step (SPEC S3) first
+    raises the desired capacity to ``desired_capacity``, launching ``launch`` new nodes; it may have no old
+    instance to replace."""
 
     def __init__(self, instance_ids: Sequence[str], decrement: bool = False, decrement_ids: Sequence[str] = (),
-                 at_risk: bool = False) -> None:
+                 at_risk: bool = False, desired_capacity: int | None = None, launch: int = 0) -> None:
         self.instance_ids = list(instance_ids)
         wanted = set(decrement_ids)
         self.decrement_ids = [i for i in self.instance_ids if decrement or i in wanted]
         self.at_risk = at_risk
+        self.desired_capacity = desired_capacity
+        self.launch = launch
 
     @property
     def decrement(self) -> bool:
@@ -97,6 +101,20 @@ def planned_batches(batches: Sequence[Sequence[str]], decrement: bool = False) -
     def next_batch(state: ReplaceState) -> Batch | None:
         done = len(state.batches)
         return Batch(batches[done], decrement) if done < len(batches) else None
+    return next_batch
+
+
+def planned_steps(steps: Sequence[Mapping[str, Any]]) -> Callable[[ReplaceState], Batch | None]:
+    """next_batch for the surge strategy's steps (planning.place_surge_steps): step k raises the desired capacity to
+    its ``desired_capacity``, launching its ``launch`` new nodes, then its ``instance_ids`` go, each termination
+    lowering the desired capacity (SPEC S3)."""
+    def next_batch(state: ReplaceState) -> Batch | None:
+        done = len(state.batches)
+        if done == len(steps):
+            return None
+        step = steps[done]
+        return Batch(step["instance_ids"], decrement=True, desired_capacity=step["desired_capacity"],
+                     launch=step["launch"])
     return next_batch
 
 
@@ -157,12 +175,14 @@ class BackgroundWait:
 class ReplaceLoop:
     """The batch loop. ``drain(batch)``, ``start(batch)`` and ``finish(handle)`` are the steps (see the module
     docstring); ``progress(line)`` receives one line per batch start and end, and one when a batch's instances are
-    gone; ``node_names`` (instance id -> node name, as planned) names the nodes of a batch's start line."""
+    gone; ``node_names`` (instance id -> node name, as planned) names the nodes of a batch's start line. ``noun``
+    names a batch in those lines (the surge strategy's are steps). A batch with no instance (a surge step that only
+    launches) ends after its drain step, which launched its nodes."""
 
     def __init__(self, drain: Callable[[Batch], Mapping[str, Any]], start: Callable[[Batch], Any],
                  finish: Callable[[Any], Mapping[str, Any]], progress: Callable[[str], None], overlap: bool,
                  node_names: Mapping[str, str | None] | None = None, total: int | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, noun: str = "batch") -> None:
         self.drain = drain
         self.start = start
         self.finish = finish
@@ -172,13 +192,14 @@ class ReplaceLoop:
         self.node_names = node_names if node_names is not None else {}
         self.total = total
         self.clock = clock
+        self.noun = noun
         self.state = ReplaceState()
         self.pending = None
 
     def label(self, record: Mapping[str, Any]) -> str:
         # A live planner (schedule once) may answer more batches than the plan counted: no total then.
         total = self.total if self.total and record["batch"] <= self.total else None
-        return "batch %d%s" % (record["batch"], "/%d" % total if total else "")
+        return "%s %d%s" % (self.noun, record["batch"], "/%d" % total if total else "")
 
     def run(self, next_batch: Callable[[ReplaceState], Batch | None]) -> ReplaceState:
         try:
@@ -200,10 +221,16 @@ class ReplaceLoop:
                       nodes=[self.node_names.get(i) for i in batch.instance_ids], started=self.clock(),
                       decrement_ids=list(batch.decrement_ids), at_risk=batch.at_risk)
         self.state.batches.append(record)
-        self.progress("%s started at %s: %s (%s)" % (
-            self.label(record), clock_time(record["started"]), _names(batch.instance_ids, self.node_names),
-            ", ".join(batch.instance_ids)))
+        self.progress("%s started at %s: %s" % (
+            self.label(record), clock_time(record["started"]),
+            "%s (%s)" % (_names(batch.instance_ids, self.node_names), ", ".join(batch.instance_ids))
+            if batch.instance_ids else "no old node, new nodes only"))
         drained = self.drain(batch)["drain"]
+        if not batch.instance_ids:
+            record["ended"] = self.clock()
+            self.progress("%s ended at %s after %.1f s" % (self.label(record), clock_time(record["ended"]),
+                                                             record["ended"] - record["started"]))
+            return
         instances = drained.get("instances") or {}
         record["nodes"] = [instances.get(i) for i in batch.instance_ids]
         # The previous batch's instances are gone before this batch's go: one termination wait at a time.

@@ -2,7 +2,8 @@
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """node_replace's options and the steps of its loop: node_drain's and asg_instance_terminate's own code
-(drain_step, terminate_step) run with one shared Clients, in the action plugin's process (issue 11 item 4).
+(drain_step, terminate_step), and asg_surge's (surge_step) for the launches of the surge strategy's steps, run with
+one shared Clients, in the action plugin's process (issue 11 item 4).
 
 They run with a StepContext for a module (step_context.py).
 """
@@ -11,11 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+import time
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils import (
     drain_step,
     nodegroup_describe,
     schedule_ops,
+    surge_step,
     terminate_step,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
@@ -37,7 +40,9 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop impo
     ReplaceLoop,
     ReplaceState,
     StepFailed,
+    clock_time,
     planned_batches,
+    planned_steps,
 )
 
 # The planning options, as nodegroup_info takes them; used when node_replace plans the phase itself.
@@ -47,6 +52,18 @@ PLANNING_OPTIONS = ("update_strategy", "max_unavailable", "max_unavailable_perce
 ARGUMENT_SPEC = dict(
     NODEGROUP_ARGUMENT_SPEC,
     batches=dict(type="list", elements="list"),
+    # The surge strategy's steps as nodegroup_info plans them (planning.place_surge_steps); the keys this loop
+    # does not use are the plan's own, accepted as they come.
+    steps=dict(type="list", elements="dict", options=dict(
+        desired_capacity=dict(type="int", required=True),
+        launch=dict(type="int", required=True),
+        instance_ids=dict(type="list", elements="str", required=True),
+        step=dict(type="int"),
+        replace=dict(type="int"),
+        desired_after_launch=dict(type="int"),
+        desired_after_terminate=dict(type="int"),
+    )),
+    suspend_processes=surge_step.ARGUMENT_SPEC["suspend_processes"],
     node_names=dict(type="dict", default={}),
     cordon_old_nodes=dict(type="bool", default=False),
     update_strategy=nodegroup_describe.ARGUMENT_SPEC["update_strategy"],
@@ -59,7 +76,6 @@ ARGUMENT_SPEC = dict(
     eviction_concurrency=drain_step.ARGUMENT_SPEC["eviction_concurrency"],
     accept_current_capacity=dict(type="bool", default=False),
     wait_for_replacements=dict(type="bool", default=False),
-    should_decrement_desired_capacity=dict(type="bool", default=False),
     wait_timeout=dict(type="int", default=600),
     node_ready_timeout=dict(type="int", default=NODE_READY_TIMEOUT_DEFAULT),
     run_id=dict(type="str"),
@@ -75,22 +91,23 @@ def full_argument_spec() -> dict[str, Any]:
 
 
 def validate_schedule(params: Mapping[str, Any]) -> None:
-    """The schedule options, before any change, naming the parameter (SPEC B1)."""
+    """The schedule options and the surge steps, before any change, naming the parameter (SPEC B1, S3)."""
     if params["schedule"] == "once" and params["wait_for_replacements"]:
         raise invalid_parameter("schedule", "schedule once plans which terminations lower the desired capacity; "
                                 "wait_for_replacements (strategy minimal) waits for a replacement of each: use "
                                 "schedule eks with it")
-    if params["should_decrement_desired_capacity"]:
-        # The surge strategy's steps (SPEC S3): their plan sized the group so that each step's terminations lower it.
-        for refused, why in ((params["schedule"] == "once", "schedule once plans which terminations lower the desired "
-                              "capacity itself"),
-                             (params["wait_for_replacements"], "with wait_for_replacements, nothing would replace a "
-                              "decremented instance"),
-                             (params["batches"] is None, "lowering the desired capacity at every termination needs "
-                              "batches planned for it")):
+    if params["steps"] is not None:
+        # SPEC S3: each step drains its own nodes after its launch; nothing is cordoned ahead or waited for.
+        for name, refused in (("schedule", params["schedule"] != "eks"),
+                              ("cordon_old_nodes", params["cordon_old_nodes"]),
+                              ("wait_for_replacements", params["wait_for_replacements"])):
             if refused:
-                raise invalid_parameter("should_decrement_desired_capacity",
-                                        "should_decrement_desired_capacity: %s" % why)
+                raise invalid_parameter(name, "%s: the surge strategy's steps (steps) take the schedule eks, no "
+                                        "cordon_old_nodes and no wait_for_replacements" % name)
+        for step in params["steps"]:
+            if step["desired_capacity"] < 0 or step["launch"] < 0:
+                raise invalid_parameter("steps", "steps: desired_capacity and launch must be >= 0, got step %s"
+                                        % dict(step))
     if params["batch_size"] is not None and params["batch_size"] < 1:
         raise invalid_parameter("batch_size", "batch_size must be >= 1, got %d" % params["batch_size"])
 
@@ -171,7 +188,7 @@ def plan_phase(params: Mapping[str, Any], clients: Clients,
     (nodegroup_describe, from the planning options, the journal's run id and the batch size, seed and node names of
     the plan): one process for the phase (issue 11 item 4). A managed node group is refused (SPEC K3): EKS replaces
     its nodes."""
-    if params["batches"] is not None:
+    if params["batches"] is not None or params["steps"] is not None:
         return dict(params), None, None
     options = group_options(params, lease=False)
     options.update((name, params[name]) for name in PLANNING_OPTIONS + ("seed", "schedule"))
@@ -229,8 +246,10 @@ def next_batch_source(params: Mapping[str, Any], clients: Clients, check_mode: b
     """(the schedule run, next_batch): the plan's batches (schedule eks, or check mode, which walks the plan), or
     the live planner of the schedule once; once without the journal's start_per_az falls back to eks, warning.
     ``group``: the node group plan_phase found (and refused if managed), else it is found here."""
+    if params["steps"] is not None:
+        return "eks", planned_steps(params["steps"])
     if params["schedule"] != "once" or check_mode:
-        return params["schedule"], planned_batches(params["batches"], params["should_decrement_desired_capacity"])
+        return params["schedule"], planned_batches(params["batches"])
     if group is None:
         group = find_module_nodegroup(StepContext(params, clients, check_mode, False, warn, lambda line: None),
                                       refuse_managed="terminate instances through its Auto Scaling group")
@@ -240,6 +259,20 @@ def next_batch_source(params: Mapping[str, Any], clients: Clients, check_mode: b
     if schedule_run != "once":
         return schedule_run, planned_batches(params["batches"])
     return "once", LivePlanner(params, clients, group, warn, node_names)
+
+
+def launch_new_nodes(params: Mapping[str, Any], batch: Batch, context: Callable[[dict[str, Any]], StepContext],
+                     progress: Callable[[str], None]) -> None:
+    """A surge step's launch (SPEC S3), as asg_surge mode desired does it: the desired capacity raised to the
+    step's, and its new nodes Ready before its old ones are drained."""
+    options = group_options(params)
+    options.update(mode="desired", desired_capacity=batch.desired_capacity, wait=batch.launch > 0,
+                   suspend_processes=params["suspend_processes"], pending_decrement=len(batch.instance_ids),
+                   wait_timeout=params["node_ready_timeout"], accept_current_capacity=params["accept_current_capacity"])
+    surge = surge_step.run(context(validated(surge_step.ARGUMENT_SPEC, options)))["surge"]
+    if batch.launch > 0:
+        progress("launched %d new node(s), desired capacity %d: %d node(s) on the target Ready at %s" % (
+            batch.launch, batch.desired_capacity, len(surge["new_nodes"]), clock_time(time.time())))
 
 
 def replace_loop(params: Mapping[str, Any], clients: Clients, check_mode: bool, diff: bool,
@@ -261,6 +294,10 @@ def replace_loop(params: Mapping[str, Any], clients: Clients, check_mode: bool, 
     ahead.first()
 
     def drain(batch: Batch) -> Mapping[str, Any]:
+        if batch.desired_capacity is not None:
+            launch_new_nodes(params, batch, context, progress)
+        if not batch.instance_ids:
+            return dict(drain=dict(nodes={}, instances={}))
         return drain_step.run(context(step_params(params, batch)[0]), ahead.drain_inputs(batch, node_names),
                               ahead.on_emptied(batch))
 
@@ -289,5 +326,7 @@ def replace_loop(params: Mapping[str, Any], clients: Clients, check_mode: bool, 
 
     loop = ReplaceLoop(_guarded(drain), _guarded(start), _guarded(finish), progress,
                        overlap=not (params["wait_for_replacements"] or check_mode),
-                       node_names=node_names, total=len(params["batches"]))
+                       node_names=node_names, total=len(params["steps"] if params["steps"] is not None
+                                                        else params["batches"]),
+                       noun="step" if params["steps"] is not None else "batch")
     return loop, ahead.next_batch(next_batch)

@@ -19,6 +19,10 @@ description:
     lowering its desired capacity as M(eksops.nodegroup.asg_instance_terminate) does, and waits for them to be
     terminated (with O(wait_for_replacements), for their replacements to be Ready nodes). With O(schedule=once)
     the batches are planned from the live group and some terminations lower the desired capacity (SPEC B1).
+  - The surge strategy's phase (SPEC S3, S4) with O(steps) instead of O(batches). Each step first raises the desired
+    capacity to the step's and waits for the new nodes as M(eksops.nodegroup.asg_surge) does with
+    O(eksops.nodegroup.asg_surge#module:mode=desired), then drains the step's old nodes and terminates their instances,
+    each termination lowering the desired capacity. The progress lines say C(step) for C(batch).
   - "It is an action plugin that runs on the controller, in the process of the task, whatever the task's host or
     C(delegate_to): one process for the whole phase instead of two module processes per batch, and the work is
     the two modules' own code. The controller's Python needs boto3, botocore and kubernetes."
@@ -71,6 +75,48 @@ options:
       - Not for the minimal strategy (SPEC U7), which adds no capacity first.
     type: bool
     default: false
+  steps:
+    description:
+      - The surge strategy's steps, in order, as M(eksops.nodegroup.nodegroup_info) plans them with
+        O(eksops.nodegroup.nodegroup_info#module:max_surge)
+        (RV(eksops.nodegroup.nodegroup_info#module:nodegroup.plan.steps)). Mutually exclusive with O(batches).
+      - Needs the schedule C(eks), and is refused with O(cordon_old_nodes) and O(wait_for_replacements). A step that
+        launches no node does not wait for one, and a step with no old instance only launches.
+    type: list
+    elements: dict
+    suboptions:
+      desired_capacity:
+        description: The desired capacity the step raises the group to before it drains.
+        type: int
+        required: true
+      launch:
+        description: New nodes the raise launches; the step waits for them to be Ready when it launches any.
+        type: int
+        required: true
+      instance_ids:
+        description: The old instances the step replaces, each termination lowering the desired capacity.
+        type: list
+        elements: str
+        required: true
+      step:
+        description: The step's number in the plan (not used).
+        type: int
+      replace:
+        description: The plan's count of O(steps[].instance_ids) (not used).
+        type: int
+      desired_after_launch:
+        description: The plan's size after the launch, on a group of old nodes only (not used).
+        type: int
+      desired_after_terminate:
+        description: The plan's size after the terminations, on a group of old nodes only (not used).
+        type: int
+  suspend_processes:
+    description:
+      - With O(steps), the Auto Scaling processes the launches suspend, as M(eksops.nodegroup.asg_surge)'s
+        O(eksops.nodegroup.asg_surge#module:suspend_processes).
+    type: list
+    elements: str
+    default: [AZRebalance, AlarmNotification, ScheduledActions, ReplaceUnhealthy]
   node_names:
     description:
       - Instance id to node name as planned, for the batch start lines only.
@@ -86,15 +132,6 @@ options:
     description:
       - After each batch, wait until the group is back at its desired capacity and the replacements' nodes are
         Ready before the next batch (strategy C(minimal), SPEC U7).
-    type: bool
-    default: false
-  should_decrement_desired_capacity:
-    description:
-      - Every termination of the batches of O(batches) lowers the desired capacity instead of waiting for a
-        replacement, as M(eksops.nodegroup.asg_instance_terminate) does with
-        O(eksops.nodegroup.asg_instance_terminate#module:should_decrement_desired_capacity=true). For the surge
-        strategy's steps (SPEC S3), whose new nodes M(eksops.nodegroup.asg_surge) launched first.
-      - Needs O(batches) and the schedule C(eks); refused with O(wait_for_replacements).
     type: bool
     default: false
   node_ready_timeout:

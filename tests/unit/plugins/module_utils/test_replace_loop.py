@@ -13,6 +13,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop impo
     ReplaceLoop,
     StepFailed,
     planned_batches,
+    planned_steps,
     while_parent_lives,
 )
 
@@ -120,6 +121,27 @@ def test_progress_lines_start_and_end_each_batch_in_order():
     assert lines[starts[0]].startswith("batch 1/2 started at ") and "node-i-1 (i-1)" in lines[starts[0]]
     assert "drained node-i-2" in lines[ends[1]] and "i-2" in lines[ends[1]]
     assert any(line.startswith("batch 2/2: instances i-2 gone at ") for line in lines)
+
+
+def test_s3_surge_steps_launch_first_every_termination_decrements_and_a_launch_only_step_terminates_nothing():
+    steps, launches, lines = Steps(), [], []
+
+    def launch_then_drain(batch, drain=steps.drain):
+        launches.append((batch.desired_capacity, batch.launch))
+        return drain(batch) if batch.instance_ids else dict(drain=dict(nodes={}, instances={}))
+
+    loop = ReplaceLoop(launch_then_drain, steps.start, steps.finish, lines.append, overlap=True, total=2,
+                       noun="step")
+    state = loop.run(planned_steps([dict(desired_capacity=4, launch=1, instance_ids=["i-1", "i-2"], step=1),
+                                    dict(desired_capacity=3, launch=1, instance_ids=[], step=2)]))
+    assert launches == [(4, 1), (3, 1)]
+    assert steps.events == [("drain", "i-1"), ("start", "i-1", True), ("gone", "i-1")]
+    assert state.replaced_instances == ["i-1", "i-2"] and [b["batch"] for b in state.batches] == [1, 2]
+    assert lines[0].startswith("step 1/2 started at ") and "(i-1, i-2)" in lines[0]
+    assert [line for line in lines if line.startswith("step 2/2 ")] == [
+        line for line in lines if line.startswith("step 2/2 started at ") and line.endswith("no old node, new nodes only")
+        or line.startswith("step 2/2 ended at ")]
+    assert state.to_dict()["decrements"] == 2
 
 
 def test_never_joined_instances_are_recorded_when_auto_scaling_accepts_them():
