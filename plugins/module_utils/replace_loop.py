@@ -228,8 +228,8 @@ class ReplaceLoop:
         drained = self.drain(batch)["drain"]
         if not batch.instance_ids:
             record["ended"] = self.clock()
-            self.progress("%s ended at %s after %.1f s" % (self.label(record), clock_time(record["ended"]),
-                                                             record["ended"] - record["started"]))
+            self.progress("%s ended at %s after %.1f s" % (
+                self.label(record), clock_time(record["ended"]), record["ended"] - record["started"]))
             return
         instances = drained.get("instances") or {}
         record["nodes"] = [instances.get(i) for i in batch.instance_ids]
