@@ -91,22 +91,27 @@ def reaction_per_round(before: dict | None, after: dict | None) -> dict[str, Any
     return {"rounds": rounds, "mean": seconds / rounds if rounds else 0.0, "by_workload": by_workload}
 
 
+def _mean_reaction(before: dict | None, after: dict | None, count_name: str) -> float:
+    """The sandbox's mean reaction per event between two of its running-total reports (``count_name``: the report's
+    count of those events), 0 when none happened."""
+    def totals(report):
+        return (report or {}).get(count_name, 0), (report or {}).get("reaction_seconds", 0.0)
+
+    (count_before, seconds_before), (count_after, seconds_after) = totals(before), totals(after)
+    return (seconds_after - seconds_before) / (count_after - count_before) if count_after > count_before else 0.0
+
+
 def reaction_per_stop(before: dict | None, after: dict | None) -> dict[str, Any]:
     """The sandbox's own reaction per pod it stopped during a run, as it recorded it (the report's `pod_stops`,
     running totals, taken before and after the run): the kubelet acting on its next pass after the stop time.
     {"stop": mean seconds per stop, "stop_by_node": {node: the reaction to the last stop on that node}}: a drain
     ends with its nodes' last stops, and those are not average ones, since the eviction that starts each came
     right after a pass (the one that gave its budget back), so it waits for nearly a whole pass more."""
-    def totals(report):
-        return (report or {}).get("stops", 0), (report or {}).get("reaction_seconds", 0.0)
-
-    (stops_before, seconds_before), (stops_after, seconds_after) = totals(before), totals(after)
     by_node = dict(((after or {}).get("by_node") or {}).items())
     for node, entry in ((before or {}).get("by_node") or {}).items():
         if by_node.get(node) == entry:
             del by_node[node]  # nothing stopped there during the run
-    return {"stop": (seconds_after - seconds_before) / (stops_after - stops_before) if stops_after > stops_before
-            else 0.0,
+    return {"stop": _mean_reaction(before, after, "stops"),
             "stop_by_node": dict((node, entry["last_reaction_seconds"]) for node, entry in by_node.items())}
 
 
@@ -114,13 +119,8 @@ def reaction_per_boot(before: dict | None, after: dict | None) -> dict[str, Any]
     """The sandbox's own reaction per node boot during a run, as it recorded it (the report's `node_boots`, taken
     before and after the run): EC2 and the kubelet acting on their passes beyond instance_pending_seconds +
     node_boot_seconds. {"boot": mean seconds per boot, "boot_by_instance": {instance id: seconds}}."""
-    def totals(report):
-        return (report or {}).get("boots", 0), (report or {}).get("reaction_seconds", 0.0)
-
-    (boots_before, seconds_before), (boots_after, seconds_after) = totals(before), totals(after)
     known = set(((before or {}).get("by_instance") or {}))
-    return {"boot": (seconds_after - seconds_before) / (boots_after - boots_before) if boots_after > boots_before
-            else 0.0,
+    return {"boot": _mean_reaction(before, after, "boots"),
             "boot_by_instance": dict((instance_id, seconds) for instance_id, seconds
                                      in ((after or {}).get("by_instance") or {}).items() if instance_id not in known)}
 

@@ -14,6 +14,38 @@ from typing import Any
 __all__ = ["Recorder"]
 
 
+class _Timings:
+    """Running totals of one kind of timed event (budget rounds, pod stops, node boots): how many, their seconds,
+    the sandbox's own reaction seconds within them, and the largest reaction."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.seconds = 0.0
+        self.reaction = 0.0
+        self.largest = 0.0
+
+    def add(self, seconds: float, reaction_seconds: float) -> None:
+        self.count += 1
+        self.seconds += seconds
+        self.reaction += reaction_seconds
+        self.largest = max(self.largest, reaction_seconds)
+
+    @classmethod
+    def merged(cls, parts: list[_Timings]) -> _Timings:
+        total = cls()
+        for part in parts:
+            total.count += part.count
+            total.seconds += part.seconds
+            total.reaction += part.reaction
+            total.largest = max(total.largest, part.largest)
+        return total
+
+    def view(self, count_name: str) -> dict[str, Any]:
+        """The totals as a report shows them, the count under ``count_name``."""
+        return {count_name: self.count, "seconds": round(self.seconds, 3),
+                "reaction_seconds": round(self.reaction, 3), "reaction_seconds_max": round(self.largest, 3)}
+
+
 class Recorder:
     """Thread-safe counters and logs read by the observer's report."""
 
@@ -26,13 +58,13 @@ class Recorder:
         # Only the newest events are kept: a long run with a chatty fault must not grow without bound.
         self._events: deque[dict[str, Any]] = deque(maxlen=max_events)
         self._events_dropped = 0
-        # PodDisruptionBudget "<ns>/<name>" -> [rounds, seconds, reaction seconds, largest reaction] (pdb_round)
-        self._pdb_rounds: dict[str, list[float]] = {}
-        # [stops, seconds, reaction seconds, largest reaction] (pod_stop), and per node [stops, last reaction]
-        self._pod_stops: list[float] = [0, 0.0, 0.0, 0.0]
+        # PodDisruptionBudget "<ns>/<name>" -> its rounds (pdb_round)
+        self._pdb_rounds: dict[str, _Timings] = {}
+        # The pods stopped (pod_stop), and per node [stops, last reaction]
+        self._pod_stops = _Timings()
         self._pod_stops_by_node: dict[str, list[float]] = {}
-        # [boots, seconds, reaction seconds, largest reaction] (node_boot), and each instance's reaction
-        self._node_boots: list[float] = [0, 0.0, 0.0, 0.0]
+        # The nodes booted (node_boot), and each instance's reaction
+        self._node_boots = _Timings()
         self._node_boots_by_instance: dict[str, float] = {}
 
     def k8s_request(self, user_agent: str, verb: str, resource: str, status: int) -> None:
@@ -59,11 +91,7 @@ class Recorder:
         """One round of a disruption budget: it was used up, and `seconds` later allowed a disruption again, of
         which `reaction_seconds` were the sandbox's own reaction beyond pod_start_seconds."""
         with self._lock:
-            totals = self._pdb_rounds.setdefault(pdb, [0, 0.0, 0.0, 0.0])
-            totals[0] += 1
-            totals[1] += seconds
-            totals[2] += reaction_seconds
-            totals[3] = max(totals[3], reaction_seconds)
+            self._pdb_rounds.setdefault(pdb, _Timings()).add(seconds, reaction_seconds)
 
     def pod_stop(self, seconds: float, reaction_seconds: float, node: str = "") -> None:
         """One pod the kubelet of ``node`` stopped: `seconds` from its deletion to its removal, of which
@@ -71,11 +99,7 @@ class Recorder:
         stop). Stops come in the order clients see them (the end of a pass); of one pass's stops on a node the
         largest reaction is the node's last."""
         with self._lock:
-            totals = self._pod_stops
-            totals[0] += 1
-            totals[1] += seconds
-            totals[2] += reaction_seconds
-            totals[3] = max(totals[3], reaction_seconds)
+            self._pod_stops.add(seconds, reaction_seconds)
             if node:
                 by_node = self._pod_stops_by_node.setdefault(node, [0, 0.0])
                 by_node[0] += 1
@@ -85,11 +109,7 @@ class Recorder:
         """One instance's node registered Ready: `seconds` from the instance's launch, of which `reaction_seconds`
         were the sandbox's own reaction beyond instance_pending_seconds + node_boot_seconds."""
         with self._lock:
-            totals = self._node_boots
-            totals[0] += 1
-            totals[1] += seconds
-            totals[2] += reaction_seconds
-            totals[3] = max(totals[3], reaction_seconds)
+            self._node_boots.add(seconds, reaction_seconds)
             self._node_boots_by_instance[instance_id] = reaction_seconds
 
     def event(self, kind: str, **fields: Any) -> None:
@@ -118,24 +138,18 @@ class Recorder:
     def pdb_rounds(self) -> dict[str, Any]:
         """The budget rounds so far, in all and per budget: `rounds`, and the running totals `seconds` and
         `reaction_seconds` (a caller subtracts two reports' totals to get a run's), `reaction_seconds_max`."""
-        def view(rounds, seconds, reaction, largest):
-            return {"rounds": int(rounds), "seconds": round(seconds, 3), "reaction_seconds": round(reaction, 3),
-                    "reaction_seconds_max": round(largest, 3)}
-
         with self._lock:
-            by_pdb = {pdb: list(totals) for pdb, totals in sorted(self._pdb_rounds.items())}
-        columns = list(zip(*by_pdb.values())) or [(0,), (0.0,), (0.0,), (0.0,)]
-        return {**view(sum(columns[0]), sum(columns[1]), sum(columns[2]), max(columns[3])),
-                "by_pdb": {pdb: view(*totals) for pdb, totals in by_pdb.items()}}
+            total = _Timings.merged(list(self._pdb_rounds.values())).view("rounds")
+            by_pdb = {pdb: totals.view("rounds") for pdb, totals in sorted(self._pdb_rounds.items())}
+        return {**total, "by_pdb": by_pdb}
 
     def pod_stops(self) -> dict[str, Any]:
         """The pods the kubelet stopped so far: `stops`, and the running totals `seconds` and `reaction_seconds` (a
         caller subtracts two reports' totals to get a run's), `reaction_seconds_max`."""
         with self._lock:
-            stops, seconds, reaction, largest = self._pod_stops
+            totals = self._pod_stops.view("stops")
             by_node = {node: list(entry) for node, entry in sorted(self._pod_stops_by_node.items())}
-        return {"stops": int(stops), "seconds": round(seconds, 3), "reaction_seconds": round(reaction, 3),
-                "reaction_seconds_max": round(largest, 3),
+        return {**totals,
                 "by_node": {node: {"stops": int(count), "last_reaction_seconds": round(last, 3)}
                             for node, (count, last) in by_node.items()}}
 
@@ -143,10 +157,9 @@ class Recorder:
         """The nodes booted so far: `boots`, the running totals `seconds` and `reaction_seconds`,
         `reaction_seconds_max`, and each instance's reaction (`by_instance`)."""
         with self._lock:
-            boots, seconds, reaction, largest = self._node_boots
+            totals = self._node_boots.view("boots")
             by_instance = dict(sorted(self._node_boots_by_instance.items()))
-        return {"boots": int(boots), "seconds": round(seconds, 3), "reaction_seconds": round(reaction, 3),
-                "reaction_seconds_max": round(largest, 3),
+        return {**totals,
                 "by_instance": {instance_id: round(value, 3) for instance_id, value in by_instance.items()}}
 
     def events(self) -> list[dict[str, Any]]:
