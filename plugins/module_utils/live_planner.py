@@ -100,9 +100,8 @@ class LivePlanner:
         (called while ``batch`` waits out its post-drain wait, before its terminations)."""
         self._ahead = None
         asg, joined, nodes = self._read()
-        journal = self.group.with_asg(asg).journal()
-        if journal is None or journal.start_per_az is None or (
-                not self.fallback and self._capacity_accepted(journal, asg)):
+        journal = self._planning_journal(asg)
+        if journal is None or (not self.fallback and self._capacity_accepted(journal, asg)):
             return  # the live read says why, or warns of the fallback
         predicted_asg, predicted_joined, predicted_journal = schedule_ops.after_terminations(
             asg, joined, journal, batch.instance_ids, batch.decrement_ids)
@@ -130,9 +129,14 @@ class LivePlanner:
         self.node_names.update((i["instance_id"], i["node_name"]) for i in joined if i.get("node_name"))
         return asg, joined, nodes
 
-    def _journal(self, asg: dict[str, Any]) -> Journal:
+    def _planning_journal(self, asg: dict[str, Any]) -> Journal | None:
+        """The group's journal when the schedule once can plan from it (it records start_per_az), else None."""
         journal = self.group.with_asg(asg).journal()
-        if journal is None or journal.start_per_az is None:
+        return journal if journal is not None and journal.start_per_az is not None else None
+
+    def _journal(self, asg: dict[str, Any]) -> Journal:
+        journal = self._planning_journal(asg)
+        if journal is None:
             raise StepFailed(UpgradeError(NOT_FOUND, "The upgrade journal of Auto Scaling group %s is "
                                           "gone or lost its start_per_az during the upgrade phase: no further batch "
                                           "is started" % self.group.asg_name, asg_name=self.group.asg_name))
