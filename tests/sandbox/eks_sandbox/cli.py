@@ -204,11 +204,7 @@ def _wait_until_ready(child: subprocess.Popen, scenario_path: Path, state_dir: P
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    state_dir = Path(args.state_dir).resolve()
-    pid = _read_pid(state_dir)
-    url = _sandbox_url(state_dir)
-    if pid is None or not _process_alive(pid) or not url:
-        raise CliError(f"no sandbox is running in {state_dir}")
+    url = _running_url(Path(args.state_dir).resolve())
     try:
         status, body = _get_json(url + "/report", timeout=30)
     except OSError as exc:
@@ -217,6 +213,33 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise CliError(f"the sandbox answered HTTP {status}: {json.dumps(body)}")
     json.dump(body, sys.stdout, indent=2, sort_keys=True)
     sys.stdout.write("\n")
+    return 0
+
+
+def _running_url(state_dir: Path) -> str:
+    pid = _read_pid(state_dir)
+    url = _sandbox_url(state_dir)
+    if pid is None or not _process_alive(pid) or not url:
+        raise CliError(f"no sandbox is running in {state_dir}")
+    return url
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    """The node group's owner applies its code (a terraform apply, a CloudFormation stack update: aws/owners.py)."""
+    url = _running_url(Path(args.state_dir).resolve())
+    body = {"nodegroup": args.nodegroup, "ami": args.ami,
+            "instance_refresh": None if args.instance_refresh is None else args.instance_refresh == "on"}
+    request = urllib.request.Request(url + "/apply", data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            answer = json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        raise CliError(f"the sandbox refused the apply (HTTP {exc.code}): {exc.read().decode()}") from exc
+    except OSError as exc:
+        raise CliError(f"the sandbox at {url} does not answer: {exc}") from exc
+    for line in answer["done"] or ["nothing to change"]:
+        print(line)
     return 0
 
 
@@ -312,6 +335,15 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="print the sandbox's observations as JSON")
     report.add_argument("--state-dir", required=True)
     report.set_defaults(func=cmd_report)
+
+    apply = commands.add_parser("apply", help="the node group's infrastructure as code applies (terraform apply, "
+                                              "CloudFormation stack update)")
+    apply.add_argument("--state-dir", required=True)
+    apply.add_argument("--nodegroup", required=True)
+    apply.add_argument("--ami", help="the AMI (name or id) the code now names; default: unchanged")
+    apply.add_argument("--instance-refresh", choices=["on", "off"],
+                       help="terraform-aws-eks's instance_refresh (default module setting: on); default: unchanged")
+    apply.set_defaults(func=cmd_apply)
 
     down = commands.add_parser("down", help="stop the sandbox recorded in the state dir")
     down.add_argument("--state-dir", required=True)

@@ -311,6 +311,23 @@ class Sandbox:
                 else:
                     self._reply(404, {"error": f"no such endpoint: {self.path}"})
 
+            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+                """POST /apply {"nodegroup", "ami", "instance_refresh"}: the node group's owner applies its code
+                (aws/owners.py), as a terraform apply or a CloudFormation stack update would."""
+                if self.path != "/apply":
+                    self._reply(404, {"error": f"no such endpoint: {self.path}"})
+                    return
+                if not sandbox.ready:
+                    self._reply(503, {"ready": False, "detail": sandbox.readiness_detail})
+                    return
+                try:
+                    body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                    done = sandbox.aws.apply_owner(body["nodegroup"], body.get("ami"), body.get("instance_refresh"))
+                except (KeyError, ValueError) as exc:
+                    self._reply(400, {"error": f"{type(exc).__name__}: {exc}"})
+                    return
+                self._reply(200, {"done": done})
+
             def _reply(self, status: int, body: dict[str, Any]) -> None:
                 data = json.dumps(body).encode()
                 self.send_response(status)

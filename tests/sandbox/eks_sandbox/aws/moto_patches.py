@@ -30,7 +30,9 @@ its state on moto's own objects, so moto stays the single source of truth.
   (l) CreateAutoScalingGroup / UpdateAutoScalingGroup keep the group's InstanceLifecyclePolicy and
       DescribeAutoScalingGroups reports it (moto drops it); with TerminateHookAbandon ``retain`` an abandoned
       termination leaves the instance in Terminating:Retained (lifecycle.py), and TerminateInstanceInAutoScalingGroup
-      terminates a retained instance (g).
+      terminates a retained instance (g);
+  (m) StartInstanceRefresh, DescribeInstanceRefreshes and CancelInstanceRefresh exist (moto raises
+      NotImplementedError or has none); the refresh's rolling replacement is instance_refresh.py's.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ from moto.elb.models import LoadBalancer as ClassicLoadBalancer
 from moto.elb.responses import ELBResponse
 from moto.elbv2.models import ELBv2Backend, FakeHealthStatus, FakeTargetGroup
 
-from . import lifecycle
+from . import instance_refresh, lifecycle
 from .activities import aws_time, group_activities, record_activity, utcnow
 
 __all__ = ["PINNED_MOTO_VERSION", "SCALING_PROCESSES", "MotoVersionError", "apply_moto_corrections",
@@ -505,6 +507,52 @@ def correct_instance_lifecycle_policy() -> None:
     AutoScalingResponse.update_auto_scaling_group = with_policy(AutoScalingResponse.update_auto_scaling_group)
 
 
+# ------------------------------------------------------------------------------------------------ (m)
+
+@_apply_once
+def correct_instance_refresh() -> None:
+    """(m) Instance refreshes (instance_refresh.py: the API's statuses and errors, and the rolling replacement the
+    controller loop runs). RefreshPreferences' percentages are validated as the API reference states their ranges
+    (MinHealthyPercentage 0-100, MaxHealthyPercentage 100-200, at most 100 apart)."""
+
+    def group_of(self: AutoScalingResponse) -> FakeAutoScalingGroup:
+        name = self._get_param("AutoScalingGroupName")
+        group = self.autoscaling_backend.autoscaling_groups.get(name)
+        if group is None:
+            raise ValidationError(f"AutoScalingGroup name not found - AutoScalingGroup {name} not found")
+        return group
+
+    def start_instance_refresh(self: AutoScalingResponse) -> ActionResult:
+        group = group_of(self)
+        preferences = self._get_param("Preferences") or {}
+        low = preferences.get("MinHealthyPercentage")
+        high = preferences.get("MaxHealthyPercentage")
+        if low is not None and not 0 <= int(low) <= 100:
+            raise ValidationError("MinHealthyPercentage must be between 0 and 100")
+        if high is not None and (not 100 <= int(high) <= 200 or int(high) - int(low or 90) > 100):
+            raise ValidationError("MaxHealthyPercentage must be between 100 and 200, at most 100 above "
+                                  "MinHealthyPercentage")
+        refresh_id = instance_refresh.start_instance_refresh(
+            group, self._get_param("Strategy"), preferences, self._get_param("DesiredConfiguration"))
+        return ActionResult({"InstanceRefreshId": refresh_id})
+
+    def describe_instance_refreshes(self: AutoScalingResponse) -> ActionResult:
+        refreshes = instance_refresh.describe_instance_refreshes(group_of(self),
+                                                                 self._get_param("InstanceRefreshIds", []))
+        start = int(self._get_param("NextToken") or 0)
+        max_records = self._get_int_param("MaxRecords") or 50
+        page = refreshes[start:start + max_records]
+        next_token = str(start + max_records) if len(refreshes) > start + max_records else None
+        return ActionResult({"InstanceRefreshes": page, "NextToken": next_token})
+
+    def cancel_instance_refresh(self: AutoScalingResponse) -> ActionResult:
+        return ActionResult({"InstanceRefreshId": instance_refresh.cancel_instance_refresh(group_of(self))})
+
+    AutoScalingResponse.start_instance_refresh = start_instance_refresh
+    AutoScalingResponse.describe_instance_refreshes = describe_instance_refreshes
+    AutoScalingResponse.cancel_instance_refresh = cancel_instance_refresh
+
+
 # ------------------------------------------------------------------------------------------------ (i)
 
 def instance_visible(instance: Any, now: float | None = None) -> bool:
@@ -759,7 +807,7 @@ CORRECTIONS = (correct_az_balance, correct_capacity_limits, correct_source_versi
                correct_instance_launch_template, correct_suspended_processes, correct_scaling_activities,
                correct_instance_timing, correct_lifecycle_hooks, correct_describe_instances_consistency,
                correct_target_deregistration_delay, correct_classic_connection_draining,
-               correct_instance_lifecycle_policy)
+               correct_instance_lifecycle_policy, correct_instance_refresh)
 
 
 def apply_moto_corrections() -> None:

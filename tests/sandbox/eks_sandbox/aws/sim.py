@@ -20,6 +20,8 @@ from moto.ssm.models import ssm_backends
 
 from ..eks import EksNodegroups
 from .capacity import CapacityReconciler, launch_template_version_of
+from .instance_refresh import advance_refreshes
+from .owners import Owner, owner_of
 from .load_balancers import seed_load_balancers
 from .moto_patches import LIVE_LIFECYCLE_STATES, apply_moto_corrections, suspended_process_names
 from .seed import seed_amis, seed_cluster, seed_network, seed_self_managed_nodegroup, seed_ssm_parameters
@@ -59,6 +61,8 @@ class AwsSim:
         self._asg_by_nodegroup: dict[str, str] = {}
         self._nodegroup_by_asg: dict[str, str] = {}
         self._seed_versions: dict[str, int] = {}
+        # The infrastructure as code that owns each self-managed node group, and what its apply does (owners.py).
+        self._owners: dict[str, Owner] = {}
         self._clients: dict[tuple[str, str], Any] = {}
         # The scenario's load balancers as seeded: {name: {type, arn (target groups), port}}.
         self.load_balancers: dict[str, dict[str, Any]] = {}
@@ -157,15 +161,38 @@ class AwsSim:
                 self._asg_by_nodegroup[nodegroup["name"]] = group.name
                 self._nodegroup_by_asg[group.name] = nodegroup["name"]
                 self._seed_versions[nodegroup["name"]] = launch_template_version_of(group)
+                owner = owner_of(nodegroup, group, self.ami_id(nodegroup["ami"]))
+                if owner is not None:
+                    self._owners[nodegroup["name"]] = owner
                 self._reconciler.reconcile(group, now)
                 for state in group.instance_states:
                     self._reconciler.mark_running(state.instance, now)
+
+    def ami_id(self, ami: str) -> str:
+        """The id of one of the scenario's AMIs, given by name or id (ValueError when it is neither)."""
+        for spec in self.scenario["amis"]:
+            if ami in (spec["name"], spec["id"]):
+                return spec["id"]
+        raise ValueError(f"no AMI {ami!r} in the scenario")
+
+    def apply_owner(self, nodegroup: str, ami: str | None = None, instance_refresh: bool | None = None) -> list[str]:
+        """The owner's apply (terraform apply, CloudFormation stack update) of a self-managed node group, with its
+        code's AMI and instance refresh setting changed as given; returns what it did (owners.py). ValueError for a
+        node group no infrastructure as code owns here."""
+        owner = self._owners.get(nodegroup)
+        if owner is None:
+            raise ValueError(f"node group {nodegroup!r} has no infrastructure-as-code owner in the sandbox "
+                             "(kind self_managed only: terraform or cloudformation convention)")
+        with self.lock:
+            done = owner.apply(self.ami_id(ami) if ami else None, instance_refresh)
+        self.recorder.event("owner_apply", nodegroup=nodegroup, tool=owner.tool, done=done)
+        return done
 
     # ------------------------------------------------------------------------------------------- ticking
 
     def tick(self) -> None:
         """Advance instance states, fire due autoscaler faults, let EKS work on its node groups, end the lifecycle
-        actions whose timeout passed, reconcile every group's desired capacity."""
+        actions whose timeout passed, run instance refreshes, reconcile every group's desired capacity."""
         with self.lock:
             now = time.monotonic()
             self._reconciler.advance_instances(now)
@@ -173,6 +200,7 @@ class AwsSim:
             self.eks.tick()
             for group in list(self._autoscaling.autoscaling_groups.values()):
                 self._reconciler.advance_lifecycle_actions(group, now)
+                advance_refreshes(group, launch_template_version_of(group))
                 self._reconciler.reconcile(group, now)
 
     def _fire_autoscaler_faults(self) -> None:
