@@ -78,9 +78,11 @@ def _target_line(report: Mapping[str, Any]) -> str | None:
     template = report["launch_template"]
     if not template:
         return None
-    return "Target: launch template %s version %s (AMI %s), from version %s (AMI %s)." % (
-        template["id"], template["version"], template["image_id"], template["previous_version"],
-        template["previous_image_id"])
+    target = "Target: launch template %s version %s (AMI %s)" % (template["id"], template["version"], template["image_id"])
+    if str(template["previous_version"]) == str(template["version"]):
+        # use_current_launch_template (SPEC W1), or a group whose reference already was the target
+        return target + ", the version the Auto Scaling group already used."
+    return target + ", from version %s (AMI %s)." % (template["previous_version"], template["previous_image_id"])
 
 
 def _nodes_line(report: Mapping[str, Any]) -> str:

@@ -15,7 +15,11 @@ from typing import TYPE_CHECKING, Any
 import datetime
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
-from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import AUTOSCALER_ACTIVE, UpgradeError
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
+    AUTOSCALER_ACTIVE,
+    INSTANCE_REFRESH_IN_PROGRESS,
+    UpgradeError,
+)
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, parse_utc_iso, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import claim
 from ansible_collections.eksops.nodegroup.plugins.module_utils.launch_templates import target_lt_version
@@ -26,13 +30,40 @@ if TYPE_CHECKING:
     from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 
 # SPEC A1: the processes that would replace or rebalance nodes behind our back.
-DEFAULT_SUSPENDED_PROCESSES = ["AZRebalance", "AlarmNotification", "ScheduledActions", "ReplaceUnhealthy"]
+# InstanceRefresh: a refresh (terraform-aws-eks starts one on apply) replaces nodes without a drain; suspended,
+# it pauses without being cancelled (Auto Scaling user guide, "Suspend and resume processes"; SPEC W2).
+DEFAULT_SUSPENDED_PROCESSES = ["AZRebalance", "AlarmNotification", "ScheduledActions", "ReplaceUnhealthy", "InstanceRefresh"]
 # Describe calls while waiting: no more often than this (scaling activities are throttled per account).
 ASG_POLL_SECONDS = 5.0
 
 
 def utc_now() -> datetime.datetime:
     return datetime.datetime.now(datetime.timezone.utc)
+
+
+# DescribeInstanceRefreshes statuses of a refresh that is not over (Auto Scaling user guide, "Check the status of an
+# instance refresh": a refresh "passes from Pending to InProgress until it reaches Successful, Failed, Cancelled,
+# RollbackSuccessful, or RollbackFailed"; Cancelling, RollbackInProgress and Baking are on the way there).
+ACTIVE_REFRESH_STATUSES = ("Pending", "InProgress", "Cancelling", "RollbackInProgress", "Baking")
+
+
+def check_no_instance_refresh(autoscaling: Any, asg_name: str) -> None:
+    """SPEC W2: refuse while an instance refresh is active on the group (even paused by a suspended process: it
+    goes on, without a drain, once the upgrade resumes the processes)."""
+    active = [refresh for refresh in autoscaling_api.describe_instance_refreshes(autoscaling, asg_name)
+              if refresh.get("Status") in ACTIVE_REFRESH_STATUSES]
+    if not active:
+        return
+    refresh = active[0]
+    raise UpgradeError(
+        INSTANCE_REFRESH_IN_PROGRESS,
+        "Auto Scaling group %s has instance refresh %s %s (%s%% done): it replaces nodes without draining them, so "
+        "the upgrade does not start beside it. Let it end, or cancel it (aws autoscaling cancel-instance-refresh "
+        "--auto-scaling-group-name %s), then run again. Nothing was changed."
+        % (asg_name, refresh.get("InstanceRefreshId"), refresh.get("Status"), refresh.get("PercentageComplete", 0),
+           asg_name),
+        instance_refresh=dict(id=refresh.get("InstanceRefreshId"), status=refresh.get("Status"),
+                              percentage_complete=refresh.get("PercentageComplete")))
 
 
 def asg_sizes(asg: Mapping[str, Any]) -> dict[str, int]:

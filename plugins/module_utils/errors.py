@@ -27,6 +27,12 @@ UPGRADE_TARGET_CONFLICT = "UpgradeTargetConflict"
 # Not an EKS code: the preflight found what would make the upgrade fail half-way (the cluster autoscaler deleting
 # a node of the group), so nothing was changed (issue 10 item 5).
 PREFLIGHT_BLOCKED = "PreflightBlocked"
+# Auto Scaling's own code (StartInstanceRefresh's error): an instance refresh is active on the group, and it would
+# replace nodes without a drain behind the upgrade (SPEC W2), so nothing was changed.
+INSTANCE_REFRESH_IN_PROGRESS = "InstanceRefreshInProgress"
+# Not an EKS code: infrastructure as code owns the group, and its next apply would revert the launch template version
+# this upgrade would pin, replacing the nodes without a drain (SPEC W1), so nothing was changed.
+OWNED_BY_INFRASTRUCTURE_AS_CODE = "OwnedByInfrastructureAsCode"
 # Not an EKS code: the AWS API itself (or the configured endpoint_url) could not be reached.
 AWS_UNREACHABLE = "AwsUnreachable"
 # Not an EKS code: an AWS or Kubernetes API error that fits none of the codes above.

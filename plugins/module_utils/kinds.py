@@ -82,8 +82,12 @@ def self_managed_match(asg_name: str, tags: Mapping[str, str], cluster_name: str
         return False
     if tags.get(NAME_TAG) in (nodegroup_name, "%s-%s-Node" % (cluster_name, nodegroup_name)):
         return True
-    return asg_name == nodegroup_name or (
-        asg_name.startswith(nodegroup_name) and bool(_TERRAFORM_SUFFIX.match(asg_name[len(nodegroup_name):])))
+    return asg_name == nodegroup_name or terraform_name_prefixed(asg_name, nodegroup_name)
+
+
+def terraform_name_prefixed(name: str, prefix: str) -> bool:
+    """Whether ``name`` is what terraform's ``name_prefix = "<prefix>-"`` makes of ``prefix``."""
+    return bool(prefix) and name.startswith(prefix) and bool(_TERRAFORM_SUFFIX.match(name[len(prefix):]))
 
 
 def node_label(kind: str, nodegroup_name: str) -> tuple[str, str] | None:

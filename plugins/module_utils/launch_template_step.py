@@ -12,11 +12,14 @@ from __future__ import annotations
 from typing import Any
 from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
     DEFAULT_SUSPENDED_PROCESSES,
+    check_no_instance_refresh,
     suspended_process_names,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import ec2 as ec2_api
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_shapes import aws_tags_to_dict
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
+    OWNED_BY_INFRASTRUCTURE_AS_CODE,
     UPGRADE_TARGET_CONFLICT,
     UpgradeError,
 )
@@ -40,6 +43,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.launch_templates 
     resolve_launch_template_id,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import asg_launch_template_spec, find_module_nodegroup, NODEGROUP_ARGUMENT_SPEC
+from ansible_collections.eksops.nodegroup.plugins.module_utils.ownership import group_owner, revert_refusal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
     plan_suspension,
     validate_suspend_processes,
@@ -57,15 +61,28 @@ ARGUMENT_SPEC = dict(
     force_new_target=dict(type="bool", default=False),
     allow_downgrade=dict(type="bool", default=False),
     suspend_processes=dict(type="list", elements="str", default=list(DEFAULT_SUSPENDED_PROCESSES)),
+    use_current_launch_template=dict(type="bool"),  # no default: one of the targets, which exclude each other
+    accept_owner_revert=dict(type="bool", default=False),
     **LEASE_OPTION
 )
-TARGET_OPTIONS = ["image_id", "kubernetes_version", "version"]
+TARGET_OPTIONS = ["image_id", "kubernetes_version", "version", "use_current_launch_template"]
+
+
+def target_option(params: Any) -> str:
+    """The name of the option that set the target."""
+    return next(name for name in TARGET_OPTIONS if params[name] not in (None, False))
 
 
 def resolve_target(module: Any, ec2: Any, lt_id: str,
                    current: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None, str | None]:
     """(target image id or None, named version description or None, SSM parameter or None); validated."""
     params = module.params
+    if params["use_current_launch_template"]:
+        # SPEC W1: the version the group already uses, as its owner's apply left it; nothing pinned or created.
+        image_id = lt_version_image(current)
+        if image_id:
+            describe_image(ec2, image_id, parameter="use_current_launch_template")
+        return image_id, current, None
     if params["version"] is not None:
         named = describe_lt_version(ec2, lt_id, params["version"], parameter="version")
         image_id = lt_version_image(named)
@@ -94,12 +111,27 @@ def check_target_version(module: Any, ec2: Any, plan: dict[str, Any], nodes_imag
     if not plan["image_id"] or plan["image_id"] == nodes_image_id:
         return
     params = module.params
-    parameter = next(name for name in TARGET_OPTIONS if params[name] is not None)
+    parameter = target_option(params)
     names = dict((image_id, describe_image(ec2, image_id, parameter=parameter).get("Name"))
                  for image_id in (plan["image_id"], nodes_image_id) if image_id)
     cluster_version = describe_cluster(module.aws("eks"), params["cluster_name"]).get("version")
     check_version_change(parameter, names.get(plan["image_id"]), names.get(nodes_image_id),
                          cluster_version, params["allow_downgrade"])
+
+
+def check_owner(params: Any, asg: dict[str, Any], plan: dict[str, Any], pin: bool) -> None:
+    """SPEC W1: refuse to create or pin a version behind the back of the infrastructure as code that owns the group
+    (its next apply reverts it and replaces the nodes without a drain), unless accept_owner_revert."""
+    if not (plan["create"] or pin) or params["accept_owner_revert"]:
+        return
+    asg_name = asg["AutoScalingGroupName"]
+    owner = group_owner(asg_name, aws_tags_to_dict(asg.get("Tags")), params["cluster_name"])
+    if owner is None:
+        return
+    target = ("a new launch template version with %s" % plan["image_id"] if plan["create"]
+              else "launch template version %s (%s)" % (plan["target_version"], plan["image_id"]))
+    raise UpgradeError(OWNED_BY_INFRASTRUCTURE_AS_CODE, revert_refusal(owner, asg_name, target),
+                       parameter=target_option(params), owner=owner._asdict())
 
 
 def journal_for(module: Any, journal: Journal | None, asg: dict[str, Any], lt_id: str,
@@ -205,6 +237,7 @@ def run(module: Any) -> dict[str, Any]:
     group = find_module_nodegroup(
         module, refuse_managed="create versions of its launch template or point its Auto Scaling group at one")
     asg, asg_name = group.asg, group.asg_name
+    check_no_instance_refresh(autoscaling, asg_name)
     spec = asg_launch_template_spec(asg)
     lt_id = resolve_launch_template_id(ec2, spec)
     template = describe_launch_template(ec2, lt_id)
@@ -212,9 +245,12 @@ def run(module: Any) -> dict[str, Any]:
     latest = describe_lt_version(ec2, lt_id, template["LatestVersionNumber"], parameter="asg_name")
     image_id, named, ssm_parameter = resolve_target(module, ec2, lt_id, current)
     plan = plan_launch_template_version(spec["version"], current, latest, image_id, named)
+    if params["use_current_launch_template"]:
+        plan["pin"] = False  # the group's reference stays as its owner wrote it, "$Latest" or "$Default" included
     journal = Journal.from_tags(asg.get("Tags"), asg_name=asg_name)
     check_target_version(module, ec2, plan, previous_of_upgrade(ec2, lt_id, plan, journal)[1])
     pin = plan["pin"] and params["pin_asg"]
+    check_owner(params, asg, plan, pin)
 
     new_journal, to_suspend = journal_for(module, journal, asg, lt_id, plan) if pin or journal is not None \
         else (None, [])

@@ -33,7 +33,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.step_context impo
 
 _DESCRIBE = nodegroup_describe.ARGUMENT_SPEC
 _TEMPLATE = launch_template_step.ARGUMENT_SPEC
-TARGET_OPTIONS = ["image_id", "kubernetes_version", "release_version", "version"]
+TARGET_OPTIONS = ["image_id", "kubernetes_version", "release_version", "version", "use_current_launch_template"]
 
 # nodegroup_setup's options: the three modules' (as they spell them), the release version a managed group takes,
 # and whether preflight warnings stop the upgrade.
@@ -50,6 +50,8 @@ ARGUMENT_SPEC = dict(
     kubernetes_version=_TEMPLATE["kubernetes_version"],
     release_version=dict(type="str"),
     version=_TEMPLATE["version"],
+    use_current_launch_template=_TEMPLATE["use_current_launch_template"],
+    accept_owner_revert=_TEMPLATE["accept_owner_revert"],
     run_id=_TEMPLATE["run_id"],
     force_new_target=_TEMPLATE["force_new_target"],
     allow_downgrade=_TEMPLATE["allow_downgrade"],
@@ -105,6 +107,13 @@ def refusal(params: Mapping[str, Any], nodegroup: Mapping[str, Any],
                 "release_version names an EKS AMI release, which only an EKS managed node group takes; node group "
                 "%s is %s: give kubernetes_version or image_id instead. Nothing was changed."
                 % (params["nodegroup_name"], nodegroup["kind"]))
+        if params["use_current_launch_template"] and nodegroup["kind"] == MANAGED:
+            return invalid_parameter(
+                "use_current_launch_template",
+                "use_current_launch_template rolls a self-managed node group onto the launch template version its "
+                "Auto Scaling group uses; node group %s is an EKS managed node group, whose update EKS runs: give "
+                "kubernetes_version, release_version or launch_template_version (of your custom launch template) "
+                "instead. Nothing was changed." % params["nodegroup_name"])
         return None
     if preflight["blocking"]:
         return UpgradeError(PREFLIGHT_BLOCKED, "%s Nothing was changed."
@@ -128,7 +137,8 @@ def _template_options(params: Mapping[str, Any], asg_name: str) -> dict[str, Any
     template = group_options(params)
     template.update(asg_name=asg_name, pin_asg=True, **dict(
         (name, params[name]) for name in ("image_id", "kubernetes_version", "version", "run_id", "force_new_target",
-                                          "allow_downgrade", "suspend_processes")))
+                                          "allow_downgrade", "suspend_processes", "use_current_launch_template",
+                                          "accept_owner_revert")))
     return validated(_TEMPLATE, template)
 
 

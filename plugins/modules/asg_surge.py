@@ -92,7 +92,7 @@ options:
         is pointed at the new version; then this module finds them recorded and changes nothing.
     type: list
     elements: str
-    default: [AZRebalance, AlarmNotification, ScheduledActions, ReplaceUnhealthy]
+    default: [AZRebalance, AlarmNotification, ScheduledActions, ReplaceUnhealthy, InstanceRefresh]
   pending_decrement:
     description:
       - Instances the caller terminates with a decrement of the desired capacity once this step's new nodes

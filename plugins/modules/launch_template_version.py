@@ -31,13 +31,21 @@ description:
     not suspended yet are recorded in the journal and suspended (SPEC A1), so that AZRebalance or
     ReplaceUnhealthy cannot launch or terminate instances while the upgrade runs;
     M(eksops.nodegroup.nodegroup_scale_restore) resumes only those."
+  - "Infrastructure as code (SPEC W1): on a group that a CloudFormation stack (the EKS node group template), eksctl or
+    terraform-aws-eks's self-managed-node-group owns, as its tags and names show, the module refuses to create or pin
+    a version with C(OwnedByInfrastructureAsCode), before any change: the owner's next apply would point the group
+    back at a version with its own AMI and replace every node without a drain. Upgrade such a group with
+    O(use_current_launch_template) after the owner applied the new AMI, or set O(accept_owner_revert)."
+  - "An active instance refresh on the group (Pending, InProgress, Cancelling, RollbackInProgress, Baking) is refused
+    with C(InstanceRefreshInProgress) before any change (SPEC W2): it replaces nodes without a drain."
 author:
   - eksops.nodegroup maintainers (@eksops)
 options:
   image_id:
     description:
       - The AMI the new launch template version launches.
-      - Exactly one of O(image_id), O(kubernetes_version) and O(version) is required.
+      - Exactly one of O(image_id), O(kubernetes_version), O(version) and O(use_current_launch_template) is
+        required.
     type: str
   kubernetes_version:
     description:
@@ -50,6 +58,21 @@ options:
       - Use this existing launch template version number instead of creating one.
     type: int
     aliases: [launch_template_version]
+  use_current_launch_template:
+    description:
+      - The target is the launch template version the group uses now, as its infrastructure as code applied it
+        (a version number, C($Latest) or C($Default), resolved). Nothing is created, the group's template reference
+        is left exactly as it is, and the instances that do not run that version are the old ones.
+      - The infrastructure-as-code workflow (SPEC W1) is to change the AMI in terraform or the CloudFormation stack
+        with its instance refresh or rolling update off, apply, then upgrade with this.
+    type: bool
+  accept_owner_revert:
+    description:
+      - Create and pin the target version even on a group that infrastructure as code owns, knowing that its next
+        apply points the group back at a version with its own AMI (and, with an instance refresh or a rolling
+        update, replaces every node without a drain) unless the owner's code is changed to match first.
+    type: bool
+    default: false
   description:
     description:
       - Description of the new launch template version.
@@ -91,7 +114,7 @@ options:
       - C(Launch) and C(Terminate) cannot be suspended, as the upgrade needs them.
     type: list
     elements: str
-    default: [AZRebalance, AlarmNotification, ScheduledActions, ReplaceUnhealthy]
+    default: [AZRebalance, AlarmNotification, ScheduledActions, ReplaceUnhealthy, InstanceRefresh]
 extends_documentation_fragment:
   - eksops.nodegroup.nodegroup
   - eksops.nodegroup.lease
@@ -110,7 +133,8 @@ notes:
   - Needs C(ec2:DescribeLaunchTemplates), C(ec2:DescribeLaunchTemplateVersions),
     C(ec2:CreateLaunchTemplateVersion), C(ec2:DescribeImages), C(autoscaling:DescribeAutoScalingGroups),
     C(autoscaling:UpdateAutoScalingGroup), C(autoscaling:CreateOrUpdateTags), C(autoscaling:DeleteTags),
-    C(autoscaling:SuspendProcesses), C(ssm:GetParameter) (with O(kubernetes_version)),
+    C(autoscaling:SuspendProcesses), C(autoscaling:DescribeInstanceRefreshes), C(ssm:GetParameter) (with
+    O(kubernetes_version)),
     C(ec2:ModifyLaunchTemplate) (with O(set_default)), C(eks:DescribeNodegroup) (discovery of managed node
     groups). See C(docs/iam-policy.json).
 seealso:
@@ -206,7 +230,7 @@ launch_template:
         target_launch_template_version: "4"
         launch_template_id: lt-0123456789abcdef0
         target_image_id: ami-0a1b2c3d4e5f60002
-        suspended_processes: [AZRebalance, AlarmNotification, ScheduledActions, ReplaceUnhealthy]
+        suspended_processes: [AZRebalance, AlarmNotification, ScheduledActions, ReplaceUnhealthy, InstanceRefresh]
 diff:
   description: The group's launch template version, AMI and suspended processes, and the template's default version,
     before and after.

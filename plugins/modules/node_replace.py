@@ -116,7 +116,7 @@ options:
         O(eksops.nodegroup.asg_surge#module:suspend_processes).
     type: list
     elements: str
-    default: [AZRebalance, AlarmNotification, ScheduledActions, ReplaceUnhealthy]
+    default: [AZRebalance, AlarmNotification, ScheduledActions, ReplaceUnhealthy, InstanceRefresh]
   node_names:
     description:
       - Instance id to node name as planned, for the batch start lines only.

@@ -74,7 +74,8 @@ options:
   image_id:
     description:
       - The AMI of the target launch template version.
-      - At most one of O(image_id), O(kubernetes_version), O(release_version) and O(version).
+      - At most one of O(image_id), O(kubernetes_version), O(release_version), O(version) and
+        O(use_current_launch_template).
     type: str
   kubernetes_version:
     description:
@@ -91,6 +92,18 @@ options:
       - An existing launch template version number to upgrade to instead of creating one.
     type: int
     aliases: [launch_template_version]
+  use_current_launch_template:
+    description:
+      - The launch template version the group uses now is the target, as its infrastructure as code applied it.
+        Nothing is created or pinned (see M(eksops.nodegroup.launch_template_version)). Self-managed groups only;
+        refused for an EKS managed node group before anything changes.
+    type: bool
+  accept_owner_revert:
+    description:
+      - Create and pin the target version on a group that infrastructure as code owns, which is refused otherwise
+        (C(OwnedByInfrastructureAsCode), SPEC W1; see M(eksops.nodegroup.launch_template_version)).
+    type: bool
+    default: false
   run_id:
     description:
       - Identifier of this upgrade, recorded in the journal. Generated when not given; a journal's run id is kept.
@@ -112,7 +125,7 @@ options:
         target version. Processes already suspended are left alone and not recorded.
     type: list
     elements: str
-    default: [AZRebalance, AlarmNotification, ScheduledActions, ReplaceUnhealthy]
+    default: [AZRebalance, AlarmNotification, ScheduledActions, ReplaceUnhealthy, InstanceRefresh]
 extends_documentation_fragment:
   - eksops.nodegroup.nodegroup
   - eksops.nodegroup.lease

@@ -18,7 +18,16 @@ from pathlib import Path
 import pytest
 
 from nodegroup_state import workers_asg
-from sandbox_helpers import BIN_DIR, REPO_ROOT, SandboxHandle, ansible_env, kill_playbook, start_sandbox, stop_sandbox
+from sandbox_helpers import (
+    BIN_DIR,
+    OWNER_REVERT_ACCEPTED,
+    REPO_ROOT,
+    SandboxHandle,
+    ansible_env,
+    kill_playbook,
+    start_sandbox,
+    stop_sandbox,
+)
 
 SCENARIO = "surge5"
 PLAYBOOK = REPO_ROOT / "playbooks" / "upgrade_nodegroup.yml"
@@ -62,7 +71,7 @@ def _playbook_command(image_id: str, report_path: Path, cluster_name: str = SCEN
     extra_vars = {"cluster_name": cluster_name, "nodegroup_name": "workers", "image_id": image_id,
                   "max_unavailable": 3, "post_drain_wait": 1, "allow_downgrade": True,
                   "upgrade_report_path": str(report_path), **extra}
-    return [str(BIN_DIR / "ansible-playbook"), str(PLAYBOOK), "-e", json.dumps(extra_vars)]
+    return [str(BIN_DIR / "ansible-playbook"), str(PLAYBOOK), "-e", json.dumps({**OWNER_REVERT_ACCEPTED, **extra_vars})]
 
 
 def _wait_for_journal_phase(sandbox: SandboxHandle, phase: str | None, timeout: float = 60) -> None:

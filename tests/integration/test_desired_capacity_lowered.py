@@ -11,7 +11,7 @@ import subprocess
 import time
 
 from asg_helpers import journal_tags, workers_asg
-from sandbox_helpers import BIN_DIR, REPO_ROOT, ansible_env
+from sandbox_helpers import BIN_DIR, OWNER_REVERT_ACCEPTED, REPO_ROOT, ansible_env
 
 # The demo cluster without its single replica whose PDB never allows an eviction (only force moves it, which is
 # a PDB violation by design): every pod here can move without breaking a budget.
@@ -33,7 +33,7 @@ def test_a_desired_capacity_set_back_mid_upgrade_loses_no_pod(sandbox, tmp_path)
                   "drain_timeout": 60, "post_drain_wait": 0, "upgrade_report_path": str(report_path)}
     upgrade = subprocess.Popen(  # pylint: disable=consider-using-with
         [str(BIN_DIR / "ansible-playbook"), str(REPO_ROOT / "playbooks" / "upgrade_nodegroup.yml"),
-         "-e", json.dumps(extra_vars)], env=ansible_env(sandbox), cwd=REPO_ROOT,
+         "-e", json.dumps({**OWNER_REVERT_ACCEPTED, **extra_vars})], env=ansible_env(sandbox), cwd=REPO_ROOT,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         wait_for(lambda: journal_tags(workers_asg(sandbox)).get("phase") == "upgrade", 300, "the upgrade phase")

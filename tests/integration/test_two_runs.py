@@ -10,7 +10,7 @@ import subprocess
 import time
 
 from asg_helpers import journal_tags, workers_asg
-from sandbox_helpers import BIN_DIR, REPO_ROOT, ansible_env, kill_playbook
+from sandbox_helpers import BIN_DIR, OWNER_REVERT_ACCEPTED, REPO_ROOT, ansible_env, kill_playbook
 
 SCENARIO = "surge5"
 
@@ -21,7 +21,7 @@ def start(sandbox, report_path, **extra):
                   "upgrade_report_path": str(report_path), **extra}
     return subprocess.Popen(  # pylint: disable=consider-using-with
         [str(BIN_DIR / "ansible-playbook"), str(REPO_ROOT / "playbooks" / "upgrade_nodegroup.yml"),
-         "-e", json.dumps(extra_vars)], env=ansible_env(sandbox), cwd=REPO_ROOT,
+         "-e", json.dumps({**OWNER_REVERT_ACCEPTED, **extra_vars})], env=ansible_env(sandbox), cwd=REPO_ROOT,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
 

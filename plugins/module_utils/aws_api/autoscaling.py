@@ -110,6 +110,12 @@ def terminate_instance_in_auto_scaling_group(autoscaling: Any, instance_id: str,
                                                          ShouldDecrementDesiredCapacity=decrement)
 
 
+@aws_call("describe the instance refreshes of Auto Scaling group {asg_name}")
+def describe_instance_refreshes(autoscaling: Any, asg_name: str) -> list[dict[str, Any]]:
+    """The group's instance refreshes, newest first (the first page: an active one is the newest)."""
+    return autoscaling.describe_instance_refreshes(AutoScalingGroupName=asg_name)["InstanceRefreshes"]
+
+
 @aws_call("describe the lifecycle hooks of Auto Scaling group {asg_name}")
 def describe_lifecycle_hooks(autoscaling: Any, asg_name: str) -> list[dict[str, Any]]:
     """The group's lifecycle hooks (not paged: a group has at most 50)."""

@@ -45,7 +45,15 @@ def self_managed_tags(convention, cluster=CLUSTER, nodegroup=NODEGROUP):
     if convention == TERRAFORM:
         return {"Name": nodegroup, "kubernetes.io/cluster/%s" % cluster: "owned",
                 "k8s.io/cluster/%s" % cluster: "owned"}
-    return {"Name": "%s-%s-Node" % (cluster, nodegroup), "kubernetes.io/cluster/%s" % cluster: "owned"}
+    return dict({"Name": "%s-%s-Node" % (cluster, nodegroup), "kubernetes.io/cluster/%s" % cluster: "owned"},
+                **stack_tags("%s-%s-nodes" % (cluster, nodegroup)))
+
+
+def stack_tags(stack):
+    """The tags CloudFormation adds to every Auto Scaling group a stack creates (AWS::AutoScaling::AutoScalingGroup
+    TagProperty: "CloudFormation adds the following tags to all Auto Scaling groups")."""
+    return {"aws:cloudformation:stack-name": stack, "aws:cloudformation:logical-id": "NodeGroup",
+            "aws:cloudformation:stack-id": "arn:aws:cloudformation:%s:123456789012:stack/%s/1" % (REGION, stack)}
 
 
 def eksctl_tags(cluster=CLUSTER, nodegroup=NODEGROUP):
@@ -53,7 +61,8 @@ def eksctl_tags(cluster=CLUSTER, nodegroup=NODEGROUP):
     return {"alpha.eksctl.io/cluster-name": cluster, "alpha.eksctl.io/nodegroup-name": nodegroup,
             "alpha.eksctl.io/nodegroup-type": "unmanaged", "alpha.eksctl.io/eksctl-version": "0.190.0",
             "eksctl.cluster.k8s.io/v1alpha1/cluster-name": cluster,
-            "kubernetes.io/cluster/%s" % cluster: "owned", "Name": "%s-%s-Node" % (cluster, nodegroup)}
+            "kubernetes.io/cluster/%s" % cluster: "owned", "Name": "%s-%s-Node" % (cluster, nodegroup),
+            **stack_tags("eksctl-%s-nodegroup-%s" % (cluster, nodegroup))}
 
 
 def managed_tags(cluster=CLUSTER, nodegroup=NODEGROUP):
@@ -248,6 +257,20 @@ def _refusing(errors):
     return refuse
 
 
+# moto 5.2.5 does not implement DescribeInstanceRefreshes: the modules' clients get this answer instead (the
+# sandbox models instance refreshes in full; a unit test sets refreshes here with monkeypatch).
+INSTANCE_REFRESHES = []
+
+
+def _answer_instance_refreshes(model, **_kwargs):
+    from botocore.awsrequest import AWSResponse
+
+    if model.name != "DescribeInstanceRefreshes":
+        return None
+    body = {"InstanceRefreshes": list(INSTANCE_REFRESHES), "ResponseMetadata": {"HTTPStatusCode": 200}}
+    return AWSResponse("https://aws.invalid/", 200, {}, None), body
+
+
 def _aws_client_like_aws(params, service, session=None, calls=None, errors=None):
     from ansible_collections.eksops.nodegroup.plugins.module_utils import aws
 
@@ -256,6 +279,8 @@ def _aws_client_like_aws(params, service, session=None, calls=None, errors=None)
         client.meta.events.register("provide-client-params.*.*", lambda model, **_kwargs: calls.append(model.name))
     if errors:
         client.meta.events.register("before-call.*.*", _refusing(errors))
+    if service == "autoscaling":
+        client.meta.events.register("before-call.autoscaling.DescribeInstanceRefreshes", _answer_instance_refreshes)
     return _copy_source_version(client) if service == "ec2" else client
 
 

@@ -146,3 +146,12 @@ def test_an_asg_is_not_found_only_when_the_error_says_so():
         assert "Auto Scaling group not found)" in upgrade_summary(report(asg_name=None, error=error))[0]
     other = dict(ERROR, code="ResourceNotFound", parameter="image_id")
     assert "Auto Scaling group unknown: " in upgrade_summary(report(asg_name=None, error=other))[0]
+
+
+def test_issue29_the_owners_workflow_names_the_version_the_group_already_used_not_a_from_version():
+    """SPEC W1: use_current_launch_template rolls onto the version the group uses; "from version 2" would be untrue."""
+    lines = upgrade_summary(report(
+        launch_template=dict(id="lt-1", version=2, image_id="ami-b", previous_version=2, previous_image_id="ami-b")),
+        None, ADVICE)
+    assert "Target: launch template lt-1 version 2 (AMI ami-b), the version the Auto Scaling group already used." \
+        in lines

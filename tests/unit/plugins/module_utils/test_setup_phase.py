@@ -186,3 +186,21 @@ def test_a_launch_template_step_that_failed_after_a_change_says_it_changed():
     failed, _lines = steps.run()
     assert failed.error.code == "AccessDenied" and failed.result["changed"] is True
     assert failed.result["setup"]["launch_template"] == done
+
+
+def test_issue29_item1_the_owners_workflow_is_refused_for_a_managed_group_before_the_preflight():
+    """W1, K3: use_current_launch_template names a self-managed group's own version; EKS runs a managed one's."""
+    steps = Steps(group=nodegroup(kind="managed"))
+    failed, _lines = steps.run(kubernetes_version=None, use_current_launch_template=True)
+    assert steps.names() == ["describe"]
+    assert (failed.error.code, failed.error.details["parameter"]) == ("InvalidParameter",
+                                                                      "use_current_launch_template")
+    assert failed.error.msg.endswith("Nothing was changed.")
+
+
+def test_issue29_item1_the_owners_workflow_and_the_accepted_revert_reach_the_launch_template_step():
+    steps = Steps()
+    steps.run(kubernetes_version=None, use_current_launch_template=True, accept_owner_revert=True)
+    change = steps.calls[2][1]
+    assert (change["use_current_launch_template"], change["accept_owner_revert"]) == (True, True)
+    assert change["kubernetes_version"] is None

@@ -17,7 +17,7 @@ from ..moto_nodegroup import ASG_NAME, CLUSTER, NODEGROUP, mutating, run_step_in
 from .asg_world import sizes, suspended, upgraded_world
 
 BASE = dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP, kubeconfig="/unused", wait=False)
-A1 = ["AZRebalance", "AlarmNotification", "ScheduledActions", "ReplaceUnhealthy"]
+A1 = ["AZRebalance", "AlarmNotification", "ScheduledActions", "ReplaceUnhealthy", "InstanceRefresh"]
 
 
 @pytest.fixture
@@ -86,7 +86,7 @@ def test_u2_a1_journal_first_then_suspend_then_scale_and_rerun_is_idempotent(wor
     # the scale-up is done (no wait asked): the journal says the old nodes are next
     assert journal.desired_capacity_set == 12 and journal.surge == 8 and journal.phase == "upgrade"
     # AZRebalance was suspended by someone else: not ours to record or resume (A1)
-    assert journal.suspended_processes == ["AlarmNotification", "ScheduledActions", "ReplaceUnhealthy"]
+    assert journal.suspended_processes == ["AlarmNotification", "ScheduledActions", "ReplaceUnhealthy", "InstanceRefresh"]
     assert suspended(world) == sorted(A1)
     assert journal.target_image_id == world.new_ami
     assert journal.target_launch_template_version == str(world.target_version)

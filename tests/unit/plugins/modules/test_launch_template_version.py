@@ -19,7 +19,9 @@ from ..moto_nodegroup import (
     run_module_in_process,
 )
 
-BASE = dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP)
+# The world is a terraform-aws-eks group: these tests pin versions behind its back, knowing (SPEC W1; the refusal and
+# use_current_launch_template are tested with accept_owner_revert false below).
+BASE = dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP, accept_owner_revert=True)
 
 
 @pytest.fixture
@@ -272,7 +274,7 @@ def test_failure_after_creating_the_version_reports_it(world, run):
     assert [v["VersionNumber"] for v in world.lt_versions()] == [1, 2]
 
 
-A1 = ["AZRebalance", "AlarmNotification", "ScheduledActions", "ReplaceUnhealthy"]
+A1 = ["AZRebalance", "AlarmNotification", "ScheduledActions", "ReplaceUnhealthy", "InstanceRefresh"]
 
 
 def suspended(world):
@@ -306,8 +308,9 @@ def test_a1_processes_are_suspended_and_recorded_before_the_group_is_pinned(worl
     with mock.patch.object(launch_template_step, "pin_asg_launch_template", side_effect=spy):
         result = run(image_id=world.new_ami, diff=True)
     assert not result.get("failed"), result
-    assert at_pin == [(sorted(A1), "AlarmNotification,ScheduledActions,ReplaceUnhealthy")]
-    assert result["launch_template"]["journal"]["suspended_processes"] == ["AlarmNotification", "ScheduledActions", "ReplaceUnhealthy"]
+    assert at_pin == [(sorted(A1), "AlarmNotification,ScheduledActions,ReplaceUnhealthy,InstanceRefresh")]
+    assert result["launch_template"]["journal"]["suspended_processes"] == [
+        "AlarmNotification", "ScheduledActions", "ReplaceUnhealthy", "InstanceRefresh"]
     assert result["diff"]["before"]["suspended_processes"] == ["AZRebalance"]
     assert result["diff"]["after"]["suspended_processes"] == sorted(A1)
     assert run(image_id=world.new_ami)["changed"] is False
@@ -398,3 +401,83 @@ def test_issue12_a_journal_write_refused_before_any_change_fails_with_a_code(wor
     assert "before that" not in result["msg"]
     assert world.asg()["LaunchTemplate"]["Version"] == "1"
     assert journal_tags(world) == {}
+
+
+# ------------------------------------------------------------------------------ issue 29 items 1 and 2 (W1, W2)
+
+@pytest.mark.parametrize("kind, convention, tool", [("self_managed", "terraform", "terraform-aws-eks"),
+                                                    ("self_managed", "cloudformation", "CloudFormation"),
+                                                    ("self_managed_eksctl", "terraform", "eksctl")])
+@pytest.mark.parametrize("target", ["image_id", "version"])
+def test_issue29_item1_a_version_pinned_behind_its_owners_back_is_refused_before_any_change(capsys, kind, convention,
+                                                                                           tool, target):
+    """W1: the owner's next apply would revert the version and replace the nodes undrained: refused, naming the
+    target's parameter, the owner and its workflow, with nothing written."""
+    with mock_aws():
+        world = MotoNodegroup(kind=kind, convention=convention)
+        args = dict(image_id=world.new_ami) if target == "image_id" else dict(version=world.add_version(
+            ImageId=world.new_ami))
+        before = state(world)
+        calls = []
+        result = run_module_in_process(launch_template_version.main, dict(BASE, accept_owner_revert=False, **args),
+                                       capsys, aws_calls=calls)
+        assert state(world) == before
+    assert result["failed"] and (result["code"], result["parameter"]) == ("OwnedByInfrastructureAsCode", target)
+    assert result["owner"]["tool"] == tool and world.asg_name in result["msg"]
+    assert "accept_owner_revert=true" in result["msg"] and result["msg"].endswith("Nothing was changed.")
+    assert mutating(calls) == []
+
+
+def test_issue29_item1_the_owners_workflow_rolls_onto_the_version_it_applied_without_touching_the_group(world, run):
+    """W1: after terraform applied the new AMI (a new default version, the group pointed at it, its refresh off),
+    use_current_launch_template targets that version: nothing created, pinned or suspended here; the journal is
+    left to the later phases."""
+    version = world.add_version(ImageId=world.new_ami)
+    world.ec2.modify_launch_template(LaunchTemplateId=world.lt_id, DefaultVersion=str(version))
+    world.autoscaling.update_auto_scaling_group(
+        AutoScalingGroupName=world.asg_name, LaunchTemplate=dict(LaunchTemplateId=world.lt_id, Version=str(version)))
+    before = state(world)
+    result = run(use_current_launch_template=True, accept_owner_revert=False, diff=True)
+    assert not result.get("failed"), result
+    assert result["changed"] is False and state(world) == before
+    template = result["launch_template"]
+    assert (template["version"], template["image_id"], template["created"], template["pinned"]) == (
+        version, world.new_ami, False, False)
+    assert result["diff"]["before"]["launch_template_version"] == result["diff"]["after"]["launch_template_version"]
+
+
+def test_issue29_item1_use_current_leaves_a_latest_reference_as_the_owner_wrote_it(capsys):
+    """W1: CloudFormation and hand-made groups may follow $Latest: the reference is not turned into a number."""
+    with mock_aws():
+        world = MotoNodegroup(lt_version="$Latest", convention="cloudformation")
+        version = world.add_version(ImageId=world.new_ami)
+        result = run_module_in_process(launch_template_version.main, dict(
+            BASE, accept_owner_revert=False, use_current_launch_template=True), capsys)
+        assert world.asg()["LaunchTemplate"]["Version"] == "$Latest"
+    assert not result.get("failed"), result
+    assert result["launch_template"]["version"] == version and result["launch_template"]["pinned"] is False
+
+
+def test_issue29_item1_use_current_excludes_the_other_targets(world, run):
+    result = run(use_current_launch_template=True, image_id=world.new_ami)
+    assert result["failed"] and "mutually exclusive" in result["msg"]
+
+
+@pytest.mark.parametrize("status, refused", [("Pending", True), ("InProgress", True), ("Cancelling", True),
+                                             ("RollbackInProgress", True), ("Baking", True), ("Successful", False),
+                                             ("Cancelled", False), ("Failed", False)])
+def test_issue29_item2_an_active_instance_refresh_is_refused_before_any_change(world, run, monkeypatch, status,
+                                                                              refused):
+    """W2: an active refresh (even one a suspended process pauses) replaces nodes without a drain."""
+    from .. import moto_nodegroup
+
+    monkeypatch.setattr(moto_nodegroup, "INSTANCE_REFRESHES", [
+        dict(InstanceRefreshId="r-1", AutoScalingGroupName=world.asg_name, Status=status, PercentageComplete=40)])
+    before = state(world)
+    result = run(image_id=world.new_ami)
+    if refused:
+        assert result["failed"] and result["code"] == "InstanceRefreshInProgress", result
+        assert result["instance_refresh"] == dict(id="r-1", status=status, percentage_complete=40)
+        assert "cancel-instance-refresh" in result["msg"] and state(world) == before
+    else:
+        assert not result.get("failed") and result["changed"], result

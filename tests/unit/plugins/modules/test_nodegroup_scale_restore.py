@@ -24,7 +24,7 @@ from .asg_world import sizes, suspended, upgraded_world
 
 BASE = dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP, kubeconfig="/unused", post_drain_wait=0,
             wait_timeout=30)
-A1 = ["AZRebalance", "AlarmNotification", "ScheduledActions", "ReplaceUnhealthy"]
+A1 = ["AZRebalance", "AlarmNotification", "ScheduledActions", "ReplaceUnhealthy", "InstanceRefresh"]
 
 
 class FakeCluster:
