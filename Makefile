@@ -38,15 +38,24 @@ collection-link: $(COLLECTION_LINK)
 
 # The demo cluster holds a single replica whose PDB never allows an eviction and a bare pod (the preflight
 # names both): as on EKS, only force moves them, here after a 20 s drain timeout.
+# Its node group is terraform-aws-eks's, so the demo upgrades it the way such a group is upgraded (SPEC W1,
+# docs/nodegroup-kinds.md): terraform applies the new AMI with its instance refresh off, the playbook rolls the
+# nodes onto the version terraform made (use_current_launch_template), and terraform's next apply, refresh on, has
+# nothing left to change.
+DEMO_AMI := amazon-eks-node-al2023-x86_64-standard-1.30-v20240615
 demo: venv collection-link
 	$(BIN)/eks-sandbox down --state-dir $(DEMO_STATE) >/dev/null 2>&1 || true
 	$(BIN)/eks-sandbox up --scenario demo --state-dir $(DEMO_STATE)
+	@echo "terraform apply (ami_id = $(DEMO_AMI), instance_refresh = {}):"
+	$(BIN)/eks-sandbox apply --state-dir $(DEMO_STATE) --nodegroup workers --ami $(DEMO_AMI) --instance-refresh off
 	set -a && . $(DEMO_STATE)/env && set +a && \
 	  status=0; \
 	  $(BIN)/ansible-playbook playbooks/upgrade_nodegroup.yml \
-	    -e cluster_name=demo -e nodegroup_name=workers -e kubernetes_version=1.30 \
+	    -e cluster_name=demo -e nodegroup_name=workers -e use_current_launch_template=true \
 	    -e force=true -e drain_timeout=20 -e post_drain_wait=2 \
 	    -e upgrade_report_path=$(CURDIR)/$(DEMO_STATE)/upgrade-report.json || status=$$?; \
+	  echo "terraform apply (instance_refresh back on):"; \
+	  $(BIN)/eks-sandbox apply --state-dir $(DEMO_STATE) --nodegroup workers --instance-refresh on; \
 	  $(BIN)/eks-sandbox report --state-dir $(DEMO_STATE) > $(DEMO_STATE)/report.json; \
 	  $(BIN)/eks-sandbox down --state-dir $(DEMO_STATE); \
 	  echo "Sandbox report: $(DEMO_STATE)/report.json"; \

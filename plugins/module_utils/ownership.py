@@ -43,8 +43,8 @@ def group_owner(asg_name: str, tags: Mapping[str, str], cluster_name: str) -> Ow
     if stack and any(key.startswith(EKSCTL_TAG_PREFIX) for key in tags):
         return Owner(
             "eksctl", "CloudFormation stack %s, tagged alpha.eksctl.io/*" % stack,
-            "eksctl never updates an unmanaged node group's launch template, but any update of stack %s that touches "
-            "the group sets it back to the version the stack holds" % stack,
+            "eksctl does not update an unmanaged node group's launch template, but stack %s still names the version "
+            "it made, so an update of the stack that touches the group can point it back at that version" % stack,
             "eksctl's own upgrade of an unmanaged node group: create a new node group with the new AMI (eksctl create "
             "nodegroup), then eksctl delete nodegroup on the old one, which drains it")
     if stack:
@@ -65,9 +65,10 @@ def group_owner(asg_name: str, tags: Mapping[str, str], cluster_name: str) -> Ow
     return None
 
 
-def revert_refusal(owner: Owner, asg_name: str, target: str) -> str:
-    """Why pinning ``target`` (e.g. "a new version with AMI ami-1") on an owned group is refused, and what to do."""
-    return ("Auto Scaling group %s is owned by %s (%s), and this upgrade would pin it to %s behind its back: %s. "
+def revert_refusal(owner: Owner, asg_name: str, target: str, parameter: str) -> str:
+    """Why pinning ``target`` (e.g. "a new version with AMI ami-1"), which ``parameter`` asked for, on an owned group
+    is refused, and what to do."""
+    return ("Auto Scaling group %s is owned by %s (%s), and this upgrade would pin it to %s (%s) behind its back: %s. "
             "Upgrade it with its owner's workflow instead: %s. To pin the version anyway and restore the group "
             "through its owner yourself, set accept_owner_revert=true. Nothing was changed."
-            % (asg_name, owner.tool, owner.evidence, target, owner.revert, owner.workflow))
+            % (asg_name, owner.tool, owner.evidence, target, parameter, owner.revert, owner.workflow))

@@ -56,6 +56,16 @@ class SandboxHandle:
         with urllib.request.urlopen(self.env["SANDBOX_URL"] + "/report", timeout=30) as response:
             return json.loads(response.read())
 
+    def apply(self, nodegroup: str = "workers", ami: str | None = None, instance_refresh: bool | None = None
+              ) -> list[str]:
+        """The node group's infrastructure as code applies (`eks-sandbox apply`: terraform-aws-eks, a CloudFormation
+        stack); returns what it did, in words."""
+        body = json.dumps({"nodegroup": nodegroup, "ami": ami, "instance_refresh": instance_refresh}).encode()
+        request = urllib.request.Request(self.env["SANDBOX_URL"] + "/apply", data=body, method="POST",
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read())["done"]
+
     def client(self, service: str):
         """A boto3 client for the sandbox's moto endpoint."""
         import boto3

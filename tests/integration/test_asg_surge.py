@@ -12,7 +12,7 @@ from asg_helpers import base_args, asg_state, node_annotations, point_asg_at_new
 from sandbox_helpers import REPO_ROOT, run_module, running_sandbox, start_sandbox, stop_sandbox
 
 SCENARIO = "demo"
-A1_PROCESSES = ["AZRebalance", "AlarmNotification", "ReplaceUnhealthy", "ScheduledActions"]
+A1_PROCESSES = ["AZRebalance", "AlarmNotification", "InstanceRefresh", "ReplaceUnhealthy", "ScheduledActions"]
 C2 = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
 SCENARIOS = REPO_ROOT / "tests" / "sandbox" / "scenarios"
 

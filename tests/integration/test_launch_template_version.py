@@ -74,10 +74,10 @@ def test_kubernetes_version_creates_a_version_from_the_current_one_and_pins_the_
         "run_id": "it-run-1", "phase": "setup", "started_at": result["launch_template"]["journal"]["started_at"],
         "previous_launch_template_version": "1", "target_launch_template_version": "2",
         "launch_template_id": lt["id"], "target_image_id": new_ami,
-        "suspended_processes": "AZRebalance,AlarmNotification,ScheduledActions,ReplaceUnhealthy"}
+        "suspended_processes": "AZRebalance,AlarmNotification,ScheduledActions,ReplaceUnhealthy,InstanceRefresh"}
     # A1: suspended before the group was pointed at the new version
     assert sorted(p["ProcessName"] for p in workers_asg(sandbox)["SuspendedProcesses"]) == [
-        "AZRebalance", "AlarmNotification", "ReplaceUnhealthy", "ScheduledActions"]
+        "AZRebalance", "AlarmNotification", "InstanceRefresh", "ReplaceUnhealthy", "ScheduledActions"]
 
 
 def test_second_run_changes_nothing(sandbox):

@@ -94,7 +94,7 @@ def test_u6_restore_drains_surplus_restores_sizes_resumes_processes_and_clears_t
     out = result["restore"]
     assert len(out["removed_instances"]) == 6
     assert sorted(out["resumed_processes"]) == [
-        "AZRebalance", "AlarmNotification", "ReplaceUnhealthy", "ScheduledActions"]
+        "AZRebalance", "AlarmNotification", "InstanceRefresh", "ReplaceUnhealthy", "ScheduledActions"]
     state = asg_state(sandbox)
     assert {k: state[k] for k in ORIGINAL} == ORIGINAL
     assert state["suspended"] == [] and state["journal"] == {}

@@ -342,7 +342,8 @@ def build_parser() -> argparse.ArgumentParser:
     apply.add_argument("--nodegroup", required=True)
     apply.add_argument("--ami", help="the AMI (name or id) the code now names; default: unchanged")
     apply.add_argument("--instance-refresh", choices=["on", "off"],
-                       help="terraform-aws-eks's instance_refresh (default module setting: on); default: unchanged")
+                       help="terraform-aws-eks's instance_refresh, or the stack's AutoScalingRollingUpdate policy "
+                            "(both on as shipped); default: unchanged")
     apply.set_defaults(func=cmd_apply)
 
     down = commands.add_parser("down", help="stop the sandbox recorded in the state dir")

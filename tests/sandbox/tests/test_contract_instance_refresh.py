@@ -125,7 +125,7 @@ def test_suspending_instance_refresh_pauses_it_without_cancelling(sim):
     autoscaling = sim.client("autoscaling")
     autoscaling.suspend_processes(AutoScalingGroupName=asg(sim), ScalingProcesses=["InstanceRefresh"])
     autoscaling.start_instance_refresh(AutoScalingGroupName=asg(sim))
-    for _ in range(20):
+    for _tick in range(20):
         sim.tick()
         time.sleep(0.01)
     assert refreshes(sim)[0]["Status"] == "InProgress" and in_service_ids(sim) == before
@@ -194,8 +194,20 @@ def test_a_stack_update_replaces_one_at_a_time_and_an_unchanged_stack_nothing():
         tick_until(sim, lambda: images(sim) == [sim.ami_id(NEW)] * 4,
                    watch=lambda: lowest.append(len(in_service_ids(sim))))
         assert min(lowest) >= 3 and not before & in_service_ids(sim)
-        with pytest.raises(ValueError):
-            sim.apply_owner("workers", instance_refresh=True)
+    finally:
+        sim.stop()
+
+
+def test_a_stack_update_without_the_rolling_update_policy_only_moves_the_group():
+    sim = started_sim(convention="cloudformation")
+    try:
+        before = in_service_ids(sim)
+        done = sim.apply_owner("workers", ami=NEW, instance_refresh=False)
+        assert group(sim)["LaunchTemplate"]["Version"] == "2" and not any("rolling" in line for line in done)
+        for _tick in range(20):
+            sim.tick()
+            time.sleep(0.01)
+        assert in_service_ids(sim) == before
     finally:
         sim.stop()
 

@@ -52,15 +52,16 @@ class Owner:
         self.rendered = copy.deepcopy(template.get_version(1).data)
         self.ami_id = ami_id
         self.applied_ami_id = ami_id  # CloudFormation: the NodeImageId of the last stack update
-        self.instance_refresh = tool == "terraform"
+        # What replaces the nodes when the apply changes the group's launch template: terraform-aws-eks's
+        # instance_refresh, the stack template's AutoScalingRollingUpdate policy (both on as shipped).
+        self.instance_refresh = True
 
     def apply(self, ami_id: str | None = None, instance_refresh: bool | None = None) -> list[str]:
-        """The owner's apply with the code changed as given; returns what it did, in words."""
+        """The owner's apply with the code changed as given (``instance_refresh``: terraform's instance_refresh, or
+        the stack's AutoScalingRollingUpdate policy); returns what it did, in words."""
         if ami_id is not None:
             self.ami_id = ami_id
         if instance_refresh is not None:
-            if self.tool != "terraform":
-                raise ValueError("only terraform-aws-eks has an instance_refresh setting")
             self.instance_refresh = instance_refresh
         return self._terraform_apply() if self.tool == "terraform" else self._stack_update()
 
@@ -95,10 +96,12 @@ class Owner:
         template = self.group.ec2_launch_template
         version = template.create_version(self._wanted(), "")
         self._point_group_at(str(version.number))
-        instance_refresh.replace_rolling(self.group, dict(CLOUDFORMATION_ROLLING_UPDATE), listed=False)
-        return ["created launch template version %d (%s)" % (version.number, self.ami_id),
-                "pointed the Auto Scaling group at launch template version %d" % version.number,
-                "started the stack's rolling update (AutoScalingRollingUpdate, MaxBatchSize 1)"]
+        done = ["created launch template version %d (%s)" % (version.number, self.ami_id),
+                "pointed the Auto Scaling group at launch template version %d" % version.number]
+        if self.instance_refresh:
+            instance_refresh.replace_rolling(self.group, dict(CLOUDFORMATION_ROLLING_UPDATE), listed=False)
+            done.append("started the stack's rolling update (AutoScalingRollingUpdate, MaxBatchSize 1)")
+        return done
 
     def _point_group_at(self, version: str) -> None:
         self.group._set_launch_configuration(

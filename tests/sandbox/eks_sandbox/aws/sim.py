@@ -20,7 +20,7 @@ from moto.ssm.models import ssm_backends
 
 from ..eks import EksNodegroups
 from .capacity import CapacityReconciler, launch_template_version_of
-from .instance_refresh import advance_refreshes
+from .instance_refresh import advance_refreshes, describe_instance_refreshes
 from .owners import Owner, owner_of
 from .load_balancers import seed_load_balancers
 from .moto_patches import LIVE_LIFECYCLE_STATES, apply_moto_corrections, suspended_process_names
@@ -273,4 +273,8 @@ class AwsSim:
                     "suspended_processes": suspended_process_names(group),
                     "tags": {tag["Key"]: tag["Value"] for tag in group.tags},
                     "launch_template": {"id": template.id if template is not None else None,
-                                        "version": group.launch_template_version}}
+                                        "version": group.launch_template_version},
+                    # Instance refreshes, newest first (moto_patches (m)): what replaced nodes besides the upgrade.
+                    "instance_refreshes": [{"status": refresh["Status"],
+                                            "percentage_complete": refresh["PercentageComplete"]}
+                                           for refresh in describe_instance_refreshes(group, None)]}

@@ -43,7 +43,8 @@ def test_w1_an_eksctl_stack_is_eksctl_and_names_its_own_upgrade():
 
 def test_w1_the_refusal_names_the_group_the_owner_the_target_the_workflow_and_the_way_out():
     owner = group_owner(TERRAFORM_ASG, self_managed_tags("terraform"), "demo")
-    message = revert_refusal(owner, TERRAFORM_ASG, "a new launch template version with ami-1")
-    for part in (TERRAFORM_ASG, "terraform-aws-eks", "ami-1", "without a drain", "use_current_launch_template=true",
+    message = revert_refusal(owner, TERRAFORM_ASG, "a new launch template version with ami-1", "image_id")
+    for part in (TERRAFORM_ASG, "terraform-aws-eks", "ami-1 (image_id)", "without a drain",
+                 "use_current_launch_template=true",
                  "accept_owner_revert=true", "Nothing was changed."):
         assert part in message

@@ -107,7 +107,9 @@ def test_kubernetes_version_resolves_the_same_family(world, run):
     (dict(kubernetes_version="1.99"), "kubernetes_version", "1.99"),
     (dict(kubernetes_version="latest"), "kubernetes_version", "latest"),
     (dict(image_id="ami-00000000000000000"), "image_id", "ami-00000000000000000"),
-    (dict(version=9), "version", "9"),
+    (dict(version=9), "launch_template_version", "9"),
+    (dict(version=0), "launch_template_version", "1 or more"),  # issue 29 item 4: 0 was read as the current one
+    (dict(version=-1), "launch_template_version", "1 or more"),
     (dict(image_id="ami-00000000000000000", asg_name="no-such-asg"), "asg_name", "no-such-asg"),
     (dict(image_id="ami-00000000000000000", nodegroup_name="nope"), "nodegroup_name", "nope"),
     (dict(image_id="ami-00000000000000000", cluster_name="nope"), "cluster_name", "nope"),
@@ -408,9 +410,9 @@ def test_issue12_a_journal_write_refused_before_any_change_fails_with_a_code(wor
 @pytest.mark.parametrize("kind, convention, tool", [("self_managed", "terraform", "terraform-aws-eks"),
                                                     ("self_managed", "cloudformation", "CloudFormation"),
                                                     ("self_managed_eksctl", "terraform", "eksctl")])
-@pytest.mark.parametrize("target", ["image_id", "version"])
-def test_issue29_item1_a_version_pinned_behind_its_owners_back_is_refused_before_any_change(capsys, kind, convention,
-                                                                                           tool, target):
+@pytest.mark.parametrize("target", ["image_id", "launch_template_version"])
+def test_issue29_item1_a_version_pinned_behind_its_owners_back_is_refused_before_any_change(
+        capsys, kind, convention, tool, target):
     """W1: the owner's next apply would revert the version and replace the nodes undrained: refused, naming the
     target's parameter, the owner and its workflow, with nothing written."""
     with mock_aws():
@@ -466,8 +468,8 @@ def test_issue29_item1_use_current_excludes_the_other_targets(world, run):
 @pytest.mark.parametrize("status, refused", [("Pending", True), ("InProgress", True), ("Cancelling", True),
                                              ("RollbackInProgress", True), ("Baking", True), ("Successful", False),
                                              ("Cancelled", False), ("Failed", False)])
-def test_issue29_item2_an_active_instance_refresh_is_refused_before_any_change(world, run, monkeypatch, status,
-                                                                              refused):
+def test_issue29_item2_an_active_instance_refresh_is_refused_before_any_change(
+        world, run, monkeypatch, status, refused):
     """W2: an active refresh (even one a suspended process pauses) replaces nodes without a drain."""
     from .. import moto_nodegroup
 
