@@ -16,6 +16,8 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.eks_amis import c
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import resolve_max_unavailable
 
 TARGET_OPTIONS = ("kubernetes_version", "release_version", "launch_template_version", "image_id")
+# DescribeUpdate no more often than this while following an update (the sandbox's tests poll this fast).
+MIN_POLL_INTERVAL = 0.05
 # DescribeNodegroup statuses in which EKS takes no update.
 _NOT_UPDATABLE_STATUSES = frozenset(["CREATING", "DELETING", "CREATE_FAILED", "DELETE_FAILED"])
 # The family part of the EKS-optimized AMI SSM parameters, per DescribeNodegroup amiType. Bottlerocket,
@@ -53,8 +55,8 @@ def validate_options(params: Mapping[str, Any]) -> None:
         raise invalid_parameter("wait_timeout", "wait_timeout must be 0 or more seconds")
     if params.get("return_after") is not None and params["return_after"] < 0:
         raise invalid_parameter("return_after", "return_after must be 0 or more seconds")
-    if params["poll_interval"] < 1:
-        raise invalid_parameter("poll_interval", "poll_interval must be at least 1 second")
+    if params["poll_interval"] < MIN_POLL_INTERVAL:
+        raise invalid_parameter("poll_interval", "poll_interval must be at least %s seconds" % MIN_POLL_INTERVAL)
 
 
 def ssm_family(ami_type: str | None) -> str | None:

@@ -215,6 +215,16 @@ def plan_follow(nodegroup: Mapping[str, Any], target: Mapping[str, Any], update:
 
 # --- Following an update ------------------------------------------------------------------------------------
 
+def seconds_left(first: Mapping[str, int], now: Mapping[str, int], elapsed: float) -> float | None:
+    """The time EKS needs for the nodes not yet updated, at the pace seen since ``first`` (``elapsed`` seconds
+    ago); None until a node was updated in between (early in an update every node counts as updated, so the count
+    first drops)."""
+    done = now["nodes_updated"] - first["nodes_updated"]
+    if done <= 0 or elapsed <= 0:
+        return None
+    return (now["nodes_total"] - now["nodes_updated"]) * elapsed / done
+
+
 def update_progress(auto_scaling_groups: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     """{nodes_total, nodes_updated} of the node group's ASGs (DescribeAutoScalingGroups): InService instances,
     and those of them launched from the launch template version each group points at now.

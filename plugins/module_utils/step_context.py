@@ -49,32 +49,36 @@ class StepContext(ClientsSurface):
     nodegroup_describe, surge_step, restore_step) use, for one step's ``params``."""
 
     def __init__(self, params: Mapping[str, Any], clients: Clients, check_mode: bool, diff: bool,
-                 warn: Callable[[str], None], log: Callable[[str], None]) -> None:
+                 warn: Callable[[str], None], log: Callable[[str], None],
+                 progress: Callable[[str], None] | None = None) -> None:
         self.params = params
         self.clients = clients
         self.check_mode = check_mode
         self._diff = diff
         self.warn = warn
         self.log = log
+        # Lines a person follows as they come (an action's job output); None when nobody reads them (a module).
+        self.progress = progress
         self.lease_heartbeats = clients.lease_heartbeats
 
     def with_params(self, params: Mapping[str, Any]) -> StepContext:
         """The context of another step of the same work: its own ``params``, the same clients, modes and output."""
-        return StepContext(params, self.clients, self.check_mode, self._diff, self.warn, self.log)
+        return StepContext(params, self.clients, self.check_mode, self._diff, self.warn, self.log, self.progress)
 
     def fail_upgrade(self, err: UpgradeError, **result: Any) -> None:
         raise StepFailed(err, result)
 
 
 def run_step(step: Callable[[StepContext], dict[str, Any]], params: Mapping[str, Any], clients: Clients,
-             check_mode: bool, diff: bool, log: Callable[[str], None]) -> dict[str, Any]:
+             check_mode: bool, diff: bool, log: Callable[[str], None],
+             progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """A module's work, ``step(context)``, with a StepContext over ``clients``, as EksopsModule.run runs it in the
     module's process: the result it returns, or after an UpgradeError what the step had done, failed, with the
     error's msg, code and details (error_result); the warnings under ``warnings``. The run's lease heartbeats stop
     with it."""
     warnings = []
     try:
-        result = step(StepContext(params, clients, check_mode, diff, warnings.append, log))
+        result = step(StepContext(params, clients, check_mode, diff, warnings.append, log, progress))
     except StepFailed as failure:
         result = dict(failure.result, failed=True)
         result.update(error_result(failure.error))

@@ -2,7 +2,8 @@
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The bases of the action plugins that do modules' work on the controller, in the task's own process (node_replace,
-nodegroup_setup, asg_surge, nodegroup_scale_restore; issue 11 item 4, docs/architecture.md says why)."""
+nodegroup_setup, asg_surge, nodegroup_scale_restore, eks_nodegroup_update; issue 11 item 4, docs/architecture.md says
+why)."""
 
 from __future__ import annotations
 
@@ -64,12 +65,18 @@ class StepAction(ControllerAction):
 
     NAME: str
     STEP: ModuleType
+    # Whether the step prints progress a person follows (StepContext.progress: shown as they come in
+    # ansible-playbook's output and AWX's job output).
+    PROGRESS = False
+    # Whether the step talks to Kubernetes (the Kubernetes connection options and the cluster proof, SPEC K4).
+    USES_K8S = True
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
         name = self.NAME
-        params = self.validated_params(merged_argument_spec(self.STEP.ARGUMENT_SPEC, uses_aws=True, uses_k8s=True),
+        params = self.validated_params(merged_argument_spec(self.STEP.ARGUMENT_SPEC, uses_aws=True,
+                                                            uses_k8s=self.USES_K8S),
                                        **self.STEP.CONSTRAINTS)
 
         def log(line: str) -> None:
@@ -77,5 +84,5 @@ class StepAction(ControllerAction):
 
         clients = Clients(params, "%s/%s" % (USER_AGENT_EXTRA, name))
         result.update(run_step(self.STEP.run, params, clients, bool(self._task.check_mode), bool(self._task.diff),
-                               log))
+                               log, display.display if self.PROGRESS else None))
         return result

@@ -298,3 +298,15 @@ def test_predicted_diff():
     on_target = nodegroup(releaseVersion="1.30.8-20241205")
     none_plan = mu.plan_managed_update(on_target, RELEASE, DEFAULT_CONFIG, [])
     assert mu.predicted_diff_state(on_target, none_plan) == mu.diff_state(on_target)
+
+
+# ------------------------------------------------------------------------------ issue 29 item 3 (SPEC W4)
+
+@pytest.mark.parametrize("first, now, elapsed, left", [
+    (dict(nodes_total=6, nodes_updated=0), dict(nodes_total=6, nodes_updated=2), 600.0, 1200.0),
+    (dict(nodes_total=6, nodes_updated=6), dict(nodes_total=6, nodes_updated=0), 60.0, None),  # EKS's setup
+    (dict(nodes_total=6, nodes_updated=1), dict(nodes_total=6, nodes_updated=1), 300.0, None),  # no pace yet
+    (dict(nodes_total=8, nodes_updated=2), dict(nodes_total=8, nodes_updated=8), 90.0, 0.0),
+])
+def test_w4_the_time_left_is_the_nodes_left_at_the_pace_seen(first, now, elapsed, left):
+    assert mu.seconds_left(first, now, elapsed) == left

@@ -14,6 +14,7 @@ from unittest import mock
 import pytest
 from botocore.stub import Stubber
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils import managed_update_step
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.modules import eks_nodegroup_update
 
@@ -103,7 +104,7 @@ def clock():
 def run(aws, clock, capsys):
     def run_it(check=False, diff=False, **args):
         with mock.patch.object(EksopsModule, "aws", lambda self, service: aws.aws(service)), \
-                mock.patch.object(eks_nodegroup_update, "SYSTEM_CLOCK", clock):
+                mock.patch.object(managed_update_step, "SYSTEM_CLOCK", clock):
             return run_module_in_process(eks_nodegroup_update.main, dict(BASE, **args), capsys, check=check,
                                          diff=diff)
     return run_it
@@ -492,7 +493,7 @@ def test_documentation_matches_the_argument_spec():
 
     from ..module_docs import assert_docs_match_spec
 
-    assert_docs_match_spec(eks_nodegroup_update, merged_argument_spec(eks_nodegroup_update.ARGUMENT_SPEC))
+    assert_docs_match_spec(eks_nodegroup_update, merged_argument_spec(managed_update_step.ARGUMENT_SPEC))
 
 
 def test_return_after_hands_back_progress_before_wait_timeout(aws, run, clock):
@@ -514,7 +515,7 @@ def test_following_since_counts_wait_timeout_across_runs(aws, run, clock):
     expect_describe_update(aws, running)
     aws.expect("eks", "describe_nodegroup", nodegroup(status="UPDATING"), NAMES)
     expect_progress(aws)
-    with mock.patch.object(eks_nodegroup_update.time, "time", return_value=1_800_000_000.0):
+    with mock.patch.object(managed_update_step.time, "time", return_value=1_800_000_000.0):
         result = run(kubernetes_version="1.31", wait_timeout=3600, following_since=1_800_000_000.0 - 3590,
                      return_after=60)
     assert not result.get("failed") and result["nodegroup_update"]["finished"] is False and result["nodegroup_update"]["timed_out"] is True, result
