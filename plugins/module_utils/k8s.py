@@ -167,7 +167,10 @@ def describe_cluster(eks_client: Any, cluster_name: str) -> dict[str, Any]:
         return eks_api.describe_cluster(eks_client, cluster_name)
     except UpgradeError as err:
         if err.code == NOT_FOUND:
-            raise not_found("cluster_name", "EKS cluster %r (cluster_name) was not found: %s" % (cluster_name, err.msg),
+            # Issue 29 item 4: a cluster in another region than the one asked is the usual cause; say which.
+            region = getattr(getattr(eks_client, "meta", None), "region_name", None)
+            raise not_found("cluster_name", "EKS cluster %r (cluster_name) was not found in region %s (region / "
+                            "aws_region, AWS_REGION): %s" % (cluster_name, region, err.msg), region=region,
                             **err.details)
         raise
 

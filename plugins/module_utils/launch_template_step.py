@@ -22,6 +22,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     OWNED_BY_INFRASTRUCTURE_AS_CODE,
     UPGRADE_TARGET_CONFLICT,
     UpgradeError,
+    invalid_parameter,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import describe_cluster
@@ -68,9 +69,22 @@ ARGUMENT_SPEC = dict(
 TARGET_OPTIONS = ["image_id", "kubernetes_version", "version", "use_current_launch_template"]
 
 
+# The name messages give the version option: the playbooks' and roles', and the module's alias (issue 29 item 4).
+VERSION_PARAMETER = "launch_template_version"
+
+
 def target_option(params: Any) -> str:
-    """The name of the option that set the target."""
-    return next(name for name in TARGET_OPTIONS if params[name] not in (None, False))
+    """The name of the option that set the target, as messages name it."""
+    name = next(name for name in TARGET_OPTIONS if params[name] not in (None, False))
+    return VERSION_PARAMETER if name == "version" else name
+
+
+def check_version_number(params: Any) -> None:
+    """A launch template version is a number from 1: 0 must not read as the group's current version (issue 29 item
+    4), nor a negative one reach EC2."""
+    if params["version"] is not None and params["version"] < 1:
+        raise invalid_parameter(VERSION_PARAMETER, "launch_template_version must be a launch template version number "
+                                "(1 or more), got %s" % params["version"])
 
 
 def resolve_target(module: Any, ec2: Any, lt_id: str,
@@ -84,10 +98,10 @@ def resolve_target(module: Any, ec2: Any, lt_id: str,
             describe_image(ec2, image_id, parameter="use_current_launch_template")
         return image_id, current, None
     if params["version"] is not None:
-        named = describe_lt_version(ec2, lt_id, params["version"], parameter="version")
+        named = describe_lt_version(ec2, lt_id, params["version"], parameter=VERSION_PARAMETER)
         image_id = lt_version_image(named)
         if image_id:
-            describe_image(ec2, image_id, parameter="version")
+            describe_image(ec2, image_id, parameter=VERSION_PARAMETER)
         return image_id, named, None
     if params["image_id"]:
         describe_image(ec2, params["image_id"], parameter="image_id")
@@ -130,8 +144,9 @@ def check_owner(params: Any, asg: dict[str, Any], plan: dict[str, Any], pin: boo
         return
     target = ("a new launch template version with %s" % plan["image_id"] if plan["create"]
               else "launch template version %s (%s)" % (plan["target_version"], plan["image_id"]))
-    raise UpgradeError(OWNED_BY_INFRASTRUCTURE_AS_CODE, revert_refusal(owner, asg_name, target),
-                       parameter=target_option(params), owner=owner._asdict())
+    parameter = target_option(params)
+    raise UpgradeError(OWNED_BY_INFRASTRUCTURE_AS_CODE, revert_refusal(owner, asg_name, target, parameter),
+                       parameter=parameter, owner=owner._asdict())
 
 
 def journal_for(module: Any, journal: Journal | None, asg: dict[str, Any], lt_id: str,
@@ -233,6 +248,7 @@ def previous_of_upgrade(ec2: Any, lt_id: str, plan: dict[str, Any], journal: Jou
 def run(module: Any) -> dict[str, Any]:
     params = module.params
     validate_suspend_processes(params["suspend_processes"])
+    check_version_number(params)
     autoscaling, ec2 = module.aws("autoscaling"), module.aws("ec2")
     group = find_module_nodegroup(
         module, refuse_managed="create versions of its launch template or point its Auto Scaling group at one")

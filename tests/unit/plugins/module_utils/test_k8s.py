@@ -201,6 +201,15 @@ def test_unknown_cluster_names_cluster_name():
     assert "nope" in raised.value.msg
 
 
+def test_issue29_item4_an_unknown_cluster_names_the_region_it_was_looked_for_in():
+    """A cluster in another region was reported as "not found" without the region that was asked."""
+    with mock_aws():
+        eks = aws.aws_client(dict(AWS_PARAMS, region="eu-west-1"), "eks")
+        with pytest.raises(UpgradeError) as raised:
+            k8s.describe_cluster(eks, "prod")
+    assert "region eu-west-1" in raised.value.msg and raised.value.details["region"] == "eu-west-1"
+
+
 def test_cluster_without_endpoint_is_unreachable():
     with pytest.raises(UpgradeError) as raised:
         k8s.describe_eks_cluster(FakeEks({"status": "CREATING"}), "demo")
