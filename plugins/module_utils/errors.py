@@ -33,6 +33,9 @@ INSTANCE_REFRESH_IN_PROGRESS = "InstanceRefreshInProgress"
 # Not an EKS code: infrastructure as code owns the group, and its next apply would revert the launch template version
 # this upgrade would pin, replacing the nodes without a drain (SPEC W1), so nothing was changed.
 OWNED_BY_INFRASTRUCTURE_AS_CODE = "OwnedByInfrastructureAsCode"
+# Not an EKS code: the group has too many tags of its own for the journal and the lease to fit in Auto Scaling's 50
+# (SPEC W3), so nothing was changed (the tag write would fail half-way otherwise).
+TAG_LIMIT_EXCEEDED = "TagLimitExceeded"
 # Not an EKS code: the AWS API itself (or the configured endpoint_url) could not be reached.
 AWS_UNREACHABLE = "AwsUnreachable"
 # Not an EKS code: an AWS or Kubernetes API error that fits none of the codes above.

@@ -26,7 +26,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import describe_cluster
-from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION, claim
+from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION, check_tag_budget, claim
 from ansible_collections.eksops.nodegroup.plugins.module_utils.eks_amis import (
     check_kubernetes_version,
     check_not_newer_than_control_plane,
@@ -254,6 +254,7 @@ def run(module: Any) -> dict[str, Any]:
         module, refuse_managed="create versions of its launch template or point its Auto Scaling group at one")
     asg, asg_name = group.asg, group.asg_name
     check_no_instance_refresh(autoscaling, asg_name)
+    check_tag_budget(asg)
     spec = asg_launch_template_spec(asg)
     lt_id = resolve_launch_template_id(ec2, spec)
     template = describe_launch_template(ec2, lt_id)

@@ -30,13 +30,23 @@ import threading
 import time
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
-from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import TAG_PREFIX, Journal, parse_utc_iso, utc_now_iso
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import TAG_LIMIT_EXCEEDED, UpgradeError
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import (
+    FIELD_NAMES,
+    TAG_PREFIX,
+    Journal,
+    parse_utc_iso,
+    utc_now_iso,
+)
 
 if TYPE_CHECKING:
     from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 
 LEASE_TAG = TAG_PREFIX + "lease"
+# "The maximum number of tags per resource is 50" (Auto Scaling user guide, "Tag Auto Scaling groups and instances").
+ASG_TAG_LIMIT = 50
+# The tags an upgrade may hold on its group at once: a journal with every field set, and the lease.
+UPGRADE_TAGS_MAX = len(FIELD_NAMES) + 1
 UPGRADE_IN_PROGRESS = "UpgradeInProgress"
 LEASE_SECONDS = 60
 LEASE_RENEW_SECONDS = 15
@@ -147,6 +157,23 @@ class Heartbeat(object):
                     return
             except Exception:  # pylint: disable=broad-except
                 pass  # the next beat tries again; the lease lasts LEASE_SECONDS
+
+
+def check_tag_budget(asg: Mapping[str, Any]) -> None:
+    """SPEC W3: refuse before any change a group whose own tags leave less room than the journal and the lease may
+    take: otherwise CreateOrUpdateTags fails half-way through the upgrade."""
+    tags = asg.get("Tags") or []
+    others = sum(1 for tag in tags if not tag["Key"].startswith(TAG_PREFIX))
+    if others + UPGRADE_TAGS_MAX <= ASG_TAG_LIMIT:
+        return
+    raise UpgradeError(
+        TAG_LIMIT_EXCEEDED,
+        "Auto Scaling group %s has %d tags of its own, and the upgrade's journal and lease may take %d more: more "
+        "than the %d an Auto Scaling group can have. Remove at least %d of its tags (they are propagated to new "
+        "instances only if PropagateAtLaunch), then run again. Nothing was changed."
+        % (asg["AutoScalingGroupName"], others, UPGRADE_TAGS_MAX, ASG_TAG_LIMIT,
+           others + UPGRADE_TAGS_MAX - ASG_TAG_LIMIT),
+        tags=others, tags_needed=UPGRADE_TAGS_MAX, tag_limit=ASG_TAG_LIMIT)
 
 
 def claim(module: EksopsModule, autoscaling: Any, asg: Mapping[str, Any], sleep: Callable[[float], None] = time.sleep) -> Heartbeat | None:

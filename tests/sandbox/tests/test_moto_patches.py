@@ -367,3 +367,29 @@ def test_g_an_instance_terminated_through_ec2_is_replaced(sim):
         "LifecycleState"] == "Terminating"
     sim.tick()
     assert len(live_instances(sim)) == 6
+
+
+# ------------------------------------------------------------------------------------------------ (n)
+
+def test_n_a_group_holds_at_most_50_tags_and_a_call_sets_at_most_25(sim):
+    """Auto Scaling user guide, "Tag Auto Scaling groups and instances": 50 tags per resource, 25 per call; a refused
+    call changes nothing (SPEC W3)."""
+    autoscaling = sim.client("autoscaling")
+    name = asg(sim)
+    have = len(describe_group(sim)["Tags"])
+
+    def tags(count, start=0):
+        return [dict(ResourceId=name, ResourceType="auto-scaling-group", Key="k%02d" % index, Value="v",
+                     PropagateAtLaunch=False) for index in range(start, start + count)]
+
+    with pytest.raises(ClientError) as too_many_at_once:
+        autoscaling.create_or_update_tags(Tags=tags(26))
+    assert too_many_at_once.value.response["Error"]["Code"] == "ValidationError"
+    autoscaling.create_or_update_tags(Tags=tags(25))
+    autoscaling.create_or_update_tags(Tags=tags(50 - have - 25, start=25))
+    assert len(describe_group(sim)["Tags"]) == 50
+    autoscaling.create_or_update_tags(Tags=tags(1))  # an update of a tag it has adds none
+    with pytest.raises(ClientError) as over:
+        autoscaling.create_or_update_tags(Tags=tags(2, start=60))
+    assert over.value.response["Error"]["Code"] == "LimitExceeded"
+    assert len(describe_group(sim)["Tags"]) == 50

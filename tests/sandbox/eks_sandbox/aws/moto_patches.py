@@ -32,7 +32,8 @@ its state on moto's own objects, so moto stays the single source of truth.
       termination leaves the instance in Terminating:Retained (lifecycle.py), and TerminateInstanceInAutoScalingGroup
       terminates a retained instance (g);
   (m) StartInstanceRefresh, DescribeInstanceRefreshes and CancelInstanceRefresh exist (moto raises
-      NotImplementedError or has none); the refresh's rolling replacement is instance_refresh.py's.
+      NotImplementedError or has none); the refresh's rolling replacement is instance_refresh.py's;
+  (n) an Auto Scaling group holds at most 50 tags, and a call adds or removes at most 25 (moto takes any number).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ import time
 from typing import Any, Callable
 
 import moto
-from moto.autoscaling.exceptions import ValidationError
+from moto.autoscaling.exceptions import AutoscalingClientError, ValidationError
 from moto.autoscaling.models import AutoScalingBackend, FakeAutoScalingGroup, InstanceState
 from moto.autoscaling.responses import AutoScalingResponse
 from moto.core.responses import ActionResult
@@ -553,6 +554,45 @@ def correct_instance_refresh() -> None:
     AutoScalingResponse.cancel_instance_refresh = cancel_instance_refresh
 
 
+# ------------------------------------------------------------------------------------------------ (n)
+
+ASG_TAG_LIMIT = 50
+TAGS_PER_CALL = 25
+
+
+@_apply_once
+def correct_tag_limits() -> None:
+    """(n) Auto Scaling user guide, "Tag Auto Scaling groups and instances": "The maximum number of tags per resource
+    is 50. The maximum number of tags that you can add or remove using a single call is 25." CreateOrUpdateTags past
+    either limit changes nothing: LimitExceeded (botocore's model lists it for CreateOrUpdateTags; the message is the
+    sandbox's own, AWS documents none) or a ValidationError for a call with more than 25."""
+    create_or_update_tags = AutoScalingBackend.create_or_update_tags
+    delete_tags = AutoScalingBackend.delete_tags
+
+    def checked_create(self: AutoScalingBackend, tags: list[dict[str, str]]) -> None:
+        if len(tags) > TAGS_PER_CALL:
+            raise ValidationError(f"At most {TAGS_PER_CALL} tags can be added or updated in one call; got {len(tags)}")
+        keys: dict[str, set[str]] = {}
+        for tag in tags:
+            group = self.autoscaling_groups.get(tag["ResourceId"])
+            if group is not None:
+                keys.setdefault(group.name, {t["Key"] for t in group.tags}).add(tag["Key"])
+        for name, names in keys.items():
+            if len(names) > ASG_TAG_LIMIT:
+                raise AutoscalingClientError(
+                    "LimitExceeded", f"The number of tags on Auto Scaling group {name} would be {len(names)}, "
+                    f"more than the limit of {ASG_TAG_LIMIT}")
+        create_or_update_tags(self, tags)
+
+    def checked_delete(self: AutoScalingBackend, tags: list[dict[str, str]]) -> None:
+        if len(tags) > TAGS_PER_CALL:
+            raise ValidationError(f"At most {TAGS_PER_CALL} tags can be deleted in one call; got {len(tags)}")
+        delete_tags(self, tags)
+
+    AutoScalingBackend.create_or_update_tags = checked_create
+    AutoScalingBackend.delete_tags = checked_delete
+
+
 # ------------------------------------------------------------------------------------------------ (i)
 
 def instance_visible(instance: Any, now: float | None = None) -> bool:
@@ -807,7 +847,7 @@ CORRECTIONS = (correct_az_balance, correct_capacity_limits, correct_source_versi
                correct_instance_launch_template, correct_suspended_processes, correct_scaling_activities,
                correct_instance_timing, correct_lifecycle_hooks, correct_describe_instances_consistency,
                correct_target_deregistration_delay, correct_classic_connection_draining,
-               correct_instance_lifecycle_policy, correct_instance_refresh)
+               correct_instance_lifecycle_policy, correct_instance_refresh, correct_tag_limits)
 
 
 def apply_moto_corrections() -> None:

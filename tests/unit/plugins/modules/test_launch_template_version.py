@@ -483,3 +483,20 @@ def test_issue29_item2_an_active_instance_refresh_is_refused_before_any_change(
         assert "cancel-instance-refresh" in result["msg"] and state(world) == before
     else:
         assert not result.get("failed") and result["changed"], result
+
+
+@pytest.mark.parametrize("extra_tags, refused", [(28, False), (29, True)])
+def test_issue29_item2_w3_the_tag_budget_is_checked_before_any_change(capsys, extra_tags, refused):
+    """W3: the journal (18 fields) and the lease take up to 19 tags; the group has 3 of its own here, plus these."""
+    with mock_aws():
+        world = MotoNodegroup(asg_tags=dict(("team/tag-%02d" % index, "x") for index in range(extra_tags)))
+        before = state(world)
+        result = run_module_in_process(launch_template_version.main, dict(BASE, image_id=world.new_ami), capsys)
+        if refused:
+            assert state(world) == before
+    if refused:
+        assert result["failed"] and result["code"] == "TagLimitExceeded", result
+        assert (result["tags"], result["tags_needed"], result["tag_limit"]) == (32, 19, 50)
+        assert "Remove at least 1 of its tags" in result["msg"] and result["msg"].endswith("Nothing was changed.")
+    else:
+        assert not result.get("failed") and result["changed"], result
