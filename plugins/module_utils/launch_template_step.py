@@ -9,6 +9,7 @@ options, ARGUMENT_SPEC), ``check_mode``, ``aws(service)``, ``with_diff`` and ``f
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
     DEFAULT_SUSPENDED_PROCESSES,
@@ -79,9 +80,10 @@ def target_option(params: Any) -> str:
     return VERSION_PARAMETER if name == "version" else name
 
 
-def check_version_number(params: Any) -> None:
-    """A launch template version is a number from 1: 0 must not read as the group's current version (issue 29 item
-    4), nor a negative one reach EC2."""
+def check_options(params: Any) -> None:
+    """What the options alone can refuse: processes an upgrade cannot suspend; a launch template version that is not
+    a number from 1 (0 read as the group's current version, issue 29 item 4, and a negative one reached EC2)."""
+    validate_suspend_processes(params["suspend_processes"])
     if params["version"] is not None and params["version"] < 1:
         raise invalid_parameter(VERSION_PARAMETER, "launch_template_version must be a launch template version number "
                                 "(1 or more), got %s" % params["version"])
@@ -131,6 +133,37 @@ def check_target_version(module: Any, ec2: Any, plan: dict[str, Any], nodes_imag
     cluster_version = describe_cluster(module.aws("eks"), params["cluster_name"]).get("version")
     check_version_change(parameter, names.get(plan["image_id"]), names.get(nodes_image_id),
                          cluster_version, params["allow_downgrade"])
+
+
+def group_instance_types(asg: Mapping[str, Any], template_data: Mapping[str, Any]) -> list[str]:
+    """The instance types the group launches the target AMI on: the launch template's, and those of the mixed
+    instances policy's overrides that use the group's template (an override with a template of its own does not)."""
+    types = [template_data["InstanceType"]] if template_data.get("InstanceType") else []
+    overrides = ((asg.get("MixedInstancesPolicy") or {}).get("LaunchTemplate") or {}).get("Overrides") or []
+    types.extend(override["InstanceType"] for override in overrides
+                 if override.get("InstanceType") and not override.get("LaunchTemplateSpecification"))
+    return sorted(set(types))
+
+
+def check_architecture(module: Any, ec2: Any, asg: Mapping[str, Any], plan: Mapping[str, Any],
+                       template_data: Mapping[str, Any]) -> None:
+    """Issue 29 item 4: an AMI that an instance type of the group cannot run (arm64 on x86_64, or the reverse) is
+    refused before any change; EC2 would refuse every launch, found only when no new node comes."""
+    instance_types = group_instance_types(asg, template_data)
+    if not plan["image_id"] or not instance_types:
+        return
+    parameter = target_option(module.params)
+    architecture = describe_image(ec2, plan["image_id"], parameter=parameter).get("Architecture")
+    supported = ec2_api.describe_instance_type_architectures(ec2, instance_types)
+    unfit = [name for name in instance_types if architecture and supported.get(name)
+             and architecture not in supported[name]]
+    if unfit:
+        raise invalid_parameter(
+            parameter, "AMI %s (%s) is %s, but the group launches it on %s (%s): EC2 would refuse every launch. "
+            "Choose an AMI of the instance types' architecture. Nothing was changed."
+            % (plan["image_id"], parameter, architecture, ", ".join(unfit),
+               ", ".join("/".join(supported[name]) for name in unfit)),
+            image_architecture=architecture, instance_types=unfit)
 
 
 def check_owner(params: Any, asg: dict[str, Any], plan: dict[str, Any], pin: bool) -> None:
@@ -247,8 +280,7 @@ def previous_of_upgrade(ec2: Any, lt_id: str, plan: dict[str, Any], journal: Jou
 
 def run(module: Any) -> dict[str, Any]:
     params = module.params
-    validate_suspend_processes(params["suspend_processes"])
-    check_version_number(params)
+    check_options(params)
     autoscaling, ec2 = module.aws("autoscaling"), module.aws("ec2")
     group = find_module_nodegroup(
         module, refuse_managed="create versions of its launch template or point its Auto Scaling group at one")
@@ -266,6 +298,7 @@ def run(module: Any) -> dict[str, Any]:
         plan["pin"] = False  # the group's reference stays as its owner wrote it, "$Latest" or "$Default" included
     journal = Journal.from_tags(asg.get("Tags"), asg_name=asg_name)
     check_target_version(module, ec2, plan, previous_of_upgrade(ec2, lt_id, plan, journal)[1])
+    check_architecture(module, ec2, asg, plan, (named or current).get("LaunchTemplateData") or {})
     pin = plan["pin"] and params["pin_asg"]
     check_owner(params, asg, plan, pin)
 

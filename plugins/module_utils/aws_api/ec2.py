@@ -8,7 +8,7 @@ Each function is one call, its errors translated by aws_call; what to make of an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import aws_call
@@ -50,6 +50,14 @@ def describe_image(ec2: Any, image_id: str) -> dict[str, Any] | None:
     """The AMI of that id, or None when this account cannot see it."""
     images = ec2.describe_images(ImageIds=[image_id])["Images"]
     return images[0] if images else None
+
+
+@aws_call("describe instance types {instance_types}")
+def describe_instance_type_architectures(ec2: Any, instance_types: Iterable[str]) -> dict[str, list[str]]:
+    """{instance type: the architectures it supports} of the types that exist (a group has a few: one page)."""
+    answer = ec2.describe_instance_types(InstanceTypes=sorted(set(instance_types)))
+    return dict((described["InstanceType"], (described.get("ProcessorInfo") or {}).get("SupportedArchitectures") or [])
+                for described in answer["InstanceTypes"])
 
 
 @aws_call("create a version of launch template {lt_id} from version {source_version} with AMI {image_id}")

@@ -393,3 +393,32 @@ def test_n_a_group_holds_at_most_50_tags_and_a_call_sets_at_most_25(sim):
         autoscaling.create_or_update_tags(Tags=tags(2, start=60))
     assert over.value.response["Error"]["Code"] == "LimitExceeded"
     assert len(describe_group(sim)["Tags"]) == 50
+
+
+def test_ec2_refuses_a_launch_whose_ami_the_instance_type_cannot_run():
+    """Issue 29 item 4: RunInstances refuses an AMI of another architecture than the instance type supports (EC2's
+    InvalidParameterValue); Auto Scaling records the failed launch and launches nothing. moto launches anything."""
+    scenario = load_scenario({
+        "name": "arch", "timings": TIMINGS,
+        "amis": [{"name": "eks-node-1.29-v1", "id": OLD_AMI, "kubernetes_version": "1.29"},
+                 {"name": "eks-node-arm-1.30-v1", "id": NEW_AMI, "kubernetes_version": "1.30",
+                  "family": "amazon-linux-2023/arm64/standard"}],
+        "nodegroups": [{"name": "workers", "ami": "eks-node-1.29-v1", "min_size": 1, "max_size": 12,
+                        "desired_capacity": 3, "instance_type": "m5.large"}],
+    })
+    with AwsSim(scenario, Recorder(), Faults([]), launch_retry_seconds=0.05) as sim:
+        sim.seed("https://127.0.0.1:6443", None)
+        autoscaling, ec2 = sim.client("autoscaling"), sim.client("ec2")
+        template_id = describe_group(sim)["LaunchTemplate"]["LaunchTemplateId"]
+        ec2.create_launch_template_version(LaunchTemplateId=template_id, SourceVersion="1",
+                                           LaunchTemplateData={"ImageId": NEW_AMI})
+        autoscaling.update_auto_scaling_group(AutoScalingGroupName=asg(sim), DesiredCapacity=4,
+                                              LaunchTemplate={"LaunchTemplateId": template_id, "Version": "2"})
+        for _tick in range(10):
+            sim.tick()
+            time.sleep(0.01)
+        activities = autoscaling.describe_scaling_activities(AutoScalingGroupName=asg(sim))["Activities"]
+        failed = [a for a in activities if a["StatusCode"] == "Failed"]
+        assert failed and "architecture 'x86_64' of the specified instance type" in failed[0]["StatusMessage"]
+        assert "'arm64' of the specified AMI" in failed[0]["StatusMessage"]
+        assert len(live_instances(sim)) == 3

@@ -59,8 +59,10 @@ def record_activity(group: Any, *args: Any, **kwargs: Any) -> ScalingActivity:
     return activity
 
 
-def launch_failure_message(code: str, instance_type: str, zone: str, other_zones: list[str]) -> str:
-    """StatusMessage of a failed launch, worded as EC2 words the error behind `code`."""
+def launch_failure_message(code: str, instance_type: str, zone: str, other_zones: list[str],
+                           architectures: tuple[str, str] | None = None) -> str:
+    """StatusMessage of a failed launch, worded as EC2 words the error behind `code` (``architectures``: the instance
+    type's and the AMI's, for InvalidParameterValue)."""
     if code == "InsufficientInstanceCapacity":
         alternatives = f" or choosing {', '.join(other_zones)}" if other_zones else ""
         text = (f"We currently do not have sufficient {instance_type} capacity in the Availability Zone you "
@@ -71,6 +73,14 @@ def launch_failure_message(code: str, instance_type: str, zone: str, other_zones
         text = ("You have requested more vCPU capacity than your current vCPU limit allows for the instance "
                 "bucket that the specified instance type belongs to. Please contact AWS support to request an "
                 "adjustment to this limit.")
+    elif code == "InvalidParameterValue":
+        # The architecture check (issue 29 item 4): the EC2 error AWS gives RunInstances for an AMI of another
+        # architecture than the instance type's (its wording, as Auto Scaling quotes it in the activity).
+        type_arch, ami_arch = architectures or ("?", "?")
+        text = (f"The architecture '{type_arch}' of the specified instance type does not match the architecture "
+                f"'{ami_arch}' of the specified AMI. Specify an instance type and an AMI that have matching "
+                f"architectures, and try again. You can use 'describe-instance-types' or 'describe-images' to "
+                f"discover the architecture of the instance type or AMI.")
     elif code in ("InsufficientFreeAddressesInSubnet", "InsufficientFreeAddresses"):
         text = ("There are not enough free addresses in the subnet of the Availability Zone you requested "
                 f"({zone}) to satisfy the requested number of instances.")

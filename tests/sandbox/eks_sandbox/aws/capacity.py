@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 from moto.autoscaling.models import ASG_NAME_TAG, FakeAutoScalingGroup, InstanceState
 from moto.ec2.models.instances import Instance
+from moto.ec2.models.instance_types import INSTANCE_TYPES
 from moto.ec2.models.instances import InstanceState as Ec2InstanceState
 
 from . import lifecycle
@@ -133,7 +134,7 @@ class CapacityReconciler:
                 return
             zone = min(usable, key=lambda z: (per_zone[z], zones.index(z)))
             subnet_id = subnets.get(zone)
-            code = self.launch_failure(zone)
+            code = self.launch_failure(zone) or self._architecture_mismatch(group)
             if code:
                 self._record_failed_launch(group, zone, subnet_id, code, cause, zones)
                 self._retry_after[(group.name, zone)] = now + self.launch_retry_seconds
@@ -144,11 +145,31 @@ class CapacityReconciler:
 
     def _record_failed_launch(self, group: FakeAutoScalingGroup, zone: str, subnet_id: str | None, code: str,
                               cause: str, zones: list[str]) -> None:
-        message = launch_failure_message(code, self._instance_type(group), zone, [z for z in zones if z != zone])
+        message = launch_failure_message(code, self._instance_type(group), zone, [z for z in zones if z != zone],
+                                         self._architectures(group))
         record_activity(group, f"Launching a new EC2 instance.  Status Reason: {message}", cause,
                         status_code=FAILED, status_message=message,
                         details={"Subnet ID": subnet_id or "", "Availability Zone": zone})
         self.on_event("launch_failure", asg=group.name, availability_zone=zone, code=code)
+
+    def _architectures(self, group: FakeAutoScalingGroup) -> tuple[str, str] | None:
+        """(the instance type's architecture, the AMI's) when the AMI the group launches is of an architecture its
+        instance type does not support (the EC2 instance type data moto ships lists SupportedArchitectures), else
+        None."""
+        template = group.ec2_launch_template
+        if template is None:
+            return None
+        image = self.ec2.amis.get(template.get_version(group.launch_template_version).image_id)
+        supported = (INSTANCE_TYPES.get(self._instance_type(group)) or {}).get("ProcessorInfo", {}).get(
+            "SupportedArchitectures")
+        if image is None or not supported or image.architecture in supported:
+            return None
+        return supported[0], image.architecture
+
+    def _architecture_mismatch(self, group: FakeAutoScalingGroup) -> str | None:
+        """EC2's RunInstances refuses an AMI of an architecture the instance type does not support:
+        InvalidParameterValue."""
+        return "InvalidParameterValue" if self._architectures(group) else None
 
     def _instance_type(self, group: FakeAutoScalingGroup) -> str:
         return group.instance_type or "m1.small"

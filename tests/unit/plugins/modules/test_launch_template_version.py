@@ -13,6 +13,7 @@ from ..moto_nodegroup import (
     CLUSTER,
     LT_NAME,
     NODEGROUP,
+    REGION,
     MotoNodegroup,
     mutating,
     publish_eks_ami,
@@ -500,3 +501,26 @@ def test_issue29_item2_w3_the_tag_budget_is_checked_before_any_change(capsys, ex
         assert "Remove at least 1 of its tags" in result["msg"] and result["msg"].endswith("Nothing was changed.")
     else:
         assert not result.get("failed") and result["changed"], result
+
+
+def test_issue29_item4_an_ami_the_instance_type_cannot_run_is_refused_before_any_change(world, run):
+    """An arm64 AMI for an x86_64 group (m5.large) was accepted; EC2 refuses every launch, found 15 minutes in."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.ec2.models import ec2_backends
+
+    arm = world.ec2.register_image(Name="amazon-eks-node-al2023-arm64-standard-1.30-v20240615")["ImageId"]
+    ec2_backends[DEFAULT_ACCOUNT_ID][REGION].amis[arm].architecture = "arm64"  # moto's RegisterImage drops it
+    before = state(world)
+    result = run(image_id=arm)
+    assert result["failed"] and (result["code"], result["parameter"]) == ("InvalidParameter", "image_id"), result
+    assert (result["image_architecture"], result["instance_types"]) == ("arm64", ["m5.large"])
+    assert "EC2 would refuse every launch" in result["msg"] and state(world) == before
+
+
+def test_issue29_item4_the_instance_types_are_the_template_s_and_its_own_overrides():
+    asg = {"MixedInstancesPolicy": {"LaunchTemplate": {"Overrides": [
+        {"InstanceType": "m6g.large"}, {"InstanceType": "c5.large", "LaunchTemplateSpecification": {"Version": "1"}},
+        {"InstanceRequirements": {}}]}}}
+    assert launch_template_step.group_instance_types(asg, {"InstanceType": "m6g.xlarge"}) == ["m6g.large",
+                                                                                              "m6g.xlarge"]
+    assert launch_template_step.group_instance_types({}, {}) == []
