@@ -18,6 +18,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import au
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     AUTOSCALER_ACTIVE,
     INSTANCE_REFRESH_IN_PROGRESS,
+    WARM_POOL_PRESENT,
     UpgradeError,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, parse_utc_iso, write_journal
@@ -64,6 +65,30 @@ def check_no_instance_refresh(autoscaling: Any, asg_name: str) -> None:
            asg_name),
         instance_refresh=dict(id=refresh.get("InstanceRefreshId"), status=refresh.get("Status"),
                               percentage_complete=refresh.get("PercentageComplete")))
+
+
+def check_no_warm_pool(autoscaling: Any, asg_name: str) -> None:
+    """SPEC W2: refuse a group with a warm pool before any change. "As instances leave the warm pool, they count toward
+    the desired capacity", and a launch template change leaves "existing instances ... not affected" (Auto Scaling
+    user guide, "Warm pools"): the surge would be drawn from instances of the old configuration, no new node would
+    come, and the upgrade would end in NodeCreationFailure."""
+    pool = autoscaling_api.describe_warm_pool(autoscaling, asg_name)
+    if pool is None or pool.get("Status") == "PendingDelete":
+        return
+    raise UpgradeError(
+        WARM_POOL_PRESENT,
+        "Auto Scaling group %s has a warm pool (%d instance(s) in it now, pool state %s): a scale-out draws its "
+        "instances first, and they keep the launch template version they were launched with, so the upgrade's new "
+        "nodes would be old ones. Delete the warm pool (aws autoscaling delete-warm-pool --auto-scaling-group-name "
+        "%s --force-delete), run the upgrade, then put the warm pool back: its instances are then launched from the "
+        "new version. Nothing was changed." % (asg_name, pool["instances"], pool.get("PoolState", "Stopped"), asg_name),
+        warm_pool=pool)
+
+
+def check_nothing_replaces_nodes_behind(autoscaling: Any, asg_name: str) -> None:
+    """SPEC W2: what would replace the group's nodes without a drain during the upgrade, refused before any change."""
+    check_no_instance_refresh(autoscaling, asg_name)
+    check_no_warm_pool(autoscaling, asg_name)
 
 
 def asg_sizes(asg: Mapping[str, Any]) -> dict[str, int]:

@@ -33,6 +33,9 @@ INSTANCE_REFRESH_IN_PROGRESS = "InstanceRefreshInProgress"
 # Not an EKS code: infrastructure as code owns the group, and its next apply would revert the launch template version
 # this upgrade would pin, replacing the nodes without a drain (SPEC W1), so nothing was changed.
 OWNED_BY_INFRASTRUCTURE_AS_CODE = "OwnedByInfrastructureAsCode"
+# Not an EKS code: the group has a warm pool, whose instances keep the launch template version they were launched with
+# and are drawn first by a scale-out (SPEC W2): the surge would be old nodes, so nothing was changed.
+WARM_POOL_PRESENT = "WarmPoolPresent"
 # Not an EKS code: the group has too many tags of its own for the journal and the lease to fit in Auto Scaling's 50
 # (SPEC W3), so nothing was changed (the tag write would fail half-way otherwise).
 TAG_LIMIT_EXCEEDED = "TagLimitExceeded"

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
     DEFAULT_SUSPENDED_PROCESSES,
-    check_no_instance_refresh,
+    check_nothing_replaces_nodes_behind,
     suspended_process_names,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
@@ -285,7 +285,7 @@ def run(module: Any) -> dict[str, Any]:
     group = find_module_nodegroup(
         module, refuse_managed="create versions of its launch template or point its Auto Scaling group at one")
     asg, asg_name = group.asg, group.asg_name
-    check_no_instance_refresh(autoscaling, asg_name)
+    check_nothing_replaces_nodes_behind(autoscaling, asg_name)
     check_tag_budget(asg)
     spec = asg_launch_template_spec(asg)
     lt_id = resolve_launch_template_id(ec2, spec)

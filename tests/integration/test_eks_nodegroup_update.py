@@ -125,6 +125,13 @@ def test_check_mode_of_the_playbook_changes_nothing(blocked, tmp_path):
     assert eks_writes(calls) == {} and mutating_calls(calls) == {}
 
 
+def test_issue29_item3_drain_settings_eks_does_not_take_are_named_not_ignored_silently(blocked, tmp_path):
+    result, dummy = upgrade(blocked, tmp_path, check=True, drain_timeout=120, post_drain_wait=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "drain_timeout 120 s (EKS: 900 s) is ignored" in result.stdout
+    assert "post_drain_wait" not in result.stdout.split("is ignored")[0].rsplit("\n", 1)[-1]
+
+
 def test_eks_failure_is_reported_with_its_code_and_a_rerun_with_force_finishes(blocked, tmp_path):
     result, report = upgrade(blocked, tmp_path)
     assert result.returncode != 0

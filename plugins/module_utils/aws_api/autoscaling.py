@@ -116,6 +116,16 @@ def describe_instance_refreshes(autoscaling: Any, asg_name: str) -> list[dict[st
     return autoscaling.describe_instance_refreshes(AutoScalingGroupName=asg_name)["InstanceRefreshes"]
 
 
+@aws_call("describe the warm pool of Auto Scaling group {asg_name}")
+def describe_warm_pool(autoscaling: Any, asg_name: str) -> dict[str, Any] | None:
+    """The group's warm pool configuration (None: it has none), with its instances' count (first page)."""
+    answer = autoscaling.describe_warm_pool(AutoScalingGroupName=asg_name)
+    configuration = answer.get("WarmPoolConfiguration")
+    if not configuration:
+        return None
+    return dict(configuration, instances=len(answer.get("Instances") or []))
+
+
 @aws_call("describe the lifecycle hooks of Auto Scaling group {asg_name}")
 def describe_lifecycle_hooks(autoscaling: Any, asg_name: str) -> list[dict[str, Any]]:
     """The group's lifecycle hooks (not paged: a group has at most 50)."""

@@ -219,3 +219,18 @@ def test_an_eksctl_group_has_no_apply():
             sim.apply_owner("workers", ami=NEW)
     finally:
         sim.stop()
+
+
+def test_a_warm_pool_is_kept_and_described_as_the_api_reference_says(sim):
+    """Warm pools (moto's own PutWarmPool / DescribeWarmPool / DeleteWarmPool): the configuration is kept and answered
+    in botocore's shapes. Their instances are not modelled (moto launches none): the collection refuses a group with a
+    warm pool before any change, which this configuration is enough to show."""
+    autoscaling = sim.client("autoscaling")
+    assert valid(autoscaling, "DescribeWarmPool", autoscaling.describe_warm_pool(
+        AutoScalingGroupName=asg(sim))).get("WarmPoolConfiguration") is None
+    autoscaling.put_warm_pool(AutoScalingGroupName=asg(sim), MinSize=2, PoolState="Stopped")
+    described = valid(autoscaling, "DescribeWarmPool", autoscaling.describe_warm_pool(AutoScalingGroupName=asg(sim)))
+    assert described["WarmPoolConfiguration"]["MinSize"] == 2 and described["WarmPoolConfiguration"]["PoolState"] \
+        == "Stopped"
+    autoscaling.delete_warm_pool(AutoScalingGroupName=asg(sim), ForceDelete=True)
+    assert autoscaling.describe_warm_pool(AutoScalingGroupName=asg(sim)).get("WarmPoolConfiguration") is None

@@ -81,6 +81,11 @@ CASES = [
      {"InstanceRefreshes": [{"InstanceRefreshId": "r-1", "Status": "InProgress"}]},
      [{"InstanceRefreshId": "r-1", "Status": "InProgress"}],
      "describe the instance refreshes of Auto Scaling group workers"),
+    (autoscaling, "describe_warm_pool", (ASG,), "describe_warm_pool", {"AutoScalingGroupName": ASG},
+     {"WarmPoolConfiguration": {"MinSize": 1, "PoolState": "Stopped"}, "Instances": [dict(
+         InstanceId="i-1", AvailabilityZone="us-west-2a", LifecycleState="Warmed:Stopped", HealthStatus="Healthy",
+         ProtectedFromScaleIn=False)]},
+     {"MinSize": 1, "PoolState": "Stopped", "instances": 1}, "describe the warm pool of Auto Scaling group workers"),
     (autoscaling, "describe_lifecycle_hooks", (ASG,), "describe_lifecycle_hooks", {"AutoScalingGroupName": ASG},
      {"LifecycleHooks": [{"LifecycleHookName": "drain"}]}, [{"LifecycleHookName": "drain"}],
      "describe the lifecycle hooks of Auto Scaling group workers"),

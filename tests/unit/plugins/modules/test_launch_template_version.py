@@ -524,3 +524,13 @@ def test_issue29_item4_the_instance_types_are_the_template_s_and_its_own_overrid
     assert launch_template_step.group_instance_types(asg, {"InstanceType": "m6g.xlarge"}) == ["m6g.large",
                                                                                               "m6g.xlarge"]
     assert launch_template_step.group_instance_types({}, {}) == []
+
+
+def test_issue29_item2_a_group_with_a_warm_pool_is_refused_before_any_change(world, run):
+    """W2: a scale-out draws warm instances of the old configuration first; the surge would be old nodes."""
+    world.autoscaling.put_warm_pool(AutoScalingGroupName=world.asg_name, MinSize=1, PoolState="Stopped")
+    before = state(world)
+    result = run(image_id=world.new_ami)
+    assert result["failed"] and result["code"] == "WarmPoolPresent", result
+    assert "delete-warm-pool" in result["msg"] and result["msg"].endswith("Nothing was changed.")
+    assert state(world) == before
