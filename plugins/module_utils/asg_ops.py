@@ -18,6 +18,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import au
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     AUTOSCALER_ACTIVE,
     INSTANCE_REFRESH_IN_PROGRESS,
+    REPLACES_INSTANCES_ITSELF,
     WARM_POOL_PRESENT,
     UpgradeError,
 )
@@ -85,10 +86,35 @@ def check_no_warm_pool(autoscaling: Any, asg_name: str) -> None:
         warm_pool=pool)
 
 
-def check_nothing_replaces_nodes_behind(autoscaling: Any, asg_name: str) -> None:
+def check_no_self_replacement(asg: Mapping[str, Any]) -> None:
+    """SPEC W2: refuse before any change a group that replaces instances by itself, without a drain: at the end of
+    their maximum lifetime (Auto Scaling user guide, "Replace Auto Scaling instances based on maximum instance
+    lifetime": the old nodes are the oldest), or on a Spot rebalance recommendation (CapacityRebalance: "After
+    launching a new instance, it then terminates an old instance"). Neither has a process the upgrade can suspend."""
+    name = asg["AutoScalingGroupName"]
+    found = []
+    if asg.get("MaxInstanceLifetime"):
+        found.append(("a maximum instance lifetime of %d s" % asg["MaxInstanceLifetime"],
+                      "--max-instance-lifetime 0", "the same option with its value"))
+    if asg.get("CapacityRebalance"):
+        found.append(("capacity rebalancing", "--no-capacity-rebalance", "--capacity-rebalance"))
+    if not found:
+        return
+    raise UpgradeError(
+        REPLACES_INSTANCES_ITSELF,
+        "Auto Scaling group %s has %s: Auto Scaling would replace nodes by itself during the upgrade, without a drain. "
+        "Turn it off for the upgrade (aws autoscaling update-auto-scaling-group --auto-scaling-group-name %s %s), run "
+        "the upgrade, then turn it back on (%s). Nothing was changed."
+        % (name, " and ".join(what for what, _off, _on in found), name, " ".join(off for _what, off, _on in found),
+           ", ".join(on for _what, _off, on in found)),
+        max_instance_lifetime=asg.get("MaxInstanceLifetime"), capacity_rebalance=bool(asg.get("CapacityRebalance")))
+
+
+def check_nothing_replaces_nodes_behind(autoscaling: Any, asg: Mapping[str, Any]) -> None:
     """SPEC W2: what would replace the group's nodes without a drain during the upgrade, refused before any change."""
-    check_no_instance_refresh(autoscaling, asg_name)
-    check_no_warm_pool(autoscaling, asg_name)
+    check_no_self_replacement(asg)
+    check_no_instance_refresh(autoscaling, asg["AutoScalingGroupName"])
+    check_no_warm_pool(autoscaling, asg["AutoScalingGroupName"])
 
 
 def asg_sizes(asg: Mapping[str, Any]) -> dict[str, int]:

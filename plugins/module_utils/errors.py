@@ -36,6 +36,9 @@ OWNED_BY_INFRASTRUCTURE_AS_CODE = "OwnedByInfrastructureAsCode"
 # Not an EKS code: the group has a warm pool, whose instances keep the launch template version they were launched with
 # and are drawn first by a scale-out (SPEC W2): the surge would be old nodes, so nothing was changed.
 WARM_POOL_PRESENT = "WarmPoolPresent"
+# Not an EKS code: the group replaces instances by itself, without a drain (MaxInstanceLifetime, CapacityRebalance;
+# SPEC W2), so nothing was changed.
+REPLACES_INSTANCES_ITSELF = "ReplacesInstancesItself"
 # Not an EKS code: the group has too many tags of its own for the journal and the lease to fit in Auto Scaling's 50
 # (SPEC W3), so nothing was changed (the tag write would fail half-way otherwise).
 TAG_LIMIT_EXCEEDED = "TagLimitExceeded"

@@ -285,7 +285,7 @@ def run(module: Any) -> dict[str, Any]:
     group = find_module_nodegroup(
         module, refuse_managed="create versions of its launch template or point its Auto Scaling group at one")
     asg, asg_name = group.asg, group.asg_name
-    check_nothing_replaces_nodes_behind(autoscaling, asg_name)
+    check_nothing_replaces_nodes_behind(autoscaling, asg)
     check_tag_budget(asg)
     spec = asg_launch_template_spec(asg)
     lt_id = resolve_launch_template_id(ec2, spec)

@@ -86,7 +86,9 @@ def test_issue29_item2_an_active_instance_refresh_is_refused_before_any_change(t
     with running_sandbox("rolling", tmp_path) as sandbox:
         asg_name = workers_asg(sandbox)["AutoScalingGroupName"]
         autoscaling = sandbox.client("autoscaling")
-        # A checkpoint-free refresh that waits for nothing: it starts replacing at the next controller pass.
+        # Paused (its process suspended, as terraform's own refresh is once an upgrade suspends it), so that it is
+        # still active however slowly the playbook starts: a paused refresh resumes, undrained, with the process.
+        autoscaling.suspend_processes(AutoScalingGroupName=asg_name, ScalingProcesses=["InstanceRefresh"])
         autoscaling.start_instance_refresh(AutoScalingGroupName=asg_name, Preferences={"MinHealthyPercentage": 100})
         before, calls = aws_state(sandbox), call_counts(sandbox)
         result = upgrade(sandbox, "rolling", kubernetes_version="1.30", accept_owner_revert=True)
@@ -94,4 +96,27 @@ def test_issue29_item2_an_active_instance_refresh_is_refused_before_any_change(t
         assert "InstanceRefreshInProgress" in result.stdout and "cancel-instance-refresh" in result.stdout
         assert not any(key.startswith("eksops.nodegroup/") for key, _value in aws_state(sandbox)["tags"])
         assert aws_state(sandbox)["versions"] == before["versions"]
+        assert changes_by_the_collection(calls, call_counts(sandbox)) == {}
+
+
+@pytest.mark.parametrize("settings, code", [
+    ({"MaxInstanceLifetime": 604800}, "ReplacesInstancesItself"),
+    ({"CapacityRebalance": True}, "ReplacesInstancesItself"),
+    (None, "WarmPoolPresent"),
+])
+def test_issue29_item2_what_replaces_nodes_by_itself_is_refused_before_any_change(tmp_path, settings, code):
+    """W2: maximum instance lifetime and capacity rebalancing replace instances without a drain; a warm pool's old
+    instances would be the surge. Each is refused before the first change, saying how to go on."""
+    with running_sandbox("rolling", tmp_path) as sandbox:
+        autoscaling = sandbox.client("autoscaling")
+        asg_name = workers_asg(sandbox)["AutoScalingGroupName"]
+        if settings:
+            autoscaling.update_auto_scaling_group(AutoScalingGroupName=asg_name, **settings)
+        else:
+            autoscaling.put_warm_pool(AutoScalingGroupName=asg_name, MinSize=1)
+        before, calls = aws_state(sandbox), call_counts(sandbox)
+        result = upgrade(sandbox, "rolling", kubernetes_version="1.30", accept_owner_revert=True)
+        assert result.returncode != 0 and code in result.stdout, result.stdout[-3000:]
+        assert "Nothing was changed" in result.stdout
+        assert aws_state(sandbox) == before
         assert changes_by_the_collection(calls, call_counts(sandbox)) == {}

@@ -422,3 +422,20 @@ def test_ec2_refuses_a_launch_whose_ami_the_instance_type_cannot_run():
         assert failed and "architecture 'x86_64' of the specified instance type" in failed[0]["StatusMessage"]
         assert "'arm64' of the specified AMI" in failed[0]["StatusMessage"]
         assert len(live_instances(sim)) == 3
+
+
+def test_o_max_instance_lifetime_and_capacity_rebalance_are_kept_and_reported(sim):
+    autoscaling = sim.client("autoscaling")
+    group = describe_group(sim)
+    assert group.get("MaxInstanceLifetime") is None and group.get("CapacityRebalance") is False
+    autoscaling.update_auto_scaling_group(AutoScalingGroupName=asg(sim), MaxInstanceLifetime=604800,
+                                          CapacityRebalance=True)
+    group = describe_group(sim)
+    assert (group["MaxInstanceLifetime"], group["CapacityRebalance"]) == (604800, True)
+    with pytest.raises(ClientError) as too_short:
+        autoscaling.update_auto_scaling_group(AutoScalingGroupName=asg(sim), MaxInstanceLifetime=3600)
+    assert too_short.value.response["Error"]["Code"] == "ValidationError"
+    autoscaling.update_auto_scaling_group(AutoScalingGroupName=asg(sim), MaxInstanceLifetime=0,
+                                          CapacityRebalance=False)
+    group = describe_group(sim)
+    assert group.get("MaxInstanceLifetime") is None and group["CapacityRebalance"] is False

@@ -33,7 +33,9 @@ its state on moto's own objects, so moto stays the single source of truth.
       terminates a retained instance (g);
   (m) StartInstanceRefresh, DescribeInstanceRefreshes and CancelInstanceRefresh exist (moto raises
       NotImplementedError or has none); the refresh's rolling replacement is instance_refresh.py's;
-  (n) an Auto Scaling group holds at most 50 tags, and a call adds or removes at most 25 (moto takes any number).
+  (n) an Auto Scaling group holds at most 50 tags, and a call adds or removes at most 25 (moto takes any number);
+  (o) CreateAutoScalingGroup / UpdateAutoScalingGroup keep MaxInstanceLifetime and (on update too) CapacityRebalance,
+      and DescribeAutoScalingGroups reports them (moto drops the first and ignores the second on update).
 """
 
 from __future__ import annotations
@@ -593,6 +595,36 @@ def correct_tag_limits() -> None:
     AutoScalingBackend.delete_tags = checked_delete
 
 
+# ------------------------------------------------------------------------------------------------ (o)
+
+@_apply_once
+def correct_replacement_settings() -> None:
+    """(o) MaxInstanceLifetime ("either 0 or a number equal to or greater than 86,400 seconds"; 0 clears it, API
+    reference UpdateAutoScalingGroup) and CapacityRebalance are kept as given and reported. What they do (replace an
+    instance at the end of its lifetime, launch a Spot replacement on a rebalance recommendation) is not modelled:
+    the collection refuses a group that has either, before any change."""
+
+    def keeping(original: Callable[[AutoScalingResponse], ActionResult]) -> Callable[[AutoScalingResponse], ActionResult]:
+        def call(self: AutoScalingResponse) -> ActionResult:
+            lifetime = self._get_int_param("MaxInstanceLifetime")
+            if lifetime is not None and lifetime != 0 and lifetime < 86400:
+                raise ValidationError("MaxInstanceLifetime must be 0 or at least 86400 seconds")
+            rebalance = self._get_param("CapacityRebalance")
+            result = original(self)
+            group = self.autoscaling_backend.autoscaling_groups[self._get_param("AutoScalingGroupName")]
+            if lifetime is not None:
+                group.max_instance_lifetime = lifetime or None
+            if rebalance is not None:
+                group.capacity_rebalance = str(rebalance).lower() == "true"
+            return result
+
+        call.__name__ = original.__name__
+        return call
+
+    AutoScalingResponse.create_auto_scaling_group = keeping(AutoScalingResponse.create_auto_scaling_group)
+    AutoScalingResponse.update_auto_scaling_group = keeping(AutoScalingResponse.update_auto_scaling_group)
+
+
 # ------------------------------------------------------------------------------------------------ (i)
 
 def instance_visible(instance: Any, now: float | None = None) -> bool:
@@ -847,7 +879,8 @@ CORRECTIONS = (correct_az_balance, correct_capacity_limits, correct_source_versi
                correct_instance_launch_template, correct_suspended_processes, correct_scaling_activities,
                correct_instance_timing, correct_lifecycle_hooks, correct_describe_instances_consistency,
                correct_target_deregistration_delay, correct_classic_connection_draining,
-               correct_instance_lifecycle_policy, correct_instance_refresh, correct_tag_limits)
+               correct_instance_lifecycle_policy, correct_instance_refresh, correct_tag_limits,
+               correct_replacement_settings)
 
 
 def apply_moto_corrections() -> None:

@@ -218,3 +218,27 @@ def test_wait_terminated_counts_purged_instances_as_terminated():
     clock = FakeClock(start=0)
     ec2 = PurgingEc2({"i-1": 2})
     assert termination.wait_terminated(ec2, ["i-gone", "i-1"], timeout=60, poll=2, clock=clock) == []
+
+
+@pytest.mark.parametrize("settings, named, off, on", [
+    (dict(MaxInstanceLifetime=604800), "a maximum instance lifetime of 604800 s", "--max-instance-lifetime 0",
+     "the same option with its value"),
+    (dict(CapacityRebalance=True), "capacity rebalancing", "--no-capacity-rebalance", "--capacity-rebalance"),
+    (dict(MaxInstanceLifetime=86400, CapacityRebalance=True),
+     "a maximum instance lifetime of 86400 s and capacity rebalancing",
+     "--max-instance-lifetime 0 --no-capacity-rebalance", "the same option with its value, --capacity-rebalance"),
+])
+def test_issue29_item2_a_group_that_replaces_instances_itself_is_refused_saying_how_to_go_on(settings, named, off,
+                                                                                             on):
+    """W2: Auto Scaling replaces instances at the end of their lifetime or on a Spot rebalance recommendation, without
+    a drain, and no process the upgrade suspends stops it."""
+    with pytest.raises(UpgradeError) as refused:
+        asg_ops.check_no_self_replacement(dict(AutoScalingGroupName="workers", **settings))
+    message = refused.value.msg
+    assert refused.value.code == "ReplacesInstancesItself" and named in message
+    assert off in message and "(%s)" % on in message and message.endswith("Nothing was changed.")
+
+
+def test_issue29_item2_a_group_without_either_setting_passes():
+    asg_ops.check_no_self_replacement(dict(AutoScalingGroupName="workers", MaxInstanceLifetime=None,
+                                           CapacityRebalance=False))

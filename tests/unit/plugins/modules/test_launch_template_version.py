@@ -534,3 +534,4 @@ def test_issue29_item2_a_group_with_a_warm_pool_is_refused_before_any_change(wor
     assert result["failed"] and result["code"] == "WarmPoolPresent", result
     assert "delete-warm-pool" in result["msg"] and result["msg"].endswith("Nothing was changed.")
     assert state(world) == before
+
