@@ -10,6 +10,7 @@ import re
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import ssm as ssm_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import NOT_FOUND, UpgradeError, invalid_parameter
+from ansible_collections.eksops.nodegroup.plugins.module_utils.user_data import AL2, AL2023, BOTTLEROCKET
 
 # The shape of a kubernetes_version option, "1.<minor>" (check_kubernetes_version checks the value).
 KUBERNETES_VERSION_RE = re.compile(r"^1\.[0-9]{1,3}$")
@@ -53,6 +54,14 @@ AL2_LAST_KUBERNETES_VERSION = (1, 32)
 _BOTTLEROCKET_NAME = re.compile(
     r"^bottlerocket-aws-k8s-\d+\.\d+-(?P<flavour>nvidia-fips-|nvidia-|fips-)?(?P<arch>x86_64|aarch64)-v")
 _BOTTLEROCKET_SSM_ARCH = {"x86_64": "x86_64", "aarch64": "arm64"}
+
+
+def ami_os(image_name: str | None) -> str | None:
+    """The OS of an EKS-optimized AMI by its name (user_data.AL2 / AL2023 / BOTTLEROCKET), or None for another AMI."""
+    for pattern, family in ((_AL2023_NAME, AL2023), (_AL2_NAME, AL2), (_BOTTLEROCKET_NAME, BOTTLEROCKET)):
+        if image_name and pattern.match(image_name):
+            return family
+    return None
 
 
 def _version_tuple(kubernetes_version: str) -> tuple[int, int]:

@@ -28,7 +28,9 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import describe_cluster
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION, check_tag_budget, claim
+from ansible_collections.eksops.nodegroup.plugins.module_utils.user_data import BOOTSTRAP_OF, bootstrap_of
 from ansible_collections.eksops.nodegroup.plugins.module_utils.eks_amis import (
+    ami_os,
     check_kubernetes_version,
     check_not_newer_than_control_plane,
     check_version_change,
@@ -145,15 +147,27 @@ def group_instance_types(asg: Mapping[str, Any], template_data: Mapping[str, Any
     return sorted(set(types))
 
 
-def check_architecture(module: Any, ec2: Any, asg: Mapping[str, Any], plan: Mapping[str, Any],
-                       template_data: Mapping[str, Any]) -> None:
-    """Issue 29 item 4: an AMI that an instance type of the group cannot run (arm64 on x86_64, or the reverse) is
-    refused before any change; EC2 would refuse every launch, found only when no new node comes."""
-    instance_types = group_instance_types(asg, template_data)
-    if not plan["image_id"] or not instance_types:
+def check_image_fits(module: Any, ec2: Any, asg: Mapping[str, Any], plan: Mapping[str, Any],
+                     template_data: Mapping[str, Any]) -> None:
+    """Issue 29 item 4, before any change: an AMI that an instance type of the group cannot run (arm64 on x86_64, or
+    the reverse: EC2 would refuse every launch), or whose bootstrap the template's user data is not written for (AL2
+    user data on an AL2023 AMI: the nodes would never join), is refused; each was found only when no new node came."""
+    if not plan["image_id"]:
         return
     parameter = target_option(module.params)
-    architecture = describe_image(ec2, plan["image_id"], parameter=parameter).get("Architecture")
+    image = describe_image(ec2, plan["image_id"], parameter=parameter)
+    target_os, user_data_os = ami_os(image.get("Name")), bootstrap_of(template_data.get("UserData"))
+    if target_os and user_data_os and target_os != user_data_os:
+        raise invalid_parameter(
+            parameter, "AMI %s (%s) is %s, which boots with %s, but the launch template's user data is written for "
+            "%s (%s): its nodes would never join the cluster. Give the launch template user data for the AMI's "
+            "bootstrap in a version of your own, and upgrade to that version. Nothing was changed."
+            % (plan["image_id"], parameter, target_os, BOOTSTRAP_OF[target_os], user_data_os,
+               BOOTSTRAP_OF[user_data_os]), image_os=target_os, user_data_os=user_data_os)
+    instance_types = group_instance_types(asg, template_data)
+    if not instance_types:
+        return
+    architecture = image.get("Architecture")
     supported = ec2_api.describe_instance_type_architectures(ec2, instance_types)
     unfit = [name for name in instance_types if architecture and supported.get(name)
              and architecture not in supported[name]]
@@ -298,7 +312,7 @@ def run(module: Any) -> dict[str, Any]:
         plan["pin"] = False  # the group's reference stays as its owner wrote it, "$Latest" or "$Default" included
     journal = Journal.from_tags(asg.get("Tags"), asg_name=asg_name)
     check_target_version(module, ec2, plan, previous_of_upgrade(ec2, lt_id, plan, journal)[1])
-    check_architecture(module, ec2, asg, plan, (named or current).get("LaunchTemplateData") or {})
+    check_image_fits(module, ec2, asg, plan, (named or current).get("LaunchTemplateData") or {})
     pin = plan["pin"] and params["pin_asg"]
     check_owner(params, asg, plan, pin)
 

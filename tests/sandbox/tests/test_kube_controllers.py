@@ -46,7 +46,9 @@ def test_instance_becomes_a_labelled_ready_node(tmp_path):
 
 
 def test_the_node_is_what_the_instances_user_data_says_not_the_scenario(tmp_path):
-    with KubeHarness(str(tmp_path)) as h:
+    al2 = scenario(amis=[{"name": "eks-node-1.30", "id": "ami-00000000000000001", "kubernetes_version": "1.30",
+                          "family": "amazon-linux-2"}])
+    with KubeHarness(str(tmp_path), al2) as h:
         user_data = ("#!/bin/bash\n/etc/eks/bootstrap.sh kube-test --use-max-pods false --kubelet-extra-args "
                      "'--node-labels=role=db,alpha.eksctl.io/nodegroup-name=db --register-with-taints=db=true:NoExecute"
                      " --max-pods=29'\n")
@@ -60,6 +62,8 @@ def test_the_node_is_what_the_instances_user_data_says_not_the_scenario(tmp_path
 
 @pytest.mark.parametrize("user_data, reason", [
     ("#!/bin/bash\n/etc/eks/bootstrap.sh other-cluster\n", "for cluster other-cluster, not kube-test"),
+    # Issue 29 item 4: AL2's bootstrap.sh on an AL2023 AMI (the scenario's): nodeadm reads only a NodeConfig
+    ("#!/bin/bash\n/etc/eks/bootstrap.sh kube-test\n", "is for al2's bootstrap, but its AMI runs al2023's"),
     ("", "runs no EKS bootstrap"),
     ("#!/bin/bash\necho hello\n", "runs no EKS bootstrap"),
 ])

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..bootstrap import OS_AL2, OS_BOTTLEROCKET, parse_user_data
+from ..bootstrap import OS_AL2, OS_BOTTLEROCKET, os_of_ami_family, parse_user_data
 from . import objects
 from .api import Api
 from .resources import NODES, PODS
@@ -119,6 +119,13 @@ class NodeLifecycle:
             return "its user data runs no EKS bootstrap"
         if boot.cluster_name != self.cluster_name:
             return f"its user data bootstraps it for cluster {boot.cluster_name}, not {self.cluster_name}"
+        ami = self.amis.get(instance["image_id"])
+        ami_os = os_of_ami_family(ami["family"]) if ami else boot.os
+        if boot.os != ami_os:
+            # Each AMI runs its own bootstrap (awslabs/amazon-eks-ami): AL2's cloud-init runs /etc/eks/bootstrap.sh and
+            # ignores NodeConfig parts; on AL2023 nodeadm reads only NodeConfig, and bootstrap.sh errors out
+            # (templates/al2023/runtime/rootfs/etc/eks/bootstrap.sh); Bottlerocket reads only its TOML settings.
+            return f"its user data is for {boot.os}'s bootstrap, but its AMI runs {ami_os}'s"
         if self.faults is not None and self.faults.never_join(instance["availability_zone"]):
             return "injected fault never_join: the kubelet never reaches the API server"
         return ""

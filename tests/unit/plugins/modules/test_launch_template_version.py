@@ -535,3 +535,20 @@ def test_issue29_item2_a_group_with_a_warm_pool_is_refused_before_any_change(wor
     assert "delete-warm-pool" in result["msg"] and result["msg"].endswith("Nothing was changed.")
     assert state(world) == before
 
+
+
+def test_issue29_item4_an_ami_whose_bootstrap_the_user_data_is_not_for_is_refused_before_any_change(world, run):
+    """An AL2023 AMI (nodeadm) on a template whose user data runs AL2's bootstrap.sh ran a full upgrade whose nodes
+    never joined, found only when the new nodes' wait timed out."""
+    import base64
+
+    al2_user_data = base64.b64encode(b"#!/bin/bash\n/etc/eks/bootstrap.sh demo\n").decode()
+    version = world.add_version(UserData=al2_user_data)
+    # The group on a version with AL2 user data beside its AL2023 AMI, as a hand edit left it.
+    world.autoscaling.update_auto_scaling_group(
+        AutoScalingGroupName=world.asg_name, LaunchTemplate=dict(LaunchTemplateId=world.lt_id, Version=str(version)))
+    before = state(world)
+    result = run(image_id=world.new_ami)
+    assert result["failed"] and (result["code"], result["parameter"]) == ("InvalidParameter", "image_id"), result
+    assert (result["image_os"], result["user_data_os"]) == ("Amazon Linux 2023", "Amazon Linux 2")
+    assert "would never join" in result["msg"] and state(world) == before
