@@ -46,7 +46,8 @@ AMI_SCENARIO = {
         {"name": AL2023_133, "kubernetes_version": "1.33"},
     ],
     "nodegroups": [
-        {"name": "br-arm", "ami": BR_ARM_130, **ONE_NODE},
+        # A Graviton instance type: EC2 runs an arm64 AMI on nothing else (the sandbox refuses it as EC2 does).
+        {"name": "br-arm", "ami": BR_ARM_130, "instance_type": "m6g.large", **ONE_NODE},
         {"name": "gpu", "ami": NVIDIA_560_130, **ONE_NODE},
         {"name": "al2", "ami": AL2_132, **ONE_NODE},
     ],

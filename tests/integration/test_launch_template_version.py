@@ -27,7 +27,7 @@ def journal(sandbox):
     ({"nodegroup_name": "nope", "kubernetes_version": "1.30"}, "nodegroup_name", "nope"),
     ({"asg_name": "nope", "kubernetes_version": "1.30"}, "asg_name", "nope"),
     ({"image_id": "ami-00000000000000000"}, "image_id", "ami-00000000000000000"),
-    ({"version": 99}, "version", "99"),
+    ({"version": 99}, "launch_template_version", "99"),
     ({"kubernetes_version": "1.99"}, "kubernetes_version", "1.99"),
 ])
 def test_bad_input_names_the_problem_and_changes_nothing(sandbox, args, parameter, named):
