@@ -35,6 +35,21 @@ def running(loaded: dict[str, Any]) -> Iterator[Sandbox]:
         sandbox.stop()
 
 
+def seeded_aws(scenario: dict[str, Any]) -> Any:
+    """The AWS side alone (eks_sandbox.aws.AwsSim) of a loaded scenario, started, seeded and with its faults armed;
+    the caller ticks it and stops it."""
+    from eks_sandbox.aws import AwsSim
+    from eks_sandbox.faults import Faults
+    from eks_sandbox.recorder import Recorder
+
+    faults = Faults(scenario["faults"], scenario["seed"], armed=False)
+    sim = AwsSim(scenario, Recorder(), faults, launch_retry_seconds=0.05)
+    sim.start()
+    sim.seed("https://127.0.0.1:6443", None)
+    faults.arm()
+    return sim
+
+
 def client(sandbox: Sandbox, service: str) -> Any:
     return boto3.client(service, endpoint_url=sandbox.aws_endpoint, region_name=sandbox.scenario["region"],
                         aws_access_key_id=AWS_ACCESS_KEY_ID, aws_secret_access_key=AWS_SECRET_ACCESS_KEY)

@@ -24,12 +24,9 @@ import time
 import pytest
 from botocore.exceptions import ClientError
 
-from eks_sandbox.aws import AwsSim
-from eks_sandbox.faults import Faults
-from eks_sandbox.recorder import Recorder
 from eks_sandbox.scenario.loader import load_scenario
 
-from harness import valid
+from harness import seeded_aws, valid
 
 TIMINGS = {"instance_pending_seconds": 0.05, "instance_shutdown_seconds": 0.05}
 OLD, NEW = "eks-node-1.29-v1", "eks-node-1.30-v1"
@@ -42,11 +39,7 @@ def started_sim(convention="terraform", kind="self_managed"):
         "nodegroups": [dict({"name": "workers", "ami": OLD, "min_size": 1, "max_size": 12, "desired_capacity": 4,
                              "kind": kind}, **({"convention": convention} if kind == "self_managed" else {}))],
     })
-    sim = AwsSim(scenario, Recorder(), Faults(scenario["faults"], scenario["seed"], armed=False),
-                 launch_retry_seconds=0.05)
-    sim.start()
-    sim.seed("https://127.0.0.1:6443", None)
-    return sim
+    return seeded_aws(scenario)
 
 
 @pytest.fixture

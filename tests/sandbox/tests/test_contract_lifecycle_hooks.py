@@ -35,12 +35,10 @@ import time
 import pytest
 from botocore.exceptions import ClientError
 
-from eks_sandbox.aws import AwsSim, lifecycle
-from eks_sandbox.faults import Faults
-from eks_sandbox.recorder import Recorder
+from eks_sandbox.aws import lifecycle
 from eks_sandbox.scenario.loader import load_scenario
 
-from harness import valid
+from harness import seeded_aws, valid
 
 TERMINATING = "autoscaling:EC2_INSTANCE_TERMINATING"
 TIMINGS = {"instance_pending_seconds": 0.05, "instance_shutdown_seconds": 0.05}
@@ -54,12 +52,7 @@ def started_sim(faults=()):
         "nodegroups": [{"name": "workers", "ami": "eks-node-1.29-v1", "min_size": 1, "max_size": 12,
                         "desired_capacity": 3}],
     })
-    armed = Faults(scenario["faults"], scenario["seed"], armed=False)
-    sim = AwsSim(scenario, Recorder(), armed, launch_retry_seconds=0.05)
-    sim.start()
-    sim.seed("https://127.0.0.1:6443", None)
-    armed.arm()
-    return sim
+    return seeded_aws(scenario)
 
 
 @pytest.fixture

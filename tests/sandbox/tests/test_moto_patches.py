@@ -105,13 +105,19 @@ def test_a_scale_in_terminates_from_the_az_with_most_instances(sim):
     assert sorted(counts.values()) == [1, 2] and "us-west-2a" not in counts
 
 
-def test_a_scale_in_prefers_instances_of_an_older_launch_template_version(sim):
+def launch_version_2_of(sim, image_id, desired):
+    """A version 2 of the group's template with ``image_id``, the group pointed at it and sized to ``desired``."""
     autoscaling, ec2 = sim.client("autoscaling"), sim.client("ec2")
     template_id = describe_group(sim)["LaunchTemplate"]["LaunchTemplateId"]
     ec2.create_launch_template_version(LaunchTemplateId=template_id, SourceVersion="1",
-                                       LaunchTemplateData={"ImageId": NEW_AMI})
-    autoscaling.update_auto_scaling_group(AutoScalingGroupName=asg(sim), DesiredCapacity=9,
+                                       LaunchTemplateData={"ImageId": image_id})
+    autoscaling.update_auto_scaling_group(AutoScalingGroupName=asg(sim), DesiredCapacity=desired,
                                           LaunchTemplate={"LaunchTemplateId": template_id, "Version": "2"})
+
+
+def test_a_scale_in_prefers_instances_of_an_older_launch_template_version(sim):
+    autoscaling = sim.client("autoscaling")
+    launch_version_2_of(sim, NEW_AMI, 9)
     sim.tick()
     autoscaling.set_desired_capacity(AutoScalingGroupName=asg(sim), DesiredCapacity=6)
     sim.tick()
@@ -408,12 +414,8 @@ def test_ec2_refuses_a_launch_whose_ami_the_instance_type_cannot_run():
     })
     with AwsSim(scenario, Recorder(), Faults([]), launch_retry_seconds=0.05) as sim:
         sim.seed("https://127.0.0.1:6443", None)
-        autoscaling, ec2 = sim.client("autoscaling"), sim.client("ec2")
-        template_id = describe_group(sim)["LaunchTemplate"]["LaunchTemplateId"]
-        ec2.create_launch_template_version(LaunchTemplateId=template_id, SourceVersion="1",
-                                           LaunchTemplateData={"ImageId": NEW_AMI})
-        autoscaling.update_auto_scaling_group(AutoScalingGroupName=asg(sim), DesiredCapacity=4,
-                                              LaunchTemplate={"LaunchTemplateId": template_id, "Version": "2"})
+        autoscaling = sim.client("autoscaling")
+        launch_version_2_of(sim, NEW_AMI, 4)
         for _tick in range(10):
             sim.tick()
             time.sleep(0.01)
