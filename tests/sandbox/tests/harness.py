@@ -35,6 +35,16 @@ def running(loaded: dict[str, Any]) -> Iterator[Sandbox]:
         sandbox.stop()
 
 
+@contextlib.contextmanager
+def aws_running(scenario: dict[str, Any]) -> Iterator[Any]:
+    """seeded_aws(scenario) for the block, stopped afterwards."""
+    sim = seeded_aws(scenario)
+    try:
+        yield sim
+    finally:
+        sim.stop()
+
+
 def seeded_aws(scenario: dict[str, Any]) -> Any:
     """The AWS side alone (eks_sandbox.aws.AwsSim) of a loaded scenario, started, seeded and with its faults armed;
     the caller ticks it and stops it."""
@@ -48,6 +58,18 @@ def seeded_aws(scenario: dict[str, Any]) -> Any:
     sim.seed("https://127.0.0.1:6443", None)
     faults.arm()
     return sim
+
+
+def asg(sim: Any) -> str:
+    """The Auto Scaling group of the node group "workers" of a seeded_aws()."""
+    return sim.asg_view("workers")["name"]
+
+
+def describe_group(sim: Any) -> dict[str, Any]:
+    """DescribeAutoScalingGroups' answer for it, checked against botocore's model."""
+    autoscaling = sim.client("autoscaling")
+    return valid(autoscaling, "DescribeAutoScalingGroups", autoscaling.describe_auto_scaling_groups(
+        AutoScalingGroupNames=[asg(sim)]))["AutoScalingGroups"][0]
 
 
 def client(sandbox: Sandbox, service: str) -> Any:

@@ -26,39 +26,29 @@ from botocore.exceptions import ClientError
 
 from eks_sandbox.scenario.loader import load_scenario
 
-from harness import seeded_aws, valid
+from harness import asg, aws_running, describe_group, seeded_aws, valid
 
 TIMINGS = {"instance_pending_seconds": 0.05, "instance_shutdown_seconds": 0.05}
 OLD, NEW = "eks-node-1.29-v1", "eks-node-1.30-v1"
 
 
-def started_sim(convention="terraform", kind="self_managed"):
-    scenario = load_scenario({
+def scenario(convention="terraform", kind="self_managed"):
+    return load_scenario({
         "name": "refresh", "timings": TIMINGS,
         "amis": [{"name": OLD, "kubernetes_version": "1.29"}, {"name": NEW, "kubernetes_version": "1.30"}],
         "nodegroups": [dict({"name": "workers", "ami": OLD, "min_size": 1, "max_size": 12, "desired_capacity": 4,
                              "kind": kind}, **({"convention": convention} if kind == "self_managed" else {}))],
     })
-    return seeded_aws(scenario)
+
+
+def started_sim(convention="terraform", kind="self_managed"):
+    return seeded_aws(scenario(convention=convention, kind=kind))
 
 
 @pytest.fixture
 def sim():
-    started = started_sim()
-    try:
+    with aws_running(scenario()) as started:
         yield started
-    finally:
-        started.stop()
-
-
-def asg(sim):
-    return sim.asg_view("workers")["name"]
-
-
-def group(sim):
-    autoscaling = sim.client("autoscaling")
-    return valid(autoscaling, "DescribeAutoScalingGroups", autoscaling.describe_auto_scaling_groups(
-        AutoScalingGroupNames=[asg(sim)]))["AutoScalingGroups"][0]
 
 
 def refreshes(sim):
@@ -68,7 +58,7 @@ def refreshes(sim):
 
 
 def in_service_ids(sim):
-    return {i["InstanceId"] for i in group(sim)["Instances"] if i["LifecycleState"] == "InService"}
+    return {i["InstanceId"] for i in describe_group(sim)["Instances"] if i["LifecycleState"] == "InService"}
 
 
 def tick_until(sim, condition, timeout=5.0, watch=lambda: None):
@@ -135,7 +125,7 @@ def test_out_of_range_preferences_are_refused(sim):
 
 
 def images(sim):
-    ids = [i["InstanceId"] for i in group(sim)["Instances"] if i["LifecycleState"] == "InService"]
+    ids = [i["InstanceId"] for i in describe_group(sim)["Instances"] if i["LifecycleState"] == "InService"]
     described = sim.client("ec2").describe_instances(InstanceIds=ids)["Reservations"]
     return sorted(i["ImageId"] for r in described for i in r["Instances"])
 
@@ -143,7 +133,7 @@ def images(sim):
 def test_terraform_apply_with_a_new_ami_makes_the_default_version_and_refreshes(sim):
     done = sim.apply_owner("workers", ami=NEW)
     assert any("instance refresh" in line for line in done)
-    template = group(sim)["LaunchTemplate"]
+    template = describe_group(sim)["LaunchTemplate"]
     assert template["Version"] == "2"
     described = sim.client("ec2").describe_launch_templates(LaunchTemplateIds=[template["LaunchTemplateId"]])
     assert described["LaunchTemplates"][0]["DefaultVersionNumber"] == 2
@@ -156,13 +146,13 @@ def test_terraform_apply_reverts_a_version_pinned_behind_its_back(sim):
     """W1: a version made outside terraform (the new AMI) and pinned: the next apply makes a version with the code's
     AMI, points the group at it, and its refresh replaces every node."""
     autoscaling, ec2 = sim.client("autoscaling"), sim.client("ec2")
-    template_id = group(sim)["LaunchTemplate"]["LaunchTemplateId"]
+    template_id = describe_group(sim)["LaunchTemplate"]["LaunchTemplateId"]
     ec2.create_launch_template_version(LaunchTemplateId=template_id, SourceVersion="1",
                                        LaunchTemplateData={"ImageId": sim.ami_id(NEW)})
     autoscaling.update_auto_scaling_group(AutoScalingGroupName=asg(sim),
                                           LaunchTemplate={"LaunchTemplateId": template_id, "Version": "2"})
     done = sim.apply_owner("workers")
-    assert group(sim)["LaunchTemplate"]["Version"] == "3"
+    assert describe_group(sim)["LaunchTemplate"]["Version"] == "3"
     assert any("instance refresh" in line for line in done)
     version = ec2.describe_launch_template_versions(LaunchTemplateId=template_id, Versions=["3"])
     assert version["LaunchTemplateVersions"][0]["LaunchTemplateData"]["ImageId"] == sim.ami_id(OLD)
@@ -170,7 +160,7 @@ def test_terraform_apply_reverts_a_version_pinned_behind_its_back(sim):
 
 def test_terraform_apply_with_the_refresh_off_changes_the_template_only_and_then_nothing(sim):
     done = sim.apply_owner("workers", ami=NEW, instance_refresh=False)
-    assert not any("instance refresh" in line for line in done) and group(sim)["LaunchTemplate"]["Version"] == "2"
+    assert not any("instance refresh" in line for line in done) and describe_group(sim)["LaunchTemplate"]["Version"] == "2"
     assert refreshes(sim) == []
     assert sim.apply_owner("workers", instance_refresh=True) == []  # the code is what AWS has: nothing to do
 
@@ -181,7 +171,7 @@ def test_a_stack_update_replaces_one_at_a_time_and_an_unchanged_stack_nothing():
         assert sim.apply_owner("workers") == []
         before = in_service_ids(sim)
         done = sim.apply_owner("workers", ami=NEW)
-        assert group(sim)["LaunchTemplate"]["Version"] == "2" and any("rolling update" in line for line in done)
+        assert describe_group(sim)["LaunchTemplate"]["Version"] == "2" and any("rolling update" in line for line in done)
         assert refreshes(sim) == []  # a stack's rolling update is not an instance refresh
         lowest = []
         tick_until(sim, lambda: images(sim) == [sim.ami_id(NEW)] * 4,
@@ -196,7 +186,7 @@ def test_a_stack_update_without_the_rolling_update_policy_only_moves_the_group()
     try:
         before = in_service_ids(sim)
         done = sim.apply_owner("workers", ami=NEW, instance_refresh=False)
-        assert group(sim)["LaunchTemplate"]["Version"] == "2" and not any("rolling" in line for line in done)
+        assert describe_group(sim)["LaunchTemplate"]["Version"] == "2" and not any("rolling" in line for line in done)
         for _tick in range(20):
             sim.tick()
             time.sleep(0.01)

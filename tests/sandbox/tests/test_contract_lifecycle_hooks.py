@@ -38,40 +38,30 @@ from botocore.exceptions import ClientError
 from eks_sandbox.aws import lifecycle
 from eks_sandbox.scenario.loader import load_scenario
 
-from harness import seeded_aws, valid
+from harness import asg, aws_running, describe_group, seeded_aws, valid
 
 TERMINATING = "autoscaling:EC2_INSTANCE_TERMINATING"
 TIMINGS = {"instance_pending_seconds": 0.05, "instance_shutdown_seconds": 0.05}
 HIDDEN_SECONDS = 0.6
 
 
-def started_sim(faults=()):
-    scenario = load_scenario({
+def scenario(faults=()):
+    return load_scenario({
         "name": "hooks", "timings": TIMINGS, "faults": list(faults),
         "amis": [{"name": "eks-node-1.29-v1", "kubernetes_version": "1.29"}],
         "nodegroups": [{"name": "workers", "ami": "eks-node-1.29-v1", "min_size": 1, "max_size": 12,
                         "desired_capacity": 3}],
     })
-    return seeded_aws(scenario)
+
+
+def started_sim(faults=()):
+    return seeded_aws(scenario(faults))
 
 
 @pytest.fixture
 def sim():
-    started = started_sim()
-    try:
+    with aws_running(scenario()) as started:
         yield started
-    finally:
-        started.stop()
-
-
-def asg(sim):
-    return sim.asg_view("workers")["name"]
-
-
-def describe_group(sim):
-    autoscaling = sim.client("autoscaling")
-    return valid(autoscaling, "DescribeAutoScalingGroups", autoscaling.describe_auto_scaling_groups(
-        AutoScalingGroupNames=[asg(sim)]))["AutoScalingGroups"][0]
 
 
 def lifecycle_state(sim, instance_id):
