@@ -49,14 +49,23 @@ def utc_now() -> datetime.datetime:
 ACTIVE_REFRESH_STATUSES = ("Pending", "InProgress", "Cancelling", "RollbackInProgress", "Baking")
 
 
+def active_instance_refresh(autoscaling: Any, asg_name: str) -> dict[str, Any] | None:
+    """The group's instance refresh that is not over (paused by a suspended process included), or None."""
+    return next((refresh for refresh in autoscaling_api.describe_instance_refreshes(autoscaling, asg_name)
+                 if refresh.get("Status") in ACTIVE_REFRESH_STATUSES), None)
+
+
+def refresh_summary(refresh: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(id=refresh.get("InstanceRefreshId"), status=refresh.get("Status"),
+                percentage_complete=refresh.get("PercentageComplete"))
+
+
 def check_no_instance_refresh(autoscaling: Any, asg_name: str) -> None:
     """SPEC W2: refuse while an instance refresh is active on the group (even paused by a suspended process: it
     goes on, without a drain, once the upgrade resumes the processes)."""
-    active = [refresh for refresh in autoscaling_api.describe_instance_refreshes(autoscaling, asg_name)
-              if refresh.get("Status") in ACTIVE_REFRESH_STATUSES]
-    if not active:
+    refresh = active_instance_refresh(autoscaling, asg_name)
+    if refresh is None:
         return
-    refresh = active[0]
     raise UpgradeError(
         INSTANCE_REFRESH_IN_PROGRESS,
         "Auto Scaling group %s has instance refresh %s %s (%s%% done): it replaces nodes without draining them, so "
@@ -64,8 +73,7 @@ def check_no_instance_refresh(autoscaling: Any, asg_name: str) -> None:
         "--auto-scaling-group-name %s), then run again. Nothing was changed."
         % (asg_name, refresh.get("InstanceRefreshId"), refresh.get("Status"), refresh.get("PercentageComplete", 0),
            asg_name),
-        instance_refresh=dict(id=refresh.get("InstanceRefreshId"), status=refresh.get("Status"),
-                              percentage_complete=refresh.get("PercentageComplete")))
+        instance_refresh=refresh_summary(refresh))
 
 
 def check_no_warm_pool(autoscaling: Any, asg_name: str) -> None:

@@ -17,7 +17,9 @@ import time
 from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
     asg_sizes,
     autoscaler_error,
+    active_instance_refresh,
     check_capacity_unmoved,
+    refresh_summary,
     SCALE_IN_PROTECTION_OURS,
     set_scale_in_protection,
     suspended_process_names,
@@ -27,6 +29,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.termination impor
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import DEFAULT_OPTIONS as DRAIN_DEFAULTS, DrainOptions, drain_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
+    INSTANCE_REFRESH_IN_PROGRESS,
     POD_EVICTION_FAILURE,
     UpgradeError,
     invalid_parameter,
@@ -222,6 +225,24 @@ def remove_surplus(module: EksopsModule, autoscaling: Any, group: NodegroupRef, 
     return journal, None
 
 
+def check_no_refresh_to_resume(module: EksopsModule, autoscaling: Any, name: str, to_resume: list[str], changed: bool,
+                               result: dict[str, Any]) -> None:
+    """SPEC W2: an instance refresh started during the upgrade (an owner's apply starts one) waits, paused by the
+    suspended InstanceRefresh process; resuming it would replace the upgraded nodes without a drain. Stop before the
+    processes are resumed, with the journal kept, so that a rerun finishes once it is cancelled."""
+    refresh = active_instance_refresh(autoscaling, name) if "InstanceRefresh" in to_resume else None
+    if refresh is None:
+        return
+    module.fail_upgrade(UpgradeError(
+        INSTANCE_REFRESH_IN_PROGRESS,
+        "Auto Scaling group %s has instance refresh %s (%s), started during the upgrade and paused by the suspended "
+        "InstanceRefresh process: resuming the processes would let it replace the upgraded nodes without a drain. "
+        "Cancel it (aws autoscaling cancel-instance-refresh --auto-scaling-group-name %s), then run again to finish "
+        "the scale-down; the group keeps its processes suspended and the upgrade journal until then."
+        % (name, refresh.get("InstanceRefreshId"), refresh.get("Status"), name),
+        instance_refresh=refresh_summary(refresh)), changed=changed, restore=result)
+
+
 def restore_group(module: EksopsModule, autoscaling: Any, group: NodegroupRef, journal: Journal, after: dict[str, int],
                   to_resume: list[str], result: dict[str, Any]) -> None:
     """The sizes, the scale-in protection the upgrade set, the suspended processes and the C2 annotations back."""
@@ -284,6 +305,7 @@ def run(module: EksopsModule) -> dict[str, Any]:
     asg = describe_asg(autoscaling, name)
     if autoscaler_active(journal, asg_sizes(asg)["desired_capacity"]):
         return autoscaler_stop(module, autoscaling, asg, journal, result, changed=bool(surplus))
+    check_no_refresh_to_resume(module, autoscaling, name, to_resume, changed=bool(surplus), result=result)
     restore_group(module, autoscaling, group.with_asg(asg), journal, after, to_resume, result)
     if heartbeat is not None:
         heartbeat.stop()  # the lease goes with the journal

@@ -362,3 +362,19 @@ def test_the_documentation_matches_the_argument_spec():
 
     assert_docs_match_spec(nodegroup_scale_restore,
                            merged_argument_spec(restore_step.ARGUMENT_SPEC, uses_aws=True, uses_k8s=True))
+
+
+def test_issue29_w2_a_refresh_started_during_the_upgrade_stops_the_scale_down_before_the_processes_resume(
+        surged, run, monkeypatch):
+    """W2: an owner's apply during the upgrade started an instance refresh, paused by the suspended InstanceRefresh
+    process; resuming it would replace the upgraded nodes undrained. The scale-down stops before resuming, keeping the
+    journal, and says how to finish."""
+    from .. import moto_nodegroup
+
+    monkeypatch.setattr(moto_nodegroup, "INSTANCE_REFRESHES", [
+        dict(InstanceRefreshId="r-9", AutoScalingGroupName=ASG_NAME, Status="InProgress", PercentageComplete=0)])
+    result = run(FakeCluster(surged))
+    assert result["failed"] and result["code"] == "InstanceRefreshInProgress", result
+    assert result["changed"] is True and len(result["restore"]["removed_instances"]) == 6
+    assert "cancel-instance-refresh" in result["msg"] and "run again" in result["msg"]
+    assert "InstanceRefresh" in suspended(surged) and any(k.startswith("eksops.nodegroup/") for k in surged.tags())
