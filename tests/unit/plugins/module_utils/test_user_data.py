@@ -44,9 +44,8 @@ def b64(text):
     (b64("#!/bin/bash\nset -ex\n/etc/eks/bootstrap.sh prod --kubelet-extra-args '--node-labels=a=b'\n"), AL2),
     (b64(NODECONFIG), AL2023),
     (b64(MIME), AL2023),  # the user's script beside the NodeConfig, as EKS merges a custom template's
-    (b64(MIME.replace("application/node.eks.aws", "text/x-shellscript").replace(NODECONFIG, "#!/bin/bash\n"
-                                                                                  "/etc/eks/bootstrap.sh prod\n")),
-     AL2),
+    (b64(MIME.replace("application/node.eks.aws", "text/x-shellscript").replace(
+        NODECONFIG, "#!/bin/bash\n/etc/eks/bootstrap.sh prod\n")), AL2),
     (b64('[settings.kubernetes]\ncluster-name = "prod"\napi-server = "https://x"\n'), BOTTLEROCKET),
     (base64.b64encode(gzip.compress(NODECONFIG.encode())).decode(), AL2023),
     (b64("#!/bin/bash\necho hello\n"), None),

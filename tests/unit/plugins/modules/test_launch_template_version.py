@@ -536,7 +536,6 @@ def test_issue29_item2_a_group_with_a_warm_pool_is_refused_before_any_change(wor
     assert state(world) == before
 
 
-
 def test_issue29_item4_an_ami_whose_bootstrap_the_user_data_is_not_for_is_refused_before_any_change(world, run):
     """An AL2023 AMI (nodeadm) on a template whose user data runs AL2's bootstrap.sh ran a full upgrade whose nodes
     never joined, found only when the new nodes' wait timed out."""
