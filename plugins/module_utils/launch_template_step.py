@@ -180,6 +180,13 @@ def check_image_fits(module: Any, ec2: Any, asg: Mapping[str, Any], plan: Mappin
             image_architecture=architecture, instance_types=unfit)
 
 
+def target_words(plan: Mapping[str, Any]) -> str:
+    """The plan's target for a person: the version it would create, or the existing one it names."""
+    if plan["create"]:
+        return "a new launch template version with %s" % plan["image_id"]
+    return "launch template version %s (%s)" % (plan["target_version"], plan["image_id"])
+
+
 def check_owner(params: Any, asg: dict[str, Any], plan: dict[str, Any], pin: bool) -> None:
     """SPEC W1: refuse to create or pin a version behind the back of the infrastructure as code that owns the group
     (its next apply reverts it and replaces the nodes without a drain), unless accept_owner_revert."""
@@ -189,10 +196,8 @@ def check_owner(params: Any, asg: dict[str, Any], plan: dict[str, Any], pin: boo
     owner = group_owner(asg_name, aws_tags_to_dict(asg.get("Tags")), params["cluster_name"])
     if owner is None:
         return
-    target = ("a new launch template version with %s" % plan["image_id"] if plan["create"]
-              else "launch template version %s (%s)" % (plan["target_version"], plan["image_id"]))
     parameter = target_option(params)
-    raise UpgradeError(OWNED_BY_INFRASTRUCTURE_AS_CODE, revert_refusal(owner, asg_name, target, parameter),
+    raise UpgradeError(OWNED_BY_INFRASTRUCTURE_AS_CODE, revert_refusal(owner, asg_name, target_words(plan), parameter),
                        parameter=parameter, owner=owner._asdict())
 
 
@@ -225,14 +230,12 @@ def retargeted_journal(module: Any, journal: Journal | None, asg_name: str, lt_i
     if not journal_conflict(journal, lt_id, plan["target_version"]):
         return None
     if not module.params["force_new_target"]:
-        this_target = ("a new version with %s" % plan["image_id"] if plan["create"]
-                       else "version %s (%s)" % (plan["target_version"], plan["image_id"]))
         raise UpgradeError(
             UPGRADE_TARGET_CONFLICT,
             "Auto Scaling group %s has an unfinished upgrade (run %s, phase %s) to launch template %s version %s "
             "(%s), but this run targets %s. Finish or restore that upgrade first, or set force_new_target=true "
             "to retarget it" % (asg_name, journal.run_id, journal.phase, journal.launch_template_id,
-                                journal.target_launch_template_version, journal.target_image_id, this_target),
+                                journal.target_launch_template_version, journal.target_image_id, target_words(plan)),
             parameter="force_new_target", journal=journal.to_dict())
     return journal.retargeted(lt_id, str(plan["target_version"]), plan["image_id"], str(plan["source_version"]))
 
