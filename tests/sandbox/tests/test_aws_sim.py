@@ -96,7 +96,7 @@ def test_each_nodegroup_asg_is_found_by_its_tools_tags(seeded):
     assert seeded.asg_view("workers") == {
         "name": group["AutoScalingGroupName"], "min": 3, "max": 12, "desired": 6, "suspended_processes": [],
         "tags": tags, "launch_template": {"id": group["LaunchTemplate"]["LaunchTemplateId"], "version": "1"},
-        "instance_refreshes": []}
+        "instance_refreshes": [], "mixed_instances_policy": None, "spot_instances": []}
 
 
 def test_the_vpc_has_one_subnet_per_az_and_each_asg_spans_its_azs(seeded):

@@ -45,7 +45,7 @@ def test_defaults_are_filled_exactly_as_documented():
         "name": "workers", "ami": AMI_129, "instance_type": "m5.large",
         "availability_zones": ["us-west-2a", "us-west-2b", "us-west-2c"], "min_size": 3, "max_size": 12,
         "desired_capacity": 6, "max_pods": 110, "labels": {}, "taints": [], "kind": "self_managed",
-        "convention": "terraform", "launch_template": None, "update_config": None}
+        "convention": "terraform", "launch_template": None, "update_config": None, "mixed_instances": None}
     assert scenario["workloads"][0] == {
         "kind": "Deployment", "name": "web", "namespace": "default", "replicas": 4, "labels": {"app": "web"},
         "pdb": {"min_available": 3, "max_unavailable": None,
@@ -145,6 +145,14 @@ def _with(path: str, value):
     ("amis[0].family", "bottlerocket", r"^amis\[0\]\.family: expected"),
     ("amis[0].family", "amazon-linux-2/x86_64", r"^amis\[0\]\.family: expected"),
     ("amis[0].release_version", 1.29, r"^amis\[0\]\.release_version: expected a non-empty string"),
+    ("nodegroups[0].mixed_instances", {"overrides": []}, r"^nodegroups\[0\]\.mixed_instances\.overrides: give at least"),
+    ("nodegroups[0].mixed_instances", {"overrides": [{"instance_type": "m5.large", "ami": "nope"}]},
+     r"^nodegroups\[0\]\.mixed_instances\.overrides\[0\]\.ami: no AMI named 'nope'"),
+    ("nodegroups[0].mixed_instances", {"overrides": [{"instance_type": "m5.large", "weighted_capacity": 0}]},
+     r"^nodegroups\[0\]\.mixed_instances\.overrides\[0\]\.weighted_capacity: must be >= 1"),
+    ("nodegroups[0].mixed_instances", {"overrides": [{"instance_type": "m5.large"}],
+                                       "on_demand_percentage_above_base_capacity": 101},
+     r"^nodegroups\[0\]\.mixed_instances\.on_demand_percentage_above_base_capacity: must be <= 100"),
 ])
 def test_invalid_scenarios_name_the_key_path(path, value, message):
     with pytest.raises(ScenarioError, match=message):

@@ -15,6 +15,7 @@ from moto.ec2.models.instance_types import INSTANCE_TYPES
 from moto.ec2.models.instances import InstanceState as Ec2InstanceState
 
 from . import lifecycle
+from .mixed_instances import Launch, capacity_of, choose_launch, weight_of
 from .activities import FAILED, IN_PROGRESS, aws_time, launch_failure_message, record_activity, utcnow
 from .moto_patches import LIVE_LIFECYCLE_STATES, suspended_process_names
 
@@ -96,15 +97,16 @@ class CapacityReconciler:
     # ------------------------------------------------------------------------------------ desired capacity
 
     def reconcile(self, group: FakeAutoScalingGroup, now: float) -> None:
-        """Launch or terminate so the group's Pending+InService instances match its desired capacity."""
+        """Launch or terminate so the capacity of the group's Pending+InService instances (their weights: capacity
+        units, mixed_instances.py; else their number) matches its desired capacity."""
         live = [s for s in group.instance_states if s.lifecycle_state in LIVE_LIFECYCLE_STATES]
         desired = group.desired_capacity or 0
         suspended = suspended_process_names(group)
-        if len(live) < desired and "Launch" not in suspended:
+        if capacity_of(live) < desired and "Launch" not in suspended:
             self._scale_out(group, live, desired, now)
-        elif len(live) > desired and "Terminate" not in suspended:
+        elif capacity_of(live) > desired and "Terminate" not in suspended:
             self._scale_in(group, live, desired)
-        if sum(s.lifecycle_state in LIVE_LIFECYCLE_STATES for s in group.instance_states) == desired:
+        if capacity_of(s for s in group.instance_states if s.lifecycle_state in LIVE_LIFECYCLE_STATES) >= desired:
             group.sandbox_capacity_cause = None
 
     def _cause(self, group: FakeAutoScalingGroup, what: str, verb: str, current: int, desired: int) -> str:
@@ -126,69 +128,78 @@ class CapacityReconciler:
         zones = list(dict.fromkeys(group.availability_zones))
         per_zone = Counter(s.availability_zone for s in live)
         subnets = self._subnet_by_az(group)
-        current = len(live)
-        cause = self._cause(group, "started", "increasing", current, desired)
-        while current < desired:
+        live = list(live)
+        cause = self._cause(group, "started", "increasing", capacity_of(live), desired)
+        while capacity_of(live) < desired:
             usable = [z for z in zones if self._retry_after.get((group.name, z), 0.0) <= now]
             if not usable:
                 return
             zone = min(usable, key=lambda z: (per_zone[z], zones.index(z)))
             subnet_id = subnets.get(zone)
-            code = self.launch_failure(zone) or self._architecture_mismatch(group)
+            launch = self._launch_of(group, live, zone)
+            code = self.launch_failure(zone) or self._architecture_mismatch(launch)
             if code:
-                self._record_failed_launch(group, zone, subnet_id, code, cause, zones)
+                self._record_failed_launch(group, zone, subnet_id, code, cause, zones, launch)
                 self._retry_after[(group.name, zone)] = now + self.launch_retry_seconds
                 continue
-            self._launch(group, zone, subnet_id, cause, now)
+            live.append(self._launch(group, launch, zone, subnet_id, cause, now))
             per_zone[zone] += 1
-            current += 1
 
     def _record_failed_launch(self, group: FakeAutoScalingGroup, zone: str, subnet_id: str | None, code: str,
-                              cause: str, zones: list[str]) -> None:
-        message = launch_failure_message(code, self._instance_type(group), zone, [z for z in zones if z != zone],
-                                         self._architectures(group))
+                              cause: str, zones: list[str], launch: Launch | None) -> None:
+        instance_type = launch.instance_type if launch else self._instance_type(group)
+        message = launch_failure_message(code, instance_type, zone, [z for z in zones if z != zone],
+                                         self._architectures(launch))
         record_activity(group, f"Launching a new EC2 instance.  Status Reason: {message}", cause,
                         status_code=FAILED, status_message=message,
                         details={"Subnet ID": subnet_id or "", "Availability Zone": zone})
         self.on_event("launch_failure", asg=group.name, availability_zone=zone, code=code)
 
-    def _architectures(self, group: FakeAutoScalingGroup) -> tuple[str, str] | None:
-        """(the instance type's architecture, the AMI's) when the AMI the group launches is of an architecture its
-        instance type does not support (the EC2 instance type data moto ships lists SupportedArchitectures), else
-        None."""
-        template = group.ec2_launch_template
-        if template is None:
+    def _launch_of(self, group: FakeAutoScalingGroup, live: list[InstanceState], zone: str) -> Launch | None:
+        """What the group launches next in ``zone``: its mixed instances policy's choice, else its launch template's
+        (None for a launch configuration)."""
+        chosen = choose_launch(group, self.ec2, live, zone)
+        if chosen is not None or group.ec2_launch_template is None:
+            return chosen
+        version = group.ec2_launch_template.get_version(group.launch_template_version)
+        return Launch(self._instance_type(group), group.ec2_launch_template, version, version.image_id, False, 1)
+
+    def _architectures(self, launch: Launch | None) -> tuple[str, str] | None:
+        """(the instance type's architecture, the AMI's) when the launch's AMI is of an architecture its instance type
+        does not support (the EC2 instance type data moto ships lists SupportedArchitectures), else None."""
+        if launch is None:
             return None
-        image = self.ec2.amis.get(template.get_version(group.launch_template_version).image_id)
-        supported = (INSTANCE_TYPES.get(self._instance_type(group)) or {}).get("ProcessorInfo", {}).get(
+        image = self.ec2.amis.get(launch.image_id)
+        supported = (INSTANCE_TYPES.get(launch.instance_type) or {}).get("ProcessorInfo", {}).get(
             "SupportedArchitectures")
         if image is None or not supported or image.architecture in supported:
             return None
         return supported[0], image.architecture
 
-    def _architecture_mismatch(self, group: FakeAutoScalingGroup) -> str | None:
+    def _architecture_mismatch(self, launch: Launch | None) -> str | None:
         """EC2's RunInstances refuses an AMI of an architecture the instance type does not support:
         InvalidParameterValue."""
-        return "InvalidParameterValue" if self._architectures(group) else None
+        return "InvalidParameterValue" if self._architectures(launch) else None
 
     def _instance_type(self, group: FakeAutoScalingGroup) -> str:
         return group.instance_type or "m1.small"
 
-    def _launch(self, group: FakeAutoScalingGroup, zone: str, subnet_id: str | None, cause: str, now: float) -> None:
-        template = group.ec2_launch_template
+    def _launch(self, group: FakeAutoScalingGroup, launch: Launch | None, zone: str, subnet_id: str | None,
+                cause: str, now: float) -> InstanceState:
         tags = group.get_propagated_tags()
         tags[ASG_NAME_TAG] = group.name
-        if template is not None:
-            version = template.get_version(group.launch_template_version)
+        if launch is not None:
+            version = launch.version
             tags.update(version.instance_tags)
-            image_id, user_data, security_groups = version.image_id, version.user_data, version.security_groups
-            launch_template = {"LaunchTemplateId": template.id, "Version": str(version.number)}
+            image_id, user_data, security_groups = launch.image_id, version.user_data, version.security_groups
+            launch_template = {"LaunchTemplateId": launch.template.id, "Version": str(version.number)}
+            instance_type = launch.instance_type
         else:
             config = group.launch_config
             image_id, user_data, security_groups = config.image_id, config.user_data, config.security_groups
-            launch_template = None
+            launch_template, instance_type = None, self._instance_type(group)
         reservation = self.ec2.run_instances(
-            image_id, 1, user_data, security_groups, instance_type=self._instance_type(group),
+            image_id, 1, user_data, security_groups, instance_type=instance_type,
             tags={"instance": tags}, placement=zone, subnet_id=subnet_id, launch_config=group.launch_config,
             launch_template=launch_template, is_instance_type_default=False, region_name=self.region)
         instance = reservation.instances[0]
@@ -200,8 +211,13 @@ class CapacityReconciler:
             instance.sandbox_visible_at = now + hidden
         instance.sandbox_private_dns_name = instance.private_dns_name
         instance.autoscaling_group = group
-        if template is not None:
-            instance.sandbox_launch_template = (template, version.number)
+        if launch is not None:
+            instance.sandbox_launch_template = (launch.template, version.number)
+            instance.sandbox_weight = launch.weight
+            if launch.spot:
+                instance.sandbox_spot, instance.lifecycle = True, "spot"
+            if launch.image_id != version.image_id:
+                instance.sandbox_override_image = launch.image_id
         asg_state = InstanceState(instance, lifecycle_state="Pending",
                                   protected_from_scale_in=group.new_instances_protected_from_scale_in,
                                   autoscaling_group=group)
@@ -210,6 +226,7 @@ class CapacityReconciler:
         instance.sandbox_activity = record_activity(
             group, f"Launching a new EC2 instance: {instance.id}", cause,
             details={"Subnet ID": subnet_id or "", "Availability Zone": zone})
+        return asg_state
 
     def _scale_in(self, group: FakeAutoScalingGroup, live: list[InstanceState], desired: int) -> None:
         """AWS's default termination policy: the AZ with the most instances (and an unprotected one), then
@@ -218,10 +235,12 @@ class CapacityReconciler:
         order = {zone: i for i, zone in enumerate(dict.fromkeys(group.availability_zones))}
         current_version = launch_template_version_of(group)
         remaining = list(live)
-        cause = self._cause(group, "taken out of service", "shrinking", len(live), desired)
-        while len(remaining) > desired:
+        cause = self._cause(group, "taken out of service", "shrinking", capacity_of(live), desired)
+        while capacity_of(remaining) > desired:
             per_zone = Counter(s.availability_zone for s in remaining)
-            candidates = [s for s in remaining if not s.protected_from_scale_in]
+            # Weighted: capacity stays "at the desired capacity or above it" (mixed_instances.py).
+            candidates = [s for s in remaining if not s.protected_from_scale_in
+                          and capacity_of(remaining) - weight_of(s) >= desired]
             if not candidates:
                 return
             # An AZ the group no longer spans goes first; ties go to the AZ listed first.

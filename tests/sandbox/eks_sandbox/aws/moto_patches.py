@@ -35,7 +35,10 @@ its state on moto's own objects, so moto stays the single source of truth.
       NotImplementedError or has none); the refresh's rolling replacement is instance_refresh.py's;
   (n) an Auto Scaling group holds at most 50 tags, and a call adds or removes at most 25 (moto takes any number);
   (o) CreateAutoScalingGroup / UpdateAutoScalingGroup keep MaxInstanceLifetime and (on update too) CapacityRebalance,
-      and DescribeAutoScalingGroups reports them (moto drops the first and ignores the second on update).
+      and DescribeAutoScalingGroups reports them (moto drops the first and ignores the second on update);
+  (p) UpdateAutoScalingGroup changes only the parts of a MixedInstancesPolicy given (moto drops the policy on any
+      update without one), and an instance reports its WeightedCapacity and an override's ImageId (mixed_instances.py,
+      which also says what such a group launches).
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ from moto.elbv2.models import ELBv2Backend, FakeHealthStatus, FakeTargetGroup
 
 from . import instance_refresh, lifecycle
 from .activities import aws_time, group_activities, record_activity, utcnow
+from .mixed_instances import correct_mixed_instances
 
 __all__ = ["PINNED_MOTO_VERSION", "SCALING_PROCESSES", "MotoVersionError", "apply_moto_corrections",
            "check_moto_version", "instance_visible", "note_capacity_change", "suspended_process_names",
@@ -880,7 +884,7 @@ CORRECTIONS = (correct_az_balance, correct_capacity_limits, correct_source_versi
                correct_instance_timing, correct_lifecycle_hooks, correct_describe_instances_consistency,
                correct_target_deregistration_delay, correct_classic_connection_draining,
                correct_instance_lifecycle_policy, correct_instance_refresh, correct_tag_limits,
-               correct_replacement_settings)
+               correct_replacement_settings, _apply_once(correct_mixed_instances))
 
 
 def apply_moto_corrections() -> None:

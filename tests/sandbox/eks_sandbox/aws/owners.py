@@ -32,6 +32,7 @@ from typing import Any
 from moto.autoscaling.models import FakeAutoScalingGroup
 
 from . import instance_refresh
+from .mixed_instances import merged_policy
 
 __all__ = ["TERRAFORM_INSTANCE_REFRESH", "Owner", "owner_of"]
 
@@ -104,8 +105,14 @@ class Owner:
         return done
 
     def _point_group_at(self, version: str) -> None:
-        self.group._set_launch_configuration(
-            None, {"LaunchTemplateId": self.group.ec2_launch_template.id, "Version": version}, None)
+        spec = {"LaunchTemplateId": self.group.ec2_launch_template.id, "Version": version}
+        if self.group.mixed_instances_policy:  # the module's mixed_instances_policy.launch_template_specification
+            policy = merged_policy(self.group.mixed_instances_policy,
+                                   {"LaunchTemplate": {"LaunchTemplateSpecification": spec}})
+            self.group.mixed_instances_policy = policy
+            self.group._set_launch_configuration(None, None, policy)
+        else:
+            self.group._set_launch_configuration(None, spec, None)
 
 
 def _comparable(data: dict[str, Any]) -> str:

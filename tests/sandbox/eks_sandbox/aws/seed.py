@@ -98,11 +98,36 @@ def seed_self_managed_nodegroup(ec2: EC2Backend, autoscaling: AutoScalingBackend
         made.launch_template_name, f"node group {nodegroup['name']} of cluster {cluster}",
         {"ImageId": ami["id"], "InstanceType": nodegroup["instance_type"], "UserData": Base64EncodedString(user_data),
          "MetadataOptions": {"HttpTokens": "required", "HttpPutResponseHopLimit": 2}}, {})
+    spec = {"LaunchTemplateId": template.id, "Version": "1"}
+    mixed = mixed_instances_policy(scenario, nodegroup, spec)
     return autoscaling.create_auto_scaling_group(
         name=made.asg_name, availability_zones=[], desired_capacity=nodegroup["desired_capacity"],
         max_size=nodegroup["max_size"], min_size=nodegroup["min_size"], launch_config_name=None,
-        launch_template={"LaunchTemplateId": template.id, "Version": "1"},
+        launch_template=None if mixed else spec, mixed_instances_policy=mixed,
         vpc_zone_identifier=",".join(subnets[z] for z in nodegroup["availability_zones"]),
         default_cooldown=None, health_check_period=None, health_check_type=None, load_balancers=[],
         target_group_arns=[], placement_group=None, termination_policies=[],
         tags=[{"Key": k, "Value": v, "PropagateAtLaunch": True} for k, v in made.asg_tags.items()])
+
+
+def mixed_instances_policy(scenario: dict[str, Any], nodegroup: dict[str, Any],
+                           spec: dict[str, str]) -> dict[str, Any] | None:
+    """The scenario's mixed_instances as the API's MixedInstancesPolicy (None without one)."""
+    mixed = nodegroup.get("mixed_instances")
+    if not mixed:
+        return None
+    ami_ids = {a["name"]: a["id"] for a in scenario["amis"]}
+    overrides = []
+    for override in mixed["overrides"]:
+        entry = {"InstanceType": override["instance_type"]}
+        if override["weighted_capacity"] is not None:
+            entry["WeightedCapacity"] = str(override["weighted_capacity"])
+        if override["ami"] is not None:
+            entry["ImageId"] = ami_ids[override["ami"]]
+        overrides.append(entry)
+    return {"LaunchTemplate": {"LaunchTemplateSpecification": dict(spec), "Overrides": overrides},
+            "InstancesDistribution": {
+                "OnDemandAllocationStrategy": "prioritized",
+                "OnDemandBaseCapacity": mixed["on_demand_base_capacity"],
+                "OnDemandPercentageAboveBaseCapacity": mixed["on_demand_percentage_above_base_capacity"],
+                "SpotAllocationStrategy": mixed["spot_allocation_strategy"]}}

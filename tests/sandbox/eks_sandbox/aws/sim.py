@@ -274,6 +274,11 @@ class AwsSim:
                     "tags": {tag["Key"]: tag["Value"] for tag in group.tags},
                     "launch_template": {"id": template.id if template is not None else None,
                                         "version": group.launch_template_version},
+                    # A mixed instances group's policy, and its live Spot instances (aws/mixed_instances.py).
+                    "mixed_instances_policy": group.mixed_instances_policy,
+                    "spot_instances": sorted(s.instance.id for s in group.instance_states
+                                             if getattr(s.instance, "sandbox_spot", False)
+                                             and s.lifecycle_state in LIVE_LIFECYCLE_STATES),
                     # Instance refreshes, newest first (moto_patches (m)): what replaced nodes besides the upgrade.
                     "instance_refreshes": [{"status": refresh["Status"],
                                             "percentage_complete": refresh["PercentageComplete"]}

@@ -46,6 +46,9 @@ NODEGROUP_KINDS = ("managed", "self_managed_eksctl", "self_managed")
 MANAGED_LAUNCH_TEMPLATES = ("eks", "custom")
 SELF_MANAGED_CONVENTIONS = ("terraform", "cloudformation")
 UPDATE_STRATEGIES = ("DEFAULT", "MINIMAL")
+# InstancesDistribution.SpotAllocationStrategy's values (API reference); the sandbox models none of their pricing.
+SPOT_ALLOCATION_STRATEGIES = ("price-capacity-optimized", "capacity-optimized", "capacity-optimized-prioritized",
+                              "lowest-price")
 # AMI families, as the SSM public parameters name them (plus bottlerocket/<arch>).
 _AMI_FAMILY = re.compile(r"^(amazon-linux-2(-gpu|-arm64)?|amazon-linux-2023/(x86_64|arm64)/[a-z]+|"
                          r"bottlerocket/(x86_64|arm64))$")
@@ -133,6 +136,7 @@ def read_nodegroup(section: Section, zones: list[str], amis: list[dict[str, Any]
                  "taints": _taints(section),
                  "kind": section.string("kind", "self_managed", choices=NODEGROUP_KINDS)}
     nodegroup.update(_kind_settings(section, nodegroup["kind"]))
+    nodegroup["mixed_instances"] = _mixed_instances(section, nodegroup["kind"], amis)
     section.finish()
     if not nodegroup["min_size"] <= nodegroup["desired_capacity"] <= nodegroup["max_size"]:
         raise ScenarioError(
@@ -179,6 +183,37 @@ def _kind_settings(section: Section, kind: str) -> dict[str, Any]:
     return {"launch_template": None, "update_config": None,
             "convention": section.string("convention", "terraform", choices=SELF_MANAGED_CONVENTIONS)
             if kind == "self_managed" else None}
+
+
+def _mixed_instances(section: Section, kind: str, amis: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """A self-managed group's MixedInstancesPolicy, as terraform-aws-eks's mixed_instances_policy and eksctl's
+    instancesDistribution write it: overrides (instance type, optional weighted_capacity and ami: the override's own
+    ImageId) in priority order, and the On-Demand / Spot distribution (aws/mixed_instances.py)."""
+    if section.raw_value("mixed_instances") is None:
+        return None
+    if kind == "managed":
+        raise ScenarioError(f"{section.path_of('mixed_instances')}: EKS makes a managed group's policy itself")
+    mixed = section.section("mixed_instances")
+    overrides = []
+    for path, raw in mixed.items("overrides"):
+        override = Section(raw, path)
+        entry = {"instance_type": override.string("instance_type", required=True),
+                 "weighted_capacity": override.integer("weighted_capacity", None, minimum=1, maximum=999),
+                 "ami": override.optional_string("ami")}
+        if entry["ami"] is not None and not any(entry["ami"] == a["name"] for a in amis):
+            raise ScenarioError(f"{override.path_of('ami')}: no AMI named {entry['ami']!r} in amis")
+        override.finish()
+        overrides.append(entry)
+    if not overrides:
+        raise ScenarioError(f"{mixed.path_of('overrides')}: give at least one instance type")
+    policy = {"overrides": overrides,
+              "on_demand_base_capacity": mixed.integer("on_demand_base_capacity", 0),
+              "on_demand_percentage_above_base_capacity": mixed.integer(
+                  "on_demand_percentage_above_base_capacity", 100, maximum=100),
+              "spot_allocation_strategy": mixed.string("spot_allocation_strategy", "price-capacity-optimized",
+                                                       choices=SPOT_ALLOCATION_STRATEGIES)}
+    mixed.finish()
+    return policy
 
 
 def _update_config(section: Section) -> dict[str, Any]:
