@@ -25,8 +25,9 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, parse_utc_iso, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import claim
 from ansible_collections.eksops.nodegroup.plugins.module_utils.launch_templates import target_lt_version
+from ansible_collections.eksops.nodegroup.plugins.module_utils.mixed_instances import override_images
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import asg_launch_template
-from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import autoscaler_changed
+from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import autoscaler_changed, split_old_new
 
 if TYPE_CHECKING:
     from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
@@ -221,9 +222,10 @@ def check_capacity_unmoved(module: EksopsModule, autoscaling: Any, asg: Mapping[
 
 def resolve_target(ec2: Any, asg: Mapping[str, Any], journal: Journal | None, image_id: str | None = None,
                    launch_template_version: int | str | None = None) -> dict[str, Any]:
-    """What new nodes run: {launch_template_id, launch_template_version (int), image_id}.
+    """What new nodes run: {launch_template_id, launch_template_version (int), image_id, override_images}.
 
-    The options win, then the journal's target, then the launch template version the ASG points at.
+    The options win, then the journal's target, then the launch template version the ASG points at;
+    override_images: what the mixed instances overrides of an AMI or template of their own launch (SPEC W2).
     """
     lt_id, asg_version = asg_launch_template(asg)
     version = launch_template_version or (journal.target_launch_template_version if journal else None)
@@ -232,4 +234,11 @@ def resolve_target(ec2: Any, asg: Mapping[str, Any], journal: Journal | None, im
         ec2, lt_id, asg_version, version,
         parameter="launch_template_version" if launch_template_version else "asg_name")
     image = image_id or (journal.target_image_id if journal else None) or version_image
-    return dict(launch_template_id=lt_id, launch_template_version=number, image_id=image)
+    return dict(launch_template_id=lt_id, launch_template_version=number, image_id=image,
+                override_images=override_images(ec2, asg))
+
+
+def target_split(instances: list[dict[str, Any]], target: Mapping[str, Any]
+                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(old, new) of ``instances`` for a target of resolve_target."""
+    return split_old_new(instances, target["launch_template_version"], target["image_id"], target.get("override_images"))

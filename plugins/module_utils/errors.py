@@ -42,6 +42,9 @@ REPLACES_INSTANCES_ITSELF = "ReplacesInstancesItself"
 # Not an EKS code: the group has too many tags of its own for the journal and the lease to fit in Auto Scaling's 50
 # (SPEC W3), so nothing was changed (the tag write would fail half-way otherwise).
 TAG_LIMIT_EXCEEDED = "TagLimitExceeded"
+# Not an EKS code: the group's mixed instances policy weighs its instance types (sizes in capacity units), or launches
+# some types from an AMI or template of their own that the target would not change (SPEC W2), so nothing was changed.
+MIXED_INSTANCES_UNSUPPORTED = "MixedInstancesUnsupported"
 # Not an EKS code: the AWS API itself (or the configured endpoint_url) could not be reached.
 AWS_UNREACHABLE = "AwsUnreachable"
 # Not an EKS code: an AWS or Kubernetes API error that fits none of the codes above.

@@ -120,6 +120,7 @@ def join_instances_nodes(asg_instances: Iterable[Mapping[str, Any]], ec2_instanc
             lifecycle_state=asg_instance.get("LifecycleState"),
             health_status=asg_instance.get("HealthStatus"),
             launch_template_version=_launched_lt_version(asg_instance, ec2_instance),
+            instance_type=asg_instance.get("InstanceType") or ec2_instance.get("InstanceType"),
             image_id=ec2_instance.get("ImageId"),
             launch_time=utc_now_iso(ec2_instance["LaunchTime"]) if ec2_instance.get("LaunchTime") else None,
             node_name=node.metadata.name if node is not None else None,

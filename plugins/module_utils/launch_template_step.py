@@ -27,6 +27,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import describe_cluster
+from ansible_collections.eksops.nodegroup.plugins.module_utils.mixed_instances import check_overrides_follow, check_weights
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION, check_tag_budget, claim
 from ansible_collections.eksops.nodegroup.plugins.module_utils.user_data import BOOTSTRAP_OF, bootstrap_of
 from ansible_collections.eksops.nodegroup.plugins.module_utils.eks_amis import (
@@ -139,11 +140,12 @@ def check_target_version(module: Any, ec2: Any, plan: dict[str, Any], nodes_imag
 
 def group_instance_types(asg: Mapping[str, Any], template_data: Mapping[str, Any]) -> list[str]:
     """The instance types the group launches the target AMI on: the launch template's, and those of the mixed
-    instances policy's overrides that use the group's template (an override with a template of its own does not)."""
+    instances policy's overrides that use the group's template (an override with a template or AMI of its own does not)."""
     types = [template_data["InstanceType"]] if template_data.get("InstanceType") else []
     overrides = ((asg.get("MixedInstancesPolicy") or {}).get("LaunchTemplate") or {}).get("Overrides") or []
     types.extend(override["InstanceType"] for override in overrides
-                 if override.get("InstanceType") and not override.get("LaunchTemplateSpecification"))
+                 if override.get("InstanceType") and not override.get("LaunchTemplateSpecification")
+                 and not override.get("ImageId"))
     return sorted(set(types))
 
 
@@ -295,6 +297,16 @@ def previous_of_upgrade(ec2: Any, lt_id: str, plan: dict[str, Any], journal: Jou
     return int(previous["VersionNumber"]), lt_version_image(previous)
 
 
+def check_plan(module: Any, ec2: Any, asg: dict[str, Any], plan: dict[str, Any], template_data: Mapping[str, Any],
+               nodes_image_id: str | None, pin: bool) -> None:
+    """Before any change: the target's Kubernetes version, its AMI on the group's instance types and user data, the
+    mixed instances overrides it would leave behind (SPEC W2), the group's owner (W1)."""
+    check_target_version(module, ec2, plan, nodes_image_id)
+    check_image_fits(module, ec2, asg, plan, template_data)
+    check_overrides_follow(asg, plan["target_version"] != plan["source_version"], target_option(module.params))
+    check_owner(module.params, asg, plan, pin)
+
+
 def run(module: Any) -> dict[str, Any]:
     params = module.params
     check_options(params)
@@ -303,6 +315,7 @@ def run(module: Any) -> dict[str, Any]:
         module, refuse_managed="create versions of its launch template or point its Auto Scaling group at one")
     asg, asg_name = group.asg, group.asg_name
     check_nothing_replaces_nodes_behind(autoscaling, asg)
+    check_weights(asg)
     check_tag_budget(asg)
     spec = asg_launch_template_spec(asg)
     lt_id = resolve_launch_template_id(ec2, spec)
@@ -314,10 +327,9 @@ def run(module: Any) -> dict[str, Any]:
     if params["use_current_launch_template"]:
         plan["pin"] = False  # the group's reference stays as its owner wrote it, "$Latest" or "$Default" included
     journal = Journal.from_tags(asg.get("Tags"), asg_name=asg_name)
-    check_target_version(module, ec2, plan, previous_of_upgrade(ec2, lt_id, plan, journal)[1])
-    check_image_fits(module, ec2, asg, plan, (named or current).get("LaunchTemplateData") or {})
     pin = plan["pin"] and params["pin_asg"]
-    check_owner(params, asg, plan, pin)
+    check_plan(module, ec2, asg, plan, (named or current).get("LaunchTemplateData") or {},
+               previous_of_upgrade(ec2, lt_id, plan, journal)[1], pin)
 
     new_journal, to_suspend = journal_for(module, journal, asg, lt_id, plan) if pin or journal is not None \
         else (None, [])

@@ -28,6 +28,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils import schedule, 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import NOT_FOUND, UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.mixed_instances import override_images
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NodegroupRef, describe_asg
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import list_nodegroup_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import Batch, ReplaceState, StepFailed
@@ -63,6 +64,7 @@ class LivePlanner:
         self.described = clients.instance_descriptions
         self._ahead = None   # planned during the post-drain wait, not yet confirmed by the terminations
         self._next = None    # confirmed: the next call answers it
+        self.override_images: dict[str, str] | None = None  # read once, with the group (SPEC W2)
 
     def __call__(self, state: ReplaceState) -> Batch | None:
         del state
@@ -127,6 +129,8 @@ class LivePlanner:
         asg, joined, nodes = schedule_ops.read_group(clients.aws("autoscaling"), clients.aws("ec2"), clients.core_v1(),
                                                      self.group, describe_asg, list_nodegroup_nodes, self.described)
         self.node_names.update((i["instance_id"], i["node_name"]) for i in joined if i.get("node_name"))
+        if self.override_images is None:
+            self.override_images = override_images(clients.aws("ec2"), asg)
         return asg, joined, nodes
 
     def _planning_journal(self, asg: dict[str, Any]) -> Journal | None:
@@ -148,7 +152,7 @@ class LivePlanner:
     def _choose(self, asg: Mapping[str, Any], joined: Sequence[Mapping[str, Any]], nodes: Sequence[Any],
                 journal: Journal, rng: random.Random) -> schedule.ScheduledBatch | None:
         if self.fallback:
-            return schedule_ops.eks_batch(joined, journal, self.batch_size, rng)
+            return schedule_ops.eks_batch(joined, journal, self.batch_size, rng, self.override_images or {})
         surplus = schedule_ops.marked_surplus(nodes, journal.run_id)
-        view = schedule_ops.group_view(asg, joined, journal, surplus)
+        view = schedule_ops.group_view(asg, joined, journal, surplus, self.override_images or {})
         return schedule.next_batch(view, self.batch_size, rng)

@@ -18,6 +18,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes i
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kinds import MANAGED
 from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import described_for_join, instance_id_of, join_instances_nodes
+from ansible_collections.eksops.nodegroup.plugins.module_utils.mixed_instances import override_images
 from ansible_collections.eksops.nodegroup.plugins.module_utils.launch_templates import (
     describe_image,
     describe_launch_template,
@@ -113,7 +114,7 @@ def describe_nodegroup(module: Any, group: NodegroupRef | None = None) -> dict[s
     ec2_instances = described_for_join(ec2, [i["InstanceId"] for i in asg_instances], module.clients.instance_descriptions)
     nodes = list_all_nodes(module.core_v1(), group.node_selector, "list the nodes of node group %s" % group.nodegroup_name)
     instances = join_instances_nodes(asg_instances, ec2_instances, nodes)
-    old, new = split_old_new(instances, target_version, target_image_id)
+    old, new = split_old_new(instances, target_version, target_image_id, override_images(ec2, asg))
     instance_ids = set(i["instance_id"] for i in instances)
 
     journal = Journal.from_tags(asg.get("Tags"), asg_name=summary["name"])

@@ -5,7 +5,7 @@
 
 Nothing here talks to AWS or Kubernetes; every function takes plain values (the instance records of
 ``instances.join_instances_nodes``: dicts with instance_id, availability_zone, lifecycle_state,
-launch_template_version, image_id, node_name, ready, unschedulable, labels) and returns plain values.
+launch_template_version, instance_type, image_id, node_name, ready, unschedulable, labels) and returns plain values.
 """
 
 from __future__ import annotations
@@ -124,15 +124,18 @@ def int_or_none(value: Any) -> int | None:
         return None
 
 
-def is_new_instance(instance: Mapping[str, Any], target_lt_version: int | str | None, target_image_id: str | None) -> bool:
-    """True when what is known of the instance matches every given target (and something is known).
-
-    What an instance runs comes from AWS (its launch template version, its AMI), never from its node's labels
-    (SPEC K2): only some kinds of node group label their nodes at all. An instance about which nothing can be
-    proven new counts as old.
+def is_new_instance(instance: Mapping[str, Any], target_lt_version: int | str | None, target_image_id: str | None,
+                    override_images: Mapping[str, str] | None = None) -> bool:
+    """True when what is known of the instance matches every given target (and something is known): from AWS (its
+    launch template version, its AMI), never from its node's labels (SPEC K2), which only some kinds of node group
+    set. An instance about which nothing can be proven new counts as old. One whose type a mixed instances override launches from an AMI or template of its own
+    is new when it runs what that override launches now (``override_images``: {instance type: AMI}; SPEC W2).
     """
     if target_lt_version is None and target_image_id is None:
         raise ValueError("split_old_new needs target_lt_version or target_image_id")
+    override_image = (override_images or {}).get(instance.get("instance_type") or "")
+    if override_image:
+        return instance.get("image_id") == override_image
     compared = False
     for known, target in ((instance.get("launch_template_version"), target_lt_version),
                           (instance.get("image_id"), target_image_id)):
@@ -145,13 +148,15 @@ def is_new_instance(instance: Mapping[str, Any], target_lt_version: int | str | 
 
 
 def split_old_new(instances: Iterable[dict[str, Any]], target_lt_version: int | str | None,
-                  target_image_id: str | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+                  target_image_id: str | None, override_images: Mapping[str, str] | None = None
+                  ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(old, new) instance records for the target; instances leaving the group are in neither."""
     old, new = [], []
     for instance in instances:
         if instance.get("lifecycle_state") in LEAVING_STATES:
             continue
-        (new if is_new_instance(instance, target_lt_version, target_image_id) else old).append(instance)
+        new_one = is_new_instance(instance, target_lt_version, target_image_id, override_images)
+        (new if new_one else old).append(instance)
     return old, new
 
 

@@ -156,13 +156,14 @@ def capacity_accepted(journal: Journal, desired_now: int, accept_current_capacit
 
 
 def group_view(asg: Mapping[str, Any], joined: Sequence[Mapping[str, Any]], journal: Journal,
-               surplus_nodes: Iterable[str]) -> schedule.GroupView:
+               surplus_nodes: Iterable[str], override_images: Mapping[str, str]) -> schedule.GroupView:
     """The schedule.GroupView of ``asg`` (one DescribeAutoScalingGroups) whose instances joined with EC2 and the
     nodes are ``joined``: terminating instances are not live, surplus ones (node names ``surplus_nodes``) are live
-    but not kept, ``owed`` the replacements Auto Scaling has not launched yet."""
+    but not kept, ``owed`` the replacements Auto Scaling has not launched yet; ``override_images`` as in
+    planning.is_new_instance."""
     zones = list(asg.get("AvailabilityZones") or [])
     live = [i for i in joined if i.get("lifecycle_state") not in LEAVING_STATES]
-    old, new = split_old_new(live, journal.target_launch_template_version, journal.target_image_id)
+    old, new = split_old_new(live, journal.target_launch_template_version, journal.target_image_id, override_images)
     surplus = set(surplus_nodes)
     kept = [i for i in new if not (i.get("node_name") and i["node_name"] in surplus)]
     live_counts = live_per_az(zones, live)
@@ -217,11 +218,11 @@ def planning_basis(asg: Mapping[str, Any]) -> tuple[Any, ...]:
 
 
 def eks_batch(joined: Sequence[Mapping[str, Any]], journal: Journal, batch_size: int,
-              rng: random.Random) -> schedule.ScheduledBatch | None:
+              rng: random.Random, override_images: Mapping[str, str]) -> schedule.ScheduledBatch | None:
     """EKS's batch from the live group (the fallback after an accepted capacity): up to ``batch_size`` old
     instances at random (U5), every termination replaced."""
     live = [i for i in joined if i.get("lifecycle_state") not in LEAVING_STATES]
-    old = split_old_new(live, journal.target_launch_template_version, journal.target_image_id)[0]
+    old = split_old_new(live, journal.target_launch_template_version, journal.target_image_id, override_images)[0]
     picked = pick_batch(sorted(old, key=lambda i: i["instance_id"]), batch_size, rng)
     if not picked:
         return None

@@ -20,6 +20,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
     check_capacity_unmoved,
     DEFAULT_SUSPENDED_PROCESSES,
     resolve_target,
+    target_split,
     SCALE_IN_PROTECTION_OURS,
     scale_in_protection_owner,
     set_scale_in_protection,
@@ -28,6 +29,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.az_placement import SURGE_SIZINGS, live_per_az
 from ansible_collections.eksops.nodegroup.plugins.module_utils.group_watch import GroupSnapshot, GroupWatch
+from ansible_collections.eksops.nodegroup.plugins.module_utils.mixed_instances import check_weights
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import mark_scale_down_disabled
 from ansible_collections.eksops.nodegroup.plugins.module_utils.schedule_ops import (
     SCHEDULE_DEFAULT_MODULE,
@@ -63,7 +65,6 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
     resolve_max_unavailable,
     rolling_parallelism,
     scaled_up_sizes,
-    split_old_new,
     validate_suspend_processes,
 )
 
@@ -118,7 +119,7 @@ def group_split(ec2: Any, asg: dict[str, Any], target: dict[str, Any]) -> tuple[
     instance, not its node (SPEC K2)."""
     instances = asg.get("Instances", [])
     joined = join_instances_nodes(instances, describe_instances(ec2, [i["InstanceId"] for i in instances]), [])
-    return split_old_new(joined, target["launch_template_version"], target["image_id"])
+    return target_split(joined, target)
 
 
 def group_placement(ec2: Any, asg: dict[str, Any], target: dict[str, Any],
@@ -234,10 +235,10 @@ class NewNodeValidation:
         self.relaunches_left = PERSISTENT_FAILURES_PER_AZ
 
     def new_instances(self, snapshot: GroupSnapshot) -> list[dict[str, Any]]:
-        return split_old_new(snapshot.instances, self.target["launch_template_version"], self.target["image_id"])[1]
+        return target_split(snapshot.instances, self.target)[1]
 
     def problems(self, snapshot: GroupSnapshot) -> list[dict[str, Any]]:
-        old, new = split_old_new(snapshot.instances, self.target["launch_template_version"], self.target["image_id"])
+        old, new = target_split(snapshot.instances, self.target)
         azs_with_old_nodes = set(i["availability_zone"] for i in old) if self.require_every_az else set()
         problems = check_new_nodes(new, azs_with_old_nodes, self.expected_labels)
         missing = self.wanted_desired - len(old) - len(new)
@@ -265,7 +266,7 @@ class NewNodeValidation:
         """The newest launch failure of an AZ with old nodes and no new instance, all wanted ones launched."""
         if not self.require_every_az or not snapshot.failures:
             return None
-        old, new = split_old_new(snapshot.instances, self.target["launch_template_version"], self.target["image_id"])
+        old, new = target_split(snapshot.instances, self.target)
         if self.wanted_desired > len(old) + len(new):
             return None
         lacking = set(i["availability_zone"] for i in old) - set(i["availability_zone"] for i in new)
@@ -397,6 +398,7 @@ def run(module: EksopsModule) -> dict[str, Any]:
     ec2 = module.aws("ec2")
     group = find_module_nodegroup(module, refuse_managed="scale its Auto Scaling group")
     asg, name, journal = group.asg, group.asg_name, group.journal()
+    check_weights(asg)  # its sizes would be capacity units, this module's are nodes (SPEC W2)
     before = asg_sizes(asg)
 
     # Only a raise is someone else's here: the journal is written before the scale-up, so a crash in between

@@ -250,9 +250,11 @@ surge:
       elements: dict
       sample: [{instance_id: i-0abc, availability_zone: us-west-2c, node_name: ip-10-0-3-5.internal}]
     target:
-      description: How new nodes are recognised.
+      description:
+        - How new nodes are recognised. C(override_images) maps the instance types that a mixed instances override
+          launches from an AMI or launch template of its own to that AMI; such instances are new when they run it.
       type: dict
-      sample: {launch_template_id: lt-0abc, launch_template_version: 4, image_id: ami-0abc}
+      sample: {launch_template_id: lt-0abc, launch_template_version: 4, image_id: ami-0abc, override_images: {}}
     elapsed_seconds:
       description: Seconds the module ran.
       type: float

@@ -35,7 +35,7 @@ def test_instance_id_of(provider_id, instance_id):
 def test_join_instances_nodes():
     asg_instances = [
         {"InstanceId": "i-1", "AvailabilityZone": "us-west-2a", "LifecycleState": "InService",
-         "HealthStatus": "Healthy", "LaunchTemplate": {"Version": "1"}},
+         "HealthStatus": "Healthy", "LaunchTemplate": {"Version": "1"}, "InstanceType": "m5.large"},
         {"InstanceId": "i-2", "AvailabilityZone": "us-west-2b", "LifecycleState": "InService",
          "HealthStatus": "Healthy", "LaunchTemplate": {"Version": "2"}},
         {"InstanceId": "i-3", "AvailabilityZone": "us-west-2c", "LifecycleState": "Pending"},
@@ -50,7 +50,8 @@ def test_join_instances_nodes():
              node("stray", "i-9")]
     joined = {row["instance_id"]: row for row in insts.join_instances_nodes(asg_instances, ec2_instances, nodes)}
     assert joined["i-1"] == dict(instance_id="i-1", availability_zone="us-west-2a", lifecycle_state="InService",
-                                 health_status="Healthy", launch_template_version=1, image_id="ami-old",
+                                 health_status="Healthy", launch_template_version=1, instance_type="m5.large",
+                                 image_id="ami-old",
                                  launch_time="2026-01-02T03:04:05Z", node_name="n1", ready=True, unschedulable=True,
                                  labels={"kubernetes.io/hostname": "n1"})
     assert (joined["i-2"]["node_name"], joined["i-2"]["ready"], joined["i-2"]["launch_template_version"]) == (

@@ -565,3 +565,17 @@ def test_a_replacement_launch_failure_says_so_and_names_the_instance():
     assert err.msg == ("Auto Scaling group workers failed to launch a replacement in an unknown Availability Zone "
                        "(instance i-0abc): insufficient EC2 capacity: no capacity")
     assert (err.details["instance_id"], err.details["activity_id"]) == ("i-0abc", "a-1")
+
+
+def test_issue29_item2_an_override_s_instances_are_judged_against_what_the_override_launches():
+    """W2: an instance whose type an override launches from an AMI (or template) of its own is new when it runs that
+    AMI, whatever version of the group's template it came from; the others are judged against the group's target."""
+    images = {"m6g.large": "ami-arm-new"}
+    arm_new = dict(instance_id="i-1", instance_type="m6g.large", launch_template_version=7, image_id="ami-arm-new")
+    arm_old = dict(instance_id="i-2", instance_type="m6g.large", launch_template_version=7, image_id="ami-arm-old")
+    x86_new = dict(instance_id="i-3", instance_type="m5.large", launch_template_version=4, image_id="ami-new")
+    x86_old = dict(instance_id="i-4", instance_type="m5.large", launch_template_version=3, image_id="ami-old")
+    old, new = planning.split_old_new([arm_new, arm_old, x86_new, x86_old], 4, "ami-new", images)
+    assert [i["instance_id"] for i in old] == ["i-2", "i-4"] and [i["instance_id"] for i in new] == ["i-1", "i-3"]
+    # Without overrides of their own, every instance is judged against the group's target.
+    assert [i["instance_id"] for i in planning.split_old_new([arm_new, x86_new], 4, "ami-new")[1]] == ["i-3"]

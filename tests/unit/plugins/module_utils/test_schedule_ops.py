@@ -100,7 +100,7 @@ def test_b1_the_view_counts_live_old_kept_and_owed_replacements():
     joined = [instance("i-o1", "az-a", new=False), instance("i-o2", "az-b", new=False),
               instance("i-o3", "az-a", new=False, state="Terminating"),
               instance("i-n1", "az-a"), instance("i-n2", "az-b"), instance("i-n3", "az-c")]
-    view = schedule_ops.group_view(asg, joined, ONCE, {"n-i-n3"})
+    view = schedule_ops.group_view(asg, joined, ONCE, {"n-i-n3"}, {})
     assert list(view.zones) == ["az-a", "az-b", "az-c"] and view.start == START
     assert view.old == {"az-a": ["i-o1"], "az-b": ["i-o2"]}
     assert view.kept_new == {"az-a": 1, "az-b": 1, "az-c": 0}
@@ -128,10 +128,10 @@ def test_b1_an_accepted_capacity_is_seen(journal, desired, accept, expected):
 
 def test_b1_the_eks_fallback_replaces_every_termination():
     joined = [instance("i-o%d" % n, "az-a", new=False) for n in range(3)] + [instance("i-n1", "az-a")]
-    batch = schedule_ops.eks_batch(joined, ONCE, 2, random.Random(1))
+    batch = schedule_ops.eks_batch(joined, ONCE, 2, random.Random(1), {})
     assert len(batch.instance_ids) == 2 and set(batch.instance_ids) <= {"i-o0", "i-o1", "i-o2"}
     assert batch.decrement_ids == [] and not batch.at_risk
-    assert schedule_ops.eks_batch([instance("i-n1", "az-a")], ONCE, 2, random.Random(1)) is None
+    assert schedule_ops.eks_batch([instance("i-n1", "az-a")], ONCE, 2, random.Random(1), {}) is None
 
 
 # --- node_replace: the rounds of a batch, the records ---------------------------------------------------------

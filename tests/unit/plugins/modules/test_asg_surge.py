@@ -68,7 +68,7 @@ def test_u2_check_mode_plans_without_touching_the_group(world, run):
     assert plan["surge"] == 6  # 3 AZs: max(2 x 3, 1)
     assert plan["after"] == dict(min_size=0, max_size=12, desired_capacity=10)
     assert plan["target"] == dict(launch_template_id=world.lt_id, launch_template_version=world.target_version,
-                                  image_id=world.new_ami)
+                                  image_id=world.new_ami, override_images={})
     assert result["diff"]["before"]["desired_capacity"] == 4 and result["diff"]["after"]["desired_capacity"] == 10
     assert "diff" not in run(check=True)  # only in diff mode
     assert sizes(world) == (0, 12, 4) and suspended(world) == []

@@ -551,3 +551,51 @@ def test_issue29_item4_an_ami_whose_bootstrap_the_user_data_is_not_for_is_refuse
     assert result["failed"] and (result["code"], result["parameter"]) == ("InvalidParameter", "image_id"), result
     assert (result["image_os"], result["user_data_os"]) == ("Amazon Linux 2023", "Amazon Linux 2")
     assert "would never join" in result["msg"] and state(world) == before
+
+
+def mixed_policy(world, overrides, spot=True):
+    """The group's template behind a mixed instances policy with ``overrides``, half spot above one on-demand node,
+    as terraform-aws-eks's mixed_instances_policy and eksctl's instancesDistribution write it."""
+    distribution = dict(OnDemandBaseCapacity=1, OnDemandPercentageAboveBaseCapacity=50 if spot else 100,
+                        SpotAllocationStrategy="price-capacity-optimized")
+    world.autoscaling.update_auto_scaling_group(
+        AutoScalingGroupName=world.asg_name, MixedInstancesPolicy=dict(
+            LaunchTemplate=dict(LaunchTemplateSpecification=dict(LaunchTemplateId=world.lt_id, Version="1"),
+                                Overrides=overrides),
+            InstancesDistribution=distribution))
+
+
+def test_issue29_item2_a_mixed_instances_group_with_weights_is_refused_before_any_change(world, run):
+    """W2: with WeightedCapacity the group's sizes count capacity units; a surge sized in nodes would not be."""
+    mixed_policy(world, [dict(InstanceType="m5.large", WeightedCapacity="2"),
+                         dict(InstanceType="m5.xlarge", WeightedCapacity="4")])
+    before = state(world)
+    result = run(image_id=world.new_ami)
+    assert result["failed"] and result["code"] == "MixedInstancesUnsupported", result
+    assert result["weighted_capacity"] == ["m5.large=2", "m5.xlarge=4"]
+    assert "capacity units" in result["msg"] and result["msg"].endswith("Nothing was changed.")
+    assert state(world) == before
+
+
+def test_issue29_item2_a_spot_mixed_instances_group_of_plain_overrides_upgrades(world, run):
+    """Overrides of instance types only (weights of 1 included) launch the group's template: the upgrade goes."""
+    mixed_policy(world, [dict(InstanceType="m5.large", WeightedCapacity="1"),
+                         dict(InstanceType="m5a.large", WeightedCapacity="1")])
+    result = run(image_id=world.new_ami)
+    assert not result.get("failed") and result["changed"], result
+
+
+def test_issue29_item2_a_new_version_is_refused_while_an_override_launches_its_own_template(world, run):
+    """W2: an override with a template of its own (the Graviton types' AMI, "Specify a different launch template for an
+    instance type") keeps its AMI when the group's template gets a new version: its nodes would never be upgraded."""
+    arm = world.ec2.create_launch_template(LaunchTemplateName="workers-arm", LaunchTemplateData=dict(
+        ImageId=world.old_ami, InstanceType="m6g.large"))["LaunchTemplate"]["LaunchTemplateId"]
+    mixed_policy(world, [dict(InstanceType="m5.large"), dict(
+        InstanceType="m6g.large", LaunchTemplateSpecification=dict(LaunchTemplateId=arm, Version="$Latest"))])
+    before = state(world)
+    result = run(image_id=world.new_ami, accept_owner_revert=True)
+    assert result["failed"] and (result["code"], result["parameter"]) == ("MixedInstancesUnsupported", "image_id")
+    assert result["overrides"] == ["m6g.large (launch template %s version $Latest)" % arm]
+    assert "use_current_launch_template=true" in result["msg"] and state(world) == before
+    # The owner's workflow: each template carries its AMI, and the nodes are rolled onto what the group launches.
+    assert not run(use_current_launch_template=True).get("failed")
