@@ -3,8 +3,10 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The upgrade journal: what an upgrade changed, recorded on the ASG as tags before the change is made.
 
-One tag per field, ``eksops.nodegroup/<field>``, so a person can read it in the console. A rerun after a
-crash reads it and resumes; scale-down reads it to restore. Nodes we cordoned carry the annotation
+Five tags (TAG_GROUPS), so that it fits Auto Scaling's 50 tags beside the owner's (SPEC W3) and a person can still
+read it in the console: ``eksops.nodegroup/run``, ``/sizes`` and ``/target`` hold ``field=value`` pairs joined by
+``;``, ``/suspended_processes`` and ``/start_per_az`` one field each. A journal an earlier release wrote, one tag
+per field, is read all the same and replaced at the next write. A rerun after a crash reads it and resumes; scale-down reads it to restore. Nodes we cordoned carry the annotation
 CORDONED_BY_ANNOTATION instead (node state lives on nodes): the run id and what that run set (drain.py).
 
 The phase is the state machine of an upgrade, and it names the phase a rerun resumes in:
@@ -75,6 +77,19 @@ FIELDS = (
 )
 FIELD_NAMES = tuple(name for name, _kind in FIELDS)
 _FIELD_KINDS = dict(FIELDS)
+# Tag name -> the fields it holds. A group of several fields is written "field=value;field=value" (no value has a
+# ";" or, outside the one-field tags, a "="); each fits an Auto Scaling tag value's 256 characters.
+TAG_GROUPS = (
+    ("run", ("run_id", "phase", "strategy", "started_at", "schedule", "scale_in_protection")),
+    ("sizes", ("original_min_size", "original_max_size", "original_desired_capacity", "desired_capacity_set",
+               "desired_capacity_pending", "surge")),
+    ("target", ("launch_template_id", "previous_launch_template_version", "target_launch_template_version",
+                "target_image_id")),
+    ("suspended_processes", ("suspended_processes",)),
+    ("start_per_az", ("start_per_az",)),
+)
+# The tags of an earlier release's journal, one per field, that no TAG_GROUPS tag reuses.
+LEGACY_KEYS = tuple(TAG_PREFIX + name for name in FIELD_NAMES if name not in dict(TAG_GROUPS))
 
 
 def utc_now_iso(now: datetime.datetime | None = None) -> str:
@@ -110,20 +125,34 @@ def _corrupt(asg_name: str | None, key: str, value: str | None, why: str) -> Upg
         parameter="asg_name", tag=key)
 
 
-def _decode(field: str, raw: str | None, asg_name: str | None) -> str | int | list[str] | None:
+def _decode(field: str, raw: str | None, asg_name: str | None, key: str) -> str | int | list[str] | None:
+    """A field's value from its raw text, read from tag ``key`` (named when the text is unreadable)."""
     kind = _FIELD_KINDS[field]
     if kind == _INT:
         try:
             return int(raw)
         except (TypeError, ValueError):
-            raise _corrupt(asg_name, tag_key(field), raw, "is not an integer")
+            raise _corrupt(asg_name, key, raw, "is not an integer")
     if kind == _LIST:
         return [item for item in raw.split(",") if item] if raw else []
     if kind == _COUNTS:
-        return decode_counts(raw, lambda why: _corrupt(asg_name, tag_key(field), raw, why))
+        return decode_counts(raw, lambda why: _corrupt(asg_name, key, raw, why))
     if field == "phase" and raw not in PHASES:
-        raise _corrupt(asg_name, tag_key(field), raw, "is not one of %s" % ", ".join(PHASES))
+        raise _corrupt(asg_name, key, raw, "is not one of %s" % ", ".join(PHASES))
     return raw
+
+
+def _split_group(group: str, fields: tuple[str, ...], raw: str | None, asg_name: str | None) -> dict[str, str]:
+    """{field: raw value} of one TAG_GROUPS tag."""
+    if len(fields) == 1:
+        return {fields[0]: raw or ""}
+    found = {}
+    for pair in (raw or "").split(";"):
+        name, sep, value = pair.partition("=")
+        if not sep or name not in fields:
+            raise _corrupt(asg_name, tag_key(group), raw, "is not a list of field=value of %s" % ", ".join(fields))
+        found[name] = value
+    return found
 
 
 def decode_counts(raw: str | None, error: Any) -> dict[str, int]:
@@ -169,6 +198,8 @@ class Journal:
             elif _FIELD_KINDS[name] == _COUNTS and value is not None:
                 value = dict((str(key), int(count)) for key, count in value.items())
             setattr(self, name, value)
+        # The earlier release's tags it was read from (from_tags), which the next write removes.
+        self.legacy_keys: list[str] = []
 
     @classmethod
     def start(cls, phase: str = "setup", run_id: str | None = None, now: datetime.datetime | None = None, **fields: Any) -> Journal:
@@ -184,15 +215,21 @@ class Journal:
             pairs = tags.items()
         else:
             pairs = ((tag["Key"], tag.get("Value", "")) for tag in tags)
-        fields = {}
+        groups = dict(TAG_GROUPS)
+        raw_fields, legacy = {}, []
         for key, raw in pairs:
-            if key.startswith(TAG_PREFIX):
-                field = key[len(TAG_PREFIX):]
-                if field in _FIELD_KINDS:
-                    fields[field] = _decode(field, raw, asg_name)
-        if not fields:
+            name = key[len(TAG_PREFIX):] if key.startswith(TAG_PREFIX) else None
+            if name in groups:
+                raw_fields.update((field, (key, value)) for field, value in
+                                  _split_group(name, groups[name], raw, asg_name).items())
+            elif key in LEGACY_KEYS:  # one tag per field, as an earlier release wrote it
+                raw_fields.setdefault(name, (key, raw))
+                legacy.append(key)
+        if not raw_fields:
             return None
-        return cls(**fields)
+        journal = cls(**dict((field, _decode(field, raw, asg_name, key)) for field, (key, raw) in raw_fields.items()))
+        journal.legacy_keys = sorted(legacy)
+        return journal
 
     def to_dict(self) -> dict[str, Any]:
         def copy(name: str) -> Any:
@@ -240,22 +277,26 @@ class Journal:
                             desired_capacity_pending=None)
 
     def to_tags(self) -> dict[str, str]:
-        """{tag key: value} of every set field, in field order."""
+        """{tag key: value} of every TAG_GROUPS tag with a set field, in TAG_GROUPS order."""
         tags = {}
-        for name in FIELD_NAMES:
-            value = getattr(self, name)
-            if value is None:
+        for group, fields in TAG_GROUPS:
+            values = [(name, _encode(name, getattr(self, name))) for name in fields if getattr(self, name) is not None]
+            if not values:
                 continue
-            encoded = _encode(name, value)
+            encoded = values[0][1] if len(fields) == 1 else ";".join("%s=%s" % pair for pair in values)
             if len(encoded) > MAX_TAG_VALUE_LENGTH:
                 raise UpgradeError(API_ERROR, "The upgrade journal cannot record %s: its value is longer than the "
-                                   "%d characters an Auto Scaling tag value may have" % (name, MAX_TAG_VALUE_LENGTH),
-                                   journal_field=name, value=encoded)
-            tags[tag_key(name)] = encoded
+                                   "%d characters an Auto Scaling tag value may have" % (group, MAX_TAG_VALUE_LENGTH),
+                                   journal_field=group, value=encoded)
+            tags[tag_key(group)] = encoded
         return tags
 
     def unset_fields(self) -> list[str]:
         return [name for name in FIELD_NAMES if getattr(self, name) is None]
+
+    def unset_tags(self) -> list[str]:
+        """The TAG_GROUPS tags this journal does not write (every field of theirs unset)."""
+        return [tag_key(group) for group, fields in TAG_GROUPS if all(getattr(self, name) is None for name in fields)]
 
     def targets(self, launch_template_id: str | None, launch_template_version: int | str) -> bool:
         """Whether this journal's upgrade is aimed at that launch template version."""
@@ -273,19 +314,22 @@ class Journal:
 
 
 def write_journal(autoscaling: Any, asg_name: str, journal: Journal, previous: Journal | None = None) -> None:
-    """Record ``journal`` on the ASG: set fields are written, unset ones removed.
+    """Record ``journal`` on the ASG: the tags of set fields are written, the others removed.
 
     ``previous``: the journal on the ASG now, when the caller knows it (``Journal()`` for none); then only
-    the fields it has and ``journal`` lacks are deleted, instead of every unset field.
+    the tags it has and ``journal`` lacks are deleted, instead of every unset one. Without it, an earlier release's
+    one-tag-per-field journal is removed too (it was just read into ``journal``).
     An AWS error is an UpgradeError with a U8 code (aws_api translates it), as are those of read_journal and
     clear_journal.
     """
-    unset = journal.unset_fields()
+    unset = journal.unset_tags()
     if previous is not None:
-        already_unset = set(previous.unset_fields())
-        unset = [name for name in unset if name not in already_unset]
+        already_unset = set(previous.unset_tags())
+        unset = [key for key in unset if key not in already_unset] + previous.legacy_keys
+    else:
+        unset.extend(LEGACY_KEYS)
     autoscaling_api.create_or_update_tags(autoscaling, asg_name, journal.to_tags())
-    autoscaling_api.delete_tags(autoscaling, asg_name, [tag_key(name) for name in unset])
+    autoscaling_api.delete_tags(autoscaling, asg_name, unset)
 
 
 def _asg_tags(autoscaling: Any, asg_name: str) -> list[dict[str, Any]]:

@@ -32,7 +32,7 @@ import time
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import TAG_LIMIT_EXCEEDED, UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import (
-    FIELD_NAMES,
+    TAG_GROUPS,
     TAG_PREFIX,
     Journal,
     parse_utc_iso,
@@ -46,7 +46,7 @@ LEASE_TAG = TAG_PREFIX + "lease"
 # "The maximum number of tags per resource is 50" (Auto Scaling user guide, "Tag Auto Scaling groups and instances").
 ASG_TAG_LIMIT = 50
 # The tags an upgrade may hold on its group at once: a journal with every field set, and the lease.
-UPGRADE_TAGS_MAX = len(FIELD_NAMES) + 1
+UPGRADE_TAGS_MAX = len(TAG_GROUPS) + 1
 UPGRADE_IN_PROGRESS = "UpgradeInProgress"
 LEASE_SECONDS = 60
 LEASE_RENEW_SECONDS = 15

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_TAG
 from nodegroup_state import nodegroup_nodes, workers_asg
 
-__all__ = ["NEW_AMI_NAME", "base_args", "workers_asg", "journal_tags", "asg_state", "point_asg_at_new_ami",
-           "node_annotations"]
+__all__ = ["NEW_AMI_NAME", "base_args", "workers_asg", "journal_tags", "edit_journal", "asg_state",
+           "point_asg_at_new_ami", "node_annotations"]
 
 NEW_AMI_NAME = "amazon-eks-node-al2023-x86_64-standard-1.30-v20240615"
-JOURNAL_PREFIX = "eksops.nodegroup/"
 
 
 def base_args(sandbox) -> dict[str, Any]:
@@ -18,8 +19,30 @@ def base_args(sandbox) -> dict[str, Any]:
     return {"cluster_name": sandbox.scenario, "nodegroup_name": "workers"}
 
 
+def _text(value: Any) -> str:
+    if isinstance(value, list):
+        return ",".join(value)
+    if isinstance(value, dict):
+        return ",".join("%s=%d" % item for item in value.items())
+    return str(value)
+
+
 def journal_tags(asg) -> dict[str, str]:
-    return {t["Key"][len(JOURNAL_PREFIX):]: t["Value"] for t in asg.get("Tags", []) if t["Key"].startswith(JOURNAL_PREFIX)}
+    """What the group's eksops.nodegroup/* tags record: each set journal field as its text, and "lease"."""
+    tags = {t["Key"]: t["Value"] for t in asg.get("Tags", [])}
+    journal = Journal.from_tags(tags)
+    fields = {} if journal is None else {k: _text(v) for k, v in journal.to_dict().items() if v is not None}
+    if LEASE_TAG in tags:
+        fields["lease"] = tags[LEASE_TAG]
+    return fields
+
+
+def edit_journal(sandbox, **changes: Any) -> None:
+    """The group's journal changed as another run (or a person) would change it; a new one if it has none."""
+    asg = workers_asg(sandbox)
+    journal = Journal.from_tags(asg.get("Tags"))
+    write_journal(sandbox.client("autoscaling"), asg["AutoScalingGroupName"],
+                  (journal or Journal()).replace(**changes), previous=journal or Journal())
 
 
 def asg_state(sandbox) -> dict[str, Any]:

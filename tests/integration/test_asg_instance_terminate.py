@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from asg_helpers import asg_state, base_args, workers_asg
+from asg_helpers import asg_state, base_args, edit_journal, workers_asg
 from sandbox_helpers import run_module
 
 SCENARIO = "demo"
@@ -155,14 +155,8 @@ def test_rerun_on_a_terminated_instance_is_idempotent(sandbox):
 
 
 def test_u6_decrement_lowers_desired_and_records_it_in_the_journal(sandbox):
-    autoscaling = sandbox.client("autoscaling")
-    name = workers_asg(sandbox)["AutoScalingGroupName"]
     # an upgrade in progress: the journal says we set the desired capacity to 6
-    autoscaling.create_or_update_tags(Tags=[
-        {"ResourceId": name, "ResourceType": "auto-scaling-group", "Key": "eksops.nodegroup/" + key, "Value": value,
-         "PropagateAtLaunch": False}
-        for key, value in (("run_id", "test"), ("phase", "upgrade"), ("desired_capacity_set", "6"),
-                           ("original_min_size", "3"))])
+    edit_journal(sandbox, run_id="test", phase="upgrade", desired_capacity_set=6, original_min_size=3)
     victims = in_service(sandbox)[:4]
     empty_nodes_of(sandbox, victims)
     result = run_module(sandbox, "asg_instance_terminate", dict(

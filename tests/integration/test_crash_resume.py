@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from asg_helpers import journal_tags
 from nodegroup_state import workers_asg
 from sandbox_helpers import (
     BIN_DIR,
@@ -53,8 +54,7 @@ def _asg(sandbox: SandboxHandle) -> dict:
 
 
 def _journal_phase(sandbox: SandboxHandle) -> str | None:
-    tags = {tag["Key"]: tag["Value"] for tag in _asg(sandbox).get("Tags", [])}
-    return tags.get(JOURNAL_PREFIX + "phase")
+    return journal_tags(_asg(sandbox)).get("phase")
 
 
 def _end_the_killed_runs_lease(sandbox: SandboxHandle) -> None:

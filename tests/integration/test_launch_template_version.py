@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from asg_helpers import journal_tags
 from nodegroup_state import aws_state, call_counts, calls_between, image_id_by_name, mutating_calls, workers_asg
 from sandbox_helpers import run_module
 
@@ -14,12 +15,10 @@ SCENARIO = "demo"
 BASE = {"cluster_name": "demo", "nodegroup_name": "workers"}
 OLD_AMI = "amazon-eks-node-al2023-x86_64-standard-1.29-v20240101"
 NEW_AMI = "amazon-eks-node-al2023-x86_64-standard-1.30-v20240615"
-JOURNAL_PREFIX = "eksops.nodegroup/"
 
 
 def journal(sandbox):
-    return {t["Key"][len(JOURNAL_PREFIX):]: t["Value"] for t in workers_asg(sandbox).get("Tags", [])
-            if t["Key"].startswith(JOURNAL_PREFIX)}
+    return journal_tags(workers_asg(sandbox))
 
 
 @pytest.mark.parametrize("args, parameter, named", [

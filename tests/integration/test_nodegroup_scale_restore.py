@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from asg_helpers import asg_state, base_args, node_annotations, point_asg_at_new_ami, workers_asg
+from asg_helpers import asg_state, base_args, edit_journal, node_annotations, point_asg_at_new_ami, workers_asg
 from nodegroup_state import nodegroup_nodes
 from sandbox_helpers import module_sandbox, run_module
 
@@ -119,11 +119,8 @@ def test_resumes_after_a_crash_between_terminate_and_journal_update(sandbox):
     surge(sandbox)
     state = asg_state(sandbox)
     autoscaling = sandbox.client("autoscaling")
-    name = workers_asg(sandbox)["AutoScalingGroupName"]
     # a previous restore run got as far as terminating one instance with decrement, then died
-    autoscaling.create_or_update_tags(Tags=[{"ResourceId": name, "ResourceType": "auto-scaling-group",
-                                             "Key": "eksops.nodegroup/phase", "Value": "scale_down",
-                                             "PropagateAtLaunch": False}])
+    edit_journal(sandbox, phase="scale_down")
     autoscaling.terminate_instance_in_auto_scaling_group(InstanceId=state["instances"][0],
                                                          ShouldDecrementDesiredCapacity=True)
     result = run_module(sandbox, "nodegroup_scale_restore", dict(base_args(sandbox), **FAST_DRAIN))

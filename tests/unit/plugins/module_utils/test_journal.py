@@ -25,7 +25,12 @@ FULL = dict(run_id="r1", phase="upgrade", strategy="rolling", started_at="2026-0
 def test_round_trip_through_tags():
     journal = Journal(**FULL)
     tags = journal.to_tags()
-    assert set(tags) == {"eksops.nodegroup/" + name for name in FULL}
+    assert list(tags) == ["eksops.nodegroup/" + name for name in
+                          ("run", "sizes", "target", "suspended_processes", "start_per_az")]
+    assert tags["eksops.nodegroup/run"] == ("run_id=r1;phase=upgrade;strategy=rolling;started_at=2026-01-01T10:00:00Z;"
+                                            "schedule=once")
+    assert tags["eksops.nodegroup/target"] == ("launch_template_id=lt-0abc;previous_launch_template_version=1;"
+                                               "target_launch_template_version=2;target_image_id=ami-0new")
     assert tags["eksops.nodegroup/suspended_processes"] == "AZRebalance,ReplaceUnhealthy"
     assert Journal.from_tags(tags) == journal
     as_aws_list = [dict(Key=key, Value=value) for key, value in tags.items()]
@@ -36,7 +41,6 @@ def test_b1_start_per_az_is_a_zone_count_tag_read_back_in_order():
     """SPEC B1: the instances per AZ before the scale-up, one tag ``az=count,az=count``."""
     tags = Journal(**FULL).to_tags()
     assert tags["eksops.nodegroup/start_per_az"] == "us-west-2a=2,us-west-2b=1,us-west-2c=0"
-    assert tags["eksops.nodegroup/schedule"] == "once"
     back = Journal.from_tags(tags)
     assert list(back.start_per_az.items()) == [("us-west-2a", 2), ("us-west-2b", 1), ("us-west-2c", 0)]
     assert Journal(phase="setup").start_per_az is None
@@ -44,8 +48,8 @@ def test_b1_start_per_az_is_a_zone_count_tag_read_back_in_order():
 
 def test_unset_fields_are_not_written_and_read_back_as_none():
     journal = Journal(run_id="r1", phase="setup")
-    assert list(journal.to_tags()) == ["eksops.nodegroup/run_id", "eksops.nodegroup/phase",
-                                       "eksops.nodegroup/suspended_processes"]
+    assert journal.to_tags() == {"eksops.nodegroup/run": "run_id=r1;phase=setup",
+                                 "eksops.nodegroup/suspended_processes": ""}
     back = Journal.from_tags(journal.to_tags())
     assert back.original_min_size is None and back.suspended_processes == []
     assert "original_min_size" in back.unset_fields()
@@ -58,13 +62,16 @@ def test_no_journal_tags_means_no_journal():
 
 
 def test_unknown_prefixed_tags_are_ignored():
-    tags = {"eksops.nodegroup/phase": "setup", "eksops.nodegroup/from-the-future": "x"}
+    tags = {"eksops.nodegroup/run": "phase=setup", "eksops.nodegroup/from-the-future": "x"}
     assert Journal.from_tags(tags).to_dict()["phase"] == "setup"
 
 
 @pytest.mark.parametrize("key, value", [
+    ("eksops.nodegroup/sizes", "original_min_size=three"),
+    ("eksops.nodegroup/run", "phase=exploding"),
+    ("eksops.nodegroup/run", "phase:setup"),
+    ("eksops.nodegroup/run", "phase=setup;colour=blue"),
     ("eksops.nodegroup/original_min_size", "three"),
-    ("eksops.nodegroup/phase", "exploding"),
     ("eksops.nodegroup/start_per_az", "us-west-2a:2"),
     ("eksops.nodegroup/start_per_az", "us-west-2a=two"),
     ("eksops.nodegroup/start_per_az", "us-west-2a=-1"),
@@ -74,6 +81,41 @@ def test_corrupt_tags_fail_clearly(key, value):
         Journal.from_tags({key: value}, asg_name=ASG_NAME)
     assert raised.value.code == "InvalidParameter"
     assert key in raised.value.msg and ASG_NAME in raised.value.msg
+
+
+def test_issue29_item2_the_journal_takes_five_tags_whatever_it_records():
+    """W3: the journal was one tag per field (18 with the lease's 19 of Auto Scaling's 50), so a group with more than
+    31 tags of its own could not be upgraded; grouped, it takes five, each within the 256 characters of a value."""
+    longest = Journal(**dict(FULL, run_id="f" * 32, desired_capacity_pending=11, scale_in_protection="theirs",
+                             launch_template_id="lt-0123456789abcdef0", target_image_id="ami-0123456789abcdef0",
+                             previous_launch_template_version="123456", target_launch_template_version="123457",
+                             suspended_processes=["AZRebalance", "AlarmNotification", "ScheduledActions",
+                                                  "ReplaceUnhealthy", "InstanceRefresh", "Launch", "Terminate",
+                                                  "HealthCheck", "AddToLoadBalancer"],
+                             start_per_az=dict(("us-west-2%s" % zone, 999) for zone in "abcdef")))
+    tags = longest.to_tags()
+    assert len(tags) == len(jr.TAG_GROUPS) == 5 and max(len(value) for value in tags.values()) <= 256
+    assert Journal.from_tags(tags) == longest
+
+
+@mock_aws
+def test_a_journal_an_earlier_release_wrote_is_read_and_replaced_at_the_next_write():
+    """A group left mid-upgrade by the one-tag-per-field release resumes: its journal is read, and the next write
+    replaces those tags with the grouped ones."""
+    world = MotoNodegroup()
+    old = dict(("eksops.nodegroup/" + name, value) for name, value in (
+        ("run_id", "r1"), ("phase", "upgrade"), ("original_desired_capacity", "6"), ("surge", "6"),
+        ("target_launch_template_version", "2"), ("suspended_processes", "AZRebalance")))
+    world.autoscaling.create_or_update_tags(Tags=[dict(ResourceId=ASG_NAME, ResourceType="auto-scaling-group",
+                                                       Key=key, Value=value, PropagateAtLaunch=False)
+                                                  for key, value in old.items()])
+    journal = jr.read_journal(world.autoscaling, ASG_NAME)
+    assert (journal.phase, journal.surge, journal.suspended_processes) == ("upgrade", 6, ["AZRebalance"])
+    jr.write_journal(world.autoscaling, ASG_NAME, journal.replace(phase="scale_down"), previous=journal)
+    assert sorted(key for key in world.tags() if key.startswith("eksops.nodegroup/")) == [
+        "eksops.nodegroup/run", "eksops.nodegroup/sizes", "eksops.nodegroup/suspended_processes",
+        "eksops.nodegroup/target"]
+    assert jr.read_journal(world.autoscaling, ASG_NAME) == journal.replace(phase="scale_down")
 
 
 def test_fields_are_checked():
@@ -134,11 +176,10 @@ def test_write_read_and_clear_on_an_asg():
     assert jr.read_journal(world.autoscaling, ASG_NAME) == Journal(**FULL)
     # Later phases rewrite the journal; a field set back to None disappears from the ASG.
     jr.write_journal(world.autoscaling, ASG_NAME, Journal(**FULL).replace(desired_capacity_set=None, phase="scale_down"))
-    tags = world.tags()
-    assert "eksops.nodegroup/desired_capacity_set" not in tags
-    assert tags["eksops.nodegroup/phase"] == "scale_down"
+    assert "desired_capacity_set" not in world.tags()["eksops.nodegroup/sizes"]
+    assert jr.read_journal(world.autoscaling, ASG_NAME).phase == "scale_down"
     removed = jr.clear_journal(world.autoscaling, ASG_NAME)
-    assert "eksops.nodegroup/run_id" in removed
+    assert "eksops.nodegroup/run" in removed
     assert jr.read_journal(world.autoscaling, ASG_NAME) is None
     # The node group's own tags are untouched.
     assert world.tags() == self_managed_tags(TERRAFORM)
@@ -162,10 +203,15 @@ def test_write_with_a_known_previous_journal_deletes_only_what_it_drops():
     autoscaling.calls = []
     jr.write_journal(autoscaling, ASG_NAME, Journal(run_id="r", phase="upgrade"),
                      previous=Journal(run_id="r", phase="scale_up", surge=6))
-    assert autoscaling.calls[-1] == ("delete_tags", ["eksops.nodegroup/surge"])
+    assert autoscaling.calls[-1] == ("delete_tags", ["eksops.nodegroup/sizes"])
     autoscaling.calls = []
+    # Unknown previous: every tag not written, and an earlier release's one-tag-per-field journal.
     jr.write_journal(autoscaling, ASG_NAME, Journal(run_id="r", phase="upgrade"))
-    assert len(autoscaling.calls[-1][1]) == len(jr.FIELD_NAMES) - 3
+    deleted = autoscaling.calls[-1][1]
+    assert {"eksops.nodegroup/sizes", "eksops.nodegroup/target", "eksops.nodegroup/start_per_az",
+            "eksops.nodegroup/phase", "eksops.nodegroup/surge"} <= set(deleted)
+    assert "eksops.nodegroup/run" not in deleted and "eksops.nodegroup/suspended_processes" not in deleted
+    assert len(deleted) <= 25  # DeleteTags takes at most 25 tags
 
 
 @pytest.mark.parametrize("desired_now,original_after", [(14, 8), (12, 6), (9, 6), (4, 4)])
@@ -194,7 +240,7 @@ ACCESS_DENIED_MESSAGE = ("User: arn:aws:sts::123456789012:assumed-role/upgrader/
 
 @pytest.mark.parametrize("call, operation, doing", [
     (lambda client: jr.write_journal(client, ASG_NAME, Journal(run_id="r7", phase="setup")),
-     "create_or_update_tags", "set tags eksops.nodegroup/run_id, eksops.nodegroup/phase"),
+     "create_or_update_tags", "set tags eksops.nodegroup/run, eksops.nodegroup/suspended_processes"),
     (lambda client: jr.read_journal(client, ASG_NAME), "describe_auto_scaling_groups", "describe Auto Scaling group"),
     (lambda client: jr.clear_journal(client, ASG_NAME), "describe_auto_scaling_groups", "describe Auto Scaling group"),
 ])
@@ -225,7 +271,7 @@ def test_issue12_a_failed_delete_of_dropped_fields_is_translated_too():
         jr.write_journal(client, ASG_NAME, Journal(run_id="r", phase="upgrade"),
                          previous=Journal(run_id="r", phase="scale_up", surge=6))
     assert raised.value.details["aws_operation"] == "DeleteTags"
-    assert "delete tags eksops.nodegroup/surge from Auto Scaling group %s" % ASG_NAME in raised.value.msg
+    assert "delete tags eksops.nodegroup/sizes from Auto Scaling group %s" % ASG_NAME in raised.value.msg
 
 
 @pytest.mark.parametrize("current,wanted,expected", [

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from moto import mock_aws
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils import launch_template_step
 from ansible_collections.eksops.nodegroup.plugins.modules import launch_template_version
 
@@ -48,9 +49,16 @@ def state(world):
                 default=template["DefaultVersionNumber"])
 
 
+def edit_journal(world, **changes):
+    """The journal on the group changed by hand (or by another run)."""
+    journal = Journal.from_tags(world.tags())
+    write_journal(world.autoscaling, ASG_NAME, journal.replace(**changes), previous=journal)
+
+
 def journal_tags(world):
-    return dict((k[len("eksops.nodegroup/"):], v) for k, v in world.tags().items()
-                if k.startswith("eksops.nodegroup/"))
+    """The journal's set fields, as its tags record them (journal.TAG_GROUPS)."""
+    journal = Journal.from_tags(world.tags())
+    return {} if journal is None else dict((k, v) for k, v in journal.to_dict().items() if v is not None)
 
 
 def test_new_image_creates_a_version_pins_the_asg_and_writes_the_journal(world, run):
@@ -170,9 +178,7 @@ def test_existing_journal_for_another_target_fails_without_force(world, run):
     """A journal for another target is UpgradeTargetConflict (not EKS's health issue code); force_new_target
     retargets and keeps the run."""
     run(image_id=world.new_ami, run_id="first")
-    world.autoscaling.create_or_update_tags(Tags=[dict(
-        ResourceId=ASG_NAME, ResourceType="auto-scaling-group", Key="eksops.nodegroup/original_desired_capacity",
-        Value="3", PropagateAtLaunch=False)])
+    edit_journal(world, original_desired_capacity=3)
     before = state(world)
     result = run(version=1)
     assert result["failed"] and result["code"] == "UpgradeTargetConflict"
@@ -183,16 +189,14 @@ def test_existing_journal_for_another_target_fails_without_force(world, run):
     assert forced["changed"] is True
     journal = journal_tags(world)
     assert (journal["target_launch_template_version"], journal["run_id"]) == ("1", "first")
-    assert journal["original_desired_capacity"] == "3"
+    assert journal["original_desired_capacity"] == 3
     assert journal["previous_launch_template_version"] == "1"
     assert world.asg()["LaunchTemplate"]["Version"] == "1"
 
 
 def test_a_later_phase_journal_for_the_same_target_is_kept(world, run):
     run(image_id=world.new_ami, run_id="r")
-    world.autoscaling.create_or_update_tags(Tags=[dict(
-        ResourceId=ASG_NAME, ResourceType="auto-scaling-group", Key="eksops.nodegroup/phase", Value="upgrade",
-        PropagateAtLaunch=False)])
+    edit_journal(world, phase="upgrade")
     result = run(image_id=world.new_ami)
     assert result["changed"] is False
     assert result["launch_template"]["journal"]["phase"] == "upgrade"
@@ -311,7 +315,7 @@ def test_a1_processes_are_suspended_and_recorded_before_the_group_is_pinned(worl
     with mock.patch.object(launch_template_step, "pin_asg_launch_template", side_effect=spy):
         result = run(image_id=world.new_ami, diff=True)
     assert not result.get("failed"), result
-    assert at_pin == [(sorted(A1), "AlarmNotification,ScheduledActions,ReplaceUnhealthy,InstanceRefresh")]
+    assert at_pin == [(sorted(A1), ["AlarmNotification", "ScheduledActions", "ReplaceUnhealthy", "InstanceRefresh"])]
     assert result["launch_template"]["journal"]["suspended_processes"] == [
         "AlarmNotification", "ScheduledActions", "ReplaceUnhealthy", "InstanceRefresh"]
     assert result["diff"]["before"]["suspended_processes"] == ["AZRebalance"]
@@ -331,7 +335,7 @@ def test_a1_a_crash_between_the_journal_and_the_suspension_is_resumed(world, run
                            side_effect=UpgradeError("AccessDenied", "suspend processes: AccessDenied")):
         failed = run(image_id=world.new_ami)
     assert failed["failed"] is True
-    assert journal_tags(world)["suspended_processes"] == ",".join(A1)
+    assert journal_tags(world)["suspended_processes"] == A1
     assert suspended(world) == [] and world.asg()["LaunchTemplate"]["Version"] == "1"
     rerun = run(image_id=world.new_ami)
     assert rerun["changed"] is True and not rerun.get("failed"), rerun
@@ -386,7 +390,7 @@ def test_issue12_an_aws_error_writing_the_journal_fails_with_a_code_not_a_traceb
     assert result["failed"] is True and result["changed"] is True, result
     assert (result["code"], result["aws_error_code"], result["aws_operation"]) == (
         "AccessDenied", "AccessDenied", "CreateOrUpdateTags")
-    assert result["msg"].startswith("set tags eksops.nodegroup/run_id, "), result["msg"]
+    assert result["msg"].startswith("set tags eksops.nodegroup/run, "), result["msg"]
     assert "on Auto Scaling group %s failed: AccessDenied: %s" % (ASG_NAME, JOURNAL_DENIED) in result["msg"]
     assert "before that, this run created launch template version 2" in result["msg"]
     assert "exception" not in result and "Traceback" not in result["msg"]
@@ -400,7 +404,7 @@ def test_issue12_a_journal_write_refused_before_any_change_fails_with_a_code(wor
     result = run_module_in_process(launch_template_version.main, dict(BASE, version=version), capsys,
                                    aws_errors={"CreateOrUpdateTags": ("AccessDenied", JOURNAL_DENIED)})
     assert result["failed"] is True and not result.get("changed"), result
-    assert result["code"] == "AccessDenied" and "set tags eksops.nodegroup/run_id" in result["msg"]
+    assert result["code"] == "AccessDenied" and "set tags eksops.nodegroup/run" in result["msg"]
     assert "before that" not in result["msg"]
     assert world.asg()["LaunchTemplate"]["Version"] == "1"
     assert journal_tags(world) == {}
@@ -486,9 +490,10 @@ def test_issue29_item2_an_active_instance_refresh_is_refused_before_any_change(
         assert not result.get("failed") and result["changed"], result
 
 
-@pytest.mark.parametrize("extra_tags, refused", [(28, False), (29, True)])
+@pytest.mark.parametrize("extra_tags, refused", [(41, False), (42, True)])
 def test_issue29_item2_w3_the_tag_budget_is_checked_before_any_change(capsys, extra_tags, refused):
-    """W3: the journal (18 fields) and the lease take up to 19 tags; the group has 3 of its own here, plus these."""
+    """W3: the journal (five tags, journal.TAG_GROUPS) and the lease take up to 6 tags; the group has 3 of its own here,
+    plus these: 44 of its own leave room, 45 do not (with 18 journal tags, 31 did not)."""
     with mock_aws():
         world = MotoNodegroup(asg_tags=dict(("team/tag-%02d" % index, "x") for index in range(extra_tags)))
         before = state(world)
@@ -497,7 +502,7 @@ def test_issue29_item2_w3_the_tag_budget_is_checked_before_any_change(capsys, ex
             assert state(world) == before
     if refused:
         assert result["failed"] and result["code"] == "TagLimitExceeded", result
-        assert (result["tags"], result["tags_needed"], result["tag_limit"]) == (32, 19, 50)
+        assert (result["tags"], result["tags_needed"], result["tag_limit"]) == (45, 6, 50)
         assert "Remove at least 1 of its tags" in result["msg"] and result["msg"].endswith("Nothing was changed.")
     else:
         assert not result.get("failed") and result["changed"], result
