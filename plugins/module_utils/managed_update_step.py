@@ -26,6 +26,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     not_found,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import SYSTEM_CLOCK
+from ansible_collections.eksops.nodegroup.plugins.module_utils.managed_blockers import with_blockers
 from ansible_collections.eksops.nodegroup.plugins.module_utils.managed_target import resolve_target, validate_options
 from ansible_collections.eksops.nodegroup.plugins.module_utils.managed_update import (
     diff_state,
@@ -238,7 +239,8 @@ def update_and_report(module: Any, eks: Any, nodegroup: dict[str, Any], plan: di
     result["nodegroup_update"].update(nodegroup=nodegroup_summary(final), finished=update["status"] == "Successful")
     if update["status"] in ("Failed", "Cancelled"):
         result["nodegroup_update"]["progress"] = read_progress(module.aws("autoscaling"), final)
-        module.fail_upgrade(failed_update_error(update, nodegroup["nodegroupName"]), **result)
+        module.fail_upgrade(with_blockers(failed_update_error(update, nodegroup["nodegroupName"]), update, module.core_v1),
+                            **result)
     result["msg"] = outcome_message(nodegroup, plan, update)
     return final
 

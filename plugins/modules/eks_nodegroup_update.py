@@ -24,6 +24,11 @@ description:
     scale down).
   - A C(Failed) update fails the module with EKS's own error code (C(PodEvictionFailure),
     C(NodeCreationFailure), ...) and EKS's message, naming the resources EKS named.
+  - EKS's C(PodEvictionFailure) names only the nodes it could not drain. The module then lists the pods still on
+    them and the PodDisruptionBudgets that select them, and names each pod with what holds it (a budget that allows
+    no disruption, several budgets, a pod still terminating), as the self-managed drain names the pods it could not
+    evict. The Kubernetes API is proven to be O(cluster_name)'s first (SPEC K4); EKS's error is reported whatever
+    the cluster answers.
   - "Idempotent (SPEC K5): a group already on the target with no update in progress is left alone, and the
     result says so. An update to the same target that EKS is already running (started by an earlier run, or
     still running when O(wait_timeout) ended it) is followed, not started again. Any other update in progress
@@ -144,7 +149,8 @@ options:
     default: 15
 extends_documentation_fragment:
   - eksops.nodegroup.aws
-  - eksops.nodegroup.attributes.aws_group
+  - eksops.nodegroup.k8s
+  - eksops.nodegroup.attributes.aws_k8s_groups
   - eksops.nodegroup.attributes.controller
 attributes:
   check_mode:
@@ -165,6 +171,7 @@ notes:
     O(kubernetes_version)), C(ec2:DescribeLaunchTemplateVersions) (with O(launch_template_version)) and
     C(autoscaling:DescribeAutoScalingGroups) (progress). See
     C(docs/iam-policy.json).
+  - In the cluster, after a C(PodEvictionFailure), lists pods and PodDisruptionBudgets (C(docs/rbac.yaml)).
 seealso:
   - name: Update a managed node group (EKS user guide)
     description: How EKS updates a managed node group, phase by phase.
@@ -344,6 +351,16 @@ diff:
   description: Version, release version, launch template version and update configuration before and after.
   returned: in diff mode
   type: dict
+blocking_pods:
+  description:
+    - After EKS's C(PodEvictionFailure), by node EKS named, the pods a drain moves that are still on it, each with
+      C(pod) (namespace/name), C(reason) (what holds it) and C(pdb) (the PodDisruptionBudgets that select it, comma
+      separated, or null).
+  returned: when EKS's update failed with C(PodEvictionFailure) and the cluster could be read
+  type: dict
+  sample:
+    ip-10-0-1-2.us-west-2.compute.internal:
+      - {pod: default/billing-7f9c, reason: PodDisruptionBudget billing allows no disruption, pdb: billing}
 code:
   description: On failure, EKS's error code of a failed update (C(PodEvictionFailure), C(NodeCreationFailure),
     ...), C(ResourceInUseException) for another update in progress, or the collection's code.
@@ -357,7 +374,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.module import Eks
 
 
 def main() -> None:
-    module = EksopsModule(ARGUMENT_SPEC, uses_aws=True, supports_check_mode=True)
+    module = EksopsModule(ARGUMENT_SPEC, uses_aws=True, uses_k8s=True, supports_check_mode=True)
     module.run(lambda: run(module))
 
 
