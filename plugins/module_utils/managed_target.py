@@ -21,7 +21,7 @@ MIN_POLL_INTERVAL = 0.05
 # DescribeNodegroup statuses in which EKS takes no update.
 _NOT_UPDATABLE_STATUSES = frozenset(["CREATING", "DELETING", "CREATE_FAILED", "DELETE_FAILED"])
 # The family part of the EKS-optimized AMI SSM parameters, per DescribeNodegroup amiType. Bottlerocket,
-# Windows and CUSTOM publish no .../recommended/release_version parameter in this tree.
+# Windows and CUSTOM publish no .../recommended/release_version parameter in this tree (Bottlerocket's is below).
 _SSM_FAMILY_BY_AMI_TYPE = {
     "AL2_x86_64": "amazon-linux-2",
     "AL2_x86_64_GPU": "amazon-linux-2-gpu",
@@ -31,6 +31,20 @@ _SSM_FAMILY_BY_AMI_TYPE = {
     "AL2023_x86_64_NEURON": "amazon-linux-2023/x86_64/neuron",
     "AL2023_x86_64_NVIDIA": "amazon-linux-2023/x86_64/nvidia",
     "AL2023_ARM_64_NVIDIA": "amazon-linux-2023/arm64/nvidia",
+}
+# Bottlerocket: a group's releaseVersion is the Bottlerocket version ("1.20.3-5d9ac849"), and the newest one for a
+# Kubernetes version is published as /aws/service/bottlerocket/aws-k8s-<k8s>[-fips]/<x86_64|arm64>/latest/image_version
+# (eksctl-io/eksctl pkg/ami/ssm_resolver.go MakeManagedSSMParameterName, which eksctl's managed node group upgrade
+# reads; its NVIDIA types share the plain variant's parameter there). Windows publishes no release parameter.
+_BOTTLEROCKET_VARIANT_BY_AMI_TYPE = {
+    "BOTTLEROCKET_x86_64": ("", "x86_64"),
+    "BOTTLEROCKET_x86_64_NVIDIA": ("", "x86_64"),
+    "BOTTLEROCKET_ARM_64": ("", "arm64"),
+    "BOTTLEROCKET_ARM_64_NVIDIA": ("", "arm64"),
+    "BOTTLEROCKET_x86_64_FIPS": ("-fips", "x86_64"),
+    "BOTTLEROCKET_x86_64_NVIDIA_FIPS": ("-fips", "x86_64"),
+    "BOTTLEROCKET_ARM_64_FIPS": ("-fips", "arm64"),
+    "BOTTLEROCKET_ARM_64_NVIDIA_FIPS": ("-fips", "arm64"),
 }
 # Amazon Linux release versions: <k8s major>.<minor>.<patch>-<YYYYMMDD> (EKS user guide, AMI versions).
 _AMAZON_LINUX_RELEASE = re.compile(r"^(\d+)\.(\d+)\.(\d+)-(\d{8})$")
@@ -65,11 +79,15 @@ def ssm_family(ami_type: str | None) -> str | None:
 
 
 def release_version_ssm_parameter(ami_type: str | None, kubernetes_version: str) -> str | None:
-    """The SSM public parameter holding the release EKS picks for ``kubernetes_version``, or None."""
+    """The SSM public parameter holding the release EKS picks for ``kubernetes_version`` (Amazon Linux's
+    release_version, Bottlerocket's image_version), or None (Windows, CUSTOM)."""
     family = ssm_family(ami_type)
-    if family is None:
-        return None
-    return "/aws/service/eks/optimized-ami/%s/%s/recommended/release_version" % (kubernetes_version, family)
+    if family is not None:
+        return "/aws/service/eks/optimized-ami/%s/%s/recommended/release_version" % (kubernetes_version, family)
+    if ami_type in _BOTTLEROCKET_VARIANT_BY_AMI_TYPE:
+        flavour, arch = _BOTTLEROCKET_VARIANT_BY_AMI_TYPE[ami_type]
+        return "/aws/service/bottlerocket/aws-k8s-%s%s/%s/latest/image_version" % (kubernetes_version, flavour, arch)
+    return None
 
 
 def kubernetes_minor(version: str | None) -> tuple[int, int] | None:

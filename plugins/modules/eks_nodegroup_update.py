@@ -27,8 +27,8 @@ description:
   - EKS's C(PodEvictionFailure) names only the nodes it could not drain. The module then lists the pods still on
     them and the PodDisruptionBudgets that select them, and names each pod with what holds it (a budget that allows
     no disruption, several budgets, a pod still terminating), as the self-managed drain names the pods it could not
-    evict. The Kubernetes API is proven to be O(cluster_name)'s first (SPEC K4); EKS's error is reported whatever
-    the cluster answers.
+    evict; the failed result's C(blocking_pods) has them by node (C(pod), C(reason), C(pdb)). The Kubernetes API is
+    proven to be O(cluster_name)'s first (SPEC K4); EKS's error is reported whatever the cluster answers.
   - "Idempotent (SPEC K5): a group already on the target with no update in progress is left alone, and the
     result says so. An update to the same target that EKS is already running (started by an earlier run, or
     still running when O(wait_timeout) ended it) is followed, not started again. Any other update in progress
@@ -58,8 +58,10 @@ options:
         cannot roll back), and for a group whose launch template names its own AMI (C(amiType) C(CUSTOM)).
       - For Amazon Linux groups, the release EKS will pick is read from the public SSM parameter
         C(/aws/service/eks/optimized-ami/<version>/<family>/recommended/release_version) of the group's
-        C(amiType); a group on that version and release has nothing to do. For other AMI types a group already
-        on the version has nothing to do (use O(release_version) to move to a newer release).
+        C(amiType), for Bottlerocket groups from C(/aws/service/bottlerocket/aws-k8s-<version>[-fips]/<arch>/latest/image_version);
+        a group on that version and release has nothing to do, and a group on the version but an older release
+        moves to the newest one. For Windows groups a group already on the version has nothing to do (use
+        O(release_version) to move to a newer release).
     type: str
   release_version:
     description:
@@ -351,16 +353,6 @@ diff:
   description: Version, release version, launch template version and update configuration before and after.
   returned: in diff mode
   type: dict
-blocking_pods:
-  description:
-    - After EKS's C(PodEvictionFailure), by node EKS named, the pods a drain moves that are still on it, each with
-      C(pod) (namespace/name), C(reason) (what holds it) and C(pdb) (the PodDisruptionBudgets that select it, comma
-      separated, or null).
-  returned: when EKS's update failed with C(PodEvictionFailure) and the cluster could be read
-  type: dict
-  sample:
-    ip-10-0-1-2.us-west-2.compute.internal:
-      - {pod: default/billing-7f9c, reason: PodDisruptionBudget billing allows no disruption, pdb: billing}
 code:
   description: On failure, EKS's error code of a failed update (C(PodEvictionFailure), C(NodeCreationFailure),
     ...), C(ResourceInUseException) for another update in progress, or the collection's code.

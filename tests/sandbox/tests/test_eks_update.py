@@ -205,3 +205,30 @@ def test_new_nodes_that_never_become_ready_fail_the_update_with_node_creation_fa
                                          "node group.")
         assert error["resourceIds"] and all(i.startswith("i-") for i in error["resourceIds"])
         assert describe(eks, "workers")["releaseVersion"] == "1.29.0-20240101"
+
+
+BR_OLD = "bottlerocket-aws-k8s-1.30-x86_64-v1.20.3-5d9ac849"
+BR_NEW = "bottlerocket-aws-k8s-1.30-x86_64-v1.26.2-360b7a38"
+
+
+def test_a_bottlerocket_group_moves_to_the_release_ssm_publishes_as_image_version():
+    """Bottlerocket: the releaseVersion is the Bottlerocket version, SSM's .../latest/image_version names the newest
+    one (eksctl's managed upgrade reads it), and UpdateNodegroupVersion with the group's own version and no
+    releaseVersion moves the group to it ("the latest available AMI for that version")."""
+    amis = [{"name": BR_OLD, "kubernetes_version": "1.30", "family": "bottlerocket/x86_64", "recommended": False},
+            {"name": BR_NEW, "kubernetes_version": "1.30", "family": "bottlerocket/x86_64", "recommended": True}]
+    loaded = scenario(name="eks", cluster={"name": "eks"}, amis=amis,
+                      nodegroups=[{"name": "br", "kind": "managed", "ami": BR_OLD, "availability_zones": ["us-west-2a"],
+                                   "min_size": 1, "max_size": 1, "desired_capacity": 1}])
+    with running(loaded) as sandbox:
+        eks, ssm = client(sandbox, "eks"), client(sandbox, "ssm")
+        parameter = valid(ssm, "GetParameter", ssm.get_parameter(
+            Name="/aws/service/bottlerocket/aws-k8s-1.30/x86_64/latest/image_version"))["Parameter"]
+        assert parameter["Value"] == "1.26.2-360b7a38"
+        group = describe(eks, "br")
+        assert (group["amiType"], group["version"], group["releaseVersion"]) == \
+            ("BOTTLEROCKET_x86_64", "1.30", "1.20.3-5d9ac849")
+        done = wait_for_update(eks, CLUSTER, "br", start_update(eks, "br", version="1.30")["id"])
+        assert done["status"] == "Successful", done
+        assert {"type": "ReleaseVersion", "value": "1.26.2-360b7a38"} in done["params"]
+        assert describe(eks, "br")["releaseVersion"] == parameter["Value"]

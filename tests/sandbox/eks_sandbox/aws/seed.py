@@ -26,7 +26,8 @@ SUBNET_PREFIX = 20  # 4091 addresses per AZ: room for any scenario
 
 
 def recommended_parameter_name(kubernetes_version: str, family: str, value: str = "image_id") -> str:
-    """The SSM public parameter of the recommended AMI (value image_id, or release_version on AL2/AL2023)."""
+    """The SSM public parameter of the recommended AMI (value image_id, or release_version on AL2/AL2023,
+    image_version on Bottlerocket)."""
     if family.startswith("bottlerocket/"):
         return f"/aws/service/bottlerocket/aws-k8s-{kubernetes_version}/{family.split('/', 1)[1]}/latest/{value}"
     return f"/aws/service/eks/optimized-ami/{kubernetes_version}/{family}/recommended/{value}"
@@ -61,7 +62,11 @@ def seed_ssm_parameters(ssm: SimpleSystemManagerBackend, amis: list[dict[str, An
         if not spec["recommended"]:
             continue
         values = {"image_id": spec["id"]}
-        if not spec["family"].startswith("bottlerocket/"):  # Bottlerocket publishes image_version instead
+        if spec["family"].startswith("bottlerocket/"):
+            # Bottlerocket publishes image_version instead ("1.20.3-5d9ac849"), which eksctl's managed upgrade reads
+            # as the release (eksctl-io/eksctl pkg/ami/ssm_resolver.go, pkg/actions/nodegroup/upgrade_test.go).
+            values["image_version"] = spec["release_version"]
+        else:
             values["release_version"] = spec["release_version"]
         for value_name, value in values.items():
             name = recommended_parameter_name(spec["kubernetes_version"], spec["family"], value_name)

@@ -50,6 +50,7 @@ UPDATE_STRATEGIES = ("DEFAULT", "MINIMAL")
 _AMI_FAMILY = re.compile(r"^(amazon-linux-2(-gpu|-arm64)?|amazon-linux-2023/(x86_64|arm64)/[a-z]+|"
                          r"bottlerocket/(x86_64|arm64))$")
 _RELEASE_DATE = re.compile(r"-v(\d{8})$")
+_BOTTLEROCKET_VERSION = re.compile(r"^bottlerocket-.*-v(\d+\.\d+\.\d+-[0-9a-f]+)$")
 _AMI_ID = re.compile(r"^ami-[0-9a-f]{8}([0-9a-f]{9})?$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
@@ -61,7 +62,13 @@ def generated_ami_id(name: str) -> str:
 
 def default_release_version(ami_name: str, kubernetes_version: str) -> str:
     """EKS's release version of an AMI ("1.30.0-20240615"): the AMI's build date is the -vYYYYMMDD suffix of
-    the EKS optimized AMI names (amazon-eks-node-al2023-x86_64-standard-1.30-v20240615)."""
+    the EKS optimized AMI names (amazon-eks-node-al2023-x86_64-standard-1.30-v20240615). A Bottlerocket AMI's is
+    the Bottlerocket version ("1.20.3-5d9ac849", from bottlerocket-aws-k8s-1.30-x86_64-v1.20.3-5d9ac849), which
+    is what SSM's .../latest/image_version publishes and a Bottlerocket node group's releaseVersion reports
+    (eksctl-io/eksctl pkg/ami/ssm_resolver.go MakeManagedSSMParameterName: the managed upgrade compares them)."""
+    bottlerocket = _BOTTLEROCKET_VERSION.search(ami_name)
+    if bottlerocket:
+        return bottlerocket.group(1)
     match = _RELEASE_DATE.search(ami_name)
     build = match.group(1) if match else hashlib.sha256(ami_name.encode()).hexdigest()[:8]
     return f"{kubernetes_version}.0-{build}"

@@ -63,7 +63,29 @@ def test_every_amazon_linux_ami_type_of_the_eks_model_has_a_family():
 def test_release_version_parameter():
     assert mt.release_version_ssm_parameter("AL2023_ARM_64_STANDARD", "1.31") == \
         "/aws/service/eks/optimized-ami/1.31/amazon-linux-2023/arm64/standard/recommended/release_version"
-    assert mt.release_version_ssm_parameter("BOTTLEROCKET_ARM_64", "1.31") is None
+    assert mt.release_version_ssm_parameter("WINDOWS_CORE_2022_x86_64", "1.31") is None
+    assert mt.release_version_ssm_parameter("CUSTOM", "1.31") is None
+
+
+@pytest.mark.parametrize("ami_type, parameter", [
+    ("BOTTLEROCKET_ARM_64", "/aws/service/bottlerocket/aws-k8s-1.31/arm64/latest/image_version"),
+    ("BOTTLEROCKET_x86_64_NVIDIA", "/aws/service/bottlerocket/aws-k8s-1.31/x86_64/latest/image_version"),
+    ("BOTTLEROCKET_x86_64_FIPS", "/aws/service/bottlerocket/aws-k8s-1.31-fips/x86_64/latest/image_version"),
+    ("BOTTLEROCKET_ARM_64_NVIDIA_FIPS", "/aws/service/bottlerocket/aws-k8s-1.31-fips/arm64/latest/image_version"),
+])
+def test_issue29_item3_bottlerocket_kubernetes_version_of_the_group_reads_the_newest_release(ami_type, parameter):
+    """A Bottlerocket group on 1.31 asked for 1.31 is on target only on the release SSM publishes as image_version
+    (eksctl's MakeManagedSSMParameterName), not whenever the version matches."""
+    assert mt.release_version_ssm_parameter(ami_type, "1.31") == parameter
+    group = nodegroup(amiType=ami_type, version="1.31", releaseVersion="1.20.3-5d9ac849")
+    target = mt.resolve_target(options(kubernetes_version="1.31"), group, "1.31")
+    assert target["ssm_parameter"] == parameter
+
+
+def test_every_bottlerocket_ami_type_of_the_eks_model_has_a_release_parameter():
+    ami_types = botocore.session.get_session().get_service_model("eks").shape_for("AMITypes").enum
+    bottlerocket = [ami_type for ami_type in ami_types if ami_type.startswith("BOTTLEROCKET")]
+    assert bottlerocket and all(mt.release_version_ssm_parameter(ami_type, "1.31") for ami_type in bottlerocket)
 
 
 # --- The target -----------------------------------------------------------------------------------------
@@ -73,9 +95,9 @@ def test_kubernetes_version_target():
     assert target == dict(option="kubernetes_version", value="1.31", request={"version": "1.31"},
                           ssm_parameter="/aws/service/eks/optimized-ami/1.31/amazon-linux-2023/x86_64/standard/"
                           "recommended/release_version")
-    bottlerocket = mt.resolve_target(options(kubernetes_version="1.31"), nodegroup(amiType="BOTTLEROCKET_x86_64"),
-                                     "1.31")
-    assert bottlerocket["ssm_parameter"] is None
+    windows = mt.resolve_target(options(kubernetes_version="1.31"), nodegroup(amiType="WINDOWS_CORE_2022_x86_64"),
+                                "1.31")
+    assert windows["ssm_parameter"] is None
 
 
 def test_k6_a_version_newer_than_the_control_plane_is_refused():
