@@ -4,9 +4,7 @@ instead of a silent "nothing to do"; once there, a rerun has nothing to do (SPEC
 
 from __future__ import annotations
 
-import pytest
-
-from sandbox_helpers import run_module, running_sandbox
+from sandbox_helpers import module_sandbox, run_module
 
 BR_OLD = "bottlerocket-aws-k8s-1.30-x86_64-v1.20.3-5d9ac849"
 BR_NEW = "bottlerocket-aws-k8s-1.30-x86_64-v1.26.2-360b7a38"
@@ -21,10 +19,7 @@ SCENARIO = {
 GROUP = {"cluster_name": "brmanaged", "nodegroup_name": "workers"}
 
 
-@pytest.fixture(scope="module")
-def brmanaged(tmp_path_factory):
-    with running_sandbox(SCENARIO, tmp_path_factory.mktemp("sandbox-brmanaged")) as handle:
-        yield handle
+brmanaged = module_sandbox(SCENARIO)
 
 
 def test_issue29_item3_bottlerocket_kubernetes_version_of_the_group_moves_to_the_newest_release(brmanaged):
