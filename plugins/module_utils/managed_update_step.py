@@ -27,6 +27,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import SYSTEM_CLOCK
 from ansible_collections.eksops.nodegroup.plugins.module_utils.managed_blockers import with_blockers
+from ansible_collections.eksops.nodegroup.plugins.module_utils.managed_evictions import EvictionWatch
 from ansible_collections.eksops.nodegroup.plugins.module_utils.managed_target import resolve_target, validate_options
 from ansible_collections.eksops.nodegroup.plugins.module_utils.managed_update import (
     diff_state,
@@ -229,12 +230,20 @@ def follow_window(params: dict[str, Any], following_since: float, started_at: fl
 
 def update_and_report(module: Any, eks: Any, nodegroup: dict[str, Any], plan: dict[str, Any],
                       in_progress: list[dict[str, Any]], result: dict[str, Any], follow_for: float) -> dict[str, Any]:
-    """Carry the plan out and put the outcome in ``result``; a failure on the way (a Failed update: with EKS's
-    error code) fails the module with the result so far. Returns the final DescribeNodegroup answer."""
+    """Carry the plan out and put the outcome in ``result``, with the evictions EKS made meanwhile (counted from the
+    cluster, proven to be cluster_name's before the first change, SPEC K4); a failure on the way (a Failed update:
+    with EKS's error code) fails the module with the result so far. Returns the final DescribeNodegroup answer."""
+    evictions = EvictionWatch(module.core_v1(), nodegroup["nodegroupName"], module.warn)
+    evictions.start()
+    failure = update = None
     try:
         update = carry_out(module, eks, nodegroup, plan, in_progress, result, follow_for)
     except UpgradeError as err:
-        module.fail_upgrade(err, **result)
+        failure = err
+    finally:
+        result["nodegroup_update"]["evictions"] = evictions.stop()
+    if failure is not None:
+        module.fail_upgrade(failure, **result)
     final = describe_nodegroup(eks, nodegroup["clusterName"], nodegroup["nodegroupName"])
     result["nodegroup_update"].update(nodegroup=nodegroup_summary(final), finished=update["status"] == "Successful")
     if update["status"] in ("Failed", "Cancelled"):
@@ -286,7 +295,8 @@ def run(module: Any) -> dict[str, Any]:
     following_since = params["following_since"] if params["following_since"] is not None else started_at
     update_result = dict(plan=plan, finished=plan["action"] == "none",
                          eks_update=update_summary(followed[0]) if followed else None,
-                         nodegroup=nodegroup_summary(nodegroup), following_since=following_since, timed_out=False)
+                         nodegroup=nodegroup_summary(nodegroup), following_since=following_since, timed_out=False,
+                         evictions=None)
     result = dict(changed=False, msg=plan["message"], nodegroup_update=update_result)
     final = nodegroup
     if plan["action"] == "start" and module.check_mode:

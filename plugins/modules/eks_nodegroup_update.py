@@ -173,7 +173,8 @@ notes:
     O(kubernetes_version)), C(ec2:DescribeLaunchTemplateVersions) (with O(launch_template_version)) and
     C(autoscaling:DescribeAutoScalingGroups) (progress). See
     C(docs/iam-policy.json).
-  - In the cluster, after a C(PodEvictionFailure), lists pods and PodDisruptionBudgets (C(docs/rbac.yaml)).
+  - In the cluster, watches pods and the group's nodes while EKS works, and after a C(PodEvictionFailure) lists
+    pods and PodDisruptionBudgets (C(docs/rbac.yaml)).
 seealso:
   - name: Update a managed node group (EKS user guide)
     description: How EKS updates a managed node group, phase by phase.
@@ -340,6 +341,17 @@ nodegroup_update:
           description: Names of the Auto Scaling groups EKS runs for the group.
           type: list
           elements: str
+    evictions:
+      description:
+        - What EKS's drains did while this run followed the update, seen in the cluster (issue 29 item 3); null when
+          no update was started or followed (nothing to do, check mode).
+        - C(pods_evicted) counts the pods evicted from the group's nodes (kube-apiserver marks each with the
+          condition C(DisruptionTarget), reason C(EvictionByEvictionAPI)); C(nodes_replaced) names the group's nodes
+          there when following began and gone at its end; C(counted) is false when the cluster could not be watched
+          all along (the figures then miss what was not seen, and a warning says why).
+      returned: always
+      type: dict
+      sample: {pods_evicted: 14, nodes_replaced: [ip-10-0-1-1.ec2.internal, ip-10-0-2-1.ec2.internal], counted: true}
     progress:
       description:
         - InService instances of the group's Auto Scaling groups (C(nodes_total)) and those launched from the launch
