@@ -59,9 +59,11 @@ options:
       - For Amazon Linux groups, the release EKS will pick is read from the public SSM parameter
         C(/aws/service/eks/optimized-ami/<version>/<family>/recommended/release_version) of the group's
         C(amiType), for Bottlerocket groups from C(/aws/service/bottlerocket/aws-k8s-<version>[-fips]/<arch>/latest/image_version);
-        a group on that version and release has nothing to do, and a group on the version but an older release
-        moves to the newest one. For Windows groups a group already on the version has nothing to do (use
-        O(release_version) to move to a newer release).
+        for Windows groups from the name of the AMI C(/aws/service/ami-windows-latest/Windows_Server-<year>-English-<Core|Full>-EKS_Optimized-<version>/image_id)
+        names (C(...-EKS_Optimized-1.31-2024.11.12) is release C(1.31-2024.11.12)). A group on that version and
+        release has nothing to do, and a group on the version but an older release moves to the newest one. When
+        the release cannot be read (a Windows AMI name that does not say it), the version alone decides, with a
+        warning.
     type: str
   release_version:
     description:
@@ -170,7 +172,8 @@ notes:
     (in check mode, would call). Following an update started earlier is not a change.
   - Needs C(eks:DescribeCluster), C(eks:DescribeNodegroup), C(eks:ListUpdates), C(eks:DescribeUpdate),
     C(eks:UpdateNodegroupConfig), C(eks:UpdateNodegroupVersion), C(ssm:GetParameter) (with
-    O(kubernetes_version)), C(ec2:DescribeLaunchTemplateVersions) (with O(launch_template_version)) and
+    O(kubernetes_version)), C(ec2:DescribeImages) (with O(kubernetes_version) on a Windows group),
+    C(ec2:DescribeLaunchTemplateVersions) (with O(launch_template_version)) and
     C(autoscaling:DescribeAutoScalingGroups) (progress). See
     C(docs/iam-policy.json).
   - In the cluster, watches pods and the group's nodes while EKS works, and after a C(PodEvictionFailure) lists

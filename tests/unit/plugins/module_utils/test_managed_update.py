@@ -117,7 +117,7 @@ def test_config_updates_to_what_is_asked_are_ours(params, wanted, ours):
     # Bottlerocket: on the release SSM publishes as image_version (issue 29 item 3).
     (nodegroup(version="1.31", amiType="BOTTLEROCKET_x86_64", releaseVersion="1.20.1-7c3e9198"), KUBERNETES_131,
      "1.20.1-7c3e9198"),
-    # No SSM release for the family (Windows): the version decides.
+    # No release known (a Windows AMI whose name does not say it): the version decides.
     (nodegroup(version="1.31", amiType="WINDOWS_CORE_2022_x86_64", releaseVersion="1.31-2024.11.12"),
      KUBERNETES_131, None),
     (nodegroup(releaseVersion="1.30.8-20241205"), RELEASE, None),

@@ -435,8 +435,8 @@ def test_a_failed_update_fails_with_eks_error_code_and_message(aws, run, kube):
     kube.pods.put(make_pod("billing-7f9c", node=BLOCKED_NODE, labels={"app": "billing"}))
     kube.pods.put(make_pod("aws-node-x2", node=BLOCKED_NODE, owner="DaemonSet"))
     kube.pdbs.put({"metadata": {"name": "billing", "namespace": "default"},
-                      "spec": {"selector": {"matchLabels": {"app": "billing"}}, "minAvailable": 1},
-                      "status": {"disruptionsAllowed": 0, "currentHealthy": 1, "desiredHealthy": 1}})
+                   "spec": {"selector": {"matchLabels": {"app": "billing"}}, "minAvailable": 1},
+                   "status": {"disruptionsAllowed": 0, "currentHealthy": 1, "desiredHealthy": 1}})
     update_id = "fa110000-0000-4000-8000-000000000005"
     errors = [{"errorCode": "PodEvictionFailure",
                "errorMessage": "Reached max retries while trying to evict pods from nodes in node group workers",
@@ -590,3 +590,41 @@ def test_an_unknown_update_id_is_refused_naming_it(aws, run):
                      dict(UPDATE_NAMES, updateId="nope"))
     result = run(kubernetes_version="1.31", update_id="nope")
     assert result["failed"] and result["parameter"] == "update_id", result
+
+
+# --- Issue 29 item 3: Windows groups move to the newest release of their version ------------------------------
+
+SSM_WINDOWS_131 = "/aws/service/ami-windows-latest/Windows_Server-2022-English-Core-EKS_Optimized-1.31/image_id"
+WINDOWS_AMI = "ami-0a1b2c3d4e5f60718"
+
+
+def expect_windows_release(aws, image_name):
+    aws.expect("ssm", "get_parameter", ssm_parameter(SSM_WINDOWS_131, WINDOWS_AMI), {"Name": SSM_WINDOWS_131})
+    aws.expect("ec2", "describe_images", {"Images": [{"ImageId": WINDOWS_AMI, "Name": image_name}]},
+               {"ImageIds": [WINDOWS_AMI]})
+
+
+@pytest.mark.parametrize("release, action", [("1.31-2024.10.08", "start"), ("1.31-2024.11.12", "none")])
+def test_issue29_item3_windows_kubernetes_version_of_the_group_moves_to_the_newest_release(aws, run, release, action):
+    group = nodegroup(version="1.31", releaseVersion=release, amiType="WINDOWS_CORE_2022_x86_64")
+    expect_reads(aws, group=group, release=None)
+    # The SSM parameter names the newest AMI; its name holds the release.
+    expect_windows_release(aws, "Windows_Server-2022-English-Core-EKS_Optimized-1.31-2024.11.12")
+    expect_progress(aws)
+    result = run(check=True, kubernetes_version="1.31")
+    assert not result.get("failed"), result
+    plan = result["nodegroup_update"]["plan"]
+    assert (plan["action"], plan["expected_release_version"]) == (action, "1.31-2024.11.12")
+    assert result["changed"] is (action == "start") and aws.update_calls == []
+    aws.assert_all_used()
+
+
+def test_a_windows_ami_whose_name_does_not_say_its_release_leaves_the_version_to_decide_and_says_so(aws, run):
+    group = nodegroup(version="1.31", releaseVersion="1.31-2024.10.08", amiType="WINDOWS_CORE_2022_x86_64")
+    expect_reads(aws, group=group, release=None)
+    expect_windows_release(aws, "my-renamed-copy")
+    expect_progress(aws)
+    result = run(check=True, kubernetes_version="1.31")
+    assert result["nodegroup_update"]["plan"]["action"] == "none", result
+    assert "cannot be read from its name 'my-renamed-copy'" in str(result["warnings"])
+    aws.assert_all_used()
