@@ -59,7 +59,8 @@ options:
       - For Amazon Linux groups, the release EKS will pick is read from the public SSM parameter
         C(/aws/service/eks/optimized-ami/<version>/<family>/recommended/release_version) of the group's
         C(amiType), for Bottlerocket groups from C(/aws/service/bottlerocket/aws-k8s-<version>[-fips]/<arch>/latest/image_version);
-        for Windows groups from the name of the AMI C(/aws/service/ami-windows-latest/Windows_Server-<year>-English-<Core|Full>-EKS_Optimized-<version>/image_id)
+        for Windows groups from the name of the AMI that
+        C(/aws/service/ami-windows-latest/Windows_Server-<year>-English-<Core|Full>-EKS_Optimized-<version>/image_id)
         names (C(...-EKS_Optimized-1.31-2024.11.12) is release C(1.31-2024.11.12)). A group on that version and
         release has nothing to do, and a group on the version but an older release moves to the newest one. When
         the release cannot be read (a Windows AMI name that does not say it), the version alone decides, with a

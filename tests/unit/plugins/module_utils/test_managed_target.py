@@ -96,8 +96,6 @@ def test_issue29_item3_bottlerocket_kubernetes_version_of_the_group_reads_the_ne
     assert target["ssm_parameter"] == parameter
 
 
-
-
 # --- The target -----------------------------------------------------------------------------------------
 
 def test_kubernetes_version_target():
