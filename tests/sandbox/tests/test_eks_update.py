@@ -3,6 +3,7 @@ driven by a real client (boto3) against a running sandbox, every response checke
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import threading
 
@@ -11,6 +12,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from harness import AMIS, EKS_CLUSTER, NEW_AMI, OLD_AMI, client, running, valid, wait_for, wait_for_update
+from eks_sandbox.bootstrap import OS_AL2023, render_user_data
 from eks_sandbox.kube.testing import scenario
 from eks_sandbox.scenario.schema import generated_ami_id
 
@@ -232,3 +234,42 @@ def test_a_bottlerocket_group_moves_to_the_release_ssm_publishes_as_image_versio
         assert done["status"] == "Successful", done
         assert {"type": "ReleaseVersion", "value": "1.26.2-360b7a38"} in done["params"]
         assert describe(eks, "br")["releaseVersion"] == parameter["Value"]
+
+
+def test_a_custom_ami_group_moves_to_the_ami_of_a_new_launch_template_version():
+    """A managed node group whose launch template names its AMI ("Customizing managed nodes with launch templates",
+    Specifying an AMI): amiType CUSTOM, releaseVersion the AMI id, no version or releaseVersion in an update, and
+    the AMI of a new launch template version (with the bootstrap the user writes, labels as eksctl's example)."""
+    loaded = scenario(**EKS_CLUSTER, nodegroups=[
+        {"name": "custom", "kind": "managed", "ami": OLD_AMI, "launch_template": "custom_ami",
+         "availability_zones": ["us-west-2a"], "min_size": 1, "max_size": 2, "desired_capacity": 1}])
+    with running(loaded) as sandbox:
+        eks, ec2 = client(sandbox, "eks"), client(sandbox, "ec2")
+        group = describe(eks, "custom")
+        old_ami_id = generated_ami_id(OLD_AMI)
+        assert (group["amiType"], group["releaseVersion"], group["launchTemplate"]["version"]) == \
+            ("CUSTOM", old_ami_id, "1")
+        template_id = group["launchTemplate"]["id"]
+        [version] = ec2.describe_launch_template_versions(LaunchTemplateId=template_id)["LaunchTemplateVersions"]
+        assert version["LaunchTemplateData"]["ImageId"] == old_ami_id
+        with pytest.raises(ClientError) as refused:
+            start_update(eks, "custom", version="1.30")
+        assert refused.value.response["Error"]["Code"] == "InvalidParameterException"
+
+        cluster = eks.describe_cluster(name=CLUSTER)["cluster"]
+        user_data = render_user_data(
+            OS_AL2023, cluster_name=CLUSTER, api_server_endpoint=cluster["endpoint"],
+            certificate_authority=cluster["certificateAuthority"].get("data"), taints=[], max_pods=None,
+            labels={"eks.amazonaws.com/nodegroup": "custom", "eks.amazonaws.com/nodegroup-image": NEW_AMI_ID})
+        ec2.create_launch_template_version(
+            LaunchTemplateId=template_id, SourceVersion="1",
+            LaunchTemplateData={"ImageId": NEW_AMI_ID, "UserData": base64.b64encode(user_data.encode()).decode()})
+        update = start_update(eks, "custom", launchTemplate={"id": template_id, "version": "2"})
+        assert {"type": "ReleaseVersion", "value": NEW_AMI_ID} in update["params"]
+        done = wait_for_update(eks, CLUSTER, "custom", update["id"])
+        assert done["status"] == "Successful", done
+        group = describe(eks, "custom")
+        assert (group["releaseVersion"], group["launchTemplate"]["version"], group["amiType"]) == \
+            (NEW_AMI_ID, "2", "CUSTOM")
+        [node] = settled_nodes(sandbox, "custom", 1)
+        assert node["labels"]["eks.amazonaws.com/nodegroup-image"] == NEW_AMI_ID

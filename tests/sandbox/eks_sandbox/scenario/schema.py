@@ -43,7 +43,9 @@ K8S_VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "*")
 AUTOSCALER_TRIGGERS = ("after_seconds", "old_nodes_gone")
 # SPEC K1: who made the node group decides its tags, its launch template's user data and so its node labels.
 NODEGROUP_KINDS = ("managed", "self_managed_eksctl", "self_managed")
-MANAGED_LAUNCH_TEMPLATES = ("eks", "custom")
+# eks: EKS's own template; custom: the user's template, EKS adds the AMI and merges its user data; custom_ami: the
+# user's template names the AMI too (amiType CUSTOM) and carries the whole bootstrap (eks/creation.py).
+MANAGED_LAUNCH_TEMPLATES = ("eks", "custom", "custom_ami")
 SELF_MANAGED_CONVENTIONS = ("terraform", "cloudformation")
 UPDATE_STRATEGIES = ("DEFAULT", "MINIMAL")
 # AMI families, as the SSM public parameters name them (plus bottlerocket/<arch>).
