@@ -21,7 +21,7 @@ from moto.core.types import Base64EncodedString
 from moto.ec2.models import EC2Backend
 from moto.ec2.models.launch_templates import LaunchTemplate
 
-from ..bootstrap import OS_BOTTLEROCKET, merge_user_data, os_of_ami_family, render_user_data
+from ..bootstrap import OS_BOTTLEROCKET, OS_WINDOWS, merge_user_data, os_of_ami_family, render_user_data
 from ..conventions import (EKS_IMAGE_LABEL, EKS_NODEGROUP_LABEL, EKS_SOURCE_LT_ID_LABEL, EKS_SOURCE_LT_VERSION_LABEL,
                            managed_resources)
 from .records import CUSTOM_AMI, ManagedNodegroup, eks_taint
@@ -36,6 +36,8 @@ _USER_SCRIPT = ('MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="==M
                 'Content-Type: text/x-shellscript; charset="us-ascii"\n\n#!/bin/bash\n'
                 'echo "Running custom user data script"\n\n--==MYBOUNDARY==--\n')
 _USER_TOML = '[settings.kernel]\nlockdown = "integrity"\n'
+# Windows: the guide's example ("Windows user data").
+_USER_POWERSHELL = '<powershell>\nWrite-Host "Running custom user data script"\n</powershell>\n'
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,8 @@ def create_managed_nodegroup(ec2: EC2Backend, autoscaling: AutoScalingBackend, c
     nodegroup_uuid, made = managed_resources(cluster.name, spec)
     source = None
     if spec["launch_template"] == "custom":
-        user_part = _USER_TOML if os_of_ami_family(ami["family"]) == OS_BOTTLEROCKET else _USER_SCRIPT
+        user_part = {OS_BOTTLEROCKET: _USER_TOML, OS_WINDOWS: _USER_POWERSHELL}.get(os_of_ami_family(ami["family"]),
+                                                                              _USER_SCRIPT)
         custom = ec2.create_launch_template(
             f"{spec['name']}-custom", f"launch template of node group {spec['name']}",
             {"InstanceType": spec["instance_type"], "MetadataOptions": dict(METADATA_OPTIONS),

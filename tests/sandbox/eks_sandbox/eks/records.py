@@ -24,6 +24,9 @@ _AMI_TYPES = {
     "amazon-linux-2023/x86_64/nvidia": "AL2023_x86_64_NVIDIA", "amazon-linux-2023/arm64/nvidia": "AL2023_ARM_64_NVIDIA",
     "amazon-linux-2023/x86_64/neuron": "AL2023_x86_64_NEURON",
     "bottlerocket/x86_64": "BOTTLEROCKET_x86_64", "bottlerocket/arm64": "BOTTLEROCKET_ARM_64",
+    "windows/core-2019": "WINDOWS_CORE_2019_x86_64", "windows/full-2019": "WINDOWS_FULL_2019_x86_64",
+    "windows/core-2022": "WINDOWS_CORE_2022_x86_64", "windows/full-2022": "WINDOWS_FULL_2022_x86_64",
+    "windows/core-2025": "WINDOWS_CORE_2025_x86_64", "windows/full-2025": "WINDOWS_FULL_2025_x86_64",
 }
 
 
