@@ -116,8 +116,8 @@ def create_managed_nodegroup(ec2: EC2Backend, autoscaling: AutoScalingBackend, c
     nodegroup_uuid, made = managed_resources(cluster.name, spec)
     source = None
     if spec["launch_template"] == "custom":
-        user_part = {OS_BOTTLEROCKET: _USER_TOML, OS_WINDOWS: _USER_POWERSHELL}.get(os_of_ami_family(ami["family"]),
-                                                                              _USER_SCRIPT)
+        user_parts = {OS_BOTTLEROCKET: _USER_TOML, OS_WINDOWS: _USER_POWERSHELL}
+        user_part = user_parts.get(os_of_ami_family(ami["family"]), _USER_SCRIPT)
         custom = ec2.create_launch_template(
             f"{spec['name']}-custom", f"launch template of node group {spec['name']}",
             {"InstanceType": spec["instance_type"], "MetadataOptions": dict(METADATA_OPTIONS),
