@@ -56,9 +56,13 @@ _value:
     - C(kind), C(asg_name) are what is known of the node group, also when the setup phase stopped before it
       found the group. C(eks_update) is what EKS did on a managed node group.
     - C(pods_evicted), C(pods_deleted_by_force), C(pod_warnings) and C(pdb_wait_seconds) add up every drained
-      node; C(pdb_wait_seconds) is null when a drain did not report it.
+      node; C(pdb_wait_seconds) is null when a drain did not report it. On an EKS managed node group
+      C(pods_evicted) counts the evictions EKS made from the group's nodes while it was followed, seen in the
+      cluster (pods marked C(DisruptionTarget) C(EvictionByEvictionAPI)); null when the cluster could not be
+      watched.
     - C(pods_on_old_nodes) is the number of pods a drain moves that were on the nodes this run's upgrade phase
       drained, as the preflight counted them before anything changed (null when the preflight did not count them).
+      On an EKS managed node group the old nodes are those EKS's update replaced.
       C(disruptions_per_old_pod) is every pod evicted or deleted by force in this run (scale-down included) per
       such pod (issue 11 item 1, SPEC B1 - 1.0 when each pod moved once; a pod evicted onto a node that is drained
       later moves twice); null when no pod was on those nodes.
@@ -172,7 +176,13 @@ def _eks_outcome(run: Mapping[str, Any]) -> dict[str, Any] | None:
         return None
     followed = step.get("nodegroup_update") or {}
     return dict(eks_update=followed.get("eks_update"), nodegroup=followed.get("nodegroup"),
-                progress=followed.get("progress"))
+                progress=followed.get("progress"), evictions=followed.get("evictions"))
+
+
+def _eks_evictions(run: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The evictions EKS made on a managed node group, as eks_nodegroup_update counted them from the cluster (issue
+    29 item 3), or None (a self-managed group, or no update was followed)."""
+    return (_eks_outcome(run) or {}).get("evictions")
 
 
 def _drained(run: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -218,10 +228,14 @@ def _error_report(error: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return dict(error, summary="%s | %s" % (summary, error["resume"]))
 
 
-def _pods(drained: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+def _pods(drained: Mapping[str, Mapping[str, Any]], eks_evictions: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What the drains did; on a managed group, what EKS's did (null when the cluster could not be watched)."""
     nodes = drained.values()
+    evicted = sum(len(node["evicted"]) for node in nodes)
+    if eks_evictions is not None:
+        evicted = evicted + eks_evictions["pods_evicted"] if eks_evictions["counted"] else None
     return dict(
-        pods_evicted=sum(len(node["evicted"]) for node in nodes),
+        pods_evicted=evicted,
         pods_deleted_by_force=[pod for node in nodes for pod in node["deleted"]],
         pod_warnings=[warning for node in nodes for warning in node["warnings"]],
         pdb_wait_seconds=_pdb_wait_seconds(drained),
@@ -231,15 +245,19 @@ def _pods(drained: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     )
 
 
-def _disruptions(run: Mapping[str, Any], drained: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+def _disruptions(run: Mapping[str, Any], drained: Mapping[str, Mapping[str, Any]],
+                 eks_evictions: Mapping[str, Any] | None) -> dict[str, Any]:
     """Pods moved per pod that was on a replaced node (issue 11 item 1): the old nodes are the ones the upgrade
-    phase drained, their pods the preflight's count of what a drain moves."""
+    phase drained (on a managed group, the ones EKS's update replaced), their pods the preflight's count of what a
+    drain moves."""
     to_move = (run["setup_result"] or {}).get("pods_to_move")
-    if to_move is None:
+    if to_move is None or (eks_evictions is not None and not eks_evictions["counted"]):
         return dict(pods_on_old_nodes=None, disruptions_per_old_pod=None)
     old_nodes = set(run["upgrade_drain_results"] or {}) | set(run["surge_upgrade_drain_results"] or {})
+    old_nodes |= set((eks_evictions or {}).get("nodes_replaced") or [])
     on_old_nodes = sum(to_move.get(node, 0) for node in old_nodes)
     moved = sum(len(node["evicted"]) + len(node["deleted"]) for node in drained.values())
+    moved += (eks_evictions or {}).get("pods_evicted", 0)
     return dict(pods_on_old_nodes=on_old_nodes,
                 disruptions_per_old_pod=round(moved / on_old_nodes, 2) if on_old_nodes else None)
 
@@ -289,8 +307,9 @@ def upgrade_report(run: Mapping[str, Any]) -> dict[str, Any]:
     )
     report.update(_surge(run))
     report.update(_schedule(run))
-    report.update(_pods(drained))
-    report.update(_disruptions(run, drained))
+    eks_evictions = _eks_evictions(run)
+    report.update(_pods(drained, eks_evictions))
+    report.update(_disruptions(run, drained, eks_evictions))
     report.update(
         dry_run=run["check_mode"],
         plan=run["plan"],

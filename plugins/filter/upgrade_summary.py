@@ -61,7 +61,7 @@ def _group_line(report: Mapping[str, Any]) -> str:
         report["nodegroup_name"], report["cluster_name"], report["kind"] or "kind unknown", asg, report["status"].upper())
 
 
-def _eks_line(eks: Mapping[str, Any] | None) -> str | None:
+def _eks_line(eks: Mapping[str, Any] | None, per_old_pod: float | None) -> str | None:
     if not eks or not eks.get("nodegroup"):
         return None
     update = eks.get("eks_update")
@@ -71,7 +71,17 @@ def _eks_line(eks: Mapping[str, Any] | None) -> str | None:
     progress = eks.get("progress")
     if progress:
         line += "; %s of %s nodes on the launch template version EKS set" % (progress["nodes_updated"], progress["nodes_total"])
-    return line + "."
+    return line + _eks_evictions_words(eks.get("evictions"), per_old_pod) + "."
+
+
+def _eks_evictions_words(evictions: Mapping[str, Any] | None, per_old_pod: float | None) -> str:
+    """Issue 29 item 3: the evictions EKS made, as the cluster showed them."""
+    if not evictions:
+        return ""
+    if not evictions["counted"]:
+        return "; EKS's evictions not counted (the cluster could not be watched)"
+    return "; %d pod(s) evicted by EKS%s" % (evictions["pods_evicted"], "" if per_old_pod is None
+                                             else ", %s per pod on the old nodes" % per_old_pod)
 
 
 def _target_line(report: Mapping[str, Any]) -> str | None:
@@ -109,8 +119,9 @@ def _schedule_part(report: Mapping[str, Any]) -> str:
 def _pods_line(report: Mapping[str, Any]) -> str:
     forced = report["pods_deleted_by_force"]
     per_old_pod = report["disruptions_per_old_pod"]
-    return "Pods: %s evicted, %d deleted by force%s, %d removed with a warning%s; time waiting on PodDisruptionBudgets: %s." % (
-        report["pods_evicted"], len(forced), " (%s)" % ", ".join(forced) if forced else "", len(report["pod_warnings"]),
+    evicted = "evictions not counted" if report["pods_evicted"] is None else "%d evicted" % report["pods_evicted"]
+    return "Pods: %s, %d deleted by force%s, %d removed with a warning%s; time waiting on PodDisruptionBudgets: %s." % (
+        evicted, len(forced), " (%s)" % ", ".join(forced) if forced else "", len(report["pod_warnings"]),
         "" if per_old_pod is None else ", %s per pod on the old nodes" % per_old_pod,
         "not reported" if report["pdb_wait_seconds"] is None else "%s s" % report["pdb_wait_seconds"])
 
@@ -149,7 +160,7 @@ def upgrade_summary(report: Mapping[str, Any], report_path: str | None = None, s
     warnings = report["preflight_warnings"]
     lines = [
         _group_line(report),
-        _eks_line(report["eks_update"]),
+        _eks_line(report["eks_update"], report.get("disruptions_per_old_pod")),
         "Instances terminated without a node: %s." % "; ".join(
             "%s %s" % (instance["instance_id"], instance["reason"]) for instance in never_joined) if never_joined else None,
         _target_line(report),

@@ -21,7 +21,7 @@ MIN_POLL_INTERVAL = 0.05
 # DescribeNodegroup statuses in which EKS takes no update.
 _NOT_UPDATABLE_STATUSES = frozenset(["CREATING", "DELETING", "CREATE_FAILED", "DELETE_FAILED"])
 # The family part of the EKS-optimized AMI SSM parameters, per DescribeNodegroup amiType. Bottlerocket,
-# Windows and CUSTOM publish no .../recommended/release_version parameter in this tree.
+# Windows and CUSTOM publish no .../recommended/release_version parameter in this tree (Bottlerocket's is below).
 _SSM_FAMILY_BY_AMI_TYPE = {
     "AL2_x86_64": "amazon-linux-2",
     "AL2_x86_64_GPU": "amazon-linux-2-gpu",
@@ -32,6 +32,35 @@ _SSM_FAMILY_BY_AMI_TYPE = {
     "AL2023_x86_64_NVIDIA": "amazon-linux-2023/x86_64/nvidia",
     "AL2023_ARM_64_NVIDIA": "amazon-linux-2023/arm64/nvidia",
 }
+# Bottlerocket: a group's releaseVersion is the Bottlerocket version ("1.20.3-5d9ac849"), and the newest one for a
+# Kubernetes version is published as /aws/service/bottlerocket/aws-k8s-<k8s>[-fips]/<x86_64|arm64>/latest/image_version
+# (eksctl-io/eksctl pkg/ami/ssm_resolver.go MakeManagedSSMParameterName, which eksctl's managed node group upgrade
+# reads; its NVIDIA types share the plain variant's parameter there).
+_BOTTLEROCKET_VARIANT_BY_AMI_TYPE = {
+    "BOTTLEROCKET_x86_64": ("", "x86_64"),
+    "BOTTLEROCKET_x86_64_NVIDIA": ("", "x86_64"),
+    "BOTTLEROCKET_ARM_64": ("", "arm64"),
+    "BOTTLEROCKET_ARM_64_NVIDIA": ("", "arm64"),
+    "BOTTLEROCKET_x86_64_FIPS": ("-fips", "x86_64"),
+    "BOTTLEROCKET_x86_64_NVIDIA_FIPS": ("-fips", "x86_64"),
+    "BOTTLEROCKET_ARM_64_FIPS": ("-fips", "arm64"),
+    "BOTTLEROCKET_ARM_64_NVIDIA_FIPS": ("-fips", "arm64"),
+}
+# Windows: a group's releaseVersion is "<k8s major>.<minor>-<release date>" (EKS user guide, "Retrieve Windows AMI
+# version information": "k8s_major_version.k8s_minor_version-release_date", e.g. 1.31-2024.11.12). SSM publishes
+# the newest AMI's id only, /aws/service/ami-windows-latest/Windows_Server-<year>-English-<Core|Full>-EKS_Optimized-
+# <k8s>/image_id ("Retrieve recommended Microsoft Windows AMI IDs"; eksctl pkg/ami/ssm_resolver.go), and that AMI's
+# name ends with the release (eksctl pkg/ami/auto_resolver.go looks them up as
+# Windows_Server-2022-English-Core-EKS_Optimized-<k8s>-*).
+_WINDOWS_IMAGE_BY_AMI_TYPE = {
+    "WINDOWS_CORE_2019_x86_64": "Windows_Server-2019-English-Core",
+    "WINDOWS_FULL_2019_x86_64": "Windows_Server-2019-English-Full",
+    "WINDOWS_CORE_2022_x86_64": "Windows_Server-2022-English-Core",
+    "WINDOWS_FULL_2022_x86_64": "Windows_Server-2022-English-Full",
+    "WINDOWS_CORE_2025_x86_64": "Windows_Server-2025-English-Core",
+    "WINDOWS_FULL_2025_x86_64": "Windows_Server-2025-English-Full",
+}
+_WINDOWS_RELEASE_IN_NAME = re.compile(r"-EKS_Optimized-(\d+\.\d+-\d{4}\.\d{2}\.\d{2})$")
 # Amazon Linux release versions: <k8s major>.<minor>.<patch>-<YYYYMMDD> (EKS user guide, AMI versions).
 _AMAZON_LINUX_RELEASE = re.compile(r"^(\d+)\.(\d+)\.(\d+)-(\d{8})$")
 
@@ -65,11 +94,31 @@ def ssm_family(ami_type: str | None) -> str | None:
 
 
 def release_version_ssm_parameter(ami_type: str | None, kubernetes_version: str) -> str | None:
-    """The SSM public parameter holding the release EKS picks for ``kubernetes_version``, or None."""
+    """The SSM public parameter holding the release EKS picks for ``kubernetes_version`` (Amazon Linux's
+    release_version, Bottlerocket's image_version), or None (CUSTOM). For Windows, the newest AMI's id: its name
+    holds the release (windows_release)."""
     family = ssm_family(ami_type)
-    if family is None:
-        return None
-    return "/aws/service/eks/optimized-ami/%s/%s/recommended/release_version" % (kubernetes_version, family)
+    if family is not None:
+        return "/aws/service/eks/optimized-ami/%s/%s/recommended/release_version" % (kubernetes_version, family)
+    if ami_type in _BOTTLEROCKET_VARIANT_BY_AMI_TYPE:
+        flavour, arch = _BOTTLEROCKET_VARIANT_BY_AMI_TYPE[ami_type]
+        return "/aws/service/bottlerocket/aws-k8s-%s%s/%s/latest/image_version" % (kubernetes_version, flavour, arch)
+    if ami_type in _WINDOWS_IMAGE_BY_AMI_TYPE:
+        return "/aws/service/ami-windows-latest/%s-EKS_Optimized-%s/image_id" % (
+            _WINDOWS_IMAGE_BY_AMI_TYPE[ami_type], kubernetes_version)
+    return None
+
+
+def release_in_image_name(ami_type: str | None) -> bool:
+    """Whether release_version_ssm_parameter names an AMI whose name holds the release (Windows)."""
+    return ami_type in _WINDOWS_IMAGE_BY_AMI_TYPE
+
+
+def windows_release(image_name: str | None) -> str | None:
+    """The EKS release of an EKS-optimized Windows AMI from its name (...-EKS_Optimized-1.31-2024.11.12 ->
+    1.31-2024.11.12), or None."""
+    match = _WINDOWS_RELEASE_IN_NAME.search(image_name or "")
+    return match.group(1) if match else None
 
 
 def kubernetes_minor(version: str | None) -> tuple[int, int] | None:

@@ -17,6 +17,7 @@ from typing import Any
 import time
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import ec2 as ec2_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import eks as eks_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import ssm as ssm_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
@@ -26,7 +27,14 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     not_found,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import SYSTEM_CLOCK
-from ansible_collections.eksops.nodegroup.plugins.module_utils.managed_target import resolve_target, validate_options
+from ansible_collections.eksops.nodegroup.plugins.module_utils.managed_blockers import with_blockers
+from ansible_collections.eksops.nodegroup.plugins.module_utils.managed_evictions import EvictionWatch
+from ansible_collections.eksops.nodegroup.plugins.module_utils.managed_target import (
+    release_in_image_name,
+    resolve_target,
+    validate_options,
+    windows_release,
+)
 from ansible_collections.eksops.nodegroup.plugins.module_utils.managed_update import (
     diff_state,
     failed_update_error,
@@ -79,11 +87,12 @@ def describe_nodegroup(eks: Any, cluster_name: str, nodegroup_name: str) -> dict
     return nodegroup
 
 
-def read_expected_release(ssm: Any, target: dict[str, Any], nodegroup: dict[str, Any]) -> str:
-    """The release EKS picks for a kubernetes_version target, from the public SSM parameter."""
+def read_expected_release(module: Any, target: dict[str, Any], nodegroup: dict[str, Any]) -> str | None:
+    """The release EKS picks for a kubernetes_version target, from the public SSM parameter (for Windows, from the
+    name of the AMI it names; None, with a warning, when that name does not say)."""
     name = target["ssm_parameter"]
     try:
-        return ssm_api.get_parameter(ssm, name)
+        value = ssm_api.get_parameter(module.aws("ssm"), name)
     except UpgradeError as err:
         if err.code == NOT_FOUND:
             raise invalid_parameter(
@@ -91,6 +100,15 @@ def read_expected_release(ssm: Any, target: dict[str, Any], nodegroup: dict[str,
                 "(kubernetes_version): SSM parameter %s does not exist" % (target["value"], nodegroup.get("amiType"),
                                                                            name), ssm_parameter=name)
         raise
+    if not release_in_image_name(nodegroup.get("amiType")):
+        return value
+    image_name = (ec2_api.describe_image(module.aws("ec2"), value) or {}).get("Name")
+    release = windows_release(image_name)
+    if release is None:
+        module.warn("The release of AMI %s (SSM parameter %s) cannot be read from its name %r: kubernetes_version "
+                    "%s alone decides whether node group %s has anything to do; give release_version to move it to "
+                    "a release" % (value, name, image_name, target["value"], nodegroup["nodegroupName"]))
+    return release
 
 
 def describe_update(eks: Any, nodegroup: dict[str, Any], update_id: str, parameter: str | None = None) -> dict[str, Any]:
@@ -228,17 +246,26 @@ def follow_window(params: dict[str, Any], following_since: float, started_at: fl
 
 def update_and_report(module: Any, eks: Any, nodegroup: dict[str, Any], plan: dict[str, Any],
                       in_progress: list[dict[str, Any]], result: dict[str, Any], follow_for: float) -> dict[str, Any]:
-    """Carry the plan out and put the outcome in ``result``; a failure on the way (a Failed update: with EKS's
-    error code) fails the module with the result so far. Returns the final DescribeNodegroup answer."""
+    """Carry the plan out and put the outcome in ``result``, with the evictions EKS made meanwhile (counted from the
+    cluster, proven to be cluster_name's before the first change, SPEC K4); a failure on the way (a Failed update:
+    with EKS's error code) fails the module with the result so far. Returns the final DescribeNodegroup answer."""
+    evictions = EvictionWatch(module.core_v1(), nodegroup["nodegroupName"], module.warn)
+    evictions.start()
+    failure = update = None
     try:
         update = carry_out(module, eks, nodegroup, plan, in_progress, result, follow_for)
     except UpgradeError as err:
-        module.fail_upgrade(err, **result)
+        failure = err
+    finally:
+        result["nodegroup_update"]["evictions"] = evictions.stop()
+    if failure is not None:
+        module.fail_upgrade(failure, **result)
     final = describe_nodegroup(eks, nodegroup["clusterName"], nodegroup["nodegroupName"])
     result["nodegroup_update"].update(nodegroup=nodegroup_summary(final), finished=update["status"] == "Successful")
     if update["status"] in ("Failed", "Cancelled"):
         result["nodegroup_update"]["progress"] = read_progress(module.aws("autoscaling"), final)
-        module.fail_upgrade(failed_update_error(update, nodegroup["nodegroupName"]), **result)
+        module.fail_upgrade(with_blockers(failed_update_error(update, nodegroup["nodegroupName"]), update, module.core_v1),
+                            **result)
     result["msg"] = outcome_message(nodegroup, plan, update)
     return final
 
@@ -265,7 +292,7 @@ def run(module: Any) -> dict[str, Any]:
         ec2 = module.aws("ec2")
         describe_lt_version(ec2, resolve_launch_template_id(ec2, nodegroup["launchTemplate"]), target["value"],
                             parameter="launch_template_version")
-    expected_release = read_expected_release(module.aws("ssm"), target, nodegroup) \
+    expected_release = read_expected_release(module, target, nodegroup) \
         if target["ssm_parameter"] else None
     named = describe_update(eks, nodegroup, params["update_id"], "update_id") if params["update_id"] else None
     if named is not None and named.get("type") == "VersionUpdate":
@@ -284,7 +311,8 @@ def run(module: Any) -> dict[str, Any]:
     following_since = params["following_since"] if params["following_since"] is not None else started_at
     update_result = dict(plan=plan, finished=plan["action"] == "none",
                          eks_update=update_summary(followed[0]) if followed else None,
-                         nodegroup=nodegroup_summary(nodegroup), following_since=following_since, timed_out=False)
+                         nodegroup=nodegroup_summary(nodegroup), following_since=following_since, timed_out=False,
+                         evictions=None)
     result = dict(changed=False, msg=plan["message"], nodegroup_update=update_result)
     final = nodegroup
     if plan["action"] == "start" and module.check_mode:

@@ -24,6 +24,11 @@ description:
     scale down).
   - A C(Failed) update fails the module with EKS's own error code (C(PodEvictionFailure),
     C(NodeCreationFailure), ...) and EKS's message, naming the resources EKS named.
+  - EKS's C(PodEvictionFailure) names only the nodes it could not drain. The module then lists the pods still on
+    them and the PodDisruptionBudgets that select them, and names each pod with what holds it (a budget that allows
+    no disruption, several budgets, a pod still terminating), as the self-managed drain names the pods it could not
+    evict; the failed result's C(blocking_pods) has them by node (C(pod), C(reason), C(pdb)). The Kubernetes API is
+    proven to be O(cluster_name)'s first (SPEC K4); EKS's error is reported whatever the cluster answers.
   - "Idempotent (SPEC K5): a group already on the target with no update in progress is left alone, and the
     result says so. An update to the same target that EKS is already running (started by an earlier run, or
     still running when O(wait_timeout) ended it) is followed, not started again. Any other update in progress
@@ -53,8 +58,13 @@ options:
         cannot roll back), and for a group whose launch template names its own AMI (C(amiType) C(CUSTOM)).
       - For Amazon Linux groups, the release EKS will pick is read from the public SSM parameter
         C(/aws/service/eks/optimized-ami/<version>/<family>/recommended/release_version) of the group's
-        C(amiType); a group on that version and release has nothing to do. For other AMI types a group already
-        on the version has nothing to do (use O(release_version) to move to a newer release).
+        C(amiType), for Bottlerocket groups from C(/aws/service/bottlerocket/aws-k8s-<version>[-fips]/<arch>/latest/image_version);
+        for Windows groups from the name of the AMI that
+        C(/aws/service/ami-windows-latest/Windows_Server-<year>-English-<Core|Full>-EKS_Optimized-<version>/image_id)
+        names (C(...-EKS_Optimized-1.31-2024.11.12) is release C(1.31-2024.11.12)). A group on that version and
+        release has nothing to do, and a group on the version but an older release moves to the newest one. When
+        the release cannot be read (a Windows AMI name that does not say it), the version alone decides, with a
+        warning.
     type: str
   release_version:
     description:
@@ -144,7 +154,8 @@ options:
     default: 15
 extends_documentation_fragment:
   - eksops.nodegroup.aws
-  - eksops.nodegroup.attributes.aws_group
+  - eksops.nodegroup.k8s
+  - eksops.nodegroup.attributes.aws_k8s_groups
   - eksops.nodegroup.attributes.controller
 attributes:
   check_mode:
@@ -162,9 +173,12 @@ notes:
     (in check mode, would call). Following an update started earlier is not a change.
   - Needs C(eks:DescribeCluster), C(eks:DescribeNodegroup), C(eks:ListUpdates), C(eks:DescribeUpdate),
     C(eks:UpdateNodegroupConfig), C(eks:UpdateNodegroupVersion), C(ssm:GetParameter) (with
-    O(kubernetes_version)), C(ec2:DescribeLaunchTemplateVersions) (with O(launch_template_version)) and
+    O(kubernetes_version)), C(ec2:DescribeImages) (with O(kubernetes_version) on a Windows group),
+    C(ec2:DescribeLaunchTemplateVersions) (with O(launch_template_version)) and
     C(autoscaling:DescribeAutoScalingGroups) (progress). See
     C(docs/iam-policy.json).
+  - In the cluster, watches pods and the group's nodes while EKS works, and after a C(PodEvictionFailure) lists
+    pods and PodDisruptionBudgets (C(docs/rbac.yaml)).
 seealso:
   - name: Update a managed node group (EKS user guide)
     description: How EKS updates a managed node group, phase by phase.
@@ -331,6 +345,17 @@ nodegroup_update:
           description: Names of the Auto Scaling groups EKS runs for the group.
           type: list
           elements: str
+    evictions:
+      description:
+        - What EKS's drains did while this run followed the update, seen in the cluster (issue 29 item 3); null when
+          no update was started or followed (nothing to do, check mode).
+        - C(pods_evicted) counts the pods evicted from the group's nodes (kube-apiserver marks each with the
+          condition C(DisruptionTarget), reason C(EvictionByEvictionAPI)); C(nodes_replaced) names the group's nodes
+          there when following began and gone at its end; C(counted) is false when the cluster could not be watched
+          all along (the figures then miss what was not seen, and a warning says why).
+      returned: always
+      type: dict
+      sample: {pods_evicted: 14, nodes_replaced: [ip-10-0-1-1.ec2.internal, ip-10-0-2-1.ec2.internal], counted: true}
     progress:
       description:
         - InService instances of the group's Auto Scaling groups (C(nodes_total)) and those launched from the launch
@@ -357,7 +382,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.module import Eks
 
 
 def main() -> None:
-    module = EksopsModule(ARGUMENT_SPEC, uses_aws=True, supports_check_mode=True)
+    module = EksopsModule(ARGUMENT_SPEC, uses_aws=True, uses_k8s=True, supports_check_mode=True)
     module.run(lambda: run(module))
 
 

@@ -142,15 +142,17 @@ def running_sandbox(scenario: str | dict[str, Any], state_dir: Path) -> Iterator
         stop_sandbox(state_dir)
 
 
-def module_sandbox(scenario: str):
-    """A module-scoped fixture yielding a sandbox of the shipped scenario ``scenario``, for a module that needs one
-    besides its `sandbox` (conftest.py): ``other_sandbox = module_sandbox("fault_autoscaler")`` at module level
-    makes the fixture ``other_sandbox``."""
+def module_sandbox(scenario: str | dict[str, Any]):
+    """A module-scoped fixture yielding a sandbox of the shipped scenario ``scenario`` (or of a scenario mapping,
+    named by its ``name``), for a module that needs one besides its `sandbox` (conftest.py):
+    ``other_sandbox = module_sandbox("fault_autoscaler")`` at module level makes the fixture ``other_sandbox``."""
     import pytest
+
+    name = scenario["name"] if isinstance(scenario, dict) else scenario
 
     @pytest.fixture(scope="module")
     def fixture(tmp_path_factory) -> Iterator[SandboxHandle]:
-        with running_sandbox(scenario, tmp_path_factory.mktemp(f"sandbox-{scenario}")) as handle:
+        with running_sandbox(scenario, tmp_path_factory.mktemp(f"sandbox-{name}")) as handle:
             yield handle
 
     return fixture

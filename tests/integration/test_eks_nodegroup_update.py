@@ -132,6 +132,22 @@ def test_issue29_item3_drain_settings_eks_does_not_take_are_named_not_ignored_si
     assert "post_drain_wait" not in result.stdout.split("is ignored")[0].rsplit("\n", 1)[-1]
 
 
+def test_issue29_item3_pod_eviction_failure_names_the_pods_and_budgets_that_blocked_it(blocked, tmp_path):
+    """EKS's PodEvictionFailure names only the node (resourceIds); the collection names the pod still on it and the
+    PodDisruptionBudget at 0 that holds it (SPEC K3, K4, U8). Runs before the rerun with force below."""
+    result, report = upgrade(blocked, tmp_path)
+    assert result.returncode != 0 and report["error"]["code"] == "PodEvictionFailure", report["error"]
+    [eks_error] = report["eks_update"]["eks_update"]["errors"]
+    [node] = eks_error["resource_ids"]
+    [billing] = [pod.metadata.name for pod in blocked.core_v1().list_namespaced_pod("default").items
+                 if pod.metadata.name.startswith("billing") and pod.spec.node_name == node]
+    msg = report["error"]["msg"]
+    # EKS's own words first, then what held the node: the pod, and the budget that allows no disruption.
+    assert "Reached max retries while trying to evict pods from nodes in node group workers" in msg
+    assert ("Still on the node(s) EKS named: node %s: 1 pod(s) could not be evicted: default/%s (PodDisruptionBudget "
+            "billing allows no disruption; PodDisruptionBudget billing)" % (node, billing)) in msg, msg
+
+
 def test_eks_failure_is_reported_with_its_code_and_a_rerun_with_force_finishes(blocked, tmp_path):
     result, report = upgrade(blocked, tmp_path)
     assert result.returncode != 0

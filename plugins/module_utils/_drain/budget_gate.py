@@ -33,6 +33,11 @@ def matching_pdbs(pod: Mapping[str, Any], pdbs: Iterable[Mapping[str, Any]]) -> 
                   if selector_matches((pdb.get("spec") or {}).get("selector"), labels))
 
 
+def no_disruption_reason(pdb_name: str) -> str:
+    """Why a pod its only PodDisruptionBudget holds is not evicted."""
+    return "PodDisruptionBudget %s allows no disruption" % pdb_name
+
+
 class BudgetGate:
     """Paces evictions by the PodDisruptionBudgets' own ``status.disruptionsAllowed`` (P1, P4, S5).
 

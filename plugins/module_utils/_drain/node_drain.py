@@ -14,7 +14,7 @@ from typing import Any
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain import eviction
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.api import ApiException
-from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.budget_gate import matching_pdbs
+from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.budget_gate import matching_pdbs, no_disruption_reason
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.cordon import LEFT_PODS_ANNOTATION, node_state
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.deadlines import Deadline, PdbWaitTracker, force_wait_seconds
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.filters import (
@@ -373,7 +373,7 @@ class NodeDrain:
             if not gate.admit(job, now):
                 with self.lock:
                     if not pod_state.pdb_related:
-                        pod_state.reason = "PodDisruptionBudget %s allows no disruption" % job.budget[1]
+                        pod_state.reason = no_disruption_reason(job.budget[1])
                     pod_state.pdb = job.budget[1]
                     pod_state.pdb_related = True
                     self._held_by_pdb(job)

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
@@ -16,6 +16,12 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
 
 if TYPE_CHECKING:
     from ansible_collections.eksops.nodegroup.plugins.module_utils.returning_pods import Returning
+
+
+def describe_failed_pods(entries: Iterable[Mapping[str, Any]]) -> str:
+    """Pods that could not be evicted ({pod, reason, pdb}), by name, each with why and its PodDisruptionBudget(s)."""
+    return ", ".join("%s (%s%s)" % (e["pod"], e["reason"], "; PodDisruptionBudget %s" % e["pdb"] if e["pdb"] else "")
+                     for e in sorted(entries, key=lambda e: e["pod"]))
 
 
 class NodeResult:
@@ -46,9 +52,7 @@ class NodeResult:
         """U5: the node stays cordoned; ``entries`` ({pod, reason, pdb}) could not be evicted, and the workloads
         ``returning`` to the node (Z3) are named first with what the drain did about them."""
         self.failed.extend(entries)
-        details = ", ".join("%s (%s%s)" % (e["pod"], e["reason"],
-                                           "; PodDisruptionBudget %s" % e["pdb"] if e["pdb"] else "")
-                            for e in sorted(entries, key=lambda e: e["pod"]))
+        details = describe_failed_pods(entries)
         lead = ""
         for workload in returning:
             if force:

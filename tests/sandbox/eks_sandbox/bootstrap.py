@@ -2,10 +2,11 @@
 (render_user_data, merge_user_data) and what a simulated kubelet reads back when its instance boots
 (parse_user_data): the cluster it joins and the labels, taints and max pods it registers with.
 
-Three formats, each modelled on its upstream source (named next to the code):
+Four formats, each modelled on its upstream source (named next to the code):
 - AL2: a shell script calling /etc/eks/bootstrap.sh (plain, or in a text/x-shellscript MIME part);
 - AL2023: nodeadm NodeConfig documents (plain, or in application/node.eks.aws MIME parts);
-- Bottlerocket: TOML settings.
+- Bottlerocket: TOML settings;
+- Windows: PowerShell in a <powershell> tag calling Start-EKSBootstrap.ps1.
 """
 
 from __future__ import annotations
@@ -26,10 +27,10 @@ from typing import Any
 
 import yaml
 
-__all__ = ["OS_AL2", "OS_AL2023", "OS_BOTTLEROCKET", "OS_UNKNOWN", "BootConfig", "os_of_ami_family",
+__all__ = ["OS_AL2", "OS_AL2023", "OS_BOTTLEROCKET", "OS_WINDOWS", "OS_UNKNOWN", "BootConfig", "os_of_ami_family",
            "render_user_data", "merge_user_data", "parse_user_data"]
 
-OS_AL2, OS_AL2023, OS_BOTTLEROCKET = "al2", "al2023", "bottlerocket"
+OS_AL2, OS_AL2023, OS_BOTTLEROCKET, OS_WINDOWS = "al2", "al2023", "bottlerocket", "windows"
 OS_UNKNOWN = "unknown"
 
 BOOTSTRAP_SH = "/etc/eks/bootstrap.sh"
@@ -68,7 +69,7 @@ _BARE_TOML_KEY = re.compile(r"[A-Za-z0-9_-]+")
 class BootConfig:
     """What a node's bootstrap read from its user data. None/empty means the user data does not set it (the AMI
     then decides: e.g. max pods from the instance type)."""
-    os: str                      # OS_AL2, OS_AL2023, OS_BOTTLEROCKET, or OS_UNKNOWN (such an instance never joins)
+    os: str                      # OS_AL2, OS_AL2023, OS_BOTTLEROCKET, OS_WINDOWS, or OS_UNKNOWN (never joins)
     cluster_name: str | None = None
     api_server_endpoint: str | None = None
     labels: dict[str, str] = field(default_factory=dict)
@@ -86,8 +87,10 @@ def os_of_ami_family(family: str) -> str:
         return OS_AL2
     if family.startswith("bottlerocket"):
         return OS_BOTTLEROCKET
+    if family.startswith("windows/"):
+        return OS_WINDOWS
     raise ValueError(f"unknown AMI family {family!r}: expected amazon-linux-2[-gpu|-arm64], "
-                     "amazon-linux-2023/<arch>/<variant> or bottlerocket/...")
+                     "amazon-linux-2023/<arch>/<variant>, bottlerocket/... or windows/...")
 
 
 # ---------------------------------------------------------------------------------------------------- rendering
@@ -113,6 +116,9 @@ def render_user_data(os: str, *, cluster_name: str, api_server_endpoint: str, ce
             raise ValueError("Bottlerocket has no bootstrap command line: extra_bootstrap_args must be empty")
         return _render_bottlerocket(cluster_name, api_server_endpoint, certificate_authority, dns_ip, labels,
                                     taints, max_pods)
+    if os == OS_WINDOWS:
+        return _render_windows(cluster_name, api_server_endpoint, certificate_authority, dns_ip,
+                               _kubelet_args(labels, taints, max_pods) + _words(extra_bootstrap_args))
     raise ValueError(f"unknown user data format {os!r}")
 
 
@@ -176,6 +182,40 @@ def _render_bottlerocket(cluster_name: str, endpoint: str, ca: str | None, dns_i
     return _toml({"settings": {"kubernetes": kubernetes}})
 
 
+# Windows: the EKS user guide's user data for Start-EKSBootstrap.ps1 ("Customizing managed nodes with launch
+# templates", Specifying an AMI, Windows), its parameters as "Bootstrap script configuration parameters" lists them
+# (-EKSClusterName, -APIServerEndpoint, -Base64ClusterCA, -DNSClusterIP, -KubeletExtraArgs), each value quoted as
+# eksctl's pkg/nodebootstrap/powershell FormatParams writes them ("-%s %q"); eksctl's windows.go ends the call with
+# "3>&1 4>&1 5>&1 6>&1".
+WINDOWS_BOOTSTRAP_FILE = '[string]$EKSBootstrapScriptFile = "$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1"'
+_POWERSHELL_BLOCK = re.compile(r"<powershell>(.*?)</powershell>", re.DOTALL)
+_POWERSHELL_PARAM = re.compile(r"""-(\w+)\s+(?:"((?:[^"\\]|\\.)*)"|'([^']*)'|([^\s"'`]+))""")
+
+
+def _render_windows(cluster_name: str, endpoint: str, ca: str | None, dns_ip: str, kubelet_args: list[str]) -> str:
+    params = [("EKSClusterName", cluster_name), ("APIServerEndpoint", endpoint), ("Base64ClusterCA", ca or ""),
+              ("DNSClusterIP", dns_ip), ("KubeletExtraArgs", " ".join(kubelet_args))]
+    call = " ".join("-%s %s" % (name, json.dumps(value)) for name, value in params if value)
+    return "<powershell>\n%s\n& $EKSBootstrapScriptFile %s 3>&1 4>&1 5>&1 6>&1\n</powershell>\n" % (
+        WINDOWS_BOOTSTRAP_FILE, call)
+
+
+def _from_windows(text: str) -> BootConfig:
+    """What Start-EKSBootstrap.ps1 is called with in the user data's <powershell> block (backtick line
+    continuations joined); no call: the node never joins."""
+    script = "\n".join(_POWERSHELL_BLOCK.findall(text)).replace("`\r\n", " ").replace("`\n", " ")
+    calls = [line.split("$EKSBootstrapScriptFile", 1)[1] for line in script.splitlines()
+             if line.strip().startswith("& $EKSBootstrapScriptFile")]
+    if not calls:
+        return BootConfig(OS_UNKNOWN)
+    params = dict((m.group(1), next(g for g in m.groups()[1:] if g is not None))
+                  for m in _POWERSHELL_PARAM.finditer(calls[-1]))
+    labels, taints, max_pods = _kubelet_flags(_words(params.get("KubeletExtraArgs", "")))
+    return BootConfig(OS_WINDOWS, cluster_name=params.get("EKSClusterName") or None,
+                      api_server_endpoint=params.get("APIServerEndpoint") or None, labels=labels or {},
+                      taints=taints or [], max_pods=max_pods)
+
+
 def _kubelet_args(labels: dict[str, str], taints: list[dict[str, str]], max_pods: int | None) -> list[str]:
     args = []
     if labels:
@@ -219,6 +259,11 @@ def merge_user_data(user_part: str, eks_part: str) -> str:
     that you provide in your user data overrides any settings that are configured by Amazon EKS"; awsdocs/
     amazon-eks-user-guide latest/ug/nodes/launch-templates.adoc, "Amazon EC2 user data")."""
     eks_text, user_text = _decode(eks_part), _decode(user_part) if user_part else ""
+    if "<powershell>" in eks_text:
+        # Windows: "Your PowerShell commands come first, followed by the managed user data commands, all within one
+        # <powershell></powershell> tag" (launch-templates.adoc, "Windows user data").
+        blocks = _POWERSHELL_BLOCK.findall(user_text) + _POWERSHELL_BLOCK.findall(eks_text)
+        return "<powershell>\n%s\n</powershell>\n" % "\n".join(block.strip("\n") for block in blocks)
     eks_settings = _toml_document(eks_text)
     if eks_settings is not None and "settings" in eks_settings:
         user_settings = _toml_document(user_text) if user_text.strip() else {}
@@ -313,6 +358,8 @@ def parse_user_data(text: str | bytes) -> BootConfig:
     data = _decode(text)
     if not data.strip():
         return BootConfig(OS_UNKNOWN)
+    if "<powershell>" in data:  # EC2Launch runs the <powershell> block on Windows
+        return _from_windows(data)
     message = _multipart(data)
     if message is not None:
         parts = [(part.get_content_type(), _payload(part)) for part in message.walk() if not part.is_multipart()]

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eks_sandbox.bootstrap import (OS_AL2, OS_AL2023, OS_BOTTLEROCKET, OS_UNKNOWN, TAINT_EFFECTS, BootConfig,
+from eks_sandbox.bootstrap import (OS_AL2, OS_AL2023, OS_BOTTLEROCKET, OS_UNKNOWN, OS_WINDOWS, TAINT_EFFECTS, BootConfig,
                                    merge_user_data, os_of_ami_family, parse_user_data, render_user_data)
 
 ENDPOINT = "https://0123456789ABCDEF0123456789ABCDEF.gr7.us-west-2.eks.amazonaws.com"
@@ -132,6 +132,7 @@ def render(os: str, **overrides) -> str:
     ("amazon-linux-2", OS_AL2), ("amazon-linux-2-gpu", OS_AL2), ("amazon-linux-2-arm64", OS_AL2),
     ("amazon-linux-2023/x86_64/standard", OS_AL2023), ("amazon-linux-2023/arm64/nvidia", OS_AL2023),
     ("bottlerocket/aws-k8s-1.30/x86_64", OS_BOTTLEROCKET), ("bottlerocket", OS_BOTTLEROCKET),
+    ("windows/core-2022", OS_WINDOWS),
 ])
 def test_os_of_ami_family(family, expected):
     assert os_of_ami_family(family) == expected
@@ -334,7 +335,7 @@ label_maps = st.dictionaries(label_keys, label_values, max_size=6)
 taint_lists = st.lists(st.builds(taint, label_keys, label_values, st.sampled_from(TAINT_EFFECTS)), max_size=4,
                        unique_by=lambda t: (t["key"], t["effect"]))   # the kubelet refuses duplicates
 max_pods_values = st.none() | st.integers(min_value=1, max_value=737)
-formats = st.sampled_from([OS_AL2, OS_AL2023, OS_BOTTLEROCKET])
+formats = st.sampled_from([OS_AL2, OS_AL2023, OS_BOTTLEROCKET, OS_WINDOWS])
 
 
 def expected_boot_config(os: str, labels, taints, max_pods) -> BootConfig:
@@ -359,6 +360,7 @@ USER_PARTS = {
     OS_AL2023: "---\napiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n    config:\n"
                "      shutdownGracePeriod: 30s\n    flags: ['--image-gc-high-threshold=70']\n",
     OS_BOTTLEROCKET: '[settings.kubernetes.system-reserved]\ncpu = "10m"\nmemory = "100Mi"\nephemeral-storage= "1Gi"\n',
+    OS_WINDOWS: '<powershell>\nWrite-Host "Running custom user data script"\n</powershell>\n',
 }
 
 
@@ -409,7 +411,7 @@ def test_rendered_bottlerocket_settings():
     ({"taints": [taint("k", "v", "Sometimes")]}, "invalid node taint"),
     ({"taints": [taint("k", "v:w", "NoSchedule")]}, "invalid node taint"),
 ])
-@pytest.mark.parametrize("os", [OS_AL2, OS_AL2023, OS_BOTTLEROCKET])
+@pytest.mark.parametrize("os", [OS_AL2, OS_AL2023, OS_BOTTLEROCKET, OS_WINDOWS])
 def test_labels_and_taints_that_cannot_round_trip_are_refused(os, overrides, message):
     with pytest.raises(ValueError, match=message):
         render(os, **overrides)
@@ -417,9 +419,30 @@ def test_labels_and_taints_that_cannot_round_trip_are_refused(os, overrides, mes
 
 def test_render_refuses_unknown_formats_and_bottlerocket_command_lines():
     with pytest.raises(ValueError, match="unknown user data format"):
-        render("windows")
+        render("ubuntu")
     with pytest.raises(ValueError, match="no bootstrap command line"):
         render(OS_BOTTLEROCKET, extra_bootstrap_args="--foo")
+
+
+# --------------------------------------------------------------------------------------------------- Windows
+
+def test_user_guide_windows_example_with_line_continuations():
+    """The launch template user data of "Customizing managed nodes with launch templates" (Windows)."""
+    text = ('<powershell>\n[string]$EKSBootstrapScriptFile = "$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1"\n'
+            '& $EKSBootstrapScriptFile -EKSClusterName my-cluster `\n\t -Base64ClusterCA certificate-authority `\n'
+            '\t -APIServerEndpoint api-server-endpoint `\n\t -DNSClusterIP service-cidr.10\n</powershell>\n')
+    assert parse_user_data(text) == BootConfig(OS_WINDOWS, "my-cluster", "api-server-endpoint")
+
+
+def test_windows_user_data_runs_the_user_s_commands_then_eks_s_in_one_powershell_tag():
+    merged = merge_user_data('<powershell>\nWrite-Host "Running custom user data script"\n</powershell>\n',
+                             render(OS_WINDOWS))
+    assert merged.count("<powershell>") == 1 and merged.index("Write-Host") < merged.index("Start-EKSBootstrap")
+    assert parse_user_data(merged).labels == parse_user_data(render(OS_WINDOWS)).labels
+
+
+def test_powershell_without_a_bootstrap_call_never_joins():
+    assert parse_user_data('<powershell>\nWrite-Host "hello"\n</powershell>\n') == BootConfig(OS_UNKNOWN)
 
 
 # --------------------------------------------------------------------------------------------------- merging

@@ -3,6 +3,7 @@ driven by a real client (boto3) against a running sandbox, every response checke
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import threading
 
@@ -11,6 +12,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from harness import AMIS, EKS_CLUSTER, NEW_AMI, OLD_AMI, client, running, valid, wait_for, wait_for_update
+from eks_sandbox.bootstrap import OS_AL2023, render_user_data
 from eks_sandbox.kube.testing import scenario
 from eks_sandbox.scenario.schema import generated_ami_id
 
@@ -205,3 +207,101 @@ def test_new_nodes_that_never_become_ready_fail_the_update_with_node_creation_fa
                                          "node group.")
         assert error["resourceIds"] and all(i.startswith("i-") for i in error["resourceIds"])
         assert describe(eks, "workers")["releaseVersion"] == "1.29.0-20240101"
+
+
+BR_OLD = "bottlerocket-aws-k8s-1.30-x86_64-v1.20.3-5d9ac849"
+BR_NEW = "bottlerocket-aws-k8s-1.30-x86_64-v1.26.2-360b7a38"
+
+
+def one_node_group_on(family, old, new, name):
+    """A cluster on 1.30 with two AMIs of ``family`` for it (``new`` the recommended one) and a one-node managed
+    node group ``name`` on ``old``."""
+    amis = [{"name": old, "kubernetes_version": "1.30", "family": family, "recommended": False},
+            {"name": new, "kubernetes_version": "1.30", "family": family, "recommended": True}]
+    return scenario(name="eks", cluster={"name": "eks"}, amis=amis,
+                    nodegroups=[{"name": name, "kind": "managed", "ami": old, "availability_zones": ["us-west-2a"],
+                                 "min_size": 1, "max_size": 1, "desired_capacity": 1}])
+
+
+def test_a_bottlerocket_group_moves_to_the_release_ssm_publishes_as_image_version():
+    """Bottlerocket: the releaseVersion is the Bottlerocket version, SSM's .../latest/image_version names the newest
+    one (eksctl's managed upgrade reads it), and UpdateNodegroupVersion with the group's own version and no
+    releaseVersion moves the group to it ("the latest available AMI for that version")."""
+    with running(one_node_group_on("bottlerocket/x86_64", BR_OLD, BR_NEW, "br")) as sandbox:
+        eks, ssm = client(sandbox, "eks"), client(sandbox, "ssm")
+        parameter = valid(ssm, "GetParameter", ssm.get_parameter(
+            Name="/aws/service/bottlerocket/aws-k8s-1.30/x86_64/latest/image_version"))["Parameter"]
+        assert parameter["Value"] == "1.26.2-360b7a38"
+        group = describe(eks, "br")
+        assert (group["amiType"], group["version"], group["releaseVersion"]) == \
+            ("BOTTLEROCKET_x86_64", "1.30", "1.20.3-5d9ac849")
+        done = wait_for_update(eks, CLUSTER, "br", start_update(eks, "br", version="1.30")["id"])
+        assert done["status"] == "Successful", done
+        assert {"type": "ReleaseVersion", "value": "1.26.2-360b7a38"} in done["params"]
+        assert describe(eks, "br")["releaseVersion"] == parameter["Value"]
+
+
+def test_a_custom_ami_group_moves_to_the_ami_of_a_new_launch_template_version():
+    """A managed node group whose launch template names its AMI ("Customizing managed nodes with launch templates",
+    Specifying an AMI): amiType CUSTOM, releaseVersion the AMI id, no version or releaseVersion in an update, and
+    the AMI of a new launch template version (with the bootstrap the user writes, labels as eksctl's example)."""
+    loaded = scenario(**EKS_CLUSTER, nodegroups=[
+        {"name": "custom", "kind": "managed", "ami": OLD_AMI, "launch_template": "custom_ami",
+         "availability_zones": ["us-west-2a"], "min_size": 1, "max_size": 2, "desired_capacity": 1}])
+    with running(loaded) as sandbox:
+        eks, ec2 = client(sandbox, "eks"), client(sandbox, "ec2")
+        group = describe(eks, "custom")
+        old_ami_id = generated_ami_id(OLD_AMI)
+        assert (group["amiType"], group["releaseVersion"], group["launchTemplate"]["version"]) == \
+            ("CUSTOM", old_ami_id, "1")
+        template_id = group["launchTemplate"]["id"]
+        [version] = ec2.describe_launch_template_versions(LaunchTemplateId=template_id)["LaunchTemplateVersions"]
+        assert version["LaunchTemplateData"]["ImageId"] == old_ami_id
+        with pytest.raises(ClientError) as refused:
+            start_update(eks, "custom", version="1.30")
+        assert refused.value.response["Error"]["Code"] == "InvalidParameterException"
+
+        cluster = eks.describe_cluster(name=CLUSTER)["cluster"]
+        user_data = render_user_data(
+            OS_AL2023, cluster_name=CLUSTER, api_server_endpoint=cluster["endpoint"],
+            certificate_authority=cluster["certificateAuthority"].get("data"), taints=[], max_pods=None,
+            labels={"eks.amazonaws.com/nodegroup": "custom", "eks.amazonaws.com/nodegroup-image": NEW_AMI_ID})
+        ec2.create_launch_template_version(
+            LaunchTemplateId=template_id, SourceVersion="1",
+            LaunchTemplateData={"ImageId": NEW_AMI_ID, "UserData": base64.b64encode(user_data.encode()).decode()})
+        update = start_update(eks, "custom", launchTemplate={"id": template_id, "version": "2"})
+        assert {"type": "ReleaseVersion", "value": NEW_AMI_ID} in update["params"]
+        done = wait_for_update(eks, CLUSTER, "custom", update["id"])
+        assert done["status"] == "Successful", done
+        group = describe(eks, "custom")
+        assert (group["releaseVersion"], group["launchTemplate"]["version"], group["amiType"]) == \
+            (NEW_AMI_ID, "2", "CUSTOM")
+        [node] = settled_nodes(sandbox, "custom", 1)
+        assert node["labels"]["eks.amazonaws.com/nodegroup-image"] == NEW_AMI_ID
+
+
+WIN_OLD = "Windows_Server-2022-English-Core-EKS_Optimized-1.30-2024.05.14"
+WIN_NEW = "Windows_Server-2022-English-Core-EKS_Optimized-1.30-2024.06.13"
+
+
+def test_a_windows_group_runs_windows_nodes_and_moves_to_the_ami_ssm_names():
+    """A Windows managed node group: amiType WINDOWS_CORE_2022_x86_64, releaseVersion "<k8s>-<date>" ("Retrieve
+    Windows AMI version information"), nodes labelled kubernetes.io/os=windows by their kubelet from the PowerShell
+    bootstrap EKS writes; SSM names the newest AMI's id only, and its name ends with the release that
+    UpdateNodegroupVersion with the group's own version moves to."""
+    with running(one_node_group_on("windows/core-2022", WIN_OLD, WIN_NEW, "win")) as sandbox:
+        eks, ssm, ec2 = client(sandbox, "eks"), client(sandbox, "ssm"), client(sandbox, "ec2")
+        group = describe(eks, "win")
+        assert (group["amiType"], group["version"], group["releaseVersion"]) == \
+            ("WINDOWS_CORE_2022_x86_64", "1.30", "1.30-2024.05.14")
+        core = kubernetes.client.CoreV1Api(kubernetes.config.new_client_from_config(str(sandbox.kubeconfig_path)))
+        [node] = wait_for(lambda: core.list_node(label_selector="eks.amazonaws.com/nodegroup=win").items)
+        assert (node.metadata.labels["kubernetes.io/os"], node.status.node_info.operating_system) == \
+            ("windows", "windows")
+        parameter = valid(ssm, "GetParameter", ssm.get_parameter(
+            Name="/aws/service/ami-windows-latest/Windows_Server-2022-English-Core-EKS_Optimized-1.30/image_id"))
+        [image] = ec2.describe_images(ImageIds=[parameter["Parameter"]["Value"]])["Images"]
+        assert (image["Name"], image["Platform"]) == (WIN_NEW, "windows")
+        done = wait_for_update(eks, CLUSTER, "win", start_update(eks, "win", version="1.30")["id"])
+        assert done["status"] == "Successful", done
+        assert describe(eks, "win")["releaseVersion"] == "1.30-2024.06.13"

@@ -140,7 +140,9 @@ def _with(path: str, value):
     ("nodegroups[0].kind", "fargate", r"^nodegroups\[0\]\.kind: must be one of managed, self_managed_eksctl, self_managed"),
     ("nodegroups[0].managed", True, r"^nodegroups\[0\]\.managed: unknown key"),
     ("amis[0].family", "ubuntu", r"^amis\[0\]\.family: expected amazon-linux-2\[-gpu\|-arm64\], "
-                                 r"amazon-linux-2023/<arch>/<variant> or bottlerocket/<arch>, got 'ubuntu'"),
+                                 r"amazon-linux-2023/<arch>/<variant>, bottlerocket/<arch> or "
+                                 r"windows/<core\|full>-<year>, got 'ubuntu'"),
+    ("amis[0].family", "windows/core-2016", r"^amis\[0\]\.family: expected"),
     ("amis[0].family", "amazon-linux-2023", r"^amis\[0\]\.family: expected"),
     ("amis[0].family", "bottlerocket", r"^amis\[0\]\.family: expected"),
     ("amis[0].family", "amazon-linux-2/x86_64", r"^amis\[0\]\.family: expected"),

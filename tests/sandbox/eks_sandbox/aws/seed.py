@@ -26,9 +26,16 @@ SUBNET_PREFIX = 20  # 4091 addresses per AZ: room for any scenario
 
 
 def recommended_parameter_name(kubernetes_version: str, family: str, value: str = "image_id") -> str:
-    """The SSM public parameter of the recommended AMI (value image_id, or release_version on AL2/AL2023)."""
+    """The SSM public parameter of the recommended AMI (value image_id, or release_version on AL2/AL2023,
+    image_version on Bottlerocket; Windows publishes image_id only)."""
     if family.startswith("bottlerocket/"):
         return f"/aws/service/bottlerocket/aws-k8s-{kubernetes_version}/{family.split('/', 1)[1]}/latest/{value}"
+    if family.startswith("windows/"):
+        # "Retrieve recommended Microsoft Windows AMI IDs": /aws/service/ami-windows-latest/Windows_Server-<release>-
+        # English-<installation option>-EKS_Optimized-<k8s>/image_id (image_id only).
+        edition, year = family.split("/", 1)[1].split("-")
+        return (f"/aws/service/ami-windows-latest/Windows_Server-{year}-English-{edition.capitalize()}-"
+                f"EKS_Optimized-{kubernetes_version}/{value}")
     return f"/aws/service/eks/optimized-ami/{kubernetes_version}/{family}/recommended/{value}"
 
 
@@ -50,6 +57,8 @@ def seed_amis(ec2: EC2Backend, amis: list[dict[str, Any]], zone: str) -> None:
         ami = Ami(ec2, spec["id"], name=spec["name"], owner_id=EKS_AMI_OWNER, owner_alias="amazon",
                   description=f"EKS Kubernetes Worker AMI ({spec['family']}) for k8s {spec['kubernetes_version']}",
                   virtualization_type="hvm", architecture="arm64" if "arm64" in spec["family"] else "x86_64",
+                  # DescribeImages: Platform "windows" for Windows AMIs, absent otherwise (botocore Image.Platform)
+                  platform="windows" if spec["family"].startswith("windows/") else None,
                   root_device_type="ebs", root_device_name="/dev/xvda", region_name=zone, boot_mode="uefi-preferred")
         ec2.amis[ami.id] = ami
 
@@ -61,7 +70,11 @@ def seed_ssm_parameters(ssm: SimpleSystemManagerBackend, amis: list[dict[str, An
         if not spec["recommended"]:
             continue
         values = {"image_id": spec["id"]}
-        if not spec["family"].startswith("bottlerocket/"):  # Bottlerocket publishes image_version instead
+        if spec["family"].startswith("bottlerocket/"):
+            # Bottlerocket publishes image_version instead ("1.20.3-5d9ac849"), which eksctl's managed upgrade reads
+            # as the release (eksctl-io/eksctl pkg/ami/ssm_resolver.go, pkg/actions/nodegroup/upgrade_test.go).
+            values["image_version"] = spec["release_version"]
+        elif not spec["family"].startswith("windows/"):  # Windows: the AMI id alone; its name ends with the release
             values["release_version"] = spec["release_version"]
         for value_name, value in values.items():
             name = recommended_parameter_name(spec["kubernetes_version"], spec["family"], value_name)

@@ -21,12 +21,12 @@ from moto.core.types import Base64EncodedString
 from moto.ec2.models import EC2Backend
 from moto.ec2.models.launch_templates import LaunchTemplate
 
-from ..bootstrap import OS_BOTTLEROCKET, merge_user_data, os_of_ami_family, render_user_data
-from ..conventions import (EKS_IMAGE_LABEL, EKS_SOURCE_LT_ID_LABEL, EKS_SOURCE_LT_VERSION_LABEL,
+from ..bootstrap import OS_BOTTLEROCKET, OS_WINDOWS, merge_user_data, os_of_ami_family, render_user_data
+from ..conventions import (EKS_IMAGE_LABEL, EKS_NODEGROUP_LABEL, EKS_SOURCE_LT_ID_LABEL, EKS_SOURCE_LT_VERSION_LABEL,
                            managed_resources)
-from .records import ManagedNodegroup, eks_taint
+from .records import CUSTOM_AMI, ManagedNodegroup, eks_taint
 
-__all__ = ["ClusterInfo", "create_managed_nodegroup", "new_template_version", "update_group"]
+__all__ = ["ClusterInfo", "create_managed_nodegroup", "custom_ami_user_data", "new_template_version", "update_group"]
 
 METADATA_OPTIONS = {"HttpTokens": "required", "HttpPutResponseHopLimit": 2}
 
@@ -36,6 +36,8 @@ _USER_SCRIPT = ('MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="==M
                 'Content-Type: text/x-shellscript; charset="us-ascii"\n\n#!/bin/bash\n'
                 'echo "Running custom user data script"\n\n--==MYBOUNDARY==--\n')
 _USER_TOML = '[settings.kernel]\nlockdown = "integrity"\n'
+# Windows: the guide's example ("Windows user data").
+_USER_POWERSHELL = '<powershell>\nWrite-Host "Running custom user data script"\n</powershell>\n'
 
 
 @dataclass(frozen=True)
@@ -70,10 +72,26 @@ def _eks_user_data(cluster: ClusterInfo, spec: dict[str, Any], ami: dict[str, An
                             labels=labels, taints=spec["taints"], max_pods=spec["max_pods"])
 
 
+def custom_ami_user_data(cluster: ClusterInfo, spec: dict[str, Any], ami: dict[str, Any]) -> str:
+    """The user data of a node group whose launch template names its AMI: the whole bootstrap, the user's to write
+    ("Customizing managed nodes with launch templates", Specifying an AMI: "When specifying an AMI, Amazon EKS
+    doesn't merge any user data. Rather, you're responsible for supplying the required bootstrap commands for nodes
+    to join the cluster"), with the labels eksctl's documented custom AMI example passes (userdocs/src/usage/
+    nodegroup-managed.md: --node-labels=eks.amazonaws.com/nodegroup=<group>,eks.amazonaws.com/nodegroup-image=<ami>)."""
+    labels = {EKS_NODEGROUP_LABEL: spec["name"], EKS_IMAGE_LABEL: ami["id"], **spec["labels"]}
+    return render_user_data(os_of_ami_family(ami["family"]), cluster_name=cluster.name,
+                            api_server_endpoint=cluster.endpoint, certificate_authority=cluster.ca_b64,
+                            labels=labels, taints=spec["taints"], max_pods=spec["max_pods"])
+
+
 def _template_data(cluster: ClusterInfo, spec: dict[str, Any], ami: dict[str, Any],
                    source: tuple[LaunchTemplate, int] | None) -> dict[str, Any]:
     """The data of a version of EKS's own launch template: its own settings, or a copy of the user's template
-    version with the AMI added and the user data merged."""
+    version with the AMI added and the user data merged; with a custom AMI, the user's version as it is (its AMI,
+    its user data: "Amazon EKS doesn't merge any user data")."""
+    if spec["launch_template"] == CUSTOM_AMI:
+        template, number = source
+        return dict(template.get_version(number).data)
     eks_part = _eks_user_data(cluster, spec, ami, source)
     if source is None:
         tags = [{"Key": "eks:cluster-name", "Value": cluster.name},
@@ -98,11 +116,18 @@ def create_managed_nodegroup(ec2: EC2Backend, autoscaling: AutoScalingBackend, c
     nodegroup_uuid, made = managed_resources(cluster.name, spec)
     source = None
     if spec["launch_template"] == "custom":
-        user_part = _USER_TOML if os_of_ami_family(ami["family"]) == OS_BOTTLEROCKET else _USER_SCRIPT
+        user_parts = {OS_BOTTLEROCKET: _USER_TOML, OS_WINDOWS: _USER_POWERSHELL}
+        user_part = user_parts.get(os_of_ami_family(ami["family"]), _USER_SCRIPT)
         custom = ec2.create_launch_template(
             f"{spec['name']}-custom", f"launch template of node group {spec['name']}",
             {"InstanceType": spec["instance_type"], "MetadataOptions": dict(METADATA_OPTIONS),
              "UserData": _b64(user_part)}, {})
+        source = (custom, 1)
+    elif spec["launch_template"] == CUSTOM_AMI:
+        custom = ec2.create_launch_template(
+            f"{spec['name']}-custom-ami", f"launch template of node group {spec['name']}",
+            {"ImageId": ami["id"], "InstanceType": spec["instance_type"], "MetadataOptions": dict(METADATA_OPTIONS),
+             "UserData": _b64(custom_ami_user_data(cluster, spec, ami))}, {})
         source = (custom, 1)
     zones = spec["availability_zones"]
     template = ec2.create_launch_template(
@@ -120,13 +145,14 @@ def create_managed_nodegroup(ec2: EC2Backend, autoscaling: AutoScalingBackend, c
         name=spec["name"], cluster=cluster.name, uuid=nodegroup_uuid,
         arn=f"arn:aws:eks:{cluster.region}:{cluster.account_id}:nodegroup/{cluster.name}/{spec['name']}/"
             f"{nodegroup_uuid}",
-        spec=spec, version=ami["kubernetes_version"], release_version=ami["release_version"], ami=ami,
+        spec=spec, version=ami["kubernetes_version"], release_version="", ami=ami,
         subnets=[subnets[z] for z in zones],
         node_role=f"arn:aws:iam::{cluster.account_id}:role/{cluster.name}-node-role",
         asg_name=made.asg_name, template_id=template.id, template_version=1,
         source_template=None if source is None else {"id": source[0].id, "name": source[0].name, "version": 1},
         min_size=spec["min_size"], max_size=spec["max_size"], update_config=_update_config(spec["update_config"]),
         labels=dict(spec["labels"]), taints=[eks_taint(t) for t in spec["taints"]])
+    record.release_version = record.release_of(ami)
     return record, group
 
 

@@ -171,6 +171,25 @@ def _source_version(eks: EksNodegroups, record: ManagedNodegroup, launch_templat
     return number
 
 
+def _custom_ami_target(eks: EksNodegroups, record: ManagedNodegroup, version: str | None, release: str | None,
+                       source_version: int) -> dict[str, Any]:
+    """The AMI of a node group whose launch template names it: the one the launch template version names ("Limits
+    and conditions when specifying an AMI ID": "To update your node group to a newer AMI version, you need to create
+    a new version of your launch template with an updated AMI ID. Then, you need to update the node group with the
+    new launch template version"). "The following fields can't be set in the API if you specify an AMI ID: amiType,
+    releaseVersion, version" (UpdateNodegroupVersion: "don't specify version, or the node group update will fail"):
+    refused here, as an InvalidParameterException (assumption: the guide does not say at which step it fails)."""
+    if version is not None or release is not None:
+        raise _invalid("You cannot specify version or releaseVersion for a node group whose launch template "
+                       "specifies an AMI ID; update it with a new launch template version.", record)  # sandbox
+    image_id = eks.launch_template_image(record.source_template["id"], source_version)
+    ami = next((a for a in eks.amis if a["id"] == image_id), None)
+    if ami is None:
+        raise _invalid(f"The AMI {image_id} of launch template {record.source_template['id']} version "
+                       f"{source_version} is not available.", record)  # sandbox: only the scenario's AMIs boot
+    return ami
+
+
 def update_nodegroup_version(eks: EksNodegroups, clusterName: str, nodegroupName: str, version: str | None = None,
                              releaseVersion: str | None = None, launchTemplate: dict[str, Any] | None = None,
                              force: bool = False, clientRequestToken: str | None = None) -> dict[str, Any]:
@@ -179,9 +198,10 @@ def update_nodegroup_version(eks: EksNodegroups, clusterName: str, nodegroupName
     if update is None:
         _check_not_busy(record, "VersionUpdate")
         source_version = _source_version(eks, record, launchTemplate)
-        ami = _target_ami(eks, record, version, releaseVersion)
+        ami = _custom_ami_target(eks, record, version, releaseVersion, source_version) if record.custom_ami \
+            else _target_ami(eks, record, version, releaseVersion)
         params = [{"type": "Version", "value": ami["kubernetes_version"]},
-                  {"type": "ReleaseVersion", "value": ami["release_version"]}]
+                  {"type": "ReleaseVersion", "value": record.release_of(ami)}]
         if launchTemplate is not None:
             params += [{"type": "LaunchTemplateName", "value": record.source_template["name"]},
                        {"type": "LaunchTemplateVersion", "value": str(source_version)}]

@@ -8,7 +8,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ManagedNodegroup", "Update", "ami_type_of", "eks_taint", "IN_PROGRESS", "SUCCESSFUL", "FAILED",
+__all__ = ["CUSTOM_AMI", "ManagedNodegroup", "Update", "ami_type_of", "eks_taint", "IN_PROGRESS", "SUCCESSFUL", "FAILED",
            "ACTIVE", "UPDATING", "DEGRADED"]
 
 # UpdateStatus and NodegroupStatus values (botocore EKS model).
@@ -24,7 +24,14 @@ _AMI_TYPES = {
     "amazon-linux-2023/x86_64/nvidia": "AL2023_x86_64_NVIDIA", "amazon-linux-2023/arm64/nvidia": "AL2023_ARM_64_NVIDIA",
     "amazon-linux-2023/x86_64/neuron": "AL2023_x86_64_NEURON",
     "bottlerocket/x86_64": "BOTTLEROCKET_x86_64", "bottlerocket/arm64": "BOTTLEROCKET_ARM_64",
+    "windows/core-2019": "WINDOWS_CORE_2019_x86_64", "windows/full-2019": "WINDOWS_FULL_2019_x86_64",
+    "windows/core-2022": "WINDOWS_CORE_2022_x86_64", "windows/full-2022": "WINDOWS_FULL_2022_x86_64",
+    "windows/core-2025": "WINDOWS_CORE_2025_x86_64", "windows/full-2025": "WINDOWS_FULL_2025_x86_64",
 }
+
+
+# The scenario's launch_template for a node group whose own launch template names its AMI.
+CUSTOM_AMI = "custom_ami"
 
 
 def ami_type_of(family: str) -> str:
@@ -93,8 +100,21 @@ class ManagedNodegroup:
     capacity_type: str = "ON_DEMAND"
 
     @property
+    def custom_ami(self) -> bool:
+        """The user's launch template names the AMI (scenario launch_template custom_ami)."""
+        return self.spec["launch_template"] == CUSTOM_AMI
+
+    @property
     def ami_type(self) -> str:
-        return ami_type_of(self.ami["family"])
+        # Nodegroup.amiType: "If the node group was deployed using a launch template with a custom AMI, then this
+        # is CUSTOM" (botocore's EKS model).
+        return "CUSTOM" if self.custom_ami else ami_type_of(self.ami["family"])
+
+    def release_of(self, ami: dict[str, Any]) -> str:
+        """The releaseVersion EKS reports for nodes on ``ami``: Nodegroup.releaseVersion "If the node group was
+        deployed using a launch template with a custom AMI, then this is the AMI ID that was specified in the launch
+        template" (botocore's EKS model), else the EKS optimized AMI's release."""
+        return ami["id"] if self.custom_ami else ami["release_version"]
 
     def in_progress(self) -> Update | None:
         return next((u for u in self.updates if u.status == IN_PROGRESS), None)

@@ -131,6 +131,11 @@ class EksNodegroups:
     def nodegroup_api_view(self, record: ManagedNodegroup) -> dict[str, Any]:
         return record.to_api(self.desired_size(record))
 
+    def launch_template_image(self, template_id: str, number: int) -> str | None:
+        """The ImageId of a version of a launch template (None when it names none)."""
+        with self.lock:
+            return self.ec2.get_launch_template(template_id).get_version(number).data.get("ImageId")
+
     def launch_template_version_number(self, template_id: str, version: str) -> int | None:
         try:
             return self.ec2.get_launch_template(template_id).get_version(version).number

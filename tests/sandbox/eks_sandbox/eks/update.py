@@ -122,7 +122,9 @@ class VersionUpdate:
         """'New nodes should have Amazon EKS applied labels' (with the sourceLaunchTemplate* labels for a
         node group created with a launch template)."""
         labels = {EKS_NODEGROUP_LABEL: self.record.name, EKS_IMAGE_LABEL: self.target.ami["id"]}
-        if self.record.source_template is not None:
+        # With a custom AMI, EKS merges nothing into the user data: the sourceLaunchTemplate* labels come from EKS's
+        # part of it, which such a node group has not (eks/creation.py custom_ami_user_data).
+        if self.record.source_template is not None and not self.record.custom_ami:
             labels[EKS_SOURCE_LT_ID_LABEL] = self.record.source_template["id"]
             labels[EKS_SOURCE_LT_VERSION_LABEL] = str(self.target.source_version)
         return labels
@@ -336,7 +338,7 @@ class VersionUpdate:
     def _succeed(self) -> None:
         record = self.record
         record.version = self.target.ami["kubernetes_version"]
-        record.release_version = self.target.ami["release_version"]
+        record.release_version = record.release_of(self.target.ami)
         record.ami = self.target.ami
         if record.source_template is not None:
             record.source_template["version"] = self.target.source_version

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..bootstrap import OS_AL2, OS_BOTTLEROCKET, os_of_ami_family, parse_user_data
+from ..bootstrap import OS_AL2, OS_BOTTLEROCKET, OS_WINDOWS, os_of_ami_family, parse_user_data
 from . import objects
 from .api import Api
 from .resources import NODES, PODS
@@ -141,7 +141,8 @@ class NodeLifecycle:
         arm = "arm64" in family
         labels = {
             **boot.labels,
-            "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+            # The kubelet's own labels (kubernetes pkg/kubelet/kubelet_node_status.go: runtime.GOOS, GOARCH).
+            "kubernetes.io/hostname": name, "kubernetes.io/os": "windows" if boot.os == OS_WINDOWS else "linux",
             "kubernetes.io/arch": "arm64" if arm else "amd64",
             "topology.kubernetes.io/zone": zone, "topology.kubernetes.io/region": self.region,
             "node.kubernetes.io/instance-type": instance["instance_type"],
@@ -164,8 +165,8 @@ class NodeLifecycle:
         spec: dict[str, Any] = {"providerID": f"aws:///{zone}/{instance['instance_id']}"}
         if taints:
             spec["taints"] = taints
-        os_image = {OS_AL2: "Amazon Linux 2", OS_BOTTLEROCKET: "Bottlerocket OS 1.20.3 (aws-k8s-%s)" % version}.get(
-            boot.os, "Amazon Linux 2023.6.20241111")
+        os_image = {OS_AL2: "Amazon Linux 2", OS_BOTTLEROCKET: "Bottlerocket OS 1.20.3 (aws-k8s-%s)" % version,
+                    OS_WINDOWS: "Windows Server 2022 Datacenter"}.get(boot.os, "Amazon Linux 2023.6.20241111")
         return {
             "apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "labels": labels,
@@ -179,7 +180,7 @@ class NodeLifecycle:
                               {"type": "Hostname", "address": name}],
                 "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
                 "nodeInfo": objects.node_info("arm64" if arm else "amd64", kubelet_version, os_image,
-                                              instance["instance_id"]),
+                                              instance["instance_id"], labels["kubernetes.io/os"]),
                 "images": [],
             },
         }

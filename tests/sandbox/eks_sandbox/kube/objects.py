@@ -173,14 +173,15 @@ DEFAULTERS = {"pods": default_pod, "deployments": default_deployment, "replicase
 
 # -- nodes --
 
-def node_info(architecture: str, kubelet_version: str, os_image: str, seed: str) -> dict[str, str]:
+def node_info(architecture: str, kubelet_version: str, os_image: str, seed: str,
+              operating_system: str = "linux") -> dict[str, str]:
     digest = hashlib.sha256(seed.encode()).hexdigest()
     system_uuid = f"ec2{digest[3:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
     return {"architecture": architecture, "bootID": f"{digest[32:40]}-{digest[40:44]}-{digest[44:48]}-"
                                                     f"{digest[48:52]}-{digest[52:64]}",
             "containerRuntimeVersion": "containerd://1.7.22", "kernelVersion": "6.1.112-122.189.amzn2023.x86_64",
             "kubeProxyVersion": kubelet_version, "kubeletVersion": kubelet_version, "machineID": digest[:32],
-            "operatingSystem": "linux", "osImage": os_image, "systemUUID": system_uuid}
+            "operatingSystem": operating_system, "osImage": os_image, "systemUUID": system_uuid}
 
 
 def node_conditions(ready: bool, reason: str, message: str, *, unknown: bool = False) -> list[dict[str, Any]]:

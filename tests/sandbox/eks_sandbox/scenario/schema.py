@@ -43,16 +43,23 @@ K8S_VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "*")
 AUTOSCALER_TRIGGERS = ("after_seconds", "old_nodes_gone")
 # SPEC K1: who made the node group decides its tags, its launch template's user data and so its node labels.
 NODEGROUP_KINDS = ("managed", "self_managed_eksctl", "self_managed")
-MANAGED_LAUNCH_TEMPLATES = ("eks", "custom")
+# eks: EKS's own template; custom: the user's template, EKS adds the AMI and merges its user data; custom_ami: the
+# user's template names the AMI too (amiType CUSTOM) and carries the whole bootstrap (eks/creation.py).
+MANAGED_LAUNCH_TEMPLATES = ("eks", "custom", "custom_ami")
 SELF_MANAGED_CONVENTIONS = ("terraform", "cloudformation")
 UPDATE_STRATEGIES = ("DEFAULT", "MINIMAL")
 # InstancesDistribution.SpotAllocationStrategy's values (API reference); the sandbox models none of their pricing.
 SPOT_ALLOCATION_STRATEGIES = ("price-capacity-optimized", "capacity-optimized", "capacity-optimized-prioritized",
                               "lowest-price")
-# AMI families, as the SSM public parameters name them (plus bottlerocket/<arch>).
+# AMI families, as the SSM public parameters name them (plus bottlerocket/<arch> and windows/<core|full>-<year>).
 _AMI_FAMILY = re.compile(r"^(amazon-linux-2(-gpu|-arm64)?|amazon-linux-2023/(x86_64|arm64)/[a-z]+|"
-                         r"bottlerocket/(x86_64|arm64))$")
+                         r"bottlerocket/(x86_64|arm64)|windows/(core|full)-(2019|2022|2025))$")
 _RELEASE_DATE = re.compile(r"-v(\d{8})$")
+_BOTTLEROCKET_VERSION = re.compile(r"^bottlerocket-.*-v(\d+\.\d+\.\d+-[0-9a-f]+)$")
+# Windows_Server-2022-English-Core-EKS_Optimized-1.31-2024.11.12: the release "1.31-2024.11.12" ("Retrieve Windows
+# AMI version information": k8s_major_version.k8s_minor_version-release_date; eksctl pkg/ami/auto_resolver.go
+# looks the AMIs up by that name).
+_WINDOWS_RELEASE = re.compile(r"^Windows_Server-.*-EKS_Optimized-(\d+\.\d+-\d{4}\.\d{2}\.\d{2})$")
 _AMI_ID = re.compile(r"^ami-[0-9a-f]{8}([0-9a-f]{9})?$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
@@ -64,7 +71,14 @@ def generated_ami_id(name: str) -> str:
 
 def default_release_version(ami_name: str, kubernetes_version: str) -> str:
     """EKS's release version of an AMI ("1.30.0-20240615"): the AMI's build date is the -vYYYYMMDD suffix of
-    the EKS optimized AMI names (amazon-eks-node-al2023-x86_64-standard-1.30-v20240615)."""
+    the EKS optimized AMI names (amazon-eks-node-al2023-x86_64-standard-1.30-v20240615). A Bottlerocket AMI's is
+    the Bottlerocket version ("1.20.3-5d9ac849", from bottlerocket-aws-k8s-1.30-x86_64-v1.20.3-5d9ac849), which
+    is what SSM's .../latest/image_version publishes and a Bottlerocket node group's releaseVersion reports
+    (eksctl-io/eksctl pkg/ami/ssm_resolver.go MakeManagedSSMParameterName: the managed upgrade compares them);
+    a Windows AMI's is the end of its name (_WINDOWS_RELEASE)."""
+    bottlerocket = _BOTTLEROCKET_VERSION.search(ami_name) or _WINDOWS_RELEASE.search(ami_name)
+    if bottlerocket:
+        return bottlerocket.group(1)
     match = _RELEASE_DATE.search(ami_name)
     build = match.group(1) if match else hashlib.sha256(ami_name.encode()).hexdigest()[:8]
     return f"{kubernetes_version}.0-{build}"
@@ -107,7 +121,8 @@ def read_ami(section: Section) -> dict[str, Any]:
            "recommended": section.raw_value("recommended")}
     if not _AMI_FAMILY.match(ami["family"]):
         raise ScenarioError(f"{section.path_of('family')}: expected amazon-linux-2[-gpu|-arm64], "
-                            f"amazon-linux-2023/<arch>/<variant> or bottlerocket/<arch>, got {ami['family']!r}")
+                            f"amazon-linux-2023/<arch>/<variant>, bottlerocket/<arch> or windows/<core|full>-<year>, "
+                            f"got {ami['family']!r}")
     if ami["release_version"] is None:
         ami["release_version"] = default_release_version(name, ami["kubernetes_version"])
     if ami["recommended"] is not None:

@@ -167,8 +167,35 @@ def test_a_failed_managed_upgrade_reports_the_last_step_of_eks_update():
     report = upgrade_report(run(setup_result=setup_result(kind="managed"), managed_update_step=step,
                                 error=dict(ERROR, phase="eks_update")))
     assert report["eks_update"] == dict(eks_update={"id": "upd-2", "status": "Failed"}, nodegroup={"version": "1.29"},
-                                        progress=None)
+                                        progress=None, evictions=None)
     assert report["status"] == "failed"
+
+
+def managed_run(evictions, pods_to_move=None, step=False):
+    """A managed upgrade whose eks_nodegroup_update counted ``evictions`` (its role's result, or its failed step)."""
+    outcome = dict(eks_update={"id": "upd-3", "status": "Successful"}, nodegroup={"version": "1.30"},
+                   progress={"nodes_updated": 2, "nodes_total": 2}, evictions=evictions)
+    setup = setup_result(kind="managed", launch_template=None, pods_to_move=pods_to_move)
+    if step:
+        return run(setup_result=setup, managed_update_step=dict(failed=True, nodegroup_update=outcome),
+                   error=dict(ERROR, phase="eks_update"))
+    return run(setup_result=setup, managed_update_result=dict(outcome, changed=True))
+
+
+def test_issue29_item3_the_report_of_a_managed_upgrade_counts_the_evictions_eks_made():
+    evictions = dict(pods_evicted=9, nodes_replaced=["node-1", "node-2"], counted=True)
+    report = upgrade_report(managed_run(evictions, pods_to_move={"node-1": 3, "node-2": 2, "node-9": 4}))
+    assert report["pods_evicted"] == 9
+    # The pods that were on the nodes EKS replaced (node-9 was not replaced), moved 9 times in all.
+    assert (report["pods_on_old_nodes"], report["disruptions_per_old_pod"]) == (5, 1.8)
+    failed = upgrade_report(managed_run(evictions, pods_to_move={"node-1": 3, "node-2": 2}, step=True))
+    assert (failed["pods_evicted"], failed["disruptions_per_old_pod"]) == (9, 1.8)
+
+
+def test_evictions_not_counted_are_null_not_zero():
+    report = upgrade_report(managed_run(dict(pods_evicted=2, nodes_replaced=["node-1"], counted=False),
+                                        pods_to_move={"node-1": 3}))
+    assert (report["pods_evicted"], report["pods_on_old_nodes"], report["disruptions_per_old_pod"]) == (None, None, None)
 
 
 def test_a_failure_reports_the_error_with_a_summary():

@@ -85,6 +85,18 @@ def test_a_managed_upgrade_says_what_eks_did_and_nothing_of_nodes_or_pods():
     ]
 
 
+def test_issue29_item3_a_managed_upgrade_says_the_evictions_eks_made():
+    eks = dict(eks_update={"id": "upd-1", "status": "Successful"}, nodegroup={"release_version": "r2", "version": "1.30"},
+               progress={"nodes_updated": 4, "nodes_total": 4},
+               evictions=dict(pods_evicted=9, nodes_replaced=["n1", "n2"], counted=True))
+    assert upgrade_summary(managed(eks_update=eks, disruptions_per_old_pod=1.8))[1] == (
+        "EKS update upd-1: Successful; release r2, Kubernetes 1.30; 4 of 4 nodes on the launch template version EKS "
+        "set; 9 pod(s) evicted by EKS, 1.8 per pod on the old nodes.")
+    eks["evictions"] = dict(pods_evicted=0, nodes_replaced=[], counted=False)
+    assert upgrade_summary(managed(eks_update=eks))[1].endswith(
+        "; EKS's evictions not counted (the cluster could not be watched).")
+
+
 def test_a_managed_group_already_on_the_target_needs_no_eks_update():
     eks = dict(eks_update=None, nodegroup={"release_version": "r2", "version": "1.30"}, progress=None)
     assert upgrade_summary(managed(eks_update=eks))[1] == (

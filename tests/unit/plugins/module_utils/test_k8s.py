@@ -257,7 +257,7 @@ def test_unrelated_errors_pass_through():
 
 
 @pytest.mark.parametrize("module, imports_kubernetes", [
-    ("launch_template_version", False), ("nodegroup_lease", False), ("eks_nodegroup_update", False),
+    ("launch_template_version", False), ("nodegroup_lease", False), ("eks_nodegroup_update", True),
     ("node_drain", True)])
 def test_only_the_modules_that_reach_kubernetes_import_its_client(module, imports_kubernetes):
     """Importing the client costs about 0.6 s of CPU per module run: the modules that never reach Kubernetes

@@ -63,7 +63,37 @@ def test_every_amazon_linux_ami_type_of_the_eks_model_has_a_family():
 def test_release_version_parameter():
     assert mt.release_version_ssm_parameter("AL2023_ARM_64_STANDARD", "1.31") == \
         "/aws/service/eks/optimized-ami/1.31/amazon-linux-2023/arm64/standard/recommended/release_version"
-    assert mt.release_version_ssm_parameter("BOTTLEROCKET_ARM_64", "1.31") is None
+    assert mt.release_version_ssm_parameter("WINDOWS_FULL_2019_x86_64", "1.31") == \
+        "/aws/service/ami-windows-latest/Windows_Server-2019-English-Full-EKS_Optimized-1.31/image_id"
+    assert mt.release_version_ssm_parameter("CUSTOM", "1.31") is None
+    assert mt.release_in_image_name("WINDOWS_CORE_2025_x86_64") and not mt.release_in_image_name("BOTTLEROCKET_x86_64")
+
+
+def test_windows_release_from_the_ami_name():
+    assert mt.windows_release("Windows_Server-2022-English-Core-EKS_Optimized-1.31-2024.11.12") == "1.31-2024.11.12"
+    assert mt.windows_release("Windows_Server-2022-English-Core-EKS_Optimized-1.31") is None
+    assert mt.windows_release(None) is None
+
+
+def test_every_ami_type_of_the_eks_model_but_custom_has_a_release_parameter():
+    """A new amiType in botocore's EKS model must not silently lose the K5 release check (issue 29 item 3)."""
+    ami_types = botocore.session.get_session().get_service_model("eks").shape_for("AMITypes").enum
+    assert [ami_type for ami_type in ami_types if not mt.release_version_ssm_parameter(ami_type, "1.31")] == ["CUSTOM"]
+
+
+@pytest.mark.parametrize("ami_type, parameter", [
+    ("BOTTLEROCKET_ARM_64", "/aws/service/bottlerocket/aws-k8s-1.31/arm64/latest/image_version"),
+    ("BOTTLEROCKET_x86_64_NVIDIA", "/aws/service/bottlerocket/aws-k8s-1.31/x86_64/latest/image_version"),
+    ("BOTTLEROCKET_x86_64_FIPS", "/aws/service/bottlerocket/aws-k8s-1.31-fips/x86_64/latest/image_version"),
+    ("BOTTLEROCKET_ARM_64_NVIDIA_FIPS", "/aws/service/bottlerocket/aws-k8s-1.31-fips/arm64/latest/image_version"),
+])
+def test_issue29_item3_bottlerocket_kubernetes_version_of_the_group_reads_the_newest_release(ami_type, parameter):
+    """A Bottlerocket group on 1.31 asked for 1.31 is on target only on the release SSM publishes as image_version
+    (eksctl's MakeManagedSSMParameterName), not whenever the version matches."""
+    assert mt.release_version_ssm_parameter(ami_type, "1.31") == parameter
+    group = nodegroup(amiType=ami_type, version="1.31", releaseVersion="1.20.3-5d9ac849")
+    target = mt.resolve_target(options(kubernetes_version="1.31"), group, "1.31")
+    assert target["ssm_parameter"] == parameter
 
 
 # --- The target -----------------------------------------------------------------------------------------
@@ -73,9 +103,10 @@ def test_kubernetes_version_target():
     assert target == dict(option="kubernetes_version", value="1.31", request={"version": "1.31"},
                           ssm_parameter="/aws/service/eks/optimized-ami/1.31/amazon-linux-2023/x86_64/standard/"
                           "recommended/release_version")
-    bottlerocket = mt.resolve_target(options(kubernetes_version="1.31"), nodegroup(amiType="BOTTLEROCKET_x86_64"),
-                                     "1.31")
-    assert bottlerocket["ssm_parameter"] is None
+    windows = mt.resolve_target(options(kubernetes_version="1.31"), nodegroup(amiType="WINDOWS_CORE_2022_x86_64"),
+                                "1.31")
+    assert windows["ssm_parameter"] == \
+        "/aws/service/ami-windows-latest/Windows_Server-2022-English-Core-EKS_Optimized-1.31/image_id"
 
 
 def test_k6_a_version_newer_than_the_control_plane_is_refused():

@@ -114,9 +114,12 @@ def test_config_updates_to_what_is_asked_are_ours(params, wanted, ours):
 
 @pytest.mark.parametrize("group, target, expected_release", [
     (nodegroup(version="1.31", releaseVersion="1.31.3-20250103"), KUBERNETES_131, "1.31.3-20250103"),
-    # No SSM release for the family: the version decides.
+    # Bottlerocket: on the release SSM publishes as image_version (issue 29 item 3).
     (nodegroup(version="1.31", amiType="BOTTLEROCKET_x86_64", releaseVersion="1.20.1-7c3e9198"), KUBERNETES_131,
-     None),
+     "1.20.1-7c3e9198"),
+    # No release known (a Windows AMI whose name does not say it): the version decides.
+    (nodegroup(version="1.31", amiType="WINDOWS_CORE_2022_x86_64", releaseVersion="1.31-2024.11.12"),
+     KUBERNETES_131, None),
     (nodegroup(releaseVersion="1.30.8-20241205"), RELEASE, None),
     (with_custom_lt(lt_version="7"), LT_7, None),
 ])
@@ -127,6 +130,12 @@ def test_k5_a_group_on_the_target_has_nothing_to_do(group, target, expected_rele
     assert "already on the target" in plan["message"]
     # The updateConfig only matters to an update: none is changed when there is nothing to update.
     assert (plan["config_update"], plan["version_update"]) == (None, None)
+
+
+def test_a_bottlerocket_group_on_its_version_starts_when_ssm_has_a_newer_release():
+    group = nodegroup(version="1.31", amiType="BOTTLEROCKET_x86_64", releaseVersion="1.20.1-7c3e9198")
+    plan = mu.plan_managed_update(group, KUBERNETES_131, DEFAULT_CONFIG, [], expected_release="1.26.2-360b7a38")
+    assert plan["action"] == "start" and plan["version_update"]["version"] == "1.31"
 
 
 def test_the_version_alone_is_not_the_target_when_eks_has_a_newer_release():

@@ -18,7 +18,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils import managed_up
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.modules import eks_nodegroup_update
 
-from ..fakes import FakeClock
+from ..fakes import FakeClock, FakeCluster, make_pod, node
 from ..moto_nodegroup import moto_client, run_module_in_process
 
 CLUSTER = "demo"
@@ -33,6 +33,7 @@ CREATED = datetime.datetime(2025, 1, 6, 9, 30, tzinfo=datetime.timezone.utc)
 NAMES = dict(clusterName=CLUSTER, nodegroupName=NODEGROUP)
 UPDATE_NAMES = dict(name=CLUSTER, nodegroupName=NODEGROUP)
 BASE = dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP, poll_interval=15)
+BLOCKED_NODE = "ip-192-168-1-20.us-west-2.compute.internal"
 
 
 def assert_enums_valid(value, shape, path):
@@ -101,9 +102,16 @@ def clock():
 
 
 @pytest.fixture
-def run(aws, clock, capsys):
+def kube():
+    """The cluster's API, read after a PodEvictionFailure (the pods on the nodes EKS names and their budgets)."""
+    return FakeCluster(nodes=[node(BLOCKED_NODE)])
+
+
+@pytest.fixture
+def run(aws, clock, kube, capsys):
     def run_it(check=False, diff=False, **args):
         with mock.patch.object(EksopsModule, "aws", lambda self, service: aws.aws(service)), \
+                mock.patch.object(EksopsModule, "core_v1", lambda self: kube), \
                 mock.patch.object(managed_update_step, "SYSTEM_CLOCK", clock):
             return run_module_in_process(eks_nodegroup_update.main, dict(BASE, **args), capsys, check=check,
                                          diff=diff)
@@ -422,11 +430,17 @@ def test_check_mode_shows_the_plan_and_calls_no_update(aws, run):
 
 # --- EKS's failures and wait_timeout --------------------------------------------------------------------------
 
-def test_a_failed_update_fails_with_eks_error_code_and_message(aws, run):
+def test_a_failed_update_fails_with_eks_error_code_and_message(aws, run, kube):
+    """Issue 29 item 3: EKS names the node only; the module names the pod and the budget that held it there."""
+    kube.pods.put(make_pod("billing-7f9c", node=BLOCKED_NODE, labels={"app": "billing"}))
+    kube.pods.put(make_pod("aws-node-x2", node=BLOCKED_NODE, owner="DaemonSet"))
+    kube.pdbs.put({"metadata": {"name": "billing", "namespace": "default"},
+                   "spec": {"selector": {"matchLabels": {"app": "billing"}}, "minAvailable": 1},
+                   "status": {"disruptionsAllowed": 0, "currentHealthy": 1, "desiredHealthy": 1}})
     update_id = "fa110000-0000-4000-8000-000000000005"
     errors = [{"errorCode": "PodEvictionFailure",
                "errorMessage": "Reached max retries while trying to evict pods from nodes in node group workers",
-               "resourceIds": ["ip-192-168-1-20.us-west-2.compute.internal"]}]
+               "resourceIds": [BLOCKED_NODE]}]
     expect_reads(aws)
     aws.expect("eks", "update_nodegroup_version", eks_update(update_id, Version="1.31"),
                dict(NAMES, force=False, version="1.31"))
@@ -439,6 +453,10 @@ def test_a_failed_update_fails_with_eks_error_code_and_message(aws, run):
     assert result["failed"] is True and result["code"] == "PodEvictionFailure", result
     assert "Reached max retries while trying to evict pods from nodes in node group workers" in result["msg"]
     assert "ip-192-168-1-20.us-west-2.compute.internal" in result["msg"]
+    assert ("node %s: 1 pod(s) could not be evicted: default/billing-7f9c (PodDisruptionBudget billing allows no "
+            "disruption; PodDisruptionBudget billing)" % BLOCKED_NODE) in result["msg"], result["msg"]
+    assert result["blocking_pods"] == {BLOCKED_NODE: [dict(pod="default/billing-7f9c", pdb="billing",
+                                                           reason="PodDisruptionBudget billing allows no disruption")]}
     assert result["changed"] is True and result["nodegroup_update"]["finished"] is False
     assert result["nodegroup_update"]["eks_update"]["status"] == "Failed" and result["nodegroup_update"]["eks_update"]["errors"][0]["error_code"] == \
         "PodEvictionFailure"
@@ -493,7 +511,7 @@ def test_documentation_matches_the_argument_spec():
 
     from ..module_docs import assert_docs_match_spec
 
-    assert_docs_match_spec(eks_nodegroup_update, merged_argument_spec(managed_update_step.ARGUMENT_SPEC))
+    assert_docs_match_spec(eks_nodegroup_update, merged_argument_spec(managed_update_step.ARGUMENT_SPEC, uses_k8s=True))
 
 
 def test_return_after_hands_back_progress_before_wait_timeout(aws, run, clock):
@@ -572,3 +590,41 @@ def test_an_unknown_update_id_is_refused_naming_it(aws, run):
                      dict(UPDATE_NAMES, updateId="nope"))
     result = run(kubernetes_version="1.31", update_id="nope")
     assert result["failed"] and result["parameter"] == "update_id", result
+
+
+# --- Issue 29 item 3: Windows groups move to the newest release of their version ------------------------------
+
+SSM_WINDOWS_131 = "/aws/service/ami-windows-latest/Windows_Server-2022-English-Core-EKS_Optimized-1.31/image_id"
+WINDOWS_AMI = "ami-0a1b2c3d4e5f60718"
+
+
+def expect_windows_release(aws, image_name):
+    aws.expect("ssm", "get_parameter", ssm_parameter(SSM_WINDOWS_131, WINDOWS_AMI), {"Name": SSM_WINDOWS_131})
+    aws.expect("ec2", "describe_images", {"Images": [{"ImageId": WINDOWS_AMI, "Name": image_name}]},
+               {"ImageIds": [WINDOWS_AMI]})
+
+
+@pytest.mark.parametrize("release, action", [("1.31-2024.10.08", "start"), ("1.31-2024.11.12", "none")])
+def test_issue29_item3_windows_kubernetes_version_of_the_group_moves_to_the_newest_release(aws, run, release, action):
+    group = nodegroup(version="1.31", releaseVersion=release, amiType="WINDOWS_CORE_2022_x86_64")
+    expect_reads(aws, group=group, release=None)
+    # The SSM parameter names the newest AMI; its name holds the release.
+    expect_windows_release(aws, "Windows_Server-2022-English-Core-EKS_Optimized-1.31-2024.11.12")
+    expect_progress(aws)
+    result = run(check=True, kubernetes_version="1.31")
+    assert not result.get("failed"), result
+    plan = result["nodegroup_update"]["plan"]
+    assert (plan["action"], plan["expected_release_version"]) == (action, "1.31-2024.11.12")
+    assert result["changed"] is (action == "start") and aws.update_calls == []
+    aws.assert_all_used()
+
+
+def test_a_windows_ami_whose_name_does_not_say_its_release_leaves_the_version_to_decide_and_says_so(aws, run):
+    group = nodegroup(version="1.31", releaseVersion="1.31-2024.10.08", amiType="WINDOWS_CORE_2022_x86_64")
+    expect_reads(aws, group=group, release=None)
+    expect_windows_release(aws, "my-renamed-copy")
+    expect_progress(aws)
+    result = run(check=True, kubernetes_version="1.31")
+    assert result["nodegroup_update"]["plan"]["action"] == "none", result
+    assert "cannot be read from its name 'my-renamed-copy'" in str(result["warnings"])
+    aws.assert_all_used()
