@@ -72,6 +72,10 @@ FIELDS = (
     # recomputed by a rerun: the numbers the group ends with under the schedule ``once``.
     ("schedule", _STR),
     ("start_per_az", _COUNTS),
+    # Issue 29 item 4: the MinSize and MaxSize the upgrade last set, one tag ``min_size=n,max_size=m`` with the sizes
+    # it changed (recorded before the change): at the restore, a size that is neither this nor the original was
+    # changed by someone else, and is kept.
+    ("sizes_set", _COUNTS),
 )
 FIELD_NAMES = tuple(name for name, _kind in FIELDS)
 _FIELD_KINDS = dict(FIELDS)
@@ -225,6 +229,13 @@ class Journal:
                             target_image_id=target_image_id,
                             previous_launch_template_version=self.previous_launch_template_version
                             or previous_launch_template_version)
+
+    def size_set(self, size: str, value: int, before: int) -> Journal:
+        """Issue 29 item 4: the journal once the upgrade sets ``size`` (min_size, max_size) from ``before`` to
+        ``value``, recorded in sizes_set (itself when the size does not change)."""
+        if value == before:
+            return self
+        return self.replace(sizes_set=dict(self.sizes_set or {}, **{size: value}))
 
     def adopt_desired_capacity(self, desired_now: int) -> Journal:
         """Issue 10 item 23 (accept_current_capacity): keep the change someone else made to the desired capacity.

@@ -226,6 +226,12 @@ def terminate(module: Any, group: NodegroupRef, journal: Journal | None, to_term
         # from scale-in like every node of the upgrade (issue 10 item 22).
         set_scale_in_protection(autoscaling, group.asg, True)
     if after["min_size"] != before["min_size"]:
+        # Lowered only in an upgrade (sizes_after): recorded first, with the MinSize to restore when the journal
+        # has none yet, so that the restore can tell this MinSize from one set by hand (issue 29 item 4).
+        journal = journal.replace(original_min_size=before["min_size"] if journal.original_min_size is None
+                                  else journal.original_min_size).size_set("min_size", after["min_size"],
+                                                                           before["min_size"])
+        write_journal(autoscaling, name, journal)
         autoscaling_api.update_sizes(autoscaling, name, min_size=after["min_size"])
     raced = [i for i in to_terminate if not terminate_or_gone(autoscaling, ec2, name, i, decrement)]
     if raced:

@@ -150,6 +150,7 @@ def test_decrement_below_min_size_needs_a_journal(world, run):
     assert sizes(world) == (2, 12, 2)
     journal = Journal.from_tags(world.asg()["Tags"])
     assert journal.desired_capacity_set == 2 and journal.original_min_size == 4  # C3 bookkeeping
+    assert journal.sizes_set == {"min_size": 2}  # issue 29 item 4: the restore tells it from a MinSize set by hand
 
 
 def test_without_decrement_the_journal_is_untouched(world, run):

@@ -110,6 +110,13 @@ def test_max_size_is_raised_only_when_the_surge_needs_it(world, run):
     assert not result.get("failed"), result
     assert sizes(world) == (0, 14, 14)
     assert result["surge"]["before"]["max_size"] == 12
+    # Issue 29 item 4: recorded, so that the restore can tell it from a MaxSize set by hand.
+    assert Journal.from_tags(world.asg()["Tags"]).sizes_set == {"max_size": 14}
+
+
+def test_issue29_a_max_size_the_surge_leaves_alone_is_not_recorded_as_set(world, run):
+    assert not run(max_unavailable=8).get("failed")
+    assert sizes(world) == (0, 12, 12) and Journal.from_tags(world.asg()["Tags"]).sizes_set is None
 
 
 def test_crash_after_the_journal_resumes_without_double_surge(world, run):

@@ -486,9 +486,9 @@ def test_issue29_item2_an_active_instance_refresh_is_refused_before_any_change(
         assert not result.get("failed") and result["changed"], result
 
 
-@pytest.mark.parametrize("extra_tags, refused", [(28, False), (29, True)])
+@pytest.mark.parametrize("extra_tags, refused", [(27, False), (28, True)])
 def test_issue29_item2_w3_the_tag_budget_is_checked_before_any_change(capsys, extra_tags, refused):
-    """W3: the journal (18 fields) and the lease take up to 19 tags; the group has 3 of its own here, plus these."""
+    """W3: the journal (19 fields) and the lease take up to 20 tags; the group has 3 of its own here, plus these."""
     with mock_aws():
         world = MotoNodegroup(asg_tags=dict(("team/tag-%02d" % index, "x") for index in range(extra_tags)))
         before = state(world)
@@ -497,7 +497,7 @@ def test_issue29_item2_w3_the_tag_budget_is_checked_before_any_change(capsys, ex
             assert state(world) == before
     if refused:
         assert result["failed"] and result["code"] == "TagLimitExceeded", result
-        assert (result["tags"], result["tags_needed"], result["tag_limit"]) == (32, 19, 50)
+        assert (result["tags"], result["tags_needed"], result["tag_limit"]) == (31, 20, 50)
         assert "Remove at least 1 of its tags" in result["msg"] and result["msg"].endswith("Nothing was changed.")
     else:
         assert not result.get("failed") and result["changed"], result
