@@ -16,7 +16,7 @@ from moto.ec2.models.instances import InstanceState as Ec2InstanceState
 
 from . import lifecycle
 from .activities import FAILED, IN_PROGRESS, aws_time, launch_failure_message, record_activity, utcnow
-from .moto_patches import LIVE_LIFECYCLE_STATES, suspended_process_names
+from .moto_patches import LIVE_LIFECYCLE_STATES, resolve_image_id, suspended_process_names
 
 __all__ = ["CapacityReconciler", "launch_template_version_of"]
 
@@ -159,7 +159,7 @@ class CapacityReconciler:
         template = group.ec2_launch_template
         if template is None:
             return None
-        image = self.ec2.amis.get(template.get_version(group.launch_template_version).image_id)
+        image = self.ec2.amis.get(self._image_id(template.get_version(group.launch_template_version).image_id))
         supported = (INSTANCE_TYPES.get(self._instance_type(group)) or {}).get("ProcessorInfo", {}).get(
             "SupportedArchitectures")
         if image is None or not supported or image.architecture in supported:
@@ -168,8 +168,15 @@ class CapacityReconciler:
 
     def _architecture_mismatch(self, group: FakeAutoScalingGroup) -> str | None:
         """EC2's RunInstances refuses an AMI of an architecture the instance type does not support:
-        InvalidParameterValue."""
+        InvalidParameterValue; and an ImageId resolve:ssm:<parameter> whose parameter does not exist."""
+        template = group.ec2_launch_template
+        if template is not None and self._image_id(template.get_version(group.launch_template_version).image_id) is None:
+            return "InvalidParameter"
         return "InvalidParameterValue" if self._architectures(group) else None
+
+    def _image_id(self, image_id: str) -> str | None:
+        """The AMI a launch runs: a resolve:ssm: ImageId resolved at this launch (moto_patches (p))."""
+        return resolve_image_id(self.ec2.account_id, self.region, image_id)
 
     def _instance_type(self, group: FakeAutoScalingGroup) -> str:
         return group.instance_type or "m1.small"
@@ -181,7 +188,8 @@ class CapacityReconciler:
         if template is not None:
             version = template.get_version(group.launch_template_version)
             tags.update(version.instance_tags)
-            image_id, user_data, security_groups = version.image_id, version.user_data, version.security_groups
+            image_id, user_data, security_groups = self._image_id(version.image_id), version.user_data, \
+                version.security_groups
             launch_template = {"LaunchTemplateId": template.id, "Version": str(version.number)}
         else:
             config = group.launch_config
