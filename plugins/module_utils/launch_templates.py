@@ -29,10 +29,27 @@ def pin_asg_launch_template(autoscaling: Any, asg: Mapping[str, Any], lt_id: str
                                         mixed=asg_launch_template_spec(asg)["mixed"])
 
 
+# EC2 User Guide, "Use a Systems Manager parameter instead of an AMI ID": a launch template's ImageId may name a
+# parameter, resolved to an AMI id at each launch.
+SSM_IMAGE_PREFIX = "resolve:ssm:"
+# Ours, not AWS's: the ImageId a version gives as a parameter, kept in its description next to the AMI id it resolves to.
+IMAGE_ALIAS = "ImageAlias"
+
+
 def describe_lt_version(ec2: Any, lt_id: str, version: int | str, parameter: str = "version") -> dict[str, Any]:
-    """One launch template version (number, "$Latest" or "$Default"); ResourceNotFound naming ``parameter``."""
+    """One launch template version (number, "$Latest" or "$Default"); ResourceNotFound naming ``parameter``. Issue 29
+    item 4: an ImageId given as a Systems Manager parameter is described as the AMI id it resolves to now
+    (ResolveAlias), which is what the next launch runs; the parameter is kept as IMAGE_ALIAS."""
+    described = _describe_lt_version(ec2, lt_id, version, parameter, False)
+    alias = lt_version_image(described)
+    if not (alias or "").startswith(SSM_IMAGE_PREFIX):
+        return described
+    return dict(_describe_lt_version(ec2, lt_id, version, parameter, True), **{IMAGE_ALIAS: alias})
+
+
+def _describe_lt_version(ec2: Any, lt_id: str, version: int | str, parameter: str, resolve_alias: bool) -> dict[str, Any]:
     try:
-        described = ec2_api.describe_launch_template_version(ec2, lt_id, version)
+        described = ec2_api.describe_launch_template_version(ec2, lt_id, version, resolve_alias)
     except UpgradeError as err:
         if err.code == NOT_FOUND or "NotFound" in err.details.get("aws_error_code", ""):
             raise not_found(parameter, "Launch template %s has no version %s (%s)" % (lt_id, version, parameter),

@@ -551,3 +551,19 @@ def test_issue29_item4_an_ami_whose_bootstrap_the_user_data_is_not_for_is_refuse
     assert result["failed"] and (result["code"], result["parameter"]) == ("InvalidParameter", "image_id"), result
     assert (result["image_os"], result["user_data_os"]) == ("Amazon Linux 2023", "Amazon Linux 2")
     assert "would never join" in result["msg"] and state(world) == before
+
+
+def test_issue29_the_diff_says_which_ami_comes_from_a_resolve_ssm_parameter():
+    """Issue 29 item 4: the diff shows the AMI a resolve:ssm: version resolves to, the parameter beside it, and that
+    a version this run creates names the target AMI's id (no parameter)."""
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.launch_template_step import image_aliases
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.launch_templates import IMAGE_ALIAS
+
+    current = {"VersionNumber": 2, "LaunchTemplateData": {"ImageId": "ami-0a"}, IMAGE_ALIAS: "resolve:ssm:/p"}
+    created = image_aliases({}, {}, dict(create=True, target_version=3), True, current, current, None)
+    assert (created["before"]["image_alias"], created["after"]["image_alias"]) == ("resolve:ssm:/p", None)
+    kept = image_aliases({}, {}, dict(create=False, target_version=2), False, current, current, None)
+    assert kept["after"]["image_alias"] == "resolve:ssm:/p"
+    plain = {"VersionNumber": 2, "LaunchTemplateData": {"ImageId": "ami-0a"}}
+    assert image_aliases({}, {}, dict(create=True, target_version=3), True, plain, plain, None) == dict(
+        before={}, after={})
