@@ -8,25 +8,14 @@ nodes still old."""
 from __future__ import annotations
 
 import json
-import subprocess
-import time
 
 from asg_helpers import journal_tags, workers_asg
 from nodegroup_state import nodegroup_nodes
-from sandbox_helpers import BIN_DIR, OWNER_REVERT_ACCEPTED, REPO_ROOT, ansible_env, run_playbook
+from sandbox_helpers import REPO_ROOT, run_playbook, running_playbook, wait_for
 
 # Every pod here can move without breaking a budget (test_desired_capacity_lowered.py).
 SCENARIO = "rolling"
 PLAYBOOK = REPO_ROOT / "playbooks" / "upgrade_nodegroup.yml"
-
-
-def wait_for(predicate, timeout, what):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return
-        time.sleep(0.3)
-    raise AssertionError("timed out waiting for " + what)
 
 
 def upgrade_vars(report_path):
@@ -44,11 +33,7 @@ def point_at(sandbox, asg, version):
 def test_issue29_a_launch_template_version_set_back_by_hand_mid_upgrade(sandbox, tmp_path):
     old = {i["InstanceId"] for i in workers_asg(sandbox)["Instances"]}
     report_path = tmp_path / "report.json"
-    upgrade = subprocess.Popen(  # pylint: disable=consider-using-with
-        [str(BIN_DIR / "ansible-playbook"), str(PLAYBOOK),
-         "-e", json.dumps({**OWNER_REVERT_ACCEPTED, **upgrade_vars(report_path)})], env=ansible_env(sandbox),
-        cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
+    with running_playbook(sandbox, PLAYBOOK, upgrade_vars(report_path)) as upgrade:
         # The new nodes are Ready: someone points the group back at the version it had before the upgrade.
         wait_for(lambda: journal_tags(workers_asg(sandbox)).get("phase") == "upgrade", 300, "the upgrade phase")
         asg = workers_asg(sandbox)
@@ -57,9 +42,6 @@ def test_issue29_a_launch_template_version_set_back_by_hand_mid_upgrade(sandbox,
         point_at(sandbox, asg, previous)
         members = {i["InstanceId"] for i in asg["Instances"]}
         output = upgrade.communicate(timeout=600)[0]
-    finally:
-        if upgrade.poll() is None:
-            upgrade.kill()
     assert upgrade.returncode != 0, output[-3000:]
     error = json.loads(report_path.read_text())["error"]
     assert error["code"] == "LaunchTemplateVersionChanged", error

@@ -8,13 +8,11 @@ parameter is displayed" (default false)."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from eks_sandbox.scenario.loader import load_scenario
 
-from harness import asg, aws_running, describe_group, valid
+from harness import asg, aws_running, describe_group, tick_until, valid
 
 TIMINGS = {"instance_pending_seconds": 0.05, "instance_shutdown_seconds": 0.05}
 OLD, NEW = "eks-node-1.29-v1", "eks-node-1.30-v1"
@@ -29,14 +27,6 @@ def sim():
         "nodegroups": [{"name": "workers", "ami": OLD, "min_size": 1, "max_size": 12, "desired_capacity": 2}],
     })) as started:
         yield started
-
-
-def tick_until(sim, condition, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        sim.tick()
-        time.sleep(0.01)
 
 
 def launched_images(sim):
