@@ -80,7 +80,8 @@ _value:
       replacement landing in another Availability Zone than the one that needs it; C(decrements) counts the
       terminations that lowered the desired capacity; C(surplus_marked) the new nodes the scale-up marked surplus;
       C(surplus_nodes_with_pods) how many surplus nodes held pods to move at the scale-down (0 under C(once)).
-    - C(restored) has the sizes and processes the scale-down restored (null when it restored nothing);
+    - C(restored) has the sizes and processes the scale-down restored (null when it restored nothing), and in
+      C(kept_sizes) the MinSize or MaxSize someone changed during the upgrade, which it kept (issue 29 item 4);
       C(error) is the run's error with a one-line C(summary).
   type: dict
   sample:
@@ -203,7 +204,8 @@ def _pdb_wait_seconds(drained: Mapping[str, Mapping[str, Any]]) -> float | None:
 def _restored(scale_down: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if scale_down is None or scale_down["autoscaler_detected"] or not scale_down.get("journal_found"):
         return None
-    return dict(sizes=scale_down["after"], resumed_processes=scale_down["resumed_processes"])
+    return dict(sizes=scale_down["after"], resumed_processes=scale_down["resumed_processes"],
+                kept_sizes=scale_down["kept_sizes"])
 
 
 def _surge(run: Mapping[str, Any]) -> dict[str, Any]:

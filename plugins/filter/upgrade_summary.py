@@ -135,8 +135,15 @@ def _restored_line(restored: Mapping[str, Any] | None) -> str | None:
     if not restored:
         return None
     sizes = restored["sizes"]
-    return "Restored: min/max/desired %s/%s/%s, resumed processes: %s." % (
+    line = "Restored: min/max/desired %s/%s/%s, resumed processes: %s." % (
         sizes["min_size"], sizes["max_size"], sizes["desired_capacity"], ", ".join(restored["resumed_processes"]) or "none")
+    kept = restored["kept_sizes"]
+    if kept:
+        line += " KEPT, changed by someone else during the upgrade: %s." % ", ".join(
+            "%s %s (before the upgrade %s, the upgrade set %s)" % (
+                change["aws_name"], change["found"], change["before_upgrade"], change["set_by_upgrade"])
+            for change in kept)
+    return line
 
 
 def _failed_pod(pod: Mapping[str, Any]) -> str:

@@ -24,7 +24,10 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, parse_utc_iso, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import claim
-from ansible_collections.eksops.nodegroup.plugins.module_utils.launch_templates import target_lt_version
+from ansible_collections.eksops.nodegroup.plugins.module_utils.launch_templates import (
+    check_launch_template_unmoved,
+    target_lt_version,
+)
 from ansible_collections.eksops.nodegroup.plugins.module_utils.mixed_instances import override_images
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import asg_launch_template
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import autoscaler_changed, split_old_new
@@ -225,8 +228,11 @@ def resolve_target(ec2: Any, asg: Mapping[str, Any], journal: Journal | None, im
     """What new nodes run: {launch_template_id, launch_template_version (int), image_id, override_images}.
 
     The options win, then the journal's target, then the launch template version the ASG points at;
-    override_images: what the mixed instances overrides of an AMI or template of their own launch (SPEC W2).
+    override_images: what the mixed instances overrides of an AMI or template of their own launch (SPEC W2). Issue 29
+    item 4: LaunchTemplateVersionChanged when the ASG no longer launches from the journal's target (its new nodes
+    would never count as new).
     """
+    check_launch_template_unmoved(ec2, asg, journal)
     lt_id, asg_version = asg_launch_template(asg)
     version = launch_template_version or (journal.target_launch_template_version if journal else None)
     # A version from the journal is the ASG's business: a missing one names asg_name, not the option.

@@ -24,6 +24,10 @@ LOAD_BALANCER_DEREGISTRATION_TIMEOUT = "LoadBalancerDeregistrationTimeout"
 # Ec2LaunchTemplateVersionMismatch is a health issue of a managed node group; people who see both must not
 # take one for the other.)
 UPGRADE_TARGET_CONFLICT = "UpgradeTargetConflict"
+# Not an EKS code: the group's launch template reference no longer is the target its upgrade journal records
+# (someone set the version back during the upgrade, issue 29 item 4); new instances would start with the old
+# configuration, so the upgrade stopped before its next change.
+LAUNCH_TEMPLATE_VERSION_CHANGED = "LaunchTemplateVersionChanged"
 # Not an EKS code: the preflight found what would make the upgrade fail half-way (the cluster autoscaler deleting
 # a node of the group), so nothing was changed (issue 10 item 5).
 PREFLIGHT_BLOCKED = "PreflightBlocked"

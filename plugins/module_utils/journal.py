@@ -3,10 +3,10 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The upgrade journal: what an upgrade changed, recorded on the ASG as tags before the change is made.
 
-Five tags (TAG_GROUPS), so that it fits Auto Scaling's 50 tags beside the owner's (SPEC W3) and a person can still
+Six tags (TAG_GROUPS), so that it fits Auto Scaling's 50 tags beside the owner's (SPEC W3) and a person can still
 read it in the console: ``eksops.nodegroup/run``, ``/sizes`` and ``/target`` hold ``field=value`` pairs joined by
-``;``, ``/suspended_processes`` and ``/start_per_az`` one field each. A journal an earlier release wrote, one tag
-per field, is read all the same and replaced at the next write. A rerun after a crash reads it and resumes; scale-down reads it to restore. Nodes we cordoned carry the annotation
+``;``; ``/suspended_processes``, ``/start_per_az`` and ``/sizes_set`` one field each. A journal an earlier release
+wrote, one tag per field, is read all the same and replaced at the next write. A rerun after a crash reads it and resumes; scale-down reads it to restore. Nodes we cordoned carry the annotation
 CORDONED_BY_ANNOTATION instead (node state lives on nodes): the run id and what that run set (drain.py).
 
 The phase is the state machine of an upgrade, and it names the phase a rerun resumes in:
@@ -74,6 +74,10 @@ FIELDS = (
     # recomputed by a rerun: the numbers the group ends with under the schedule ``once``.
     ("schedule", _STR),
     ("start_per_az", _COUNTS),
+    # Issue 29 item 4: the MinSize and MaxSize the upgrade last set, one tag ``min_size=n,max_size=m`` with the sizes
+    # it changed (recorded before the change): at the restore, a size that is neither this nor the original was
+    # changed by someone else, and is kept.
+    ("sizes_set", _COUNTS),
 )
 FIELD_NAMES = tuple(name for name, _kind in FIELDS)
 _FIELD_KINDS = dict(FIELDS)
@@ -87,6 +91,7 @@ TAG_GROUPS = (
                 "target_image_id")),
     ("suspended_processes", ("suspended_processes",)),
     ("start_per_az", ("start_per_az",)),
+    ("sizes_set", ("sizes_set",)),
 )
 # The tags of an earlier release's journal, one per field, that no TAG_GROUPS tag reuses.
 LEGACY_KEYS = tuple(TAG_PREFIX + name for name in FIELD_NAMES if name not in dict(TAG_GROUPS))
@@ -262,6 +267,13 @@ class Journal:
                             target_image_id=target_image_id,
                             previous_launch_template_version=self.previous_launch_template_version
                             or previous_launch_template_version)
+
+    def size_set(self, size: str, value: int, before: int) -> Journal:
+        """Issue 29 item 4: the journal once the upgrade sets ``size`` (min_size, max_size) from ``before`` to
+        ``value``, recorded in sizes_set (itself when the size does not change)."""
+        if value == before:
+            return self
+        return self.replace(sizes_set=dict(self.sizes_set or {}, **{size: value}))
 
     def adopt_desired_capacity(self, desired_now: int) -> Journal:
         """Issue 10 item 23 (accept_current_capacity): keep the change someone else made to the desired capacity.

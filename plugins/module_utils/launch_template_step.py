@@ -41,6 +41,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.launch_templates 
     describe_image,
     describe_launch_template,
     describe_lt_version,
+    IMAGE_ALIAS,
     journal_conflict,
     lt_version_image,
     pin_asg_launch_template,
@@ -357,13 +358,26 @@ def run(module: Any) -> dict[str, Any]:
                   launch_template=launch_template)
     after_version = str(plan["target_version"]) if pin else spec["version"]
     suspended_before = sorted(suspended_process_names(asg))
-    return module.with_diff(
-        result,
-        before=dict(asg_name=asg_name, launch_template_version=spec["version"],
-                    image_id=plan["previous_image_id"], default_version=int(template["DefaultVersionNumber"]),
-                    suspended_processes=suspended_before),
-        after=dict(asg_name=asg_name, launch_template_version=after_version,
-                   image_id=plan["image_id"] if pin else plan["previous_image_id"],
-                   default_version=default_version,
-                   suspended_processes=sorted(set(suspended_before) | set(to_suspend))),
-    )
+    before = dict(asg_name=asg_name, launch_template_version=spec["version"], image_id=plan["previous_image_id"],
+                  default_version=int(template["DefaultVersionNumber"]), suspended_processes=suspended_before)
+    after = dict(asg_name=asg_name, launch_template_version=after_version,
+                 image_id=plan["image_id"] if pin else plan["previous_image_id"], default_version=default_version,
+                 suspended_processes=sorted(set(suspended_before) | set(to_suspend)))
+    return module.with_diff(result, **image_aliases(before, after, plan, pin, current, latest, named))
+
+
+def image_aliases(before: dict[str, Any], after: dict[str, Any], plan: Mapping[str, Any], pin: bool,
+                  current: Mapping[str, Any], latest: Mapping[str, Any], named: Mapping[str, Any] | None
+                  ) -> dict[str, dict[str, Any]]:
+    """The diff, saying (issue 29 item 4) where a version's ImageId is a Systems Manager parameter (the image_id
+    shown is the AMI it resolves to): a version this run creates has the target AMI's id written out."""
+    if plan["create"]:
+        target = {}
+    elif named is not None:
+        target = named
+    else:
+        target = latest if plan["target_version"] == int(latest["VersionNumber"]) else current
+    aliases = (current.get(IMAGE_ALIAS), target.get(IMAGE_ALIAS) if pin else current.get(IMAGE_ALIAS))
+    if any(aliases):
+        before, after = dict(before, image_alias=aliases[0]), dict(after, image_alias=aliases[1])
+    return dict(before=before, after=after)

@@ -62,6 +62,14 @@ def resolve_target(ec2: Any, lt_id: str, asg_version: str, target: str | None) -
     return target_lt_version(ec2, lt_id, asg_version, target, parameter="target")
 
 
+def journal_target(journal: Journal | None, lt_id: str) -> str | None:
+    """Issue 29 item 4: during an upgrade of this launch template, its journal's target version: a node the upgrade
+    already replaced stays new when someone points the group back at the old version."""
+    if journal is None or journal.launch_template_id != lt_id:
+        return None
+    return journal.target_launch_template_version
+
+
 def managed_summary(record: dict[str, Any] | None) -> dict[str, Any] | None:
     """The parts of EKS's DescribeNodegroup answer an upgrade needs, snake_case (None when self-managed)."""
     if record is None:
@@ -108,7 +116,9 @@ def describe_nodegroup(module: Any, group: NodegroupRef | None = None) -> dict[s
     spec = asg_launch_template_spec(asg)
     lt_id = resolve_launch_template_id(ec2, spec)
     template = describe_launch_template(ec2, lt_id)
-    target_version, target_image_id = resolve_target(ec2, lt_id, spec["version"], params["target"])
+    journal = Journal.from_tags(asg.get("Tags"), asg_name=summary["name"])
+    target_version, target_image_id = resolve_target(ec2, lt_id, spec["version"],
+                                                     params["target"] or journal_target(journal, lt_id))
 
     asg_instances = asg.get("Instances", [])
     ec2_instances = described_for_join(ec2, [i["InstanceId"] for i in asg_instances], module.clients.instance_descriptions)
@@ -116,8 +126,6 @@ def describe_nodegroup(module: Any, group: NodegroupRef | None = None) -> dict[s
     instances = join_instances_nodes(asg_instances, ec2_instances, nodes)
     old, new = split_old_new(instances, target_version, target_image_id, override_images(ec2, asg))
     instance_ids = set(i["instance_id"] for i in instances)
-
-    journal = Journal.from_tags(asg.get("Tags"), asg_name=summary["name"])
     plan = upgrade_plan(
         old, node_count=len(old) + len(new), az_count=len(summary["availability_zones"]),
         update_strategy=params["update_strategy"], max_unavailable=params["max_unavailable"],

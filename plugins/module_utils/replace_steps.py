@@ -24,12 +24,15 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils import (
 from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
 from ansible_collections.eksops.nodegroup.plugins.module_utils.cluster_proof import NODE_READY_TIMEOUT_DEFAULT
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError, invalid_parameter
+from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.launch_templates import check_launch_template_unmoved
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import merged_argument_spec
 from ansible_collections.eksops.nodegroup.plugins.module_utils.live_planner import LivePlanner
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
     NODEGROUP_ARGUMENT_SPEC,
     NodegroupRef,
+    describe_asg,
     find_module_nodegroup,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.read_ahead import ReadAhead
@@ -195,6 +198,8 @@ def plan_phase(params: Mapping[str, Any], clients: Clients,
     context = StepContext(validated(nodegroup_describe.ARGUMENT_SPEC, options), clients, False, False, warn,
                           lambda line: None)
     group = find_module_nodegroup(context, refuse_managed="replace its nodes through its Auto Scaling group")
+    # Issue 29 item 4: before the old nodes are cordoned.
+    check_launch_template_unmoved(context.aws("ec2"), group.asg, group.journal())
     described = nodegroup_describe.describe_nodegroup(context, group)
     plan = described["plan"]
     node_names = dict((i["instance_id"], i["node_name"]) for i in described["instances"])
@@ -261,6 +266,13 @@ def next_batch_source(params: Mapping[str, Any], clients: Clients, check_mode: b
     return "once", LivePlanner(params, clients, group, warn, node_names)
 
 
+def check_target_unmoved(ctx: StepContext, group: NodegroupRef | None) -> None:
+    """Issue 29 item 4, before each batch's first change: the group still launches from its journal's target
+    (LaunchTemplateVersionChanged otherwise). ``group``: the node group as last read, else it is found here."""
+    asg = describe_asg(ctx.aws("autoscaling"), group.asg_name) if group is not None else find_module_nodegroup(ctx).asg
+    check_launch_template_unmoved(ctx.aws("ec2"), asg, Journal.from_tags(asg.get("Tags"), asg["AutoScalingGroupName"]))
+
+
 def launch_new_nodes(params: Mapping[str, Any], batch: Batch, context: Callable[[dict[str, Any]], StepContext],
                      progress: Callable[[str], None]) -> None:
     """A surge step's launch (SPEC S3), as asg_surge mode desired does it: the desired capacity raised to the
@@ -294,6 +306,7 @@ def replace_loop(params: Mapping[str, Any], clients: Clients, check_mode: bool, 
     ahead.first()
 
     def drain(batch: Batch) -> Mapping[str, Any]:
+        check_target_unmoved(context(step_params(params, batch)[0]), ahead.group)
         if batch.desired_capacity is not None:
             launch_new_nodes(params, batch, context, progress)
         if not batch.instance_ids:

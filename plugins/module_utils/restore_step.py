@@ -105,16 +105,58 @@ def autoscaler_active(journal: Journal, desired_now: int) -> bool:
     return autoscaler_changed(desired_now, journal.desired_capacity_set, journal.desired_capacity_pending)
 
 
-def restored_sizes(journal: Journal, before: dict[str, int]) -> dict[str, int]:
-    """The sizes before the upgrade; fields the journal lacks (no scale-up happened) keep their value."""
+# Issue 29 item 4: the sizes an operator may change during the upgrade, with the journal field of the value before
+# the upgrade and the name AWS gives each (the value the upgrade last set is in the journal's sizes_set).
+HAND_SIZES = (("min_size", "original_min_size", "MinSize"), ("max_size", "original_max_size", "MaxSize"))
+
+
+def sizes_changed_by_hand(journal: Journal, before: dict[str, int]) -> list[dict[str, Any]]:
+    """Issue 29 item 4: the MinSize and MaxSize the group has now that are neither what it had before the upgrade nor
+    what the upgrade last set (the original when it set none): someone changed them during the upgrade (a person, an
+    apply), and the restore keeps them (docs/roles.md, the scale-down phase). A size the journal has no original
+    for (no scale-up happened) is not restored at all."""
+    changed = []
+    for size, original_field, aws_name in HAND_SIZES:
+        original = getattr(journal, original_field)
+        if original is None:
+            continue
+        ours = (journal.sizes_set or {}).get(size, original)
+        if before[size] not in (original, ours):
+            changed.append(dict(size=size, aws_name=aws_name, before_upgrade=original, set_by_upgrade=ours,
+                                found=before[size]))
+    return changed
+
+
+def restored_sizes(journal: Journal, before: dict[str, int], kept: list[dict[str, Any]] | None = None) -> dict[str, int]:
+    """The sizes before the upgrade; fields the journal lacks (no scale-up happened) keep their value, and so do
+    the ``kept`` sizes (sizes_changed_by_hand), within which the desired capacity is put back."""
     def pick(original: int | None, current: int) -> int:
         return current if original is None else original
 
+    by_hand = dict((change["size"], change["found"]) for change in kept or [])
     desired = pick(journal.original_desired_capacity, before["desired_capacity"])
+    desired = max(desired, by_hand.get("min_size", desired))
+    desired = min(desired, by_hand.get("max_size", desired))
     # An accepted capacity (accept_current_capacity) may lie outside the original MinSize..MaxSize.
-    return dict(min_size=min(pick(journal.original_min_size, before["min_size"]), desired),
-                max_size=max(pick(journal.original_max_size, before["max_size"]), desired),
+    return dict(min_size=by_hand.get("min_size", min(pick(journal.original_min_size, before["min_size"]), desired)),
+                max_size=by_hand.get("max_size", max(pick(journal.original_max_size, before["max_size"]), desired)),
                 desired_capacity=desired)
+
+
+def kept_sizes_warning(asg_name: str, kept: list[dict[str, Any]]) -> str:
+    """What the restore says about the sizes it keeps (sizes_changed_by_hand)."""
+    def known(change: dict[str, Any]) -> str:
+        if change["set_by_upgrade"] == change["before_upgrade"]:
+            return "not the %d it had before the upgrade, which the upgrade left alone" % change["before_upgrade"]
+        return "neither the %d it had before the upgrade nor the %d the upgrade set" % (
+            change["before_upgrade"], change["set_by_upgrade"])
+
+    return " ".join(
+        "%s of Auto Scaling group %s is %d, %s: someone changed it during the upgrade, and the restore keeps %d "
+        "instead of putting back %d (set it yourself if %d is what you want)."
+        % (change["aws_name"], asg_name, change["found"], known(change), change["found"], change["before_upgrade"],
+           change["before_upgrade"])
+        for change in kept)
 
 
 def surplus_instances(asg: dict[str, Any], nodes: list[Any], count: int, journal: Journal | None = None) -> list[dict[str, Any]]:
@@ -134,15 +176,17 @@ def plan_restore(asg: dict[str, Any], before: dict[str, int], journal: Journal, 
                  ) -> tuple[dict[str, int], list[dict[str, Any]], list[str], dict[str, Any]]:
     """What the restore does to ``asg``, whose sizes are ``before``, also put in ``result``: (the sizes after, the
     surplus instances, the processes to resume, the diff)."""
-    after = restored_sizes(journal, before)
+    kept = sizes_changed_by_hand(journal, before)
+    after = restored_sizes(journal, before, kept)
     surplus = surplus_instances(asg, nodes, before["desired_capacity"] - after["desired_capacity"], journal)
     suspended = suspended_process_names(asg)
     to_resume = [p for p in journal.suspended_processes if p in suspended]
-    result.update(after=after, resumed_processes=to_resume,
+    result.update(after=after, resumed_processes=to_resume, kept_sizes=kept,
                   removed_instances=[dict(instance_id=i["instance_id"], availability_zone=i["availability_zone"],
                                           node_name=i["node_name"]) for i in surplus])
     diff = dict(before=dict(before, suspended_processes=sorted(suspended)),
-                after=dict(after, suspended_processes=sorted(set(suspended) - set(to_resume))))
+                after=dict(after, suspended_processes=sorted(set(suspended) - set(to_resume)),
+                           kept_sizes=[change["size"] for change in kept]))
     return after, surplus, to_resume, diff
 
 
@@ -268,7 +312,7 @@ def run(module: EksopsModule) -> dict[str, Any]:
     asg, name, journal = group.asg, group.asg_name, group.journal()
     before = asg_sizes(asg)
     result = dict(asg_name=name, journal_found=journal is not None, autoscaler_detected=False, before=before,
-                  after=before, removed_instances=[], drain={}, resumed_processes=[], unannotated_nodes=[],
+                  after=before, kept_sizes=[], removed_instances=[], drain={}, resumed_processes=[], unannotated_nodes=[],
                   schedule=(journal.schedule or "eks") if journal is not None else None, surplus_nodes_with_pods=0)
     if journal is None:
         result["elapsed_seconds"] = round(time.time() - started_clock, 1)
@@ -284,6 +328,8 @@ def run(module: EksopsModule) -> dict[str, Any]:
 
     nodes = list_nodegroup_nodes(module.core_v1(), group)
     after, surplus, to_resume, diff = plan_restore(asg, before, journal, nodes, result)
+    if result["kept_sizes"]:
+        module.warn(kept_sizes_warning(name, result["kept_sizes"]))
     if module.check_mode:
         result["elapsed_seconds"] = round(time.time() - started_clock, 1)
         return module.with_diff(dict(changed=True, restore=result), **diff)

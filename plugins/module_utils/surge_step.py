@@ -40,11 +40,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.schedule_ops impo
     surplus_to_mark,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
-from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
-    NODE_CREATION_FAILURE,
-    UpgradeError,
-    invalid_parameter,
-)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import NODE_CREATION_FAILURE, UpgradeError, invalid_parameter
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import describe_instances, join_instances_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION, claim
@@ -175,7 +171,7 @@ def plan_journal(journal: Journal | None, asg: dict[str, Any], target: dict[str,
                  requested_processes: list[str], pending_decrement: int = 0,
                  schedule_fields: dict[str, Any] | None = None) -> tuple[Journal, list[str]]:
     """The journal after this run, and the processes to suspend now (SPEC A1: only ones not already suspended).
-    ``schedule_fields``: what schedule_ops.journal_schedule records (SPEC B1)."""
+    ``schedule_fields``: what schedule_ops.journal_schedule records (SPEC B1). With the MaxSize set (issue 29 item 4)."""
     before = asg_sizes(asg)
     base = journal or Journal.start(phase="scale_up")
     ours, to_suspend = plan_suspension(base.suspended_processes, requested_processes, suspended_process_names(asg))
@@ -195,7 +191,8 @@ def plan_journal(journal: Journal | None, asg: dict[str, Any], target: dict[str,
         target_image_id=target["image_id"],
         **(schedule_fields or {})
     )
-    return updated, to_suspend
+    max_size = scaled_up_sizes(before["min_size"], before["max_size"], wanted_desired)["max_size"]
+    return updated.size_set("max_size", max_size, before["max_size"]), to_suspend
 
 
 def plan_diff(asg: dict[str, Any], before: dict[str, int], after: dict[str, int], journal: Journal | None,
@@ -281,10 +278,12 @@ def relaunch(autoscaling: Any, asg_name: str, journal: Journal, validation: NewN
     """One more instance for the AZ that NewNodeValidation.az_to_relaunch named: desired capacity and MaxSize up
     by one, recorded in the journal first (SPEC C3: the capacity we set). Returns the journal written."""
     wanted = validation.wanted_desired + 1
-    updated = journal.replace(desired_capacity_set=wanted, surge=(journal.surge or 0) + 1)
+    max_before = describe_asg(autoscaling, asg_name)["MaxSize"]
+    max_size = max(max_before, wanted)
+    updated = journal.replace(desired_capacity_set=wanted, surge=(journal.surge or 0) + 1).size_set(
+        "max_size", max_size, max_before)
     write_journal(autoscaling, asg_name, updated, previous=journal)
-    asg = describe_asg(autoscaling, asg_name)
-    autoscaling_api.update_sizes(autoscaling, asg_name, max_size=max(asg["MaxSize"], wanted), desired_capacity=wanted)
+    autoscaling_api.update_sizes(autoscaling, asg_name, max_size=max_size, desired_capacity=wanted)
     validation.wanted_desired = wanted
     validation.relaunches_left -= 1
     return updated

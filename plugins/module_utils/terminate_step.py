@@ -44,6 +44,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     invalid_parameter,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.launch_templates import check_launch_template_unmoved
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION, claim
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import (
     NODEGROUP_ARGUMENT_SPEC,
@@ -226,6 +227,12 @@ def terminate(module: Any, group: NodegroupRef, journal: Journal | None, to_term
         # from scale-in like every node of the upgrade (issue 10 item 22).
         set_scale_in_protection(autoscaling, group.asg, True)
     if after["min_size"] != before["min_size"]:
+        # Lowered only in an upgrade (sizes_after): recorded first, with the MinSize to restore when the journal
+        # has none yet, so that the restore can tell this MinSize from one set by hand (issue 29 item 4).
+        journal = journal.replace(original_min_size=before["min_size"] if journal.original_min_size is None
+                                  else journal.original_min_size).size_set("min_size", after["min_size"],
+                                                                           before["min_size"])
+        write_journal(autoscaling, name, journal)
         autoscaling_api.update_sizes(autoscaling, name, min_size=after["min_size"])
     raced = [i for i in to_terminate if not terminate_or_gone(autoscaling, ec2, name, i, decrement)]
     if raced:
@@ -310,6 +317,8 @@ def start_termination(module: Any, hooks: list[dict[str, Any]] | None = None) ->
     # SPEC C3, issue 10 items 22 and 24: someone else set the desired capacity during the upgrade; stop at this
     # batch, before any change, not at the scale-down after every old node was replaced (or accept it, item 23).
     journal = check_capacity_unmoved(module, autoscaling, asg, journal)
+    # Issue 29 item 4: the replacements of a group set back to another version would be old nodes.
+    check_launch_template_unmoved(ec2, asg, journal)
     after = sizes_after(before, len(to_terminate) if decrement else 0, journal, name)
     result = dict(asg_name=name, terminated=to_terminate, already_terminated=sorted(leaving), before=before,
                   after=after, replacements=[])

@@ -39,6 +39,9 @@ description:
   - During an upgrade, fails with C(ClusterAutoscalerActive) before any change when the group's desired capacity is
     not the one the upgrade last set (someone else scaled it; SPEC C3), and protects the replacements from
     scale-in when the upgrade protects the group (journal C(scale_in_protection=ours)).
+  - During an upgrade, fails with C(LaunchTemplateVersionChanged) before any change when the group no longer launches
+    from the launch template version the journal targets (someone set it back during the upgrade), as the replacements
+    would be old nodes. The message names both versions and what to do.
 author:
   - eksops.nodegroup maintainers (@eksops)
 options:

@@ -33,6 +33,9 @@ description:
     journalled first), which Auto Scaling launches in the zone with the fewest instances. A zone still without a new
     node once 3 instances were asked for so ends the wait with its capacity error.
   - Refuses an EKS managed node group, whose Auto Scaling group EKS owns (see M(eksops.nodegroup.eks_nodegroup_update)).
+  - During an upgrade, fails with C(LaunchTemplateVersionChanged) before any change when the group no longer launches
+    from the launch template version the journal targets (someone set it back during the upgrade), as its new nodes
+    would start with the old configuration. The message names both versions and what to do.
 author:
   - eksops.nodegroup maintainers (@eksops)
 options:

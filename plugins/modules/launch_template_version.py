@@ -21,6 +21,11 @@ description:
     template's latest version already is the current one with the new AMI (a rerun after a crash), no version
     is created.
   - Everything is validated (AMI, launch template version, SSM parameter) before anything changes.
+  - "A version whose C(ImageId) is a Systems Manager parameter (C(resolve:ssm:<parameter>), EC2 user guide, Use a
+    Systems Manager parameter instead of an AMI ID) is read as the AMI the parameter names now
+    (C(DescribeLaunchTemplateVersions) with C(ResolveAlias)), which is what the group's next launch runs; a version
+    this module creates from it names the target AMI's id, so that the upgrade launches that AMI whatever the
+    parameter says later. The diff shows the parameter as C(image_alias)."
   - "Upgrade journal: before it changes the group's launch template version, the module records the upgrade on
     the group as C(eksops.nodegroup/*) tags (phase C(setup), O(run_id), previous and target launch template
     version, launch template id, target AMI), unless a journal exists already. The later phases and a rerun
@@ -126,7 +131,8 @@ attributes:
     description: Reports the version it would create (with its predicted number) and the group change; changes nothing.
   diff_mode:
     support: full
-    description: Shows the group's launch template version, AMI, suspended processes and the template's default version.
+    description: Shows the group's launch template version, AMI, suspended processes and the template's default version
+      (and C(image_alias), the SSM parameter a version's AMI was resolved from, when there is one).
 notes:
   - Without O(asg_name), when no Auto Scaling group carries the node group's tags, the Auto Scaling group of
     the EKS managed node group O(nodegroup_name) is used.
@@ -134,7 +140,7 @@ notes:
     C(ec2:CreateLaunchTemplateVersion), C(ec2:DescribeImages), C(autoscaling:DescribeAutoScalingGroups),
     C(autoscaling:UpdateAutoScalingGroup), C(autoscaling:CreateOrUpdateTags), C(autoscaling:DeleteTags),
     C(autoscaling:SuspendProcesses), C(autoscaling:DescribeInstanceRefreshes), C(ssm:GetParameter) (with
-    O(kubernetes_version)),
+    O(kubernetes_version)), C(ssm:GetParameters) (a template whose C(ImageId) is C(resolve:ssm:...)),
     C(ec2:ModifyLaunchTemplate) (with O(set_default)), C(eks:DescribeNodegroup) (discovery of managed node
     groups). See C(docs/iam-policy.json).
 seealso:
@@ -233,7 +239,8 @@ launch_template:
         suspended_processes: [AZRebalance, AlarmNotification, ScheduledActions, ReplaceUnhealthy, InstanceRefresh]
 diff:
   description: The group's launch template version, AMI and suspended processes, and the template's default version,
-    before and after.
+    before and after; C(image_alias) when the version before or after gives its C(ImageId) as an SSM parameter
+    (C(null) for a version that names an AMI id).
   returned: in diff mode
   type: dict
 """

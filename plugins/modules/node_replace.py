@@ -35,6 +35,9 @@ description:
   - Errors are those of the two modules, with the same C(code) and details; the result then carries what was done
     before (RV(replace)) and the failing step's own result (RV(drain) or RV(termination)), as the module's would. The journal and lease
     behave as with the two modules, so a rerun resumes.
+  - During an upgrade, before it cordons the old nodes and again before each batch, fails with
+    C(LaunchTemplateVersionChanged) when the group no longer launches from the launch template version the journal
+    targets (someone set it back during the upgrade), naming both versions and what to do.
 author:
   - eksops.nodegroup maintainers (@eksops)
 options:

@@ -31,7 +31,9 @@ options:
       - What instances must run to count as new, to split old from new.
       - An AMI id (C(ami-...)), or a launch template version (a number, C($Latest) or C($Default)), whose AMI
         and number both must match.
-      - Defaults to the launch template version the group uses now.
+      - Defaults to the target of the upgrade under way (its journal's launch template version), so that a node it
+        replaced stays new when someone points the group back at the old version; without an upgrade, to the launch
+        template version the group uses now.
     type: str
   update_strategy:
     description:

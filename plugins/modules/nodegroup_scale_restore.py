@@ -25,7 +25,9 @@ description:
     then it drains the others' nodes like any other node (found by instance id when the drain starts), checks that
     none still runs pods other than DaemonSet, mirror or finished ones (C(PodEvictionFailure) otherwise),
     terminates them with a decrement,
-    restores MinSize, MaxSize and DesiredCapacity exactly, removes the scale-in protection the upgrade set (journal
+    restores MinSize, MaxSize and DesiredCapacity exactly, except a MinSize or MaxSize changed by someone else during
+    the upgrade (neither the value before the upgrade nor the one the upgrade set), which it keeps, with a warning
+    and in RV(restore.kept_sizes) (the desired capacity is put back within it); removes the scale-in protection the upgrade set (journal
     C(scale_in_protection=ours)), resumes only the processes the upgrade suspended,
     removes the C(cluster-autoscaler.kubernetes.io/scale-down-disabled) annotation the upgrade put on nodes, and
     clears the journal last. Safe to rerun after a crash at any point.
@@ -92,7 +94,8 @@ attributes:
     description: Reports the plan (sizes, surplus instances, processes to resume) and changes nothing.
   diff_mode:
     support: partial
-    description: Shows the group's sizes and suspended processes before and after the restore.
+    description: Shows the group's sizes and suspended processes before and after the restore, and after it the sizes
+      kept because someone changed them during the upgrade (C(kept_sizes)).
     details: No diff when the module stops for the cluster autoscaler (RV(restore.autoscaler_detected)), even after it
       drained or terminated surplus nodes.
 """
@@ -141,9 +144,16 @@ restore:
       type: dict
       sample: {min_size: 3, max_size: 12, desired_capacity: 12}
     after:
-      description: MinSize, MaxSize and DesiredCapacity after (the values before the upgrade).
+      description: MinSize, MaxSize and DesiredCapacity after (the values before the upgrade, but for RV(restore.kept_sizes)).
       type: dict
       sample: {min_size: 3, max_size: 12, desired_capacity: 6}
+    kept_sizes:
+      description:
+        - MinSize or MaxSize changed by someone else during the upgrade (neither the value before the upgrade nor
+          the one the upgrade last set), kept instead of restored; C(size) is C(min_size) or C(max_size).
+      type: list
+      elements: dict
+      sample: [{size: max_size, aws_name: MaxSize, before_upgrade: 10, set_by_upgrade: 16, found: 20}]
     removed_instances:
       description: The surplus instances drained and terminated.
       type: list

@@ -15,9 +15,10 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.request
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 COLLECTIONS_PATH = REPO_ROOT / "build" / "collections"
@@ -232,6 +233,37 @@ def run_playbook(sandbox: SandboxHandle, playbook_path: str | os.PathLike, extra
         command.append("--check")
     return subprocess.run(command, capture_output=True, text=True, env=ansible_env(sandbox, **(env or {})),
                           timeout=timeout, check=False, cwd=REPO_ROOT)
+
+
+def start_playbook(sandbox: SandboxHandle, playbook_path: str | os.PathLike, extra_vars: dict[str, Any],
+                   **popen: Any) -> subprocess.Popen:
+    """run_playbook's command started, not waited for (output piped to one text stream), for a test that changes the
+    sandbox while the run goes on; ``popen``: more subprocess.Popen arguments."""
+    return subprocess.Popen(  # pylint: disable=consider-using-with
+        [str(BIN_DIR / "ansible-playbook"), str(playbook_path), "-e", json.dumps({**OWNER_REVERT_ACCEPTED, **extra_vars})],
+        env=ansible_env(sandbox), cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen)
+
+
+@contextlib.contextmanager
+def running_playbook(sandbox: SandboxHandle, playbook_path: str | os.PathLike, extra_vars: dict[str, Any]
+                     ) -> Iterator[subprocess.Popen]:
+    """start_playbook for the block, killed at its end if still running."""
+    process = start_playbook(sandbox, playbook_path, extra_vars)
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> None:
+    """Until ``predicate()`` holds, checked every 0.3 s; AssertionError naming ``what`` after ``timeout`` seconds."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(0.3)
+    raise AssertionError("timed out waiting for " + what)
 
 
 def kill_playbook(process: subprocess.Popen, sandbox: SandboxHandle) -> None:

@@ -7,44 +7,26 @@ ClusterAutoscalerActive before any change."""
 from __future__ import annotations
 
 import json
-import subprocess
-import time
 
 from asg_helpers import journal_tags, workers_asg
-from sandbox_helpers import BIN_DIR, OWNER_REVERT_ACCEPTED, REPO_ROOT, ansible_env
+from sandbox_helpers import REPO_ROOT, running_playbook, wait_for
 
 # The demo cluster without its single replica whose PDB never allows an eviction (only force moves it, which is
 # a PDB violation by design): every pod here can move without breaking a budget.
 SCENARIO = "rolling"
 
 
-def wait_for(predicate, timeout, what):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return
-        time.sleep(0.3)
-    raise AssertionError("timed out waiting for " + what)
-
-
 def test_a_desired_capacity_set_back_mid_upgrade_loses_no_pod(sandbox, tmp_path):
     report_path = tmp_path / "report.json"
     extra_vars = {"cluster_name": "rolling", "nodegroup_name": "workers", "kubernetes_version": "1.30",
                   "drain_timeout": 60, "post_drain_wait": 0, "upgrade_report_path": str(report_path)}
-    upgrade = subprocess.Popen(  # pylint: disable=consider-using-with
-        [str(BIN_DIR / "ansible-playbook"), str(REPO_ROOT / "playbooks" / "upgrade_nodegroup.yml"),
-         "-e", json.dumps({**OWNER_REVERT_ACCEPTED, **extra_vars})], env=ansible_env(sandbox), cwd=REPO_ROOT,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
+    with running_playbook(sandbox, REPO_ROOT / "playbooks" / "upgrade_nodegroup.yml", extra_vars) as upgrade:
         wait_for(lambda: journal_tags(workers_asg(sandbox)).get("phase") == "upgrade", 300, "the upgrade phase")
         asg = workers_asg(sandbox)
         assert all(i["ProtectedFromScaleIn"] for i in asg["Instances"]), asg["Instances"]
         sandbox.client("autoscaling").update_auto_scaling_group(
             AutoScalingGroupName=asg["AutoScalingGroupName"], DesiredCapacity=6)
         output = upgrade.communicate(timeout=600)[0]
-    finally:
-        if upgrade.poll() is None:
-            upgrade.kill()
     assert upgrade.returncode != 0, output[-3000:]
     error = json.loads(report_path.read_text())["error"]
     assert error["code"] == "ClusterAutoscalerActive" and error["phase"] == "upgrade", error

@@ -237,3 +237,29 @@ def test_b1_the_scale_up_journals_the_counts_and_cordons_the_surplus_then_restor
     assert {i["node_name"] for i in restore["removed_instances"][:4]} == surplus
     assert asg_state(sandbox)["desired"] == 2 and asg_state(sandbox)["journal"] == {}
     assert sandbox.report()["pods_lost"] == []
+
+
+# --- Issue 29 item 4: a MaxSize changed by hand during the upgrade ---------------------------------------------
+
+hand_sandbox = module_sandbox(SCENARIO)
+
+
+def test_issue29_a_maxsize_changed_by_hand_is_kept_and_said(hand_sandbox):
+    """Issue 29 item 4: someone raises MaxSize from 10 to 20 while the surge runs (capacity planning, an apply);
+    the restore removes the surplus and puts back MinSize and DesiredCapacity, but keeps MaxSize 20 instead of
+    overwriting it with the 10 it had before, and says so in a warning, its result and its diff."""
+    sandbox = hand_sandbox
+    point_asg_at_new_ami(sandbox)
+    surge(sandbox)
+    name = workers_asg(sandbox)["AutoScalingGroupName"]
+    assert asg_state(sandbox)["max"] == 11  # the surge's 5 + 6
+    sandbox.client("autoscaling").update_auto_scaling_group(AutoScalingGroupName=name, MaxSize=20)
+    result = run_module(sandbox, "nodegroup_scale_restore", dict(base_args(sandbox), **FAST_DRAIN), diff=True)
+    assert result["failed"] is False, result
+    after = asg_state(sandbox)
+    assert (after["min"], after["max"], after["desired"], after["journal"]) == (3, 20, 5, {})
+    assert result["restore"]["kept_sizes"] == [dict(size="max_size", aws_name="MaxSize", before_upgrade=10,
+                                                    set_by_upgrade=11, found=20)]
+    assert result["diff"]["after"]["max_size"] == 20 and result["diff"]["after"]["kept_sizes"] == ["max_size"]
+    [warning] = [w for w in result.get("warnings", []) if "MaxSize" in w]
+    assert "is 20" in warning and "the 11 the upgrade set" in warning and "putting back 10" in warning

@@ -6,11 +6,10 @@ anything, naming the run that holds it."""
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 
 from asg_helpers import journal_tags, workers_asg
-from sandbox_helpers import BIN_DIR, OWNER_REVERT_ACCEPTED, REPO_ROOT, ansible_env, kill_playbook
+from sandbox_helpers import REPO_ROOT, kill_playbook, start_playbook
 
 SCENARIO = "surge5"
 
@@ -19,10 +18,8 @@ def start(sandbox, report_path, **extra):
     extra_vars = {"cluster_name": "surge5", "nodegroup_name": "workers", "kubernetes_version": "1.30",
                   "max_unavailable": 2, "drain_timeout": 60, "post_drain_wait": 0,
                   "upgrade_report_path": str(report_path), **extra}
-    return subprocess.Popen(  # pylint: disable=consider-using-with
-        [str(BIN_DIR / "ansible-playbook"), str(REPO_ROOT / "playbooks" / "upgrade_nodegroup.yml"),
-         "-e", json.dumps({**OWNER_REVERT_ACCEPTED, **extra_vars})], env=ansible_env(sandbox), cwd=REPO_ROOT,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    return start_playbook(sandbox, REPO_ROOT / "playbooks" / "upgrade_nodegroup.yml", extra_vars,
+                          start_new_session=True)
 
 
 def test_two_runs_started_together_one_upgrades_the_other_refuses(sandbox, tmp_path):

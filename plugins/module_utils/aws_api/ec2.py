@@ -38,10 +38,12 @@ def describe_launch_template_named(ec2: Any, lt_name: str) -> dict[str, Any] | N
 
 
 @aws_call("describe version {version} of launch template {lt_id}")
-def describe_launch_template_version(ec2: Any, lt_id: str, version: int | str) -> dict[str, Any] | None:
-    """One version (a number, "$Latest" or "$Default") of the launch template, or None."""
+def describe_launch_template_version(ec2: Any, lt_id: str, version: int | str, resolve_alias: bool = False
+                                     ) -> dict[str, Any] | None:
+    """One version (a number, "$Latest" or "$Default") of the launch template, or None. ``resolve_alias``: an ImageId
+    given as a Systems Manager parameter (resolve:ssm:...) is answered with the AMI id it resolves to now."""
     versions = ec2.describe_launch_template_versions(
-        LaunchTemplateId=lt_id, Versions=[str(version)])["LaunchTemplateVersions"]
+        LaunchTemplateId=lt_id, Versions=[str(version)], ResolveAlias=resolve_alias)["LaunchTemplateVersions"]
     return versions[0] if versions else None
 
 

@@ -102,6 +102,18 @@ def _check_enums(shape: Any, value: Any, path: str) -> None:
         assert value in shape.enum, f"{path}: {value!r} is not one of {shape.enum}"
 
 
+def tick_until(sim: Any, condition: Callable[[], Any], timeout: float = 5.0, watch: Callable[[], Any] = lambda: None
+               ) -> None:
+    """Tick a seeded_aws() until ``condition()`` holds (``watch()`` after each tick); AssertionError after
+    ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        sim.tick()
+        watch()
+        time.sleep(0.01)
+
+
 def wait_for(condition: Callable[[], Any], timeout: float = 20.0, interval: float = 0.05) -> Any:
     """condition()'s first truthy value; fails after `timeout` seconds."""
     deadline = time.monotonic() + timeout

@@ -26,7 +26,7 @@ from botocore.exceptions import ClientError
 
 from eks_sandbox.scenario.loader import load_scenario
 
-from harness import asg, aws_running, describe_group, seeded_aws, valid
+from harness import asg, aws_running, describe_group, seeded_aws, tick_until, valid
 
 TIMINGS = {"instance_pending_seconds": 0.05, "instance_shutdown_seconds": 0.05}
 OLD, NEW = "eks-node-1.29-v1", "eks-node-1.30-v1"
@@ -59,15 +59,6 @@ def refreshes(sim):
 
 def in_service_ids(sim):
     return {i["InstanceId"] for i in describe_group(sim)["Instances"] if i["LifecycleState"] == "InService"}
-
-
-def tick_until(sim, condition, timeout=5.0, watch=lambda: None):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        sim.tick()
-        watch()
-        time.sleep(0.01)
 
 
 def error_code(excinfo):

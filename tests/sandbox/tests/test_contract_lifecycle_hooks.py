@@ -38,7 +38,7 @@ from botocore.exceptions import ClientError
 from eks_sandbox.aws import lifecycle
 from eks_sandbox.scenario.loader import load_scenario
 
-from harness import asg, aws_running, describe_group, seeded_aws, valid
+from harness import asg, aws_running, describe_group, seeded_aws, tick_until, valid
 
 TERMINATING = "autoscaling:EC2_INSTANCE_TERMINATING"
 TIMINGS = {"instance_pending_seconds": 0.05, "instance_shutdown_seconds": 0.05}
@@ -80,14 +80,6 @@ def in_service(sim):
 def put_hook(sim, name="drain", **extra):
     sim.client("autoscaling").put_lifecycle_hook(
         LifecycleHookName=name, AutoScalingGroupName=asg(sim), **{"LifecycleTransition": TERMINATING, **extra})
-
-
-def tick_until(sim, condition, timeout=3.0):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        sim.tick()
-        time.sleep(0.01)
 
 
 def moto_state(sim, instance_id):

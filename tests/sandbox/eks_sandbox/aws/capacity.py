@@ -6,6 +6,7 @@ State lives on moto's objects (extra `sandbox_*` attributes), so describe calls 
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from typing import Any, Callable
 
@@ -15,9 +16,9 @@ from moto.ec2.models.instance_types import INSTANCE_TYPES
 from moto.ec2.models.instances import InstanceState as Ec2InstanceState
 
 from . import lifecycle
-from .mixed_instances import Launch, capacity_of, choose_launch, weight_of
 from .activities import FAILED, IN_PROGRESS, aws_time, launch_failure_message, record_activity, utcnow
-from .moto_patches import LIVE_LIFECYCLE_STATES, suspended_process_names
+from .mixed_instances import Launch, capacity_of, choose_launch, weight_of
+from .moto_patches import LIVE_LIFECYCLE_STATES, resolve_image_id, suspended_process_names
 
 __all__ = ["CapacityReconciler", "launch_template_version_of"]
 
@@ -159,10 +160,11 @@ class CapacityReconciler:
         """What the group launches next in ``zone``: its mixed instances policy's choice, else its launch template's
         (None for a launch configuration)."""
         chosen = choose_launch(group, self.ec2, live, zone)
-        if chosen is not None or group.ec2_launch_template is None:
-            return chosen
-        version = group.ec2_launch_template.get_version(group.launch_template_version)
-        return Launch(self._instance_type(group), group.ec2_launch_template, version, version.image_id, False, 1)
+        if chosen is None and group.ec2_launch_template is not None:
+            version = group.ec2_launch_template.get_version(group.launch_template_version)
+            chosen = Launch(self._instance_type(group), group.ec2_launch_template, version, version.image_id, False, 1)
+        # A resolve:ssm: ImageId is resolved at each launch (None: no such parameter).
+        return dataclasses.replace(chosen, image_id=self._image_id(chosen.image_id)) if chosen else None
 
     def _architectures(self, launch: Launch | None) -> tuple[str, str] | None:
         """(the instance type's architecture, the AMI's) when the launch's AMI is of an architecture its instance type
@@ -178,8 +180,14 @@ class CapacityReconciler:
 
     def _architecture_mismatch(self, launch: Launch | None) -> str | None:
         """EC2's RunInstances refuses an AMI of an architecture the instance type does not support:
-        InvalidParameterValue."""
+        InvalidParameterValue; and an ImageId resolve:ssm:<parameter> whose parameter does not exist."""
+        if launch is not None and launch.image_id is None:
+            return "InvalidParameter"
         return "InvalidParameterValue" if self._architectures(launch) else None
+
+    def _image_id(self, image_id: str) -> str | None:
+        """The AMI a launch runs: a resolve:ssm: ImageId resolved at this launch (moto_patches (q))."""
+        return resolve_image_id(self.ec2.account_id, self.region, image_id)
 
     def _instance_type(self, group: FakeAutoScalingGroup) -> str:
         return group.instance_type or "m1.small"
@@ -216,7 +224,7 @@ class CapacityReconciler:
             instance.sandbox_weight = launch.weight
             if launch.spot:
                 instance.sandbox_spot, instance.lifecycle = True, "spot"
-            if launch.image_id != version.image_id:
+            if launch.image_id != self._image_id(version.image_id):
                 instance.sandbox_override_image = launch.image_id
         asg_state = InstanceState(instance, lifecycle_state="Pending",
                                   protected_from_scale_in=group.new_instances_protected_from_scale_in,

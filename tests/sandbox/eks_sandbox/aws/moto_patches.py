@@ -38,7 +38,9 @@ its state on moto's own objects, so moto stays the single source of truth.
       and DescribeAutoScalingGroups reports them (moto drops the first and ignores the second on update);
   (p) UpdateAutoScalingGroup changes only the parts of a MixedInstancesPolicy given (moto drops the policy on any
       update without one), and an instance reports its WeightedCapacity and an override's ImageId (mixed_instances.py,
-      which also says what such a group launches).
+      which also says what such a group launches);
+  (q) DescribeLaunchTemplateVersions honours ResolveAlias: an ImageId ``resolve:ssm:<parameter>`` is answered with
+      the parameter's value (moto ignores ResolveAlias); the reconciler resolves it the same way at each launch.
 """
 
 from __future__ import annotations
@@ -64,6 +66,8 @@ from moto.elb.models import ELBBackend
 from moto.elb.models import LoadBalancer as ClassicLoadBalancer
 from moto.elb.responses import ELBResponse
 from moto.elbv2.models import ELBv2Backend, FakeHealthStatus, FakeTargetGroup
+from moto.ssm.exceptions import ParameterVersionNotFound
+from moto.ssm.models import ssm_backends
 
 from . import instance_refresh, lifecycle
 from .activities import aws_time, group_activities, record_activity, utcnow
@@ -71,7 +75,8 @@ from .mixed_instances import correct_mixed_instances
 
 __all__ = ["PINNED_MOTO_VERSION", "SCALING_PROCESSES", "MotoVersionError", "apply_moto_corrections",
            "check_moto_version", "instance_visible", "note_capacity_change", "suspended_process_names",
-           "draining_targets", "registered_at", "classic_draining_instances", "classic_draining_timeout"]
+           "draining_targets", "registered_at", "classic_draining_instances", "classic_draining_timeout",
+           "resolve_image_id"]
 
 PINNED_MOTO_VERSION = "5.2.5"
 
@@ -629,6 +634,50 @@ def correct_replacement_settings() -> None:
     AutoScalingResponse.update_auto_scaling_group = keeping(AutoScalingResponse.update_auto_scaling_group)
 
 
+# ------------------------------------------------------------------------------------------------ (p)
+
+# EC2 User Guide, "Use a Systems Manager parameter instead of an AMI ID": a launch template's ImageId may be
+# resolve:ssm:parameter-name, resolve:ssm:parameter-name:version-number or resolve:ssm:parameter-name:label, "resolved
+# to an AMI ID when the instance is launched" (so a parameter changed later changes what the next launch runs).
+SSM_IMAGE_PREFIX = "resolve:ssm:"
+
+
+def resolve_image_id(account_id: str, region: str, image_id: str) -> str | None:
+    """``image_id`` as EC2 resolves it now: the value of a ``resolve:ssm:`` parameter (None when the parameter, its
+    version or its label does not exist), any other ImageId as it is."""
+    if not image_id.startswith(SSM_IMAGE_PREFIX):
+        return image_id
+    try:
+        parameter = ssm_backends[account_id][region].get_parameter(image_id[len(SSM_IMAGE_PREFIX):])
+    except ParameterVersionNotFound:
+        return None
+    return parameter.value if parameter is not None else None
+
+
+@_apply_once
+def correct_resolve_alias() -> None:
+    """(q) DescribeLaunchTemplateVersions with ResolveAlias true answers an ImageId given as an SSM parameter with the
+    AMI id it resolves to (API reference, DescribeLaunchTemplateVersions: "If true, and if a Systems Manager parameter
+    is specified for ImageId, the AMI ID is displayed in the response for imageId"). What AWS answers for a parameter
+    that no longer exists is not documented: the ImageId is then left as it is."""
+    original = LaunchTemplates.describe_launch_template_versions
+
+    def describe_launch_template_versions(self: LaunchTemplates) -> ActionResult:
+        answer = original(self)
+        if str(self._get_param("ResolveAlias", "false")).lower() != "true":
+            return answer
+        versions = []
+        for version in answer.result["LaunchTemplateVersions"]:
+            data = dict(version["LaunchTemplateData"])
+            resolved = resolve_image_id(self.current_account, self.region, data.get("ImageId", ""))
+            if resolved:
+                data["ImageId"] = resolved
+            versions.append(dict(version, LaunchTemplateData=data))
+        return ActionResult({"LaunchTemplateVersions": versions})
+
+    LaunchTemplates.describe_launch_template_versions = describe_launch_template_versions
+
+
 # ------------------------------------------------------------------------------------------------ (i)
 
 def instance_visible(instance: Any, now: float | None = None) -> bool:
@@ -884,7 +933,7 @@ CORRECTIONS = (correct_az_balance, correct_capacity_limits, correct_source_versi
                correct_instance_timing, correct_lifecycle_hooks, correct_describe_instances_consistency,
                correct_target_deregistration_delay, correct_classic_connection_draining,
                correct_instance_lifecycle_policy, correct_instance_refresh, correct_tag_limits,
-               correct_replacement_settings, _apply_once(correct_mixed_instances))
+               correct_replacement_settings, _apply_once(correct_mixed_instances), correct_resolve_alias)
 
 
 def apply_moto_corrections() -> None:

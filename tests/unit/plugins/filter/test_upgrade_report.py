@@ -27,7 +27,8 @@ def setup_result(**overrides):
 
 def scale_down_result(**overrides):
     return dict(dict(autoscaler_detected=False, journal_found=True, removed_instances=[],
-                     after=dict(min_size=1, max_size=6, desired_capacity=4), resumed_processes=["AZRebalance"]),
+                     after=dict(min_size=1, max_size=6, desired_capacity=4), resumed_processes=["AZRebalance"],
+                     kept_sizes=[]),
                 **overrides)
 
 
@@ -82,7 +83,8 @@ def test_a_rolling_upgrade_adds_up_the_upgrade_and_the_scale_down():
                           "node-3": dict(seconds=1.0, load_balancers=[])},
         dry_run=False, plan=None,
         autoscaler_detected=False,
-        restored=dict(sizes=dict(min_size=1, max_size=6, desired_capacity=4), resumed_processes=["AZRebalance"]),
+        restored=dict(sizes=dict(min_size=1, max_size=6, desired_capacity=4), resumed_processes=["AZRebalance"],
+                      kept_sizes=[]),
         error=None)
 
 

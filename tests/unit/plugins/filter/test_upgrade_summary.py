@@ -44,7 +44,8 @@ def test_a_rolling_upgrade_says_the_target_nodes_pods_time_and_what_was_restored
         replaced_instances=["i-1", "i-2", "i-3", "i-4"], surplus_removed=["i-20"], pods_evicted=7,
         pod_warnings=["w"], pdb_wait_seconds=3.4, disruptions_per_old_pod=1.4,
         never_joined=[{"instance_id": "i-9", "reason": "never registered"}, {"instance_id": "i-8", "reason": "not Ready"}],
-        restored=dict(sizes=dict(min_size=1, max_size=6, desired_capacity=4), resumed_processes=["AZRebalance", "ScheduledActions"])),
+        restored=dict(sizes=dict(min_size=1, max_size=6, desired_capacity=4), resumed_processes=["AZRebalance", "ScheduledActions"],
+                      kept_sizes=[])),
         "/tmp/report.json", ADVICE)
     assert lines == [
         GROUP_LINE,
@@ -64,7 +65,7 @@ def test_a_surge_upgrade_says_max_surge_and_the_pods_deleted_by_force():
     lines = upgrade_summary(report(strategy="surge", max_surge=2, max_unavailable=0, pods_evicted=3,
                                    pods_deleted_by_force=["a/p1", "a/p2"], pdb_wait_seconds=0.0,
                                    restored=dict(sizes=dict(min_size=1, max_size=3, desired_capacity=3),
-                                                 resumed_processes=[])))
+                                                 resumed_processes=[], kept_sizes=[])))
     assert lines == [
         GROUP_LINE,
         "Nodes replaced: 0 (strategy surge, max_unavailable 0, max_surge 2); surplus nodes removed at scale-down: 0.",
@@ -167,3 +168,12 @@ def test_issue29_the_owners_workflow_names_the_version_the_group_already_used_no
         None, ADVICE)
     assert "Target: launch template lt-1 version 2 (AMI ami-b), the version the Auto Scaling group already used." \
         in lines
+
+
+def test_issue29_a_maxsize_changed_by_hand_is_named_in_the_restored_line():
+    """Issue 29 item 4: the summary says which size the scale-down kept instead of restoring, and the values."""
+    kept = [dict(size="max_size", aws_name="MaxSize", before_upgrade=10, set_by_upgrade=16, found=20)]
+    lines = upgrade_summary(report(restored=dict(sizes=dict(min_size=3, max_size=20, desired_capacity=5),
+                                                 resumed_processes=[], kept_sizes=kept)))
+    assert lines[-1] == ("Restored: min/max/desired 3/20/5, resumed processes: none. KEPT, changed by someone else "
+                         "during the upgrade: MaxSize 20 (before the upgrade 10, the upgrade set 16).")

@@ -102,7 +102,7 @@ CASES = [
     (ec2, "describe_launch_template_named", ("nodes",), "describe_launch_templates",
      {"LaunchTemplateNames": ["nodes"]}, {"LaunchTemplates": []}, None, "describe launch template nodes"),
     (ec2, "describe_launch_template_version", (LT, 4), "describe_launch_template_versions",
-     {"LaunchTemplateId": LT, "Versions": ["4"]}, {"LaunchTemplateVersions": [{"VersionNumber": 4}]},
+     {"LaunchTemplateId": LT, "Versions": ["4"], "ResolveAlias": False}, {"LaunchTemplateVersions": [{"VersionNumber": 4}]},
      {"VersionNumber": 4}, "describe version 4 of launch template %s" % LT),
     (ec2, "describe_image", ("ami-1",), "describe_images", {"ImageIds": ["ami-1"]}, {"Images": []}, None,
      "describe AMI ami-1"),

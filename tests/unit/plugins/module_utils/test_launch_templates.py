@@ -102,3 +102,39 @@ def test_pin_asg_launch_template(world):
         assert world.asg()["LaunchTemplate"]["Version"] == str(version)
     finally:
         lts.pin_asg_launch_template(world.autoscaling, world.asg(), world.lt_id, 1)
+
+
+class VersionsAnswering:
+    """An EC2 client whose DescribeLaunchTemplateVersions answers one version whose ImageId is ``image_id``, resolved to
+    ``resolved`` with ResolveAlias (as EC2 does for a resolve:ssm: parameter); records each call's ResolveAlias."""
+
+    def __init__(self, image_id, resolved):
+        self.image_id, self.resolved, self.calls = image_id, resolved, []
+
+    def describe_launch_template_versions(self, LaunchTemplateId, Versions, ResolveAlias):
+        self.calls.append(ResolveAlias)
+        image_id = self.resolved if ResolveAlias else self.image_id
+        return {"LaunchTemplateVersions": [{"VersionNumber": 3, "LaunchTemplateId": LaunchTemplateId,
+                                            "LaunchTemplateData": dict(DATA, ImageId=image_id)}]}
+
+
+def test_issue29_a_template_whose_image_id_is_resolve_ssm_is_read_as_the_ami_it_resolves_to():
+    """Issue 29 item 4: the version's AMI is the one its parameter resolves to now (what the next launch runs), the
+    parameter kept beside it; an AMI id costs one call."""
+    ec2 = VersionsAnswering("resolve:ssm:/aws/service/eks/optimized-ami/1.29/x/recommended/image_id", "ami-0a")
+    described = lts.describe_lt_version(ec2, "lt-1", "$Latest")
+    assert lts.lt_version_image(described) == "ami-0a" and ec2.calls == [False, True]
+    assert described[lts.IMAGE_ALIAS] == "resolve:ssm:/aws/service/eks/optimized-ami/1.29/x/recommended/image_id"
+    plain = VersionsAnswering("ami-0b", "ami-0b")
+    described = lts.describe_lt_version(plain, "lt-1", 3)
+    assert lts.lt_version_image(described) == "ami-0b" and lts.IMAGE_ALIAS not in described and plain.calls == [False]
+
+
+def test_issue29_a_version_created_from_a_resolve_ssm_one_names_the_target_ami():
+    """The plan from a resolved version: another AMI creates a version (written with the AMI id, SourceVersion the
+    current one); the AMI the parameter resolves to already needs no new version."""
+    current = dict(lt_version(2, ImageId="ami-0a"), **{lts.IMAGE_ALIAS: "resolve:ssm:/p"})
+    plan = lts.plan_launch_template_version("2", current, current, "ami-new")
+    assert (plan["create"], plan["target_version"], plan["image_id"], plan["previous_image_id"]) == (
+        True, 3, "ami-new", "ami-0a")
+    assert lts.plan_launch_template_version("2", current, current, "ami-0a")["create"] is False

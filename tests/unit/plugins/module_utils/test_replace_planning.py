@@ -145,3 +145,44 @@ def test_the_phase_describes_each_instance_from_ec2_once(world, core_v1):
     old_instances_left(planned, phase_clients, [].append)
     members = sorted(i["InstanceId"] for i in world.asg()["Instances"])
     assert sorted(described) == members
+
+
+def set_back_mid_upgrade(world):
+    """An upgrade to the group's version under way (its journal), and the group pointed back at version 1."""
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
+
+    target = world.asg()["LaunchTemplate"]["Version"]
+    write_journal(world.autoscaling, world.asg_name, Journal.start(
+        phase="upgrade", launch_template_id=world.lt_id, target_launch_template_version=target))
+    world.autoscaling.update_auto_scaling_group(
+        AutoScalingGroupName=world.asg_name, LaunchTemplate=dict(LaunchTemplateId=world.lt_id, Version="1"))
+    return target
+
+
+def test_issue29_a_launch_template_version_set_back_by_hand_stops_the_phase_before_the_cordon(world, core_v1):
+    """Issue 29 item 4: the phase's plan refuses a group pointed back at another version than its journal's target,
+    before any old node is cordoned (before, the upgraded nodes were cordoned as old ones)."""
+    target = set_back_mid_upgrade(world)
+    args = params(seed=3)
+    with pytest.raises(UpgradeError) as stopped:
+        plan_phase(args, clients(args), [].append)
+    assert stopped.value.code == "LaunchTemplateVersionChanged"
+    assert (stopped.value.details["launch_template_version"], stopped.value.details["target_launch_template_version"]) \
+        == ("1", target)
+    assert core_v1.patches == []
+
+
+def test_issue29_a_launch_template_version_set_back_by_hand_stops_before_the_next_batch(world, core_v1):
+    """Between batches: the group is read again before each batch's drain."""
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_steps import check_target_unmoved
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.step_context import StepContext
+
+    args = params(seed=3)
+    context = StepContext(args, clients(args), False, False, [].append, lambda line: None)
+    group = plan_phase(args, clients(args), [].append)[2]
+    check_target_unmoved(context, None)  # no journal: nothing to compare
+    set_back_mid_upgrade(world)
+    for known in (None, group):  # found here, or as the last termination read it
+        with pytest.raises(UpgradeError) as stopped:
+            check_target_unmoved(context, known)
+        assert stopped.value.code == "LaunchTemplateVersionChanged"

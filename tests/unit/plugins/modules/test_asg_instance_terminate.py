@@ -150,6 +150,7 @@ def test_decrement_below_min_size_needs_a_journal(world, run):
     assert sizes(world) == (2, 12, 2)
     journal = Journal.from_tags(world.asg()["Tags"])
     assert journal.desired_capacity_set == 2 and journal.original_min_size == 4  # C3 bookkeeping
+    assert journal.sizes_set == {"min_size": 2}  # issue 29 item 4: the restore tells it from a MinSize set by hand
 
 
 def test_without_decrement_the_journal_is_untouched(world, run):
@@ -335,3 +336,36 @@ def test_item14_hooks_the_caller_read_are_not_read_again(world, capsys, undraine
         should_decrement_desired_capacity=False), capsys)
     assert not result.get("failed"), result
     assert result["termination"]["lifecycle_hooks"] == given
+
+
+def test_issue29_a_launch_template_version_set_back_by_hand_mid_upgrade_stops_the_batch_before_any_change(
+        world, run, undrained):
+    """Issue 29 item 4: the group was pointed back at version 1 during the upgrade to world.target_version. The
+    batch's termination stops with LaunchTemplateVersionChanged, naming both versions, before any change (its
+    replacements would be old nodes); before, it went on and the run ended blaming the new instances."""
+    write_journal(world.autoscaling, ASG_NAME, Journal.start(
+        phase="upgrade", desired_capacity_set=4, launch_template_id=world.lt_id,
+        target_launch_template_version=str(world.target_version)))
+    world.autoscaling.update_auto_scaling_group(AutoScalingGroupName=ASG_NAME, LaunchTemplate=dict(
+        LaunchTemplateId=world.lt_id, Version="1"))
+    before = (sizes(world), members(world), world.tags())
+    result = run(instance_ids=members(world)[:1], should_decrement_desired_capacity=False)
+    assert result["failed"] is True and result["code"] == "LaunchTemplateVersionChanged", result
+    assert "launches from launch template %s version 1, no longer from %s version %s" % (
+        world.lt_id, world.lt_id, world.target_version) in result["msg"]
+    assert "run the same job again" in result["msg"]
+    assert (result["launch_template_version"], result["target_launch_template_version"]) == (
+        "1", str(world.target_version))
+    assert (sizes(world), members(world), world.tags()) == before and undrained["checked"] == []
+
+
+def test_issue29_the_group_on_the_journals_target_through_an_alias_goes_on(world, run, undrained):
+    """$Latest resolving to the journal's target is the target (the infrastructure-as-code workflow leaves an alias
+    on the group)."""
+    write_journal(world.autoscaling, ASG_NAME, Journal.start(
+        phase="upgrade", desired_capacity_set=4, launch_template_id=world.lt_id,
+        target_launch_template_version=str(world.target_version)))
+    world.autoscaling.update_auto_scaling_group(AutoScalingGroupName=ASG_NAME, LaunchTemplate=dict(
+        LaunchTemplateId=world.lt_id, Version="$Latest"))
+    result = run(instance_ids=members(world)[:1], should_decrement_desired_capacity=False, wait=False)
+    assert not result.get("failed"), result

@@ -110,6 +110,13 @@ def test_max_size_is_raised_only_when_the_surge_needs_it(world, run):
     assert not result.get("failed"), result
     assert sizes(world) == (0, 14, 14)
     assert result["surge"]["before"]["max_size"] == 12
+    # Issue 29 item 4: recorded, so that the restore can tell it from a MaxSize set by hand.
+    assert Journal.from_tags(world.asg()["Tags"]).sizes_set == {"max_size": 14}
+
+
+def test_issue29_a_max_size_the_surge_leaves_alone_is_not_recorded_as_set(world, run):
+    assert not run(max_unavailable=8).get("failed")
+    assert sizes(world) == (0, 12, 12) and Journal.from_tags(world.asg()["Tags"]).sizes_set is None
 
 
 def test_crash_after_the_journal_resumes_without_double_surge(world, run):
@@ -350,3 +357,16 @@ def test_the_documentation_matches_the_argument_spec():
     from ..module_docs import assert_docs_match_spec
 
     assert_docs_match_spec(asg_surge, merged_argument_spec(surge_step.ARGUMENT_SPEC, uses_aws=True, uses_k8s=True))
+
+
+def test_issue29_a_launch_template_version_set_back_by_hand_stops_the_surge_before_any_change(world, run):
+    """Issue 29 item 4: the new nodes of a group pointed back at version 1 would never count as new (the wait
+    ended in NodeCreationFailure, blaming them): LaunchTemplateVersionChanged before any change instead."""
+    assert not run(max_unavailable=1, wait=False).get("failed")
+    world.autoscaling.update_auto_scaling_group(AutoScalingGroupName=ASG_NAME, LaunchTemplate=dict(
+        LaunchTemplateId=world.lt_id, Version="1"))
+    before = (sizes(world), world.tags())
+    result = run(mode="desired", desired_capacity=13, wait=False)
+    assert result["failed"] is True and result["code"] == "LaunchTemplateVersionChanged", result
+    assert "version 1, no longer from %s version %s" % (world.lt_id, world.target_version) in result["msg"]
+    assert (sizes(world), world.tags()) == before

@@ -332,14 +332,14 @@ def expect_lt_version(aws, version):
     aws.expect("ec2", "describe_launch_template_versions", {"LaunchTemplateVersions": [{
         "LaunchTemplateId": USER_LT, "LaunchTemplateName": "workers-lt", "VersionNumber": int(version),
         "DefaultVersion": False, "CreateTime": CREATED, "LaunchTemplateData": {"InstanceType": "m5.large"}}]},
-        {"LaunchTemplateId": USER_LT, "Versions": [version]})
+        {"LaunchTemplateId": USER_LT, "Versions": [version], "ResolveAlias": False})
 
 
 def test_a_launch_template_version_that_does_not_exist_is_refused_before_any_change(aws, run):
     aws.expect("eks", "describe_cluster", cluster("1.31"), {"name": CLUSTER})
     aws.expect("eks", "describe_nodegroup", custom_lt_nodegroup(), NAMES)
     aws.expect("ec2", "describe_launch_template_versions", {"LaunchTemplateVersions": []},
-               {"LaunchTemplateId": USER_LT, "Versions": ["9"]})
+               {"LaunchTemplateId": USER_LT, "Versions": ["9"], "ResolveAlias": False})
     result = run(launch_template_version=9, max_unavailable=3)
     assert result["failed"] and result["parameter"] == "launch_template_version", result
     assert aws.update_calls == []

@@ -490,10 +490,10 @@ def test_issue29_item2_an_active_instance_refresh_is_refused_before_any_change(
         assert not result.get("failed") and result["changed"], result
 
 
-@pytest.mark.parametrize("extra_tags, refused", [(41, False), (42, True)])
+@pytest.mark.parametrize("extra_tags, refused", [(40, False), (41, True)])
 def test_issue29_item2_w3_the_tag_budget_is_checked_before_any_change(capsys, extra_tags, refused):
-    """W3: the journal (five tags, journal.TAG_GROUPS) and the lease take up to 6 tags; the group has 3 of its own here,
-    plus these: 44 of its own leave room, 45 do not (with 18 journal tags, 31 did not)."""
+    """W3: the journal (six tags, journal.TAG_GROUPS) and the lease take up to 7 tags; the group has 3 of its own here,
+    plus these: 43 of its own leave room, 44 do not (with one tag per journal field, 31 did not)."""
     with mock_aws():
         world = MotoNodegroup(asg_tags=dict(("team/tag-%02d" % index, "x") for index in range(extra_tags)))
         before = state(world)
@@ -502,7 +502,7 @@ def test_issue29_item2_w3_the_tag_budget_is_checked_before_any_change(capsys, ex
             assert state(world) == before
     if refused:
         assert result["failed"] and result["code"] == "TagLimitExceeded", result
-        assert (result["tags"], result["tags_needed"], result["tag_limit"]) == (45, 6, 50)
+        assert (result["tags"], result["tags_needed"], result["tag_limit"]) == (44, 7, 50)
         assert "Remove at least 1 of its tags" in result["msg"] and result["msg"].endswith("Nothing was changed.")
     else:
         assert not result.get("failed") and result["changed"], result
@@ -604,3 +604,19 @@ def test_issue29_item2_a_new_version_is_refused_while_an_override_launches_its_o
     assert "use_current_launch_template=true" in result["msg"] and state(world) == before
     # The owner's workflow: each template carries its AMI, and the nodes are rolled onto what the group launches.
     assert not run(use_current_launch_template=True).get("failed")
+
+
+def test_issue29_the_diff_says_which_ami_comes_from_a_resolve_ssm_parameter():
+    """Issue 29 item 4: the diff shows the AMI a resolve:ssm: version resolves to, the parameter beside it, and that
+    a version this run creates names the target AMI's id (no parameter)."""
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.launch_template_step import image_aliases
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.launch_templates import IMAGE_ALIAS
+
+    current = {"VersionNumber": 2, "LaunchTemplateData": {"ImageId": "ami-0a"}, IMAGE_ALIAS: "resolve:ssm:/p"}
+    created = image_aliases({}, {}, dict(create=True, target_version=3), True, current, current, None)
+    assert (created["before"]["image_alias"], created["after"]["image_alias"]) == ("resolve:ssm:/p", None)
+    kept = image_aliases({}, {}, dict(create=False, target_version=2), False, current, current, None)
+    assert kept["after"]["image_alias"] == "resolve:ssm:/p"
+    plain = {"VersionNumber": 2, "LaunchTemplateData": {"ImageId": "ami-0a"}}
+    assert image_aliases({}, {}, dict(create=True, target_version=3), True, plain, plain, None) == dict(
+        before={}, after={})

@@ -252,3 +252,44 @@ def test_a_thousand_instances_take_a_fixed_handful_of_calls(capsys):
     # discovery (K1): DescribeNodegroup, then one describe filtered by eksctl's tags and one by the cluster tag
     assert calls.count("DescribeAutoScalingGroups") == 2 and calls.count("DescribeNodegroup") == 1
     assert len(core_v1.calls) == 2
+
+
+@pytest.fixture
+def launched_versions(monkeypatch):
+    """{instance id: the launch template version it was launched from}, as AWS reports it on the group's instances
+    (moto reports the template's default version for every instance)."""
+    from moto.autoscaling.models import InstanceState
+
+    versions = {}
+    reported = InstanceState.launch_template.fget
+
+    def launch_template(self):
+        spec = reported(self)
+        return dict(spec, Version=versions.get(self.instance_id, spec["Version"]))
+    monkeypatch.setattr(InstanceState, "launch_template", property(launch_template))
+    return versions
+
+
+def test_issue29_a_launch_template_version_set_back_by_hand_mid_upgrade_is_judged_against_the_journal(
+        world, run, launched_versions):
+    """Issue 29 item 4: the group was pointed back at version 1 during an upgrade to version 2. Without a target,
+    new means the journal's target: the instances already on version 2 stay new, those on 1 are old (before, the
+    upgraded nodes counted as old, so a rerun replaced them again)."""
+    # no UserData: in-process moto keeps it as a plain str for new versions and then refuses to launch (asg_world)
+    version = world.ec2.create_launch_template_version(LaunchTemplateId=world.lt_id, LaunchTemplateData=dict(
+        ImageId=world.new_ami, InstanceType="m5.large"))["LaunchTemplateVersion"]["VersionNumber"]
+    old = sorted(i["InstanceId"] for i in world.asg()["Instances"])
+    world.autoscaling.update_auto_scaling_group(
+        AutoScalingGroupName=world.asg_name, DesiredCapacity=6,
+        LaunchTemplate=dict(LaunchTemplateId=world.lt_id, Version=str(version)))
+    upgraded = sorted(set(i["InstanceId"] for i in world.asg()["Instances"]) - set(old))
+    assert len(upgraded) == 2
+    launched_versions.update([(i, "1") for i in old] + [(i, str(version)) for i in upgraded])
+    world.autoscaling.update_auto_scaling_group(AutoScalingGroupName=world.asg_name, LaunchTemplate=dict(
+        LaunchTemplateId=world.lt_id, Version="1"))
+    write_journal(world.autoscaling, world.asg_name, Journal(
+        run_id="r9", phase="upgrade", launch_template_id=world.lt_id, target_launch_template_version=str(version),
+        target_image_id=world.new_ami))
+    group = run(registered_nodes(world), seed=3)["nodegroup"]
+    assert group["launch_template"]["target_version"] == version
+    assert (sorted(group["old_instances"]), sorted(group["new_instances"])) == (old, upgraded)

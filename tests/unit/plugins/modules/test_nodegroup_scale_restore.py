@@ -323,6 +323,64 @@ def test_k3_a_managed_node_group_is_refused_before_any_change():
     assert mutating(calls) == [] and cluster.drained == [] and cluster.selectors == []
 
 
+def hand_journal(**fields):
+    return Journal(**dict(dict(original_min_size=3, original_max_size=10, original_desired_capacity=5,
+                               sizes_set={"max_size": 16}), **fields))
+
+
+@pytest.mark.parametrize("found,kept", [
+    # (min, max, desired) now -> the sizes kept (the rest restored)
+    ((3, 16, 11), []),                  # what the upgrade set: restored
+    ((3, 10, 11), []),                  # set back to the original (an apply): restored, nothing to say
+    ((3, 20, 11), ["max_size"]),        # raised by hand: kept
+    ((3, 12, 11), ["max_size"]),        # lowered by hand, not to the original: kept
+    ((1, 16, 11), ["min_size"]),        # MinSize, which the upgrade never set: kept
+])
+def test_issue29_a_maxsize_changed_by_hand_is_kept_the_decision(found, kept):
+    """Issue 29 item 4: a size that is neither the journal's original nor what the upgrade set was changed by
+    someone else during the upgrade: the restore keeps it, and puts back the rest."""
+    before = dict(zip(("min_size", "max_size", "desired_capacity"), found))
+    changes = restore_step.sizes_changed_by_hand(hand_journal(), before)
+    assert [change["size"] for change in changes] == kept
+    after = restore_step.restored_sizes(hand_journal(), before, changes)
+    expected = dict(min_size=3, max_size=10, desired_capacity=5)
+    expected.update((size, before[size]) for size in kept)
+    assert after == expected
+
+
+def test_issue29_the_desired_capacity_is_put_back_within_the_sizes_kept():
+    """A MinSize raised by hand above the original desired capacity (or a MaxSize lowered below it) bounds the
+    desired capacity the restore puts back: AWS refuses a desired capacity outside MinSize..MaxSize."""
+    raised = dict(min_size=7, max_size=16, desired_capacity=11)
+    journal = hand_journal()
+    assert restore_step.restored_sizes(journal, raised, restore_step.sizes_changed_by_hand(journal, raised)) == \
+        dict(min_size=7, max_size=10, desired_capacity=7)
+    lowered = dict(min_size=3, max_size=4, desired_capacity=4)
+    assert restore_step.restored_sizes(journal, lowered, restore_step.sizes_changed_by_hand(journal, lowered)) == \
+        dict(min_size=3, max_size=4, desired_capacity=4)
+
+
+def test_issue29_without_an_original_a_size_is_left_as_it_is_and_not_reported():
+    journal = Journal(original_desired_capacity=5)
+    before = dict(min_size=1, max_size=30, desired_capacity=11)
+    assert restore_step.sizes_changed_by_hand(journal, before) == []
+    assert restore_step.restored_sizes(journal, before) == dict(min_size=1, max_size=30, desired_capacity=5)
+
+
+def test_issue29_a_maxsize_changed_by_hand_is_kept_warned_and_reported(surged, run):
+    """Issue 29 item 4 end to end in moto: MaxSize raised from 12 to 20 during the upgrade stays 20, with a warning
+    naming both values, in the result and in the diff; the rest is restored."""
+    surged.autoscaling.update_auto_scaling_group(AutoScalingGroupName=ASG_NAME, MaxSize=20)
+    result = run(FakeCluster(surged), diff=True)
+    assert not result.get("failed"), result
+    assert sizes(surged) == (0, 20, 4)
+    assert result["restore"]["kept_sizes"] == [dict(size="max_size", aws_name="MaxSize", before_upgrade=12,
+                                                    set_by_upgrade=12, found=20)]
+    assert result["diff"]["after"]["kept_sizes"] == ["max_size"]
+    [warning] = [w for w in result.get("warnings", []) if "MaxSize" in w]
+    assert "is 20" in warning and "putting back 12" in warning and ASG_NAME in warning
+
+
 @pytest.mark.parametrize("phase,desired,active", [
     ("upgrade", 10, False), ("upgrade", 11, True), ("upgrade", 9, True),
     ("scale_down", 9, False), ("scale_down", 11, True),
