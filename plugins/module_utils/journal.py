@@ -6,8 +6,9 @@
 Six tags (TAG_GROUPS), so that it fits Auto Scaling's 50 tags beside the owner's (SPEC W3) and a person can still
 read it in the console: ``eksops.nodegroup/run``, ``/sizes`` and ``/target`` hold ``field=value`` pairs joined by
 ``;``; ``/suspended_processes``, ``/start_per_az`` and ``/sizes_set`` one field each. A journal an earlier release
-wrote, one tag per field, is read all the same and replaced at the next write. A rerun after a crash reads it and resumes; scale-down reads it to restore. Nodes we cordoned carry the annotation
-CORDONED_BY_ANNOTATION instead (node state lives on nodes): the run id and what that run set (drain.py).
+wrote, one tag per field, is read all the same and replaced at the next write. A rerun after a crash reads it and
+resumes; scale-down reads it to restore. Nodes we cordoned carry the annotation CORDONED_BY_ANNOTATION instead (node
+state lives on nodes): the run id and what that run set (drain.py).
 
 The phase is the state machine of an upgrade, and it names the phase a rerun resumes in:
 

@@ -86,14 +86,15 @@ def test_corrupt_tags_fail_clearly(key, value):
 def test_issue29_item2_the_journal_takes_six_tags_whatever_it_records():
     """W3: the journal was one tag per field (18 with the lease's 19 of Auto Scaling's 50), so a group with more than
     31 tags of its own could not be upgraded; grouped, it takes six, each within the 256 characters of a value."""
-    longest = Journal(**dict(FULL, run_id="f" * 32, desired_capacity_pending=11, scale_in_protection="theirs",
-                             launch_template_id="lt-0123456789abcdef0", target_image_id="ami-0123456789abcdef0",
-                             previous_launch_template_version="123456", target_launch_template_version="123457",
-                             suspended_processes=["AZRebalance", "AlarmNotification", "ScheduledActions",
-                                                  "ReplaceUnhealthy", "InstanceRefresh", "Launch", "Terminate",
-                                                  "HealthCheck", "AddToLoadBalancer"],
-                             start_per_az=dict(("us-west-2%s" % zone, 999) for zone in "abcdef"),
-                             sizes_set=dict(min_size=999, max_size=999)))
+    fields = dict(FULL)
+    fields.update(run_id="f" * 32, desired_capacity_pending=11, scale_in_protection="theirs",
+                  launch_template_id="lt-0123456789abcdef0", target_image_id="ami-0123456789abcdef0",
+                  previous_launch_template_version="123456", target_launch_template_version="123457",
+                  suspended_processes=["AZRebalance", "AlarmNotification", "ScheduledActions", "ReplaceUnhealthy",
+                                       "InstanceRefresh", "Launch", "Terminate", "HealthCheck", "AddToLoadBalancer"],
+                  start_per_az=dict(("us-west-2%s" % zone, 999) for zone in "abcdef"),
+                  sizes_set=dict(min_size=999, max_size=999))
+    longest = Journal(**fields)
     tags = longest.to_tags()
     assert len(tags) == len(jr.TAG_GROUPS) == 6 and max(len(value) for value in tags.values()) <= 256
     assert Journal.from_tags(tags) == longest
