@@ -54,7 +54,8 @@ _value:
     - The report. C(status) is C(succeeded), C(failed), C(planned) (a dry run) or C(stopped) (the cluster
       autoscaler changed the group during the upgrade).
     - C(kind), C(asg_name) are what is known of the node group, also when the setup phase stopped before it
-      found the group. C(eks_update) is what EKS did on a managed node group.
+      found the group. C(eks_update) is what EKS did on a managed node group; its C(plan) is what the run did or, in
+      check mode, would do (C(action) none, follow or start, and C(message)).
     - C(pods_evicted), C(pods_deleted_by_force), C(pod_warnings) and C(pdb_wait_seconds) add up every drained
       node; C(pdb_wait_seconds) is null when a drain did not report it. On an EKS managed node group
       C(pods_evicted) counts the evictions EKS made from the group's nodes while it was followed, seen in the
@@ -176,8 +177,10 @@ def _eks_outcome(run: Mapping[str, Any]) -> dict[str, Any] | None:
     if step is None:
         return None
     followed = step.get("nodegroup_update") or {}
+    plan = followed.get("plan") or {}
     return dict(eks_update=followed.get("eks_update"), nodegroup=followed.get("nodegroup"),
-                progress=followed.get("progress"), evictions=followed.get("evictions"))
+                progress=followed.get("progress"), evictions=followed.get("evictions"),
+                plan=dict(action=plan.get("action"), message=plan.get("message")) if plan else None)
 
 
 def _eks_evictions(run: Mapping[str, Any]) -> dict[str, Any] | None:

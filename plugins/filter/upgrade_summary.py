@@ -64,9 +64,13 @@ def _group_line(report: Mapping[str, Any]) -> str:
 def _eks_line(eks: Mapping[str, Any] | None, per_old_pod: float | None) -> str | None:
     if not eks or not eks.get("nodegroup"):
         return None
-    update = eks.get("eks_update")
-    line = ("EKS update %s: %s" % (update["id"], update["status"]) if update
-            else "No EKS update needed: the node group was already on the target")
+    update, plan = eks.get("eks_update"), eks.get("plan") or {}
+    if update:
+        line = "EKS update %s: %s" % (update["id"], update["status"])
+    elif plan.get("action") == "start":  # check mode (issue 25 item 3): nothing was started
+        line = "No EKS update started (check mode); the run would start one: %s" % plan["message"]
+    else:
+        line = "No EKS update needed: the node group was already on the target"
     line += "; release %s, Kubernetes %s" % (eks["nodegroup"]["release_version"], eks["nodegroup"]["version"])
     progress = eks.get("progress")
     if progress:

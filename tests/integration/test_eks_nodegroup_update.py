@@ -118,11 +118,16 @@ def upgrade(sandbox, tmp_path, check=False, **extra):
 
 
 def test_check_mode_of_the_playbook_changes_nothing(blocked, tmp_path):
+    """And says what it would do (issue 25 item 3: it said "No EKS update needed: the node group was already on the
+    target" beside a diff of 1.29 -> 1.30)."""
     before = call_counts(blocked)
-    result, dummy = upgrade(blocked, tmp_path, check=True)
+    result, report = upgrade(blocked, tmp_path, check=True)
     assert result.returncode == 0, result.stdout + result.stderr
     calls = calls_between(before, call_counts(blocked))
     assert eks_writes(calls) == {} and mutating_calls(calls) == {}
+    assert report["eks_update"]["plan"]["action"] == "start"
+    assert "No EKS update started (check mode); the run would start one: Node group" in result.stdout
+    assert "No EKS update needed" not in result.stdout
 
 
 def test_issue29_item3_drain_settings_eks_does_not_take_are_named_not_ignored_silently(blocked, tmp_path):

@@ -169,7 +169,7 @@ def test_a_failed_managed_upgrade_reports_the_last_step_of_eks_update():
     report = upgrade_report(run(setup_result=setup_result(kind="managed"), managed_update_step=step,
                                 error=dict(ERROR, phase="eks_update")))
     assert report["eks_update"] == dict(eks_update={"id": "upd-2", "status": "Failed"}, nodegroup={"version": "1.29"},
-                                        progress=None, evictions=None)
+                                        progress=None, evictions=None, plan=None)
     assert report["status"] == "failed"
 
 

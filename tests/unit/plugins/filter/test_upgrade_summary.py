@@ -104,6 +104,16 @@ def test_a_managed_group_already_on_the_target_needs_no_eks_update():
         "No EKS update needed: the node group was already on the target; release r2, Kubernetes 1.30.")
 
 
+def test_issue25_item3_a_managed_dry_run_says_the_update_it_would_start_not_that_none_was_needed():
+    """--check on a managed group said "No EKS update needed: the node group was already on the target" beside a
+    diff of 1.29 -> 1.30: in check mode nothing is started, and the line says what would be."""
+    eks = dict(eks_update=None, nodegroup={"release_version": "r1", "version": "1.29"}, progress=None,
+               plan=dict(action="start", message="Node group workers: updating to Kubernetes 1.30"))
+    assert upgrade_summary(managed(eks_update=eks))[1] == (
+        "No EKS update started (check mode); the run would start one: Node group workers: updating to Kubernetes "
+        "1.30; release r1, Kubernetes 1.29.")
+
+
 def test_no_eks_line_without_eks_s_record_of_the_group():
     lines = upgrade_summary(managed(eks_update=dict(eks_update=None, nodegroup=None, progress=None)))
     assert lines == [GROUP_LINE.replace("self_managed", "managed"), PHASE_LINE]
