@@ -100,11 +100,11 @@ def _target_line(report: Mapping[str, Any]) -> str | None:
 
 
 def _nodes_line(report: Mapping[str, Any]) -> str:
-    # Before the setup phase resolved it, max_unavailable is null: shown as nothing, as a template shows null.
+    # Before the setup phase resolved it, max_unavailable is null: said so ("max_unavailable ," read as a typo).
     return "Nodes replaced: %d%s (strategy %s, max_unavailable %s%s%s); surplus nodes removed at scale-down: %d%s." % (
         len(report["replaced_instances"]),
         "" if report["nodes_before"] is None else " of %s" % report["nodes_before"],
-        report["strategy"], "" if report["max_unavailable"] is None else report["max_unavailable"],
+        report["strategy"], "not resolved" if report["max_unavailable"] is None else report["max_unavailable"],
         "" if report["max_surge"] is None else ", max_surge %s" % report["max_surge"],
         _schedule_part(report), len(report["surplus_removed"]),
         "" if report.get("surplus_nodes_with_pods") is None else " (%d held pods to move)" % report["surplus_nodes_with_pods"])

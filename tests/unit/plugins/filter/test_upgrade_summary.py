@@ -158,7 +158,7 @@ def test_a_failure_before_the_setup_phase_resolved_anything_names_what_is_unknow
     assert lines[:2] == [
         "Node group workers of cluster prod (kind unknown, Auto Scaling group unknown: the run stopped before "
         "identifying it): FAILED.",
-        "Nodes replaced: 0 (strategy default, max_unavailable ); surplus nodes removed at scale-down: 0.",
+        "Nodes replaced: 0 (strategy default, max_unavailable not resolved); surplus nodes removed at scale-down: 0.",
     ]
     assert lines[-1] == "To resume: Rerun the same job."
 
