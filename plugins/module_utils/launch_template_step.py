@@ -27,7 +27,12 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import describe_cluster
-from ansible_collections.eksops.nodegroup.plugins.module_utils.mixed_instances import check_overrides_follow, check_weights
+from ansible_collections.eksops.nodegroup.plugins.module_utils.mixed_instances import (
+    check_overrides_follow,
+    check_weights,
+    own_configuration_overrides,
+    policy_overrides,
+)
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_OPTION, check_tag_budget, claim
 from ansible_collections.eksops.nodegroup.plugins.module_utils.user_data import BOOTSTRAP_OF, bootstrap_of
 from ansible_collections.eksops.nodegroup.plugins.module_utils.eks_amis import (
@@ -143,10 +148,9 @@ def group_instance_types(asg: Mapping[str, Any], template_data: Mapping[str, Any
     """The instance types the group launches the target AMI on: the launch template's, and those of the mixed
     instances policy's overrides that use the group's template (an override with a template or AMI of its own does not)."""
     types = [template_data["InstanceType"]] if template_data.get("InstanceType") else []
-    overrides = ((asg.get("MixedInstancesPolicy") or {}).get("LaunchTemplate") or {}).get("Overrides") or []
-    types.extend(override["InstanceType"] for override in overrides
-                 if override.get("InstanceType") and not override.get("LaunchTemplateSpecification")
-                 and not override.get("ImageId"))
+    own = own_configuration_overrides(asg)
+    types.extend(override["InstanceType"] for override in policy_overrides(asg)
+                 if override.get("InstanceType") and override not in own)
     return sorted(set(types))
 
 

@@ -22,6 +22,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.launch_templates 
     lt_version_image,
     resolve_launch_template_id,
 )
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import asg_launch_template_spec
 
 
 def policy_overrides(asg: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -31,10 +32,10 @@ def policy_overrides(asg: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def own_configuration_overrides(asg: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The overrides that do not launch the group's template as it is: an AMI of their own, or another template."""
-    group_template_id = ((asg.get("MixedInstancesPolicy") or {}).get("LaunchTemplate") or {}).get(
-        "LaunchTemplateSpecification", {}).get("LaunchTemplateId")
+    overrides = policy_overrides(asg)
+    group_template_id = asg_launch_template_spec(asg)["id"] if overrides else None
     found = []
-    for override in policy_overrides(asg):
+    for override in overrides:
         spec = override.get("LaunchTemplateSpecification") or {}
         other_template = bool(spec) and spec.get("LaunchTemplateId") != group_template_id
         if override.get("ImageId") or other_template:

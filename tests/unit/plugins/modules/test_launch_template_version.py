@@ -523,11 +523,16 @@ def test_issue29_item4_an_ami_the_instance_type_cannot_run_is_refused_before_any
 
 
 def test_issue29_item4_the_instance_types_are_the_template_s_and_its_own_overrides():
-    asg = {"MixedInstancesPolicy": {"LaunchTemplate": {"Overrides": [
-        {"InstanceType": "m6g.large"}, {"InstanceType": "c5.large", "LaunchTemplateSpecification": {"Version": "1"}},
-        {"InstanceRequirements": {}}]}}}
+    overrides = [{"InstanceType": "m6g.large"},
+                 {"InstanceType": "c5.large", "LaunchTemplateSpecification": {"LaunchTemplateId": "lt-x86", "Version": "1"}},
+                 {"InstanceType": "c6g.large", "ImageId": "ami-own"}, {"InstanceRequirements": {}}]
+    asg = {"MixedInstancesPolicy": {"LaunchTemplate": {
+        "LaunchTemplateSpecification": {"LaunchTemplateId": "lt-main", "Version": "3"}, "Overrides": overrides}}}
     assert launch_template_step.group_instance_types(asg, {"InstanceType": "m6g.xlarge"}) == ["m6g.large",
                                                                                               "m6g.xlarge"]
+    # An override that names the group's own template launches the target too.
+    overrides.append({"InstanceType": "m7g.large", "LaunchTemplateSpecification": {"LaunchTemplateId": "lt-main"}})
+    assert launch_template_step.group_instance_types(asg, {}) == ["m6g.large", "m7g.large"]
     assert launch_template_step.group_instance_types({}, {}) == []
 
 
