@@ -304,9 +304,6 @@ class Journal:
             tags[tag_key(group)] = encoded
         return tags
 
-    def unset_fields(self) -> list[str]:
-        return [name for name in FIELD_NAMES if getattr(self, name) is None]
-
     def unset_tags(self) -> list[str]:
         """The TAG_GROUPS tags this journal does not write (every field of theirs unset)."""
         return [tag_key(group) for group, fields in TAG_GROUPS if all(getattr(self, name) is None for name in fields)]

@@ -234,9 +234,9 @@ def terminate_surplus(module: EksopsModule, autoscaling: Any, group: NodegroupRe
                                          undrained=problems), changed=True, restore=result)
     for instance_id in instance_ids:
         autoscaling_api.terminate_instance_in_auto_scaling_group(autoscaling, instance_id, True)
-    journal = journal.replace(desired_capacity_set=desired_after)
-    write_journal(autoscaling, group.asg_name, journal)
-    return journal
+    written = journal.replace(desired_capacity_set=desired_after)
+    write_journal(autoscaling, group.asg_name, written, previous=journal)
+    return written
 
 
 def remove_surplus(module: EksopsModule, autoscaling: Any, group: NodegroupRef, journal: Journal, surplus_ids: list[str],
@@ -339,7 +339,7 @@ def run(module: EksopsModule) -> dict[str, Any]:
         "scale_down", desired_capacity_pending=None,
         desired_capacity_set=before["desired_capacity"] if journal.desired_capacity_set is not None else None)
     if scaling_down != journal:
-        write_journal(autoscaling, name, scaling_down)
+        write_journal(autoscaling, name, scaling_down, previous=journal)
         journal = scaling_down
 
     if surplus:

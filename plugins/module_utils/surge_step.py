@@ -349,7 +349,7 @@ def scale_up(module: EksopsModule, group: NodegroupRef, journal: Journal | None,
     set (the other changes the plan foresaw)."""
     autoscaling, name = module.aws("autoscaling"), group.asg_name
     if new_journal != journal:
-        write_journal(autoscaling, name, new_journal)
+        write_journal(autoscaling, name, new_journal, previous=journal or Journal())
     autoscaling_api.suspend_processes(autoscaling, name, to_suspend)
     # Issue 10 item 22: before the group grows, so that a desired capacity set back behind the upgrade's back
     # (a Terraform apply, a person) cannot scale in nodes that hold pods.

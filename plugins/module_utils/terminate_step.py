@@ -229,10 +229,11 @@ def terminate(module: Any, group: NodegroupRef, journal: Journal | None, to_term
     if after["min_size"] != before["min_size"]:
         # Lowered only in an upgrade (sizes_after): recorded first, with the MinSize to restore when the journal
         # has none yet, so that the restore can tell this MinSize from one set by hand (issue 29 item 4).
-        journal = journal.replace(original_min_size=before["min_size"] if journal.original_min_size is None
+        lowered = journal.replace(original_min_size=before["min_size"] if journal.original_min_size is None
                                   else journal.original_min_size).size_set("min_size", after["min_size"],
                                                                            before["min_size"])
-        write_journal(autoscaling, name, journal)
+        write_journal(autoscaling, name, lowered, previous=journal)
+        journal = lowered
         autoscaling_api.update_sizes(autoscaling, name, min_size=after["min_size"])
     raced = [i for i in to_terminate if not terminate_or_gone(autoscaling, ec2, name, i, decrement)]
     if raced:
@@ -246,7 +247,8 @@ def terminate(module: Any, group: NodegroupRef, journal: Journal | None, to_term
     # Journal after the change: a crash in between leaves the group below desired_capacity_set, which is
     # never mistaken for the autoscaler scaling up (SPEC C3).
     if decrement and to_terminate and journal is not None:
-        write_journal(autoscaling, name, journal.replace(desired_capacity_set=after["desired_capacity"]))
+        write_journal(autoscaling, name, journal.replace(desired_capacity_set=after["desired_capacity"]),
+                      previous=journal)
     return to_terminate, leaving
 
 

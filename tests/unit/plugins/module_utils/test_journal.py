@@ -52,7 +52,7 @@ def test_unset_fields_are_not_written_and_read_back_as_none():
                                  "eksops.nodegroup/suspended_processes": ""}
     back = Journal.from_tags(journal.to_tags())
     assert back.original_min_size is None and back.suspended_processes == []
-    assert "original_min_size" in back.unset_fields()
+    assert "eksops.nodegroup/sizes" in back.unset_tags()
 
 
 def test_no_journal_tags_means_no_journal():
