@@ -12,6 +12,15 @@ COLLECTION_LINK := $(COLLECTIONS)/ansible_collections/eksops/nodegroup
 SANITY_ROOT := build/sanity/ansible_collections/eksops/nodegroup
 DEMO_STATE := .sandbox/demo
 PYTEST := $(BIN)/pytest
+# Issue 25 item 2: meta/runtime.yml claims ansible-core 2.16 and newer, every line AWX's and AAP's execution
+# environments ship. .venv has the newest line that runs on the machine's Python (test-requirements.txt); each older
+# line is pinned here and gets a venv of its own, .venv-core-<version>. The oldest runs the unit tests and the
+# rolling, surge and managed scenarios (older-core-tests); ansible-test sanity runs on every line.
+OLDER_CORES := 2.16.19 2.17.14 2.18.19
+OLDEST_CORE := $(firstword $(OLDER_CORES))
+OLDEST_VENV := .venv-core-$(OLDEST_CORE)
+OLDEST_BIN := $(CURDIR)/$(OLDEST_VENV)/bin
+OLDEST_CORE_SCENARIOS := rolling_default surge_2_1 managed
 
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/$(COLLECTIONS)
 export PATH := $(BIN):$(PATH)
@@ -21,6 +30,7 @@ export ANSIBLE_LOCALHOST_WARNING := false
 export ANSIBLE_INVENTORY_UNPARSED_WARNING := false
 
 .PHONY: venv collection-link demo test unit-and-sandbox-tests unit sandbox-tests integration molecule molecule-and-checks lint sanity build clean
+.PHONY: older-core-tests unit-oldest-core molecule-oldest-core sanity-older-cores
 
 $(VENV)/.installed: test-requirements.txt tests/sandbox/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +39,23 @@ $(VENV)/.installed: test-requirements.txt tests/sandbox/pyproject.toml
 	touch $@
 
 venv: $(VENV)/.installed
+
+# The oldest line: test-requirements.txt's pins with its own ansible-core, without the tools that need a newer one
+# (molecule and ansible-lint run from .venv; molecule starts the ansible-playbook it finds first on PATH).
+$(OLDEST_VENV)/.installed: test-requirements.txt tests/sandbox/pyproject.toml
+	$(PYTHON) -m venv $(OLDEST_VENV)
+	grep -v -E '^(ansible-core|ansible-lint|molecule|antsibull-changelog)==' test-requirements.txt > $(OLDEST_VENV)/requirements.txt
+	$(OLDEST_BIN)/pip install --quiet --disable-pip-version-check -r $(OLDEST_VENV)/requirements.txt ansible-core==$(OLDEST_CORE)
+	$(OLDEST_BIN)/pip install --quiet --disable-pip-version-check --no-deps -e tests/sandbox
+	touch $@
+
+# The other older lines only run ansible-test sanity, which installs what each of its tests needs. (Precious: make
+# would delete them after the run as intermediate files.)
+.PRECIOUS: .venv-core-%/.installed
+.venv-core-%/.installed:
+	$(PYTHON) -m venv .venv-core-$*
+	.venv-core-$*/bin/pip install --quiet --disable-pip-version-check ansible-core==$*
+	touch $@
 
 $(COLLECTION_LINK):
 	mkdir -p $(dir $(COLLECTION_LINK))
@@ -68,7 +95,7 @@ test: unit-and-sandbox-tests integration molecule-and-checks build
 unit-and-sandbox-tests: venv collection-link
 	mkdir -p build
 	$(MAKE) --no-print-directory sandbox-tests > build/sandbox-tests.log 2>&1 & contract=$$!; \
-	$(MAKE) --no-print-directory unit; unit=$$?; \
+	$(MAKE) --no-print-directory unit unit-oldest-core; unit=$$?; \
 	wait $$contract; status=$$?; cat build/sandbox-tests.log; \
 	test $$unit -eq 0 && test $$status -eq 0
 
@@ -77,14 +104,17 @@ unit-and-sandbox-tests: venv collection-link
 # output is printed after the scenarios'; either failing fails the target.
 molecule-and-checks: venv collection-link
 	mkdir -p build
-	$(MAKE) --no-print-directory lint sanity > build/checks.log 2>&1 & checks=$$!; \
-	$(MAKE) --no-print-directory molecule; scenarios=$$?; \
+	$(MAKE) --no-print-directory lint sanity sanity-older-cores > build/checks.log 2>&1 & checks=$$!; \
+	$(MAKE) --no-print-directory molecule molecule-oldest-core; scenarios=$$?; \
 	wait $$checks; status=$$?; cat build/checks.log; \
 	test $$scenarios -eq 0 && test $$status -eq 0
 
 # Two workers: the unit tests are independent of each other (no shared sandbox), and this halves their time in CI.
 unit: venv collection-link
 	$(PYTEST) -q -n 2 tests/unit
+
+unit-oldest-core: $(OLDEST_VENV)/.installed collection-link
+	$(OLDEST_BIN)/pytest -q -n 2 tests/unit
 
 # Module-scoped sandboxes: each file stays on one worker.
 sandbox-tests: venv
@@ -104,24 +134,49 @@ MOLECULE_LONGEST := pdb_blocked load_balancers rolling_default surge_balanced
 MOLECULE_SCENARIOS := $(MOLECULE_LONGEST) $(filter-out $(MOLECULE_LONGEST),\
   $(notdir $(patsubst %/molecule.yml,%,$(wildcard extensions/molecule/*/molecule.yml))))
 molecule: venv collection-link
-	rm -rf build/molecule && mkdir -p build/molecule
-	cd extensions && printf '%s\n' $(MOLECULE_SCENARIOS) | xargs -P 4 -I{} sh -c '\
-	  if $(BIN)/molecule test -s {} > ../build/molecule/{}.log 2>&1; then echo "molecule {}: passed"; \
-	  else echo "molecule {}: FAILED"; tail -n 80 ../build/molecule/{}.log; exit 1; fi'
+	$(call run_scenarios,build/molecule,$(MOLECULE_SCENARIOS),ansible-core from .venv)
+
+# The scenarios' create step (extensions/molecule/shared/create.yml) checks that EKSOPS_ANSIBLE_CORE is the
+# ansible-core that runs them.
+molecule-oldest-core: venv collection-link $(OLDEST_VENV)/.installed
+	$(call run_scenarios,build/molecule-core-$(OLDEST_CORE),$(OLDEST_CORE_SCENARIOS),ansible-core $(OLDEST_CORE),\
+	  PATH=$(OLDEST_BIN):$(PATH) ANSIBLE_PYTHON_INTERPRETER=$(OLDEST_BIN)/python EKSOPS_ANSIBLE_CORE=$(OLDEST_CORE))
+
+older-core-tests: unit-oldest-core molecule-oldest-core sanity-older-cores
+
+# $(call run_scenarios,LOG_DIR,SCENARIOS,LABEL[,ENVIRONMENT]): `molecule test` of each scenario, four at a time, each
+# with its log LOG_DIR/<scenario>.log and its ephemeral directory under LOG_DIR (so that one scenario can run on
+# two ansible-core lines at once); a failure prints the tail of its log.
+define run_scenarios
+rm -rf $(1) && mkdir -p $(1) && cd extensions && printf '%s\n' $(2) | env $(4) xargs -P 4 -I{} sh -c '\
+  if MOLECULE_EPHEMERAL_DIRECTORY=$(CURDIR)/$(1)/{} $(BIN)/molecule test -s {} > $(CURDIR)/$(1)/{}.log 2>&1; \
+  then echo "molecule {} ($(3)): passed"; \
+  else echo "molecule {} ($(3)): FAILED"; tail -n 80 $(CURDIR)/$(1)/{}.log; exit 1; fi'
+endef
 
 lint: venv
 	$(BIN)/ansible-lint --profile production
 
 # ansible-test wants the collection at .../ansible_collections/<namespace>/<name>, in a git repository of its
 # own (inside this one, build/ is ignored and every target would be skipped), and downloads a pip bootstrap
-# script it cannot reach from here: tests/tools/get_pip_offline.py stands in for it.
+# script it cannot reach from here: tests/tools/get_pip_offline.py stands in for it, under the name each
+# ansible-core line looks for. $(call run_sanity,ANSIBLE_TEST,ROOT): the sanity tests of one line, in ROOT.
+define run_sanity
+mkdir -p $(HOME)/.ansible/test/cache
+for version in 23_1_2 24_2; do cp tests/tools/get_pip_offline.py $(HOME)/.ansible/test/cache/get_pip_$$version.py; done
+rm -rf $(2) && mkdir -p $(2)
+git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t $(2)
+cd $(2) && git init -q && git add -A && $(1) sanity --python 3.11 --requirements --color no
+endef
+
 sanity: venv
-	mkdir -p $(HOME)/.ansible/test/cache
-	cp tests/tools/get_pip_offline.py $(HOME)/.ansible/test/cache/get_pip_24_2.py
-	rm -rf $(SANITY_ROOT) && mkdir -p $(SANITY_ROOT)
-	git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t $(SANITY_ROOT)
-	cd $(SANITY_ROOT) && git init -q && git add -A && \
-	  $(BIN)/ansible-test sanity --python 3.11 --requirements --color no
+	$(call run_sanity,$(BIN)/ansible-test,$(SANITY_ROOT))
+
+sanity-older-cores: $(addprefix sanity-core-,$(OLDER_CORES))
+
+sanity-core-%: .venv-core-%/.installed
+	@echo "ansible-test sanity, ansible-core $*"
+	$(call run_sanity,$(CURDIR)/.venv-core-$*/bin/ansible-test,build/sanity-$*/ansible_collections/eksops/nodegroup)
 
 build: venv
 	rm -rf build/dist && mkdir -p build/dist
@@ -129,4 +184,4 @@ build: venv
 	$(BIN)/python tests/tools/check_artifact.py build/dist/eksops-nodegroup-*.tar.gz
 
 clean:
-	rm -rf build tests/output .pytest_cache
+	rm -rf build tests/output .pytest_cache .venv-core-*

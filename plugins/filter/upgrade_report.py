@@ -279,7 +279,14 @@ def _schedule(run: Mapping[str, Any]) -> dict[str, Any]:
                 surplus_nodes_with_pods=scale_down.get("surplus_nodes_with_pods"))
 
 
+def _unset_as_null(run: Mapping[str, Any]) -> dict[str, Any]:
+    """``run`` with each empty string as null: before ansible-core 2.19, a template whose value is null renders as an
+    empty string (the test eksops.nodegroup.unset says more)."""
+    return {key: None if value == "" else value for key, value in run.items()}
+
+
 def upgrade_report(run: Mapping[str, Any]) -> dict[str, Any]:
+    run = _unset_as_null(run)
     setup = run["setup_result"] or {}
     scale_down = run["scale_down_result"]
     error = run["error"]

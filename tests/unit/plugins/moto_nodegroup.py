@@ -318,7 +318,7 @@ def run_module_in_process(main, args, capsys, check=False, diff=False, aws_calls
     """
     import json
 
-    from ansible.module_utils.testing import patch_module_args
+    from .module_args import patch_module_args
 
     module_args = dict(AWS_PARAMS)
     module_args.update(args)

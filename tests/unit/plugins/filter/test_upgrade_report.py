@@ -271,3 +271,9 @@ def test_issue11_item2_the_surge_and_its_instance_minutes_an_upper_bound():
     assert upgrade_report(run(scale_up_result=dict(surge=0, surge_sizing=None)))["surge_instance_minutes"] == 0
     unset = upgrade_report(run())
     assert (unset["surge"], unset["surge_sizing"], unset["surge_instance_minutes"]) == (None, None, None)
+
+
+def test_issue25_item2_a_run_whose_nulls_arrived_as_empty_strings_reports_nulls():
+    # ansible-core 2.16 to 2.18 render each null of report.yml's mapping as an empty string.
+    nulls = {key: "" for key, value in run().items() if value is None}
+    assert upgrade_report(run(**nulls)) == upgrade_report(run())

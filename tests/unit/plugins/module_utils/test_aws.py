@@ -6,7 +6,7 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError, NoRegionError
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.testing import patch_module_args
+from ..module_args import patch_module_args
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils import aws
 from ansible_collections.eksops.nodegroup.plugins.module_utils import aws_shapes as shapes

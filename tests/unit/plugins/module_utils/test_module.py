@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
+from ..module_args import patch_module_args
 from kubernetes.client import VersionApi
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils import module as module_utils
