@@ -96,10 +96,12 @@ def phase_spans(phase_seconds: Mapping[str, float]) -> list[dict[str, Any]]:
     return spans
 
 
-def _count(zones: Sequence[str]) -> dict[str, int]:
+def _count(zones: Sequence[str | None]) -> dict[str, int]:
+    """Instances per AZ; one whose AZ is not known is left out."""
     counts = {}
     for zone in zones:
-        counts[zone] = counts.get(zone, 0) + 1
+        if zone:
+            counts[zone] = counts.get(zone, 0) + 1
     return counts
 
 
@@ -137,14 +139,14 @@ def az_timeline(run_start: float, start_instances: Sequence[Mapping[str, Any]], 
     started = set(i["instance_id"] for i in start_instances)
     old = _count([zones[i] for i in replaced if i in zones and i in started])
     total = _count([i["availability_zone"] for i in start_instances if i.get("availability_zone")])
-    names = sorted(set(total) | set(old) | set(zones.values()) | set(
-        n["availability_zone"] for n in (scale_up or {}).get("new_nodes") or []) | set(
-        r["availability_zone"] for r in removed if r.get("availability_zone")))
+    new_nodes = _count([n.get("availability_zone") for n in (scale_up or {}).get("new_nodes") or []])
+    names = sorted(set(total) | set(old) | set(z for z in zones.values() if z) | set(new_nodes) | set(
+        _count([r.get("availability_zone") for r in removed])))
     counts = _Counts(names, old, dict((zone, total.get(zone, 0) - old.get(zone, 0)) for zone in names))
     counts.sample(0.0, "start")
     ends = dict((span["phase"], span["end"]) for span in spans)
     if scale_up and "scale_up" in ends:
-        counts.new.update(_count([n["availability_zone"] for n in scale_up.get("new_nodes") or []]))
+        counts.new.update(new_nodes)
         counts.sample(ends["scale_up"], "scale_up ended")
     for batch in batches:
         if batch["termination_accepted_at"] is not None and batch.get("group_per_az"):

@@ -342,3 +342,19 @@ def test_issue25_item4_the_timeline_counts_old_and_new_nodes_per_az_over_the_run
         "us-east-1a": [(0.0, 1, 0), (98.9, 1, 1), (151.0, 1, 1), (170.0, 0, 1), (231.0, 0, 1), (240.0, 0, 1)],
         "us-east-1b": [(0.0, 1, 0), (98.9, 1, 1), (151.0, 1, 1), (170.0, 1, 1), (231.0, 1, 1), (240.0, 0, 1)],
     }
+
+
+def test_issue25_item4_a_surge_step_reports_its_launch_wait_and_a_launch_only_step_no_termination():
+    launch_only = dict(batch=1, instance_ids=[], nodes=[], started=START + 10, new_nodes_ready=START + 40,
+                       drained=START + 40, ended=START + 40, decrement_ids=[], at_risk=False)
+    step = dict(batch_record(2, "i-1", "us-east-1a", 50, 80, 81, 90, {"us-east-1a": 3}), new_nodes_ready=START + 60)
+    report = upgrade_report(run(
+        setup_result=setup_result(), strategy="surge", surge_upgrade_batches=[launch_only, step],
+        surge_upgrade_drain_results={"node-i-1": drained(["a/p1"], pdb_wait_seconds=0.0, waited=0.0)}))
+    first, second = report["batches"]
+    assert (first["phase"], first["new_nodes_ready_at"], first["terminated_at"]) == (
+        "surge_upgrade", "2024-05-01T10:00:40.000Z", None)
+    assert first["waited_on"] == [dict(what="new_nodes_ready", seconds=30.0)]
+    assert second["waited_on"] == [dict(what="new_nodes_ready", seconds=10.0),
+                                   dict(what="pods_terminating", seconds=20.0),
+                                   dict(what="instances_terminating", seconds=9.0)]
