@@ -152,10 +152,14 @@ def _names(ids: Sequence[str], node_names: Mapping[str, str | None]) -> str:
 class BackgroundWait:
     """finish(handle) in a thread; join() returns its result or raises its StepFailed."""
 
-    def __init__(self, finish: Callable[[Any], Mapping[str, Any]], handle: Any, record: dict[str, Any]) -> None:
+    def __init__(self, finish: Callable[[Any], Mapping[str, Any]], handle: Any, record: dict[str, Any],
+                 clock: Callable[[], float]) -> None:
         self.record = record
         self.result = None
         self.failure = None
+        self.clock = clock
+        # When the wait ended (the instances gone), not when the loop joined it.
+        self.done_at = None
         self._thread = threading.Thread(target=self._run, args=(finish, handle), name="eksops-termination-wait")
         self._thread.daemon = True
         self._thread.start()
@@ -163,6 +167,7 @@ class BackgroundWait:
     def _run(self, finish: Callable[[Any], Mapping[str, Any]], handle: Any) -> None:
         try:
             self.result = finish(handle)
+            self.done_at = self.clock()
         except StepFailed as failure:
             self.failure = failure
         except UpgradeError as err:
@@ -256,7 +261,7 @@ class ReplaceLoop:
         record["availability_zones"] = dict(termination.get("availability_zones") or {})
         record["group_per_az"] = dict(termination.get("group_per_az") or {})
         if self.overlap:
-            self.pending = BackgroundWait(self.finish, handle, record)
+            self.pending = BackgroundWait(self.finish, handle, record, self.clock)
         else:
             self.finished(record, self.finish(handle))
         record["ended"] = self.clock()
@@ -289,9 +294,9 @@ class ReplaceLoop:
             for warning in node.get("warnings") or []:
                 self.progress("%s: node %s: %s" % (self.label(record), name, warning))
 
-    def finished(self, record: dict[str, Any], output: Mapping[str, Any]) -> None:
+    def finished(self, record: dict[str, Any], output: Mapping[str, Any], gone: float | None = None) -> None:
         termination = output.get("termination") or {}
-        record["gone"] = self.clock()
+        record["gone"] = self.clock() if gone is None else gone
         record["replacements"] = termination.get("replacements") or []
         self.state.retained_instances.extend(termination.get("retained_instances") or [])
 
@@ -299,7 +304,8 @@ class ReplaceLoop:
         pending, self.pending = self.pending, None
         if pending is None:
             return
-        self.finished(pending.record, pending.join())
+        output = pending.join()
+        self.finished(pending.record, output, pending.done_at)
         self.progress("%s: instances %s gone at %s" % (
             self.label(pending.record), ", ".join(pending.record["instance_ids"]), clock_time(pending.record["gone"])))
 

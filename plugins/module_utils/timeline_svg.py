@@ -20,7 +20,7 @@ import xml.etree.ElementTree as ET
 from ansible_collections.eksops.nodegroup.plugins.module_utils.upgrade_timeline import epoch_of
 
 SVG_NS = "http://www.w3.org/2000/svg"
-LEFT, RIGHT, WIDTH = 170, 30, 1100
+LEFT, RIGHT, WIDTH = 170, 90, 1100
 PHASE_TOP, PHASE_HEIGHT = 60, 22
 COUNT_HEIGHT, ROW_HEIGHT, LANE_GAP = 70, 18, 24
 COLOURS = dict(old="#c0392b", new="#2471a3", drain="#f5b041", pdb="#8e44ad", terminating="#95a5a6",
@@ -64,9 +64,10 @@ def _phases(group: ET.Element, scale: _Scale, phases: Sequence[Mapping[str, Any]
 
 
 def _steps(counts: Sequence[Mapping[str, Any]], key: str, scale: _Scale, top: float, peak: int, end: float) -> str:
-    """A step line of counts[key] over time, in the count band of a lane."""
+    """A step line of counts[key] over time, in the count band of a lane (the new nodes' 2 px lower, so that
+    equal counts show both lines)."""
     def y(value: int) -> float:
-        return round(top + COUNT_HEIGHT - 8 - (COUNT_HEIGHT - 16) * value / max(peak, 1), 1)
+        return round(top + COUNT_HEIGHT - 9 - (COUNT_HEIGHT - 18) * value / max(peak, 1) + (2 if key == "new" else 0), 1)
     points, last = [], None
     for count in counts:
         if last is not None:
@@ -95,7 +96,9 @@ def _node_row(lane: ET.Element, batch: Mapping[str, Any], node: str, scale: _Sca
               cordoned: float | None) -> None:
     """One node of a batch: the cordon, the drain (its PodDisruptionBudget wait), the termination."""
     row = _el(lane, "g", class_="node", **{"data-node": node, "data-batch": batch["batch"]})
-    _el(row, "text", text="%d: %s" % (batch["batch"], node), x=8, y=y + 12, font_size=10)
+    # The node's first DNS label (ip-10-0-1-23): the whole name is in the row's marks' titles.
+    _el(row, "text", "node %s" % node, text="%d: %s" % (batch["batch"], node.split(".")[0]), x=8, y=y + 12,
+        font_size=10)
     start, drained = scale.at(batch["started_at"]), scale.at(batch["drained_at"])
     accepted, gone = scale.at(batch["termination_accepted_at"]), scale.at(batch["terminated_at"])
     if drained is not None:
@@ -118,8 +121,8 @@ def _node_row(lane: ET.Element, batch: Mapping[str, Any], node: str, scale: _Sca
     _el(row, "circle", "cordoned at %.1f s" % at, cx=scale.x(at), cy=y + 9, r=3, fill=COLOURS["cordon"],
         class_="cordon")
     moved = batch["pods_evicted"] + batch["pods_deleted_by_force"]
-    _el(row, "text", text="%d pod(s) moved" % moved, x=scale.x(drained if drained is not None else start) + 4,
-        y=y + 12, font_size=9, class_="pods-moved")
+    last = max(t for t in (start, drained, gone) if t is not None)
+    _el(row, "text", text="%d pod(s) moved" % moved, x=scale.x(last) + 6, y=y + 12, font_size=9, class_="pods-moved")
 
 
 def _lanes(svg: ET.Element, report: Mapping[str, Any], scale: _Scale, top: float, end: float) -> float:
@@ -144,8 +147,8 @@ def _legend(svg: ET.Element, y: float) -> None:
     items = [("old", "old nodes"), ("new", "new nodes"), ("cordon", "cordoned"), ("drain", "drain"),
              ("pdb", "PodDisruptionBudget wait"), ("terminating", "instance terminating")]
     for n, (key, words) in enumerate(items):
-        _el(svg, "rect", x=LEFT + 150 * n, y=y, width=12, height=12, fill=COLOURS[key])
-        _el(svg, "text", text=words, x=LEFT + 150 * n + 16, y=y + 10, font_size=11)
+        _el(svg, "rect", x=8 + 180 * n, y=y, width=12, height=12, fill=COLOURS[key])
+        _el(svg, "text", text=words, x=8 + 180 * n + 16, y=y + 10, font_size=11)
 
 
 def render(report: Mapping[str, Any]) -> str:

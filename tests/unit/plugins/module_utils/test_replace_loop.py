@@ -297,3 +297,24 @@ def test_issue25_item4_the_termination_records_where_the_batch_ran_and_the_group
                           dict(InstanceId="i-3", AvailabilityZone="a", LifecycleState="Terminating:Wait"),
                           dict(InstanceId="i-4", AvailabilityZone="b", LifecycleState="Pending")])
     assert zones_of(asg, ["i-1"]) == dict(availability_zones={"i-1": "a"}, group_per_az={"a": 1, "b": 2})
+
+
+def test_issue25_item4_an_overlapped_termination_is_timed_when_its_instances_went_not_when_joined():
+    """Issue 25 item 4: the report's terminated_at. With overlap the wait is joined only before the next batch's
+    termination, after that batch's drain: the time is the wait's own end."""
+    loops = []
+
+    class Ordered(Steps):
+        def drain(self, batch):
+            if batch.instance_ids == ["i-2"]:
+                # Batch 1's wait has ended (its thread timed it) before batch 2's drain ends.
+                for _attempt in range(500):
+                    if loops[0].pending.done_at is not None:
+                        break
+                    threading.Event().wait(0.01)
+            return super().drain(batch)
+
+    loops.append(make_loop(Ordered(), overlap=True))
+    state = loops[0].run(planned_batches([["i-1"], ["i-2"]]))
+    first, second = state.batches
+    assert first["accepted"] < first["gone"] < second["drained"]
