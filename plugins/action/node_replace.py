@@ -12,6 +12,7 @@ looped by module_utils/replace_loop.py; this file only validates the options, re
 from __future__ import annotations
 
 import os
+import time
 
 from ansible.utils.display import Display
 
@@ -92,8 +93,10 @@ class ActionModule(ControllerAction):
             if params["cordon_old_nodes"]:
                 cordoned = cordon_old_nodes(params, clients, check_mode, bool(self._task.diff), warnings.append, _log)
                 if cordoned is not None:
-                    self._progress("%s %d old nodes and labelled them out of the load balancers (SPEC U4)" % (
-                        "would cordon" if check_mode else "cordoned", len(cordoned["drain"]["nodes"])))
+                    loop.state.cordoned = dict(at=time.time(), nodes=sorted(cordoned["drain"]["nodes"]))
+                    self._progress("%s %d old nodes and labelled them out of the load balancers before the first "
+                                   "batch, so that no pod moves onto a node still to be replaced" % (
+                                       "would cordon" if check_mode else "cordoned", len(cordoned["drain"]["nodes"])))
             loop.run(while_parent_lives(next_batch, os.getppid(), os.getppid))
             if plan is not None and not check_mode:
                 planned["old_instances_left"] = old_instances_left(params, clients, warnings.append)

@@ -19,11 +19,19 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils.timeline_svg import render
+
 ARGUMENT_SPEC = dict(
     report=dict(type="dict", required=True),
     path=dict(type="path", required=True),
     mode=dict(type="raw", default="0644"),
+    timeline=dict(type="bool", default=True),
 )
+
+
+def timeline_path(path: str) -> str:
+    """The picture's file: the report's, with .svg for its extension (upgrade-report.json: upgrade-report.svg)."""
+    return os.path.splitext(path)[0] + ".svg"
 
 
 def report_json(report: dict) -> str:
@@ -81,14 +89,24 @@ class ActionModule(ActionBase):
         except (TypeError, ValueError) as err:
             raise AnsibleActionFail("the report is not JSON: %s" % to_text(err))
         before = read_text(path)
+        changed = self._write("the report", path, before, content, mode)
+        result.update(changed=changed, report_file=dict(path=path, size=len(content.encode("utf-8")), timeline=None))
+        if params["timeline"]:
+            picture = timeline_path(path)
+            drawing = render(params["report"])
+            result["changed"] = self._write("its picture", picture, read_text(picture), drawing, mode) or changed
+            result["report_file"]["timeline"] = dict(path=picture, size=len(drawing.encode("utf-8")))
+        if self._task.diff and before != content:
+            result["diff"] = dict(before=before or "", after=content, before_header=path, after_header=path)
+        return result
+
+    def _write(self, what: str, path: str, before: str | None, content: str, mode: int) -> bool:
+        """Whether ``path`` changes (its content or mode); written unless in check mode."""
         mode_differs = before is not None and (os.stat(path).st_mode & 0o7777) != mode
         changed = before != content or mode_differs
         if changed and not self._task.check_mode:
             try:
                 write_atomically(path, content, mode)
             except OSError as err:
-                raise AnsibleActionFail("cannot write the report to %s: %s" % (path, to_text(err)))
-        result.update(changed=changed, report_file=dict(path=path, size=len(content.encode("utf-8"))))
-        if self._task.diff and before != content:
-            result["diff"] = dict(before=before or "", after=content, before_header=path, after_header=path)
-        return result
+                raise AnsibleActionFail("cannot write %s to %s: %s" % (what, path, to_text(err)))
+        return changed

@@ -7,6 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils.upgrade_timeline import (
+    az_timeline,
+    batch_reports,
+    epoch_of,
+    phase_spans,
+)
+
 DOCUMENTATION = r"""
 ---
 name: upgrade_report
@@ -285,6 +292,25 @@ def _unset_as_null(run: Mapping[str, Any]) -> dict[str, Any]:
     return {key: None if value == "" else value for key, value in run.items()}
 
 
+def _timeline(run: Mapping[str, Any], drained: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The batches of the upgrade phase with their times and waits, and the timeline of the run (issue 25 item 4,
+    module_utils/upgrade_timeline.py); the picture beside the JSON report draws them."""
+    batches = batch_reports(dict(upgrade=run.get("upgrade_batches"), surge_upgrade=run.get("surge_upgrade_batches")),
+                            drained)
+    start = epoch_of(run["started_at"])
+    spans = phase_spans(run["phase_seconds"])
+    start_instances = _dig(run, "setup_phase", "setup", "nodegroup", "instances")
+    old_left = ((run["error"] or {}).get("group_state") or {}).get("old_instances") or []
+    cordoned = run.get("upgrade_cordoned")
+    return dict(batches=batches, timeline=dict(
+        phases=spans,
+        cordoned=None if not cordoned else dict(seconds=round(max(0.0, cordoned["at"] - start), 1),
+                                                nodes=list(cordoned["nodes"])),
+        availability_zones=az_timeline(start, start_instances if isinstance(start_instances, list) else [], batches,
+                                       old_left, run.get("scale_up_result"),
+                                       (run["scale_down_result"] or {}).get("removed_instances") or [], spans)))
+
+
 def upgrade_report(run: Mapping[str, Any]) -> dict[str, Any]:
     run = _unset_as_null(run)
     setup = run["setup_result"] or {}
@@ -322,6 +348,7 @@ def upgrade_report(run: Mapping[str, Any]) -> dict[str, Any]:
     eks_evictions = _eks_evictions(run)
     report.update(_pods(drained, eks_evictions))
     report.update(_disruptions(run, drained, eks_evictions))
+    report.update(_timeline(run, drained))
     report.update(
         dry_run=run["check_mode"],
         plan=run["plan"],

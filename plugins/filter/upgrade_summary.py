@@ -20,7 +20,7 @@ description:
     and how to resume. Lines that have nothing to say are left out.
 author:
   - eksops.nodegroup maintainers (@eksops)
-positional: report_path, stopped_advice
+positional: report_path, stopped_advice, timeline_path
 options:
   _input:
     description: The report.
@@ -31,6 +31,9 @@ options:
     type: str
   stopped_advice:
     description: What to do when the cluster autoscaler stopped the upgrade (status C(stopped)).
+    type: str
+  timeline_path:
+    description: Where the picture of the upgrade was written beside the report (null when it was not).
     type: str
 """
 
@@ -166,7 +169,8 @@ def _error_lines(error: Mapping[str, Any] | None) -> list[str]:
     return lines
 
 
-def upgrade_summary(report: Mapping[str, Any], report_path: str | None = None, stopped_advice: str | None = None) -> list[str]:
+def upgrade_summary(report: Mapping[str, Any], report_path: str | None = None, stopped_advice: str | None = None,
+                    timeline_path: str | None = None) -> list[str]:
     never_joined = report["never_joined"]
     warnings = report["preflight_warnings"]
     lines = [
@@ -193,6 +197,7 @@ def upgrade_summary(report: Mapping[str, Any], report_path: str | None = None, s
     ])
     lines.extend(_error_lines(report["error"]))
     lines.append("Report written to %s" % report_path if report_path else None)
+    lines.append("Timeline of the upgrade (open it in a browser): %s" % timeline_path if timeline_path else None)
     return [line for line in lines if line]
 
 

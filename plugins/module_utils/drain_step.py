@@ -133,8 +133,10 @@ def target_nodes(module: Any, core_v1: Any, group: NodegroupRef | None, prepared
     return sorted(set(name for name in instances.values() if name)), instances, requests
 
 
-def run(module: Any, prepared: PreparedDrain | None = None, on_emptied: Callable[[], None] | None = None) -> dict[str, Any]:
-    """node_drain's work; ``prepared`` and ``on_emptied`` are node_replace's (see PreparedDrain, drain_nodes)."""
+def run(module: Any, prepared: PreparedDrain | None = None, on_emptied: Callable[[], None] | None = None,
+        node_warnings: bool = True) -> dict[str, Any]:
+    """node_drain's work; ``prepared`` and ``on_emptied`` are node_replace's (see PreparedDrain, drain_nodes), which
+    prints the nodes' warnings with their batch (``node_warnings`` false: they are only in the result)."""
     params = module.params
     # Every option, pod_selectors too, is checked before the first request: a selector the API server refuses
     # used to be found only by the first pod LIST, after the nodes were cordoned (issue 10 item 24).
@@ -168,7 +170,7 @@ def run(module: Any, prepared: PreparedDrain | None = None, on_emptied: Callable
     if instances is not None:
         drained["instances"] = instances
     output = module.with_diff(dict(changed=result.changed, drain=drained), **result.diff())
-    for node in result.nodes.values():
+    for node in result.nodes.values() if node_warnings else ():
         for warning in node.warnings:
             module.warn("node %s: %s" % (node.name, warning))
     error = result.error()

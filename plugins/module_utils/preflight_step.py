@@ -150,9 +150,10 @@ def preflight_findings(pods: list[dict[str, Any]], deployments: list[dict[str, A
         tolerations = (template.get("spec") or {}).get("tolerations") or []
         if any(t.get("operator") == "Exists" and not t.get("key") for t in tolerations):
             findings.append(_finding("tolerates_all", "Deployment", deployment,
-                                     "Deployment %s tolerates every taint: its pods are scheduled back onto the "
-                                     "cordoned node as they are evicted, which blocks the drain: the node fails "
-                                     "with PodEvictionFailure unless force (SPEC Z3)." % name))
+                                     "Deployment %s tolerates every taint, the cordon's too: whether its evicted "
+                                     "pods land back on the cordoned node is the scheduler's choice. If they do, the "
+                                     "drain stops evicting them and fails with PodEvictionFailure unless force; if "
+                                     "the scheduler places them elsewhere, the drain succeeds." % name))
     return findings
 
 

@@ -68,7 +68,10 @@ class StepFailed(Exception):
 class ReplaceState:
     """What the loop did: the drain results of the finished batches by node, the instances whose termination
     Auto Scaling accepted, those that never joined (terminated without a drain), those the group retained instead of
-    terminating them (Terminating:Retained, termination.TERMINATING_RETAINED), and one record per batch."""
+    terminating them (Terminating:Retained, termination.TERMINATING_RETAINED), and one record per batch: its
+    instances and nodes, the clock times it ``started``, was ``drained``, Auto Scaling ``accepted`` its
+    terminations, its instances were ``gone`` and it ``ended``, and where they ran (``availability_zones``,
+    ``group_per_az``)."""
 
     def __init__(self) -> None:
         self.drained_nodes = {}
@@ -77,11 +80,13 @@ class ReplaceState:
         self.retained_instances = []
         self.batches = []
         self.schedule = None
+        # SPEC U4: when every old node was cordoned before the first batch, and which ({at, nodes}), else None.
+        self.cordoned = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(drained_nodes=dict(self.drained_nodes), replaced_instances=list(self.replaced_instances),
                     never_joined=list(self.never_joined), retained_instances=list(self.retained_instances),
-                    batches=[dict(b) for b in self.batches], schedule=self.schedule,
+                    batches=[dict(b) for b in self.batches], schedule=self.schedule, cordoned=self.cordoned,
                     at_risk_batches=[b["batch"] for b in self.batches if b.get("at_risk")],
                     decrements=sum(len(b.get("decrement_ids") or []) for b in self.batches))
 
@@ -147,10 +152,14 @@ def _names(ids: Sequence[str], node_names: Mapping[str, str | None]) -> str:
 class BackgroundWait:
     """finish(handle) in a thread; join() returns its result or raises its StepFailed."""
 
-    def __init__(self, finish: Callable[[Any], Mapping[str, Any]], handle: Any, record: dict[str, Any]) -> None:
+    def __init__(self, finish: Callable[[Any], Mapping[str, Any]], handle: Any, record: dict[str, Any],
+                 clock: Callable[[], float]) -> None:
         self.record = record
         self.result = None
         self.failure = None
+        self.clock = clock
+        # When the wait ended (the instances gone), not when the loop joined it.
+        self.done_at = None
         self._thread = threading.Thread(target=self._run, args=(finish, handle), name="eksops-termination-wait")
         self._thread.daemon = True
         self._thread.start()
@@ -158,6 +167,7 @@ class BackgroundWait:
     def _run(self, finish: Callable[[Any], Mapping[str, Any]], handle: Any) -> None:
         try:
             self.result = finish(handle)
+            self.done_at = self.clock()
         except StepFailed as failure:
             self.failure = failure
         except UpgradeError as err:
@@ -225,7 +235,7 @@ class ReplaceLoop:
             self.label(record), clock_time(record["started"]),
             "%s (%s)" % (_names(batch.instance_ids, self.node_names), ", ".join(batch.instance_ids))
             if batch.instance_ids else "no old node, new nodes only"))
-        drained = self.drain(batch)["drain"]
+        drained = self.drained(record, batch)
         if not batch.instance_ids:
             record["ended"] = self.clock()
             self.progress("%s ended at %s after %.1f s" % (
@@ -242,10 +252,16 @@ class ReplaceLoop:
             self.state.drained_nodes.update(drained.get("nodes") or {})
             self.state.replaced_instances.extend(failure.accepted)
             raise
+        record["accepted"] = self.clock()
         self.state.drained_nodes.update(drained.get("nodes") or {})
-        self.state.never_joined.extend((handle.output.get("termination") or {}).get("never_joined") or [])
+        termination = handle.output.get("termination") or {}
+        self.state.never_joined.extend(termination.get("never_joined") or [])
+        # Where the batch's instances ran and the group per AZ as Auto Scaling accepted their termination: the
+        # report's timeline of old and new nodes per AZ.
+        record["availability_zones"] = dict(termination.get("availability_zones") or {})
+        record["group_per_az"] = dict(termination.get("group_per_az") or {})
         if self.overlap:
-            self.pending = BackgroundWait(self.finish, handle, record)
+            self.pending = BackgroundWait(self.finish, handle, record, self.clock)
         else:
             self.finished(record, self.finish(handle))
         record["ended"] = self.clock()
@@ -256,9 +272,31 @@ class ReplaceLoop:
             ", ".join(batch.instance_ids),
             " (%d decrement)" % len(batch.decrement_ids) if batch.decrement_ids else ""))
 
-    def finished(self, record: dict[str, Any], output: Mapping[str, Any]) -> None:
+    def drained(self, record: dict[str, Any], batch: Batch) -> dict[str, Any]:
+        """The batch's drain step (a surge step's launch first); records when it ended (``drained``) and when the
+        step's new nodes were Ready (``new_nodes_ready``), and prints the pods' warnings with the batch, as they
+        come (failed or not: a failed drain's warnings are its result's)."""
+        try:
+            output = self.drain(batch)
+        except StepFailed as failure:
+            record["drained"] = self.clock()
+            self.pod_warnings(record, (failure.result.get("drain") or {}).get("nodes") or {})
+            raise
+        record["drained"] = self.clock()
+        if output.get("new_nodes_ready") is not None:
+            record["new_nodes_ready"] = output["new_nodes_ready"]
+        drained = output["drain"]
+        self.pod_warnings(record, drained.get("nodes") or {})
+        return drained
+
+    def pod_warnings(self, record: Mapping[str, Any], nodes: Mapping[str, Mapping[str, Any]]) -> None:
+        for name, node in sorted(nodes.items()):
+            for warning in node.get("warnings") or []:
+                self.progress("%s: node %s: %s" % (self.label(record), name, warning))
+
+    def finished(self, record: dict[str, Any], output: Mapping[str, Any], gone: float | None = None) -> None:
         termination = output.get("termination") or {}
-        record["gone"] = self.clock()
+        record["gone"] = self.clock() if gone is None else gone
         record["replacements"] = termination.get("replacements") or []
         self.state.retained_instances.extend(termination.get("retained_instances") or [])
 
@@ -266,7 +304,8 @@ class ReplaceLoop:
         pending, self.pending = self.pending, None
         if pending is None:
             return
-        self.finished(pending.record, pending.join())
+        output = pending.join()
+        self.finished(pending.record, output, pending.done_at)
         self.progress("%s: instances %s gone at %s" % (
             self.label(pending.record), ", ".join(pending.record["instance_ids"]), clock_time(pending.record["gone"])))
 

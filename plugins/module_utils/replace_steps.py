@@ -165,8 +165,8 @@ class Terminations:
 
 
 def merge_outputs(outputs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """One termination result of several rounds: the lists joined, the sizes before the first and after the
-    last, the longest wait."""
+    """One termination result of several rounds: the lists joined, the sizes (and the group per AZ) before the
+    first and after the last, the longest wait."""
     if len(outputs) == 1:
         return dict(outputs[0])
     if not outputs:
@@ -179,6 +179,9 @@ def merge_outputs(outputs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                 "lifecycle_hook_waits"):
         termination[key] = [item for result in results for item in result.get(key) or []]
     termination["before"] = results[0].get("before")
+    termination["group_per_az"] = results[0].get("group_per_az")
+    termination["availability_zones"] = dict(item for result in results
+                                             for item in (result.get("availability_zones") or {}).items())
     termination["elapsed_seconds"] = max([r.get("elapsed_seconds") or 0 for r in results] or [0])
     merged["termination"] = termination
     return merged
@@ -274,17 +277,19 @@ def check_target_unmoved(ctx: StepContext, group: NodegroupRef | None) -> None:
 
 
 def launch_new_nodes(params: Mapping[str, Any], batch: Batch, context: Callable[[dict[str, Any]], StepContext],
-                     progress: Callable[[str], None]) -> None:
+                     progress: Callable[[str], None]) -> float:
     """A surge step's launch (SPEC S3), as asg_surge mode desired does it: the desired capacity raised to the
-    step's, and its new nodes Ready before its old ones are drained."""
+    step's, and its new nodes Ready before its old ones are drained. Returns the clock time they were."""
     options = group_options(params)
     options.update(mode="desired", desired_capacity=batch.desired_capacity, wait=batch.launch > 0,
                    suspend_processes=params["suspend_processes"], pending_decrement=len(batch.instance_ids),
                    wait_timeout=params["node_ready_timeout"], accept_current_capacity=params["accept_current_capacity"])
     surge = surge_step.run(context(validated(surge_step.ARGUMENT_SPEC, options)))["surge"]
+    ready = time.time()
     if batch.launch > 0:
         progress("launched %d new node(s), desired capacity %d: %d node(s) on the target Ready at %s" % (
-            batch.launch, batch.desired_capacity, len(surge["new_nodes"]), clock_time(time.time())))
+            batch.launch, batch.desired_capacity, len(surge["new_nodes"]), clock_time(ready)))
+    return ready
 
 
 def replace_loop(params: Mapping[str, Any], clients: Clients, check_mode: bool, diff: bool,
@@ -307,12 +312,16 @@ def replace_loop(params: Mapping[str, Any], clients: Clients, check_mode: bool, 
 
     def drain(batch: Batch) -> Mapping[str, Any]:
         check_target_unmoved(context(step_params(params, batch)[0]), ahead.group)
+        ready = None
         if batch.desired_capacity is not None:
-            launch_new_nodes(params, batch, context, progress)
+            launched = launch_new_nodes(params, batch, context, progress)
+            ready = launched if batch.launch > 0 else None
         if not batch.instance_ids:
-            return dict(drain=dict(nodes={}, instances={}))
-        return drain_step.run(context(step_params(params, batch)[0]), ahead.drain_inputs(batch, node_names),
-                              ahead.on_emptied(batch))
+            return dict(drain=dict(nodes={}, instances={}), new_nodes_ready=ready)
+        # The pods' warnings are the loop's to print, with their batch.
+        output = drain_step.run(context(step_params(params, batch)[0]), ahead.drain_inputs(batch, node_names),
+                                ahead.on_emptied(batch), node_warnings=False)
+        return dict(output, new_nodes_ready=ready)
 
     def start(batch: Batch) -> Terminations:
         rounds = []

@@ -10,7 +10,7 @@ options), ``check_mode``, ``_diff``, ``aws(service)``, ``core_v1()``, ``warn``, 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 import re
 import time
@@ -300,6 +300,18 @@ class Termination:
         self.context = None  # the module (or node_replace's StepContext) that finishes it
 
 
+def zones_of(asg: Mapping[str, Any], instance_ids: Sequence[str]) -> dict[str, Any]:
+    """Where ``instance_ids`` run (availability_zones, by instance) and the group's instances per AZ that are not
+    terminating (group_per_az), as the group was read before their termination: the report's timeline."""
+    instances = [i for i in asg.get("Instances", []) if not i.get("LifecycleState", "").startswith("Terminat")]
+    per_az = {}
+    for instance in instances:
+        per_az[instance["AvailabilityZone"]] = per_az.get(instance["AvailabilityZone"], 0) + 1
+    wanted = set(instance_ids)
+    return dict(availability_zones=dict((i["InstanceId"], i["AvailabilityZone"]) for i in asg.get("Instances", [])
+                                        if i["InstanceId"] in wanted), group_per_az=per_az)
+
+
 def start_termination(module: Any, hooks: list[dict[str, Any]] | None = None) -> Termination:
     """Everything asg_instance_terminate does up to Auto Scaling accepting the terminations: checks (U5, C3),
     the lease, TerminateInstanceInAutoScalingGroup and the journal. Nothing is waited for yet. ``hooks``: the
@@ -323,7 +335,7 @@ def start_termination(module: Any, hooks: list[dict[str, Any]] | None = None) ->
     check_launch_template_unmoved(ec2, asg, journal)
     after = sizes_after(before, len(to_terminate) if decrement else 0, journal, name)
     result = dict(asg_name=name, terminated=to_terminate, already_terminated=sorted(leaving), before=before,
-                  after=after, replacements=[])
+                  after=after, replacements=[], **zones_of(asg, to_terminate))
     diff = dict(before=dict(before, instance_ids=sorted(i["InstanceId"] for i in asg.get("Instances", []))),
                 after=dict(after, instance_ids=sorted(i["InstanceId"] for i in asg.get("Instances", [])
                                                       if i["InstanceId"] not in to_terminate)))

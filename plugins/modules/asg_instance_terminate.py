@@ -185,6 +185,14 @@ termination:
       type: list
       elements: dict
       sample: [{instance_id: i-0abc, availability_zone: us-west-2a, node_name: ip-10-0-1-5.internal, ready: true}]
+    availability_zones:
+      description: The Availability Zone of each instance terminated, by instance id, as the group was read first.
+      type: dict
+      sample: {i-0abc: us-west-2a}
+    group_per_az:
+      description: The group's instances per Availability Zone (terminating ones aside) as it was read first.
+      type: dict
+      sample: {us-west-2a: 4, us-west-2b: 4}
     elapsed_seconds:
       description: Seconds the module ran.
       type: float

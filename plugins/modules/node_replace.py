@@ -246,12 +246,19 @@ replace:
       description: One record per batch started, with C(batch) (1-based), C(instance_ids), C(nodes),
         C(decrement_ids) (the instances whose termination lowered the desired capacity), C(at_risk) (the planner
         could not rule out a replacement landing in another Availability Zone than the one that needs it), and
-        the epoch times C(started), C(ended) (termination accepted) and C(gone) (instances terminated).
+        the epoch times C(started), C(drained) (the drain ended), C(accepted) (Auto Scaling accepted the
+        termination), C(gone) (instances terminated) and C(ended) (the batch's end), C(new_nodes_ready) for a surge
+        step that launched nodes, and where the instances ran - C(availability_zones) (by instance) and
+        C(group_per_az) (the group's instances per AZ, terminating ones aside, when their termination was asked).
       type: list
       elements: dict
     schedule:
       description: The schedule run (O(schedule), or C(eks) when C(once) fell back to it).
       type: str
+    cordoned:
+      description: With O(cordon_old_nodes), when every old node was cordoned before the first batch (C(at), epoch
+        time) and which (C(nodes)); else null.
+      type: dict
     at_risk_batches:
       description: The batches (1-based) flagged C(at_risk).
       type: list
@@ -284,7 +291,9 @@ replace:
     never_joined: []
     retained_instances: []
     batches: [{batch: 1, instance_ids: [i-0123456789abcdef0], nodes: [ip-10-0-1-23.ec2.internal], started: 1764028800.1,
-               ended: 1764028822.5, gone: 1764028840.0, decrement_ids: [], at_risk: false}]
+               drained: 1764028821.9, accepted: 1764028822.4, ended: 1764028822.5, gone: 1764028840.0,
+               decrement_ids: [], at_risk: false, availability_zones: {i-0123456789abcdef0: us-west-2a},
+               group_per_az: {us-west-2a: 4, us-west-2b: 4}}]
     schedule: once
     at_risk_batches: []
     decrements: 0

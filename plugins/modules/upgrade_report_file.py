@@ -9,7 +9,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: upgrade_report_file
-short_description: Write an upgrade report as JSON to a file of the controller
+short_description: Write an upgrade report as JSON, and its picture, to files of the controller
 version_added: 0.2.0
 description:
   - Writes O(report) (the dict the C(eksops.nodegroup.upgrade_report) filter builds) to O(path) as indented JSON
@@ -33,9 +33,18 @@ options:
     required: true
   mode:
     description:
-      - The file's permissions, an octal number such as C('0644').
+      - The files' permissions, an octal number such as C('0644').
     type: raw
     default: "0644"
+  timeline:
+    description:
+      - Also write the picture of the upgrade beside the report, a self-contained SVG file that a browser opens -
+        O(path) with the extension C(.svg) (C(upgrade-report.json) gives C(upgrade-report.svg)).
+      - It draws the report's C(timeline) and C(batches) - the phases over time, then a lane per Availability Zone
+        with its old and new nodes over time and, per node replaced, its cordon, drain (and PodDisruptionBudget
+        wait), termination and the pods it moved. docs/report.md describes them.
+    type: bool
+    default: true
 attributes:
   action:
     support: full
@@ -74,4 +83,9 @@ report_file:
       returned: success
       type: int
       sample: 4096
+    timeline:
+      description: The picture written beside the report (O(timeline)), its C(path) and C(size); null without it.
+      returned: success
+      type: dict
+      sample: {path: /var/log/eksops/upgrade-report.svg, size: 20480}
 """

@@ -12,10 +12,12 @@ import pytest
 from ansible.module_utils import _internal
 
 from ansible_collections.eksops.nodegroup.plugins.modules import upgrade_report_file
+from ansible_collections.eksops.nodegroup.plugins.module_utils.timeline_svg import render
 
 from ..module_docs import assert_docs_match_spec
+from ..module_utils.test_timeline_svg import report_of_three_nodes_in_two_zones
 
-REPORT = {"cluster_name": "prod", "phase_seconds": {"setup": 4.7, "upgrade": 150.2}, "error": None}
+REPORT = report_of_three_nodes_in_two_zones()
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +65,7 @@ def test_the_report_is_written_as_to_nice_json_writes_it_with_its_mode(run, tmp_
     assert json.loads(text) == REPORT
     assert text == json.dumps(REPORT, indent=4, sort_keys=True, separators=(",", ": ")) + "\n"
     assert os.stat(path).st_mode & 0o7777 == 0o644
-    assert [p.name for p in tmp_path.iterdir()] == ["report.json"], "no scratch file is left"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "report.svg"], "no scratch file is left"
 
 
 def test_the_same_report_again_changes_nothing_and_another_mode_changes_it(run, tmp_path):
@@ -95,3 +97,19 @@ def test_a_report_replaces_the_previous_one_whole(run, tmp_path):
 def test_a_bad_mode_or_directory_fails_naming_it(controller, run, tmp_path, args, message):
     with pytest.raises(controller.errors.AnsibleActionFail, match=message):
         run(**dict(dict(report=REPORT, path=str(tmp_path / "r.json")), **args))
+
+
+def test_issue25_item4_the_picture_is_written_beside_the_report_and_returned(run, tmp_path):
+    """Issue 25 item 4: upgrade-report.json's picture is upgrade-report.svg, the task returns its path (the role
+    publishes it for AWX), and timeline false writes none."""
+    path = tmp_path / "upgrade-report.json"
+    result = run(report=REPORT, path=str(path))
+    picture = tmp_path / "upgrade-report.svg"
+    assert result["report_file"]["timeline"] == dict(path=str(picture), size=len(picture.read_bytes()))
+    assert picture.read_text() == render(REPORT)
+    assert not run(report=REPORT, path=str(path))["changed"]
+    picture.unlink()
+    assert run(report=REPORT, path=str(path))["changed"], "a picture gone is written again"
+    other = tmp_path / "other.json"
+    assert run(report=REPORT, path=str(other), timeline=False)["report_file"]["timeline"] is None
+    assert not (tmp_path / "other.svg").exists()

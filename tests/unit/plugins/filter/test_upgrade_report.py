@@ -81,6 +81,12 @@ def test_a_rolling_upgrade_adds_up_the_upgrade_and_the_scale_down():
         post_drain_waits={"node-1": dict(seconds=21.4, load_balancers=["web", "api"]),
                           "node-2": dict(seconds=1.0, load_balancers=[]),
                           "node-3": dict(seconds=1.0, load_balancers=[])},
+        # No batch records (the upgrade role gives them, issue 25 item 4): the phases only.
+        batches=[], timeline=dict(phases=[dict(phase="setup", start=0.0, end=3.2),
+                                          dict(phase="scale_up", start=3.2, end=98.9),
+                                          dict(phase="upgrade", start=98.9, end=1119.3),
+                                          dict(phase="scale_down", start=1119.3, end=1199.4)],
+                                  cordoned=None, availability_zones=[]),
         dry_run=False, plan=None,
         autoscaler_detected=False,
         restored=dict(sizes=dict(min_size=1, max_size=6, desired_capacity=4), resumed_processes=["AZRebalance"],
@@ -277,3 +283,84 @@ def test_issue25_item2_a_run_whose_nulls_arrived_as_empty_strings_reports_nulls(
     # ansible-core 2.16 to 2.18 render each null of report.yml's mapping as an empty string.
     nulls = {key: "" for key, value in run().items() if value is None}
     assert upgrade_report(run(**nulls)) == upgrade_report(run())
+
+
+# 2024-05-01T10:00:00Z, the runs' started_at.
+START = 1714557600.0
+
+
+def batch_record(batch, instance, zone, started, drained_at, ended, gone, group_per_az):
+    """A batch as node_replace records it (replace_loop.ReplaceState.batches), times in seconds after START."""
+    return dict(batch=batch, instance_ids=[instance], nodes=["node-" + instance], started=START + started,
+                drained=START + drained_at, accepted=START + ended, gone=START + gone, ended=START + ended, decrement_ids=[], at_risk=False,
+                replacements=[], availability_zones={instance: zone}, group_per_az=group_per_az)
+
+
+def test_issue25_item4_the_report_has_per_batch_times_and_what_each_waited_on():
+    """Issue 25 item 4: each batch's start, drained and terminated times, and what it waited on - the
+    PodDisruptionBudgets, the pods' termination (the rest of the drain), the load balancers, the instances'
+    termination - with the pods it moved and warned about."""
+    report = upgrade_report(run(
+        setup_result=setup_result(),
+        upgrade_batches=[batch_record(1, "i-1", "us-east-1a", 100, 150, 151, 170, {"us-east-1a": 2, "us-east-1b": 2}),
+                         batch_record(2, "i-2", "us-east-1b", 200, 230, 231, 240, {"us-east-1a": 1, "us-east-1b": 2})],
+        upgrade_drain_results={"node-i-1": drained(["a/p1", "a/p2"], warnings=["emptyDir data deleted"],
+                                                   pdb_wait_seconds=20.0, waited=10.0, load_balancers=["web"]),
+                               "node-i-2": drained(["a/p3"], ["a/bare"], pdb_wait_seconds=0.0, waited=2.0)}))
+    first, second = report["batches"]
+    assert first == dict(
+        phase="upgrade", batch=1, instance_ids=["i-1"], nodes=["node-i-1"], availability_zones={"i-1": "us-east-1a"},
+        group_per_az={"us-east-1a": 2, "us-east-1b": 2}, started_at="2024-05-01T10:01:40.000Z",
+        new_nodes_ready_at=None, drained_at="2024-05-01T10:02:30.000Z",
+        termination_accepted_at="2024-05-01T10:02:31.000Z", terminated_at="2024-05-01T10:02:50.000Z",
+        pods_evicted=2, pods_deleted_by_force=0, pod_warnings=["node node-i-1: emptyDir data deleted"],
+        waited_on=[dict(what="pod_disruption_budget", seconds=20.0),
+                   dict(what="pods_terminating", seconds=20.0),
+                   dict(what="load_balancer_deregistration", seconds=10.0, load_balancers=["web"]),
+                   dict(what="instances_terminating", seconds=19.0)])
+    assert (second["started_at"], second["drained_at"], second["terminated_at"]) == (
+        "2024-05-01T10:03:20.000Z", "2024-05-01T10:03:50.000Z", "2024-05-01T10:04:00.000Z")
+    assert (second["pods_evicted"], second["pods_deleted_by_force"]) == (1, 1)
+    # No load balancer held the node: the fixed post-drain wait.
+    assert second["waited_on"] == [dict(what="pods_terminating", seconds=28.0),
+                                   dict(what="post_drain_wait", seconds=2.0, load_balancers=[]),
+                                   dict(what="instances_terminating", seconds=9.0)]
+
+
+def test_issue25_item4_the_timeline_counts_old_and_new_nodes_per_az_over_the_run():
+    """Issue 25 item 4: the old nodes per AZ fall as each batch's instances are gone; the new ones are the
+    group's other instances, counted at the start, after the scale-up and as each termination was accepted."""
+    instances = [dict(instance_id="i-1", availability_zone="us-east-1a"),
+                 dict(instance_id="i-2", availability_zone="us-east-1b")]
+    report = upgrade_report(run(
+        setup_result=setup_result(), setup_phase=dict(setup=dict(nodegroup=dict(instances=instances))),
+        scale_up_result=dict(surge=2, surge_sizing="per_az",
+                             new_nodes=[dict(availability_zone="us-east-1a"), dict(availability_zone="us-east-1b")]),
+        upgrade_batches=[batch_record(1, "i-1", "us-east-1a", 100, 150, 151, 170, {"us-east-1a": 2, "us-east-1b": 2}),
+                         batch_record(2, "i-2", "us-east-1b", 200, 230, 231, 240, {"us-east-1a": 1, "us-east-1b": 2})],
+        upgrade_drain_results={"node-i-1": drained(), "node-i-2": drained()},
+        upgrade_cordoned=dict(at=START + 99.5, nodes=["node-i-1", "node-i-2"])))
+    timeline = report["timeline"]
+    assert timeline["cordoned"] == dict(seconds=99.5, nodes=["node-i-1", "node-i-2"])
+    lanes = dict((lane["availability_zone"], [(c["seconds"], c["old"], c["new"]) for c in lane["counts"]])
+                 for lane in timeline["availability_zones"])
+    assert lanes == {
+        "us-east-1a": [(0.0, 1, 0), (98.9, 1, 1), (151.0, 1, 1), (170.0, 0, 1), (231.0, 0, 1), (240.0, 0, 1)],
+        "us-east-1b": [(0.0, 1, 0), (98.9, 1, 1), (151.0, 1, 1), (170.0, 1, 1), (231.0, 1, 1), (240.0, 0, 1)],
+    }
+
+
+def test_issue25_item4_a_surge_step_reports_its_launch_wait_and_a_launch_only_step_no_termination():
+    launch_only = dict(batch=1, instance_ids=[], nodes=[], started=START + 10, new_nodes_ready=START + 40,
+                       drained=START + 40, ended=START + 40, decrement_ids=[], at_risk=False)
+    step = dict(batch_record(2, "i-1", "us-east-1a", 50, 80, 81, 90, {"us-east-1a": 3}), new_nodes_ready=START + 60)
+    report = upgrade_report(run(
+        setup_result=setup_result(), strategy="surge", surge_upgrade_batches=[launch_only, step],
+        surge_upgrade_drain_results={"node-i-1": drained(["a/p1"], pdb_wait_seconds=0.0, waited=0.0)}))
+    first, second = report["batches"]
+    assert (first["phase"], first["new_nodes_ready_at"], first["terminated_at"]) == (
+        "surge_upgrade", "2024-05-01T10:00:40.000Z", None)
+    assert first["waited_on"] == [dict(what="new_nodes_ready", seconds=30.0)]
+    assert second["waited_on"] == [dict(what="new_nodes_ready", seconds=10.0),
+                                   dict(what="pods_terminating", seconds=20.0),
+                                   dict(what="instances_terminating", seconds=9.0)]

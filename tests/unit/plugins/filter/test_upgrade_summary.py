@@ -187,3 +187,9 @@ def test_issue29_a_maxsize_changed_by_hand_is_named_in_the_restored_line():
                                                  resumed_processes=[], kept_sizes=kept)))
     assert lines[-1] == ("Restored: min/max/desired 3/20/5, resumed processes: none. KEPT, changed by someone else "
                          "during the upgrade: MaxSize 20 (before the upgrade 10, the upgrade set 16).")
+
+
+def test_issue25_item4_the_summary_says_where_the_picture_is():
+    lines = upgrade_summary(report(), "/tmp/upgrade-report.json", ADVICE, "/tmp/upgrade-report.svg")
+    assert lines[-2:] == ["Report written to /tmp/upgrade-report.json",
+                          "Timeline of the upgrade (open it in a browser): /tmp/upgrade-report.svg"]

@@ -247,3 +247,74 @@ def test_a_termination_refused_after_an_accepted_round_keeps_that_round_and_the_
     assert failed.value.error.code == "UpgradeInProgress"
     assert failed.value.state.replaced_instances == ["i-1"]
     assert set(failed.value.state.drained_nodes) == {"node-i-1", "node-i-2"}
+
+
+class WarningSteps(Steps):
+    """Each drain warns about a pod of its node."""
+
+    def drain(self, batch):
+        output = super().drain(batch)
+        for name, node in output["drain"]["nodes"].items():
+            node["warnings"] = ["pod of %s: its emptyDir data is deleted" % name]
+        return output
+
+
+def test_issue25_item4_pod_warnings_are_printed_with_their_batch_and_the_drain_time_recorded():
+    """Issue 25 item 4: a pod's warning is printed as its batch drains (not at the end of the phase), and each
+    batch records when its drain ended, between its start and Auto Scaling accepting its termination (strategy
+    minimal: the termination is waited for before the batch ends)."""
+    lines = []
+    loop = make_loop(WarningSteps(), overlap=False, lines=lines, total=2)
+    state = loop.run(planned_batches([["i-1"], ["i-2"]]))
+    first_end = next(n for n, line in enumerate(lines) if line.startswith("batch 1/2 ended"))
+    assert lines[first_end - 1] == "batch 1/2: node node-i-1: pod of node-i-1: its emptyDir data is deleted"
+    assert "batch 2/2: node node-i-2: pod of node-i-2: its emptyDir data is deleted" in lines[first_end:]
+    for record in state.batches:
+        assert record["started"] < record["drained"] < record["accepted"] < record["gone"] < record["ended"]
+
+
+def test_issue25_item4_a_failed_drain_prints_its_warnings_with_its_batch():
+    lines = []
+    steps = Steps(fail={("drain", "i-1"): True})
+
+    def drain(batch):
+        try:
+            return steps.drain(batch)
+        except StepFailed as failure:
+            failure.result["drain"]["nodes"]["node-i-1"]["warnings"] = ["pod a/b: no controller"]
+            raise
+
+    loop = ReplaceLoop(drain, steps.start, steps.finish, lines.append, overlap=False)
+    with pytest.raises(ReplaceFailed):
+        loop.run(planned_batches([["i-1"]]))
+    assert lines[-1] == "batch 1: node node-i-1: pod a/b: no controller"
+
+
+def test_issue25_item4_the_termination_records_where_the_batch_ran_and_the_group_per_az():
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.terminate_step import zones_of
+    asg = dict(Instances=[dict(InstanceId="i-1", AvailabilityZone="a", LifecycleState="InService"),
+                          dict(InstanceId="i-2", AvailabilityZone="b", LifecycleState="InService"),
+                          dict(InstanceId="i-3", AvailabilityZone="a", LifecycleState="Terminating:Wait"),
+                          dict(InstanceId="i-4", AvailabilityZone="b", LifecycleState="Pending")])
+    assert zones_of(asg, ["i-1"]) == dict(availability_zones={"i-1": "a"}, group_per_az={"a": 1, "b": 2})
+
+
+def test_issue25_item4_an_overlapped_termination_is_timed_when_its_instances_went_not_when_joined():
+    """Issue 25 item 4: the report's terminated_at. With overlap the wait is joined only before the next batch's
+    termination, after that batch's drain: the time is the wait's own end."""
+    loops = []
+
+    class Ordered(Steps):
+        def drain(self, batch):
+            if batch.instance_ids == ["i-2"]:
+                # Batch 1's wait has ended (its thread timed it) before batch 2's drain ends.
+                for _attempt in range(500):
+                    if loops[0].pending.done_at is not None:
+                        break
+                    threading.Event().wait(0.01)
+            return super().drain(batch)
+
+    loops.append(make_loop(Ordered(), overlap=True))
+    state = loops[0].run(planned_batches([["i-1"], ["i-2"]]))
+    first, second = state.batches
+    assert first["accepted"] < first["gone"] < second["drained"]
