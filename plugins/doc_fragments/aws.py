@@ -106,11 +106,10 @@ requirements:
 options:
   validate_certs:
     description:
-      - When V(false), the TLS certificates of the AWS API endpoints are not verified.
-      - Strongly discouraged; to trust a private CA (a TLS-inspecting proxy, a test stack) set O(aws_ca_bundle)
-        instead.
-      - The modules of this collection that also talk to Kubernetes call this option C(aws_validate_certs) (their
-        C(validate_certs) is the Kubernetes API server's, as in C(kubernetes.core)); the alias works here too.
+      - Whether the TLS certificates of the AWS API endpoints are verified, as C(amazon.aws)'s C(validate_certs).
+        Turning it off is strongly discouraged; set O(aws_ca_bundle) to trust a private CA instead.
+      - Named C(aws_validate_certs) in the modules of this collection that also talk to Kubernetes, where
+        C(validate_certs) is the Kubernetes API server's; that name is an alias here.
     type: bool
     default: true
     aliases: [aws_validate_certs]

@@ -9,11 +9,9 @@ class ModuleDocFragment(object):
 options:
   aws_validate_certs:
     description:
-      - When V(false), the TLS certificates of the AWS API endpoints are not verified.
-      - Strongly discouraged; to trust a private CA (a TLS-inspecting proxy, a test stack) set O(aws_ca_bundle)
-        instead.
-      - This is C(amazon.aws)'s C(validate_certs). Beside the Kubernetes options, C(validate_certs) is the
-        Kubernetes API server's (as in C(kubernetes.core)), so the AWS one takes the C(aws_) prefix (see notes).
+      - The AWS endpoints' TLS verification, C(validate_certs) in C(amazon.aws) and in this collection's modules
+        that talk to AWS only; here C(validate_certs) is the Kubernetes API server's (see notes).
+      - V(false) is strongly discouraged; for a private CA set O(aws_ca_bundle).
     type: bool
     default: true
   kubeconfig:

@@ -177,8 +177,8 @@ def test_issue25_item6_validate_certs_beside_the_kubernetes_options_is_the_api_s
 
 def test_issue25_item6_debug_botocore_endpoint_logs_returns_the_calls_made(monkeypatch):
     monkeypatch.setenv("ANSIBLE_DEBUG_BOTOCORE_LOGS", "true")
-    params = _validated(merged_argument_spec({}, uses_aws=True), dict(region="us-west-2", access_key="AK",
-                                                                          secret_key="SK"))
+    params = _validated(merged_argument_spec({}, uses_aws=True),
+                        dict(region="us-west-2", access_key="AK", secret_key="SK"))
     assert params["debug_botocore_endpoint_logs"] is True
     with mock_aws():
         clients = Clients(params, "eksops-test")
