@@ -12,17 +12,20 @@ from __future__ import annotations
 
 import http.server
 import json
+import logging
 import threading
 
 import boto3
 import kubernetes.config
 import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.testing import patch_module_args
 from moto import mock_aws
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils import aws, k8s
 from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
-from ansible_collections.eksops.nodegroup.plugins.module_utils.module import merged_argument_spec
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
+from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule, merged_argument_spec
 
 from .test_k8s import AWS_PARAMS, NO_K8S, write_kubeconfig
 
@@ -180,16 +183,53 @@ def test_issue25_item6_debug_botocore_endpoint_logs_returns_the_calls_made(monke
     params = _validated(merged_argument_spec({}, uses_aws=True),
                         dict(region="us-west-2", access_key="AK", secret_key="SK"))
     assert params["debug_botocore_endpoint_logs"] is True
+    endpoint_logger = logging.getLogger("botocore.endpoint")
+    level = endpoint_logger.level
     with mock_aws():
         clients = Clients(params, "eksops-test")
-        clients.aws("autoscaling").describe_auto_scaling_groups()
-        clients.aws("autoscaling").describe_auto_scaling_groups()
-        clients.aws("ec2").describe_instances()
-        # A client built elsewhere in the run (the EKS token's DescribeCluster) counts too.
-        with pytest.raises(Exception):
-            boto3.client("eks", region_name="us-west-2").describe_cluster(name="missing")
+        try:
+            clients.aws("autoscaling").describe_auto_scaling_groups()
+            clients.aws("autoscaling").describe_auto_scaling_groups()
+            clients.aws("ec2").describe_instances()
+            # A client built elsewhere in the run (the EKS token's DescribeCluster) counts too.
+            with pytest.raises(Exception):
+                boto3.client("eks", region_name="us-west-2").describe_cluster(name="missing")
+        finally:  # a module's process ends with its run; this one goes on with other tests
+            endpoint_logger.removeHandler(clients.resource_actions)
+            endpoint_logger.setLevel(level)
     result = clients.with_resource_actions(dict(changed=False))
     assert result["resource_actions"] == ["autoscaling:DescribeAutoScalingGroups", "ec2:DescribeInstances",
                                           "eks:DescribeCluster"]
     quiet = Clients(dict(params, debug_botocore_endpoint_logs=False), "eksops-test")
     assert quiet.with_resource_actions(dict(changed=False)) == dict(changed=False)
+
+
+def _module_result(args, work, capsys):
+    endpoint_logger = logging.getLogger("botocore.endpoint")
+    level = endpoint_logger.level
+    with patch_module_args(args), mock_aws():
+        module = EksopsModule(dict(cluster_name=dict(type="str")), uses_aws=True)
+        try:
+            with pytest.raises(SystemExit):
+                module.run(lambda: work(module))
+        finally:  # as in the test above
+            endpoint_logger.removeHandler(module.clients.resource_actions)
+            endpoint_logger.setLevel(level)
+    return json.loads(capsys.readouterr().out)
+
+
+def test_issue25_item6_a_module_returns_resource_actions_on_success_and_failure(capsys):
+    args = dict(region="us-west-2", access_key="AK", secret_key="SK", debug_botocore_endpoint_logs=True)
+
+    def described(module):
+        module.aws("autoscaling").describe_auto_scaling_groups()
+        return dict(changed=False)
+
+    def failed(module):
+        module.aws("eks").list_clusters()
+        raise UpgradeError("ApiError", "failed on purpose")
+
+    assert _module_result(args, described, capsys)["resource_actions"] == ["autoscaling:DescribeAutoScalingGroups"]
+    result = _module_result(args, failed, capsys)
+    assert result["failed"] and result["resource_actions"] == ["eks:ListClusters"]
+    assert "resource_actions" not in _module_result(dict(args, debug_botocore_endpoint_logs=False), described, capsys)
