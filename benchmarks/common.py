@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What every benchmark script shares: its command line, the table it prints, the JSON it writes, a sandbox
 started and stopped through the `eks-sandbox` CLI, and the counts read from the sandbox report.
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Draining one node with 110 pods, some paced by PodDisruptionBudgets: node_drain against `kubectl drain`
 (and kubernetes.core.k8s_drain when the `ansible` package, which ships it, is installed).
 

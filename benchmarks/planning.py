@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """nodegroup_info planning an upgrade of an Auto Scaling group of 1000 instances: time and memory.
 
 The module's main() runs in this process against in-process moto (mock_aws), with the node LIST answered by a

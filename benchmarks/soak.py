@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Fault soak: upgrades in a row on one sandbox under steady faults, each checked for the clean end state; then
 runs SIGKILLed at a random moment and rerun with the same command, each checked for convergence.
 

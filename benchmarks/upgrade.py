@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """An upgrade on the sandbox through the collection's playbooks, against the ideal time of the same schedule
 (docs/performance.md, "The ideal schedule").
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """One run of playbooks/upgrade_nodegroup.yml against a sandbox, measured; and the checks of a clean end state
 (issue 4): every node on the target, sizes restored, nothing cordoned, no suspended process, no journal tag,
 no pod lost, no PodDisruptionBudget violated. Used by upgrade.py and soak.py."""

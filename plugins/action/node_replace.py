@@ -64,7 +64,7 @@ class ActionModule(ControllerAction):
                 clients.stop_lease_heartbeats()
         if warnings:
             result["warnings"] = warnings
-        return result
+        return clients.with_resource_actions(result)
 
     def _prepare(self, params, clients, warnings):
         """Every check before any change: the plan (when the task gives none, printed) and the schedule (SPEC B1).

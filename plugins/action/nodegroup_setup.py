@@ -39,4 +39,4 @@ class ActionModule(ControllerAction):
         clients = Clients(params, "%s/nodegroup_setup" % USER_AGENT_EXTRA)
         result.update(run_step(lambda context: SetupPhase(context, display.display).run(), params, clients,
                                bool(self._task.check_mode), bool(self._task.diff), lambda line: None))
-        return result
+        return clients.with_resource_actions(result)

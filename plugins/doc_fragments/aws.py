@@ -54,16 +54,6 @@ options:
         option (boto3 reads it, below any service-specific endpoint).
     type: str
     aliases: [aws_endpoint_url, ec2_url]
-  aws_validate_certs:
-    description:
-      - When V(false), the TLS certificates of the AWS API endpoints are not verified.
-      - Strongly discouraged; to trust a private CA (a TLS-inspecting proxy, a test stack) set O(aws_ca_bundle)
-        instead.
-      - This is the C(validate_certs) option of C(amazon.aws) modules under another name. In this collection
-        C(validate_certs) is the Kubernetes API server's option (as in C(kubernetes.core)) wherever a module talks
-        to Kubernetes, and does not affect AWS.
-    type: bool
-    default: true
   aws_ca_bundle:
     description:
       - Path to a CA bundle to verify the AWS API endpoints' TLS certificates with.
@@ -78,6 +68,13 @@ options:
         C(max_attempts) counts retries only, C(total_max_attempts) includes the first call.
       - A C(user_agent_extra) is appended to the collection's.
     type: dict
+  debug_botocore_endpoint_logs:
+    description:
+      - Return the AWS API calls the module made, each once, as C(resource_actions) (C(service:Operation), for
+        example C(autoscaling:DescribeAutoScalingGroups)), as C(amazon.aws) modules do; on failure too.
+      - If not set, the E(ANSIBLE_DEBUG_BOTOCORE_LOGS) environment variable.
+    type: bool
+    default: false
 notes:
   - "AWS endpoints, per client: with O(endpoint_url) set, every AWS API client of the module uses it. Without it,
     boto3 resolves each service's endpoint: E(AWS_ENDPOINT_URL_<SERVICE>), then E(AWS_ENDPOINT_URL), then the
@@ -101,4 +98,19 @@ requirements:
   - python >= 3.8
   - boto3 >= 1.34.0
   - botocore >= 1.34.0
+"""
+
+    # The AWS endpoints' TLS verification in the modules that talk to AWS only, named as in amazon.aws. Beside the
+    # Kubernetes options it is aws_validate_certs (doc_fragments/k8s.py).
+    VALIDATE_CERTS = r"""
+options:
+  validate_certs:
+    description:
+      - Whether the TLS certificates of the AWS API endpoints are verified, as C(amazon.aws)'s C(validate_certs).
+        Turning it off is strongly discouraged; set O(aws_ca_bundle) to trust a private CA instead.
+      - Named C(aws_validate_certs) in the modules of this collection that also talk to Kubernetes, where
+        C(validate_certs) is the Kubernetes API server's; that name is an alias here.
+    type: bool
+    default: true
+    aliases: [aws_validate_certs]
 """

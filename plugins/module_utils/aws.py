@@ -40,6 +40,7 @@ try:
         NoRegionError,
         PartialCredentialsError,
         ProfileNotFound,
+        SSLError as BotoSSLError,
     )
 
     HAS_BOTO3 = True
@@ -58,6 +59,11 @@ RETRY_MODE = "standard"
 RETRY_MAX_ATTEMPTS = 10
 # botocore's service-specific endpoint variable for STS (AWS_ENDPOINT_URL_<SERVICE ID>).
 STS_ENDPOINT_ENV = "AWS_ENDPOINT_URL_STS"
+
+# The AWS endpoints' TLS verification: validate_certs as amazon.aws names it, aws_validate_certs beside the Kubernetes
+# options (see AWS_ARGUMENT_SPEC).
+AWS_VALIDATE_CERTS = "aws_validate_certs"
+AWS_VALIDATE_CERTS_SPEC = dict(type="bool", default=True)
 
 AWS_ARGUMENT_SPEC = dict(
     region=dict(
@@ -95,11 +101,13 @@ AWS_ARGUMENT_SPEC = dict(
         aliases=["aws_endpoint_url", "ec2_url"],
         fallback=(env_fallback, ["AWS_URL", "EC2_URL"]),
     ),
-    # amazon.aws spells this one validate_certs; in this collection validate_certs is the Kubernetes API server's
-    # option (kubernetes.core) in every module that talks to Kubernetes, so AWS's carries the aws_ prefix.
-    aws_validate_certs=dict(type="bool", default=True),
+    # amazon.aws's name (module_utils/modules.py). In a module that also talks to Kubernetes, validate_certs is the
+    # Kubernetes API server's (kubernetes.core) and this one is aws_validate_certs (module.merged_argument_spec).
+    validate_certs=dict(AWS_VALIDATE_CERTS_SPEC, aliases=[AWS_VALIDATE_CERTS]),
     aws_ca_bundle=dict(type="path", fallback=(env_fallback, ["AWS_CA_BUNDLE"])),
     aws_config=dict(type="dict"),
+    # amazon.aws: the AWS API calls the module made, returned as resource_actions ("service:Operation").
+    debug_botocore_endpoint_logs=dict(type="bool", default=False, fallback=(env_fallback, ["ANSIBLE_DEBUG_BOTOCORE_LOGS"])),
 )
 
 AWS_OPTION_NAMES = tuple(AWS_ARGUMENT_SPEC)
@@ -260,8 +268,12 @@ def client_config(params: Mapping[str, Any] | None = None, session: boto3.Sessio
 
 
 def _verify(params: Mapping[str, Any]) -> bool | str | None:
-    """botocore's ``verify``: False, a CA bundle path, or None (botocore's own: AWS_CA_BUNDLE, profile ca_bundle)."""
-    if params.get("aws_validate_certs") is False:
+    """botocore's ``verify``: False, a CA bundle path, or None (botocore's own: AWS_CA_BUNDLE, profile ca_bundle).
+
+    The AWS option is aws_validate_certs where the module also takes the Kubernetes options, else validate_certs
+    (whose alias aws_validate_certs is)."""
+    validate_certs = params[AWS_VALIDATE_CERTS] if AWS_VALIDATE_CERTS in params else params.get("validate_certs")
+    if validate_certs is False:
         return False
     return params.get("aws_ca_bundle") or None
 
@@ -348,6 +360,12 @@ def _botocore_error_to_upgrade_error(exc: BotoCoreError, operation_hint: str) ->
                                  % operation_hint, **details)
     if isinstance(exc, ProfileNotFound):
         return invalid_parameter("profile", "%s failed: %s" % (operation_hint, exc), **details)
+    if isinstance(exc, BotoSSLError):
+        # An amazon.aws user may have set validate_certs for AWS in a module where it is the Kubernetes API server's.
+        return UpgradeError(AWS_UNREACHABLE, "%s failed: the AWS endpoint's TLS certificate was not verified: %s; to "
+                            "trust a private CA set aws_ca_bundle (AWS_CA_BUNDLE). In the modules that also talk to "
+                            "Kubernetes validate_certs is the Kubernetes API server's option (kubernetes.core) and "
+                            "aws_validate_certs the AWS endpoints'" % (operation_hint, exc), **details)
     if isinstance(exc, BotoConnectionError):
         return UpgradeError(AWS_UNREACHABLE, "%s failed: cannot reach the AWS endpoint: %s" % (operation_hint, exc),
                             **details)

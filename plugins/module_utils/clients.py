@@ -24,6 +24,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import (
     version_api,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import SYSTEM_CLOCK, Clock, retry_api_call
+from ansible_collections.eksops.nodegroup.plugins.module_utils.resource_actions import ResourceActions
 
 # The first request to the Kubernetes API retries for this long only: a cluster that cannot be reached (or that
 # refuses the credentials) at the start fails in seconds, before anything changes. Later calls retry transient
@@ -47,6 +48,8 @@ class Clients:
         self.lease_heartbeats = {}  # (asg name, lease id) -> lease.Heartbeat, for a process that claims per step
         # EC2 descriptions by instance id, for instances.described_for_join: each instance described once.
         self.instance_descriptions = {}
+        # debug_botocore_endpoint_logs (amazon.aws): the AWS calls of the process from here on, for resource_actions.
+        self.resource_actions = ResourceActions() if params.get("debug_botocore_endpoint_logs") else None
 
     def stop_lease_heartbeats(self) -> None:
         """Stop the heartbeats of the leases claimed through these clients (an action plugin's, when it ends)."""
@@ -82,6 +85,12 @@ class Clients:
                 prove_cluster(params, self.aws, core_v1(client), client.configuration.host, eks_endpoint)
             self.k8s_client = client
         return self.k8s_client
+
+    def with_resource_actions(self, result: dict[str, Any]) -> dict[str, Any]:
+        """``result`` with ``resource_actions`` when debug_botocore_endpoint_logs asked for them (amazon.aws)."""
+        if self.resource_actions is not None:
+            result["resource_actions"] = self.resource_actions.listed()
+        return result
 
     def core_v1(self) -> Any:
         if self._core_v1 is None:

@@ -77,13 +77,35 @@ except ImportError:  # pragma: no cover - urllib3 ships with the kubernetes clie
 
 _UNREACHABLE_ERRORS = _URLLIB3_UNREACHABLE + (ConnectionError, socket.timeout)
 
+# kubernetes.core's connection options, with its names, aliases and types (plugins/module_utils/args_common.py,
+# AUTH_ARG_SPEC) and the environment variables it reads for them (plugins/module_utils/k8s/client.py,
+# _create_auth_spec: K8S_AUTH_<option>, then K8S_AUTH_<kubernetes client name>; _create_headers for the
+# impersonation headers, a comma-separated list). Its username/password (HTTP basic auth, which EKS does not
+# offer) are left out.
+K8S_PROXY_HEADERS_SPEC = dict(
+    proxy_basic_auth=dict(type="str", no_log=True, fallback=(env_fallback, ["K8S_AUTH_PROXY_HEADERS_PROXY_BASIC_AUTH"])),
+    basic_auth=dict(type="str", no_log=True, fallback=(env_fallback, ["K8S_AUTH_PROXY_HEADERS_BASIC_AUTH"])),
+    user_agent=dict(type="str", fallback=(env_fallback, ["K8S_AUTH_PROXY_HEADERS_USER_AGENT"])),
+)
+
 K8S_ARGUMENT_SPEC = dict(
     kubeconfig=dict(type="path", fallback=(env_fallback, ["K8S_AUTH_KUBECONFIG"])),
     context=dict(type="str", aliases=["kube_context"], fallback=(env_fallback, ["K8S_AUTH_CONTEXT"])),
     host=dict(type="str", fallback=(env_fallback, ["K8S_AUTH_HOST"])),
     api_key=dict(type="str", no_log=True, fallback=(env_fallback, ["K8S_AUTH_API_KEY"])),
-    validate_certs=dict(type="bool", aliases=["verify_ssl"], fallback=(env_fallback, ["K8S_AUTH_VERIFY_SSL"])),
-    ca_cert=dict(type="path", aliases=["ssl_ca_cert"], fallback=(env_fallback, ["K8S_AUTH_SSL_CA_CERT"])),
+    validate_certs=dict(type="bool", aliases=["verify_ssl"],
+                        fallback=(env_fallback, ["K8S_AUTH_VALIDATE_CERTS", "K8S_AUTH_VERIFY_SSL"])),
+    ca_cert=dict(type="path", aliases=["ssl_ca_cert"], fallback=(env_fallback, ["K8S_AUTH_CA_CERT", "K8S_AUTH_SSL_CA_CERT"])),
+    client_cert=dict(type="path", aliases=["cert_file"], fallback=(env_fallback, ["K8S_AUTH_CLIENT_CERT", "K8S_AUTH_CERT_FILE"])),
+    client_key=dict(type="path", aliases=["key_file"], no_log=False,
+                    fallback=(env_fallback, ["K8S_AUTH_CLIENT_KEY", "K8S_AUTH_KEY_FILE"])),
+    proxy=dict(type="str", fallback=(env_fallback, ["K8S_AUTH_PROXY"])),
+    no_proxy=dict(type="str", fallback=(env_fallback, ["K8S_AUTH_NO_PROXY"])),
+    # apply_defaults: the suboptions' K8S_AUTH_PROXY_HEADERS_* fallbacks apply when the option is not given.
+    proxy_headers=dict(type="dict", options=K8S_PROXY_HEADERS_SPEC, apply_defaults=True),
+    persist_config=dict(type="bool", fallback=(env_fallback, ["K8S_AUTH_PERSIST_CONFIG"])),
+    impersonate_user=dict(type="str", fallback=(env_fallback, ["K8S_AUTH_IMPERSONATE_USER"])),
+    impersonate_groups=dict(type="list", elements="str", fallback=(env_fallback, ["K8S_AUTH_IMPERSONATE_GROUPS"])),
 )
 
 EKS_TOKEN_PREFIX = "k8s-aws-v1."
@@ -238,11 +260,48 @@ def _bearer(configuration: Configuration, token: str) -> None:
     configuration.api_key_prefix = {}
 
 
-def _apply_tls_options(configuration: Configuration, params: Mapping[str, Any]) -> None:
-    if params.get("ca_cert"):
-        configuration.ssl_ca_cert = params["ca_cert"]
+# kubernetes.core's options set on the Configuration, with the kubernetes client's attribute names (AUTH_ARG_MAP).
+_CONFIGURATION_ATTRIBUTES = (("ca_cert", "ssl_ca_cert"), ("client_cert", "cert_file"), ("client_key", "key_file"),
+                             ("proxy", "proxy"), ("no_proxy", "no_proxy"))
+
+
+def _apply_connection_options(configuration: Configuration, params: Mapping[str, Any]) -> None:
+    """kubernetes.core's TLS, client certificate and proxy options over whichever credentials were chosen (as its
+    client.py _create_configuration sets them over a loaded kubeconfig)."""
+    for option, attribute in _CONFIGURATION_ATTRIBUTES:
+        if params.get(option):
+            setattr(configuration, attribute, params[option])
     if params.get("validate_certs") is not None:
         configuration.verify_ssl = params["validate_certs"]
+    proxy_headers = dict((name, value) for name, value in (params.get("proxy_headers") or {}).items()
+                         if value is not None)
+    if proxy_headers:
+        import urllib3.util  # pylint: disable=import-outside-toplevel
+        configuration.proxy_headers = urllib3.util.make_headers(**proxy_headers)
+
+
+class _RepeatedHeaderName(str):
+    """A header name that is a key of its own in the ApiClient's default_headers, so that one header is sent once
+    per value (``Impersonate-Group: a``, ``Impersonate-Group: b``): the API server reads each line as one group
+    (kubernetes.core's client.py does the same with its unique_string)."""
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def lower(self) -> str:
+        return self
+
+
+def _set_impersonation(client: ApiClient, params: Mapping[str, Any]) -> None:
+    """The Impersonate-User and Impersonate-Group headers of kubernetes.core's impersonate_user and
+    impersonate_groups (Kubernetes docs, "User impersonation"), on every request of the client."""
+    if params.get("impersonate_user"):
+        client.set_default_header("Impersonate-User", params["impersonate_user"])
+    for group in params.get("impersonate_groups") or []:
+        client.set_default_header(_RepeatedHeaderName("Impersonate-Group"), group)
 
 
 def _use_eks_token(configuration: Configuration, aws_params: Mapping[str, Any], cluster_name: str) -> None:
@@ -255,7 +314,8 @@ def _configuration_from_host(params: Mapping[str, Any], aws_params: Mapping[str,
     configuration = _client().Configuration(host=params["host"])
     if params.get("api_key"):
         _bearer(configuration, params["api_key"])
-    elif params.get("cluster_name"):
+    elif params.get("cluster_name") and not params.get("client_cert"):
+        # A client certificate authenticates on its own (kubernetes.core: host with client_cert and client_key).
         _use_eks_token(configuration, aws_params, params["cluster_name"])
     return configuration
 
@@ -267,7 +327,8 @@ def _configuration_from_kubeconfig(params: Mapping[str, Any]) -> Configuration:
     configuration = _client().Configuration()
     try:
         load_kube_config(config_file=params.get("kubeconfig"), context=params.get("context"),
-                         client_configuration=configuration, persist_config=False)
+                         client_configuration=configuration,
+                         persist_config=bool(params.get("persist_config")))
     except (ConfigException, OSError) as exc:
         parameter = "context" if params.get("context") and "context" in str(exc).lower() else "kubeconfig"
         raise invalid_parameter(parameter, "Cannot load kubeconfig %s: %s"
@@ -299,19 +360,20 @@ def k8s_configuration(params: Mapping[str, Any], aws_params: Mapping[str, Any] |
         configuration = _configuration_from_kubeconfig(params)
     else:
         configuration = _configuration_from_cluster_name(params, aws_params)
-    _apply_tls_options(configuration, params)
+    _apply_connection_options(configuration, params)
     return configuration
 
 
 def k8s_api_client(params: Mapping[str, Any], aws_params: Mapping[str, Any] | None = None, user_agent: str | None = None) -> ApiClient:
     """A kubernetes ApiClient.
 
-    Precedence: ``host`` (+ ``api_key``, or an EKS token for ``cluster_name``) > kubeconfig (``kubeconfig``/
+    Precedence: ``host`` (+ ``api_key``, a client certificate, or an EKS token for ``cluster_name``) > kubeconfig (``kubeconfig``/
     ``context`` options, else ``KUBECONFIG``, else ``~/.kube/config``) > ``cluster_name`` (DescribeCluster for
     endpoint and CA, and an EKS token refreshed before it expires).
     """
     client = _client().ApiClient(configuration=k8s_configuration(params, aws_params))
     client.user_agent = user_agent or USER_AGENT_EXTRA
+    _set_impersonation(client, params)
     return client
 
 

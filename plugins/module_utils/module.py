@@ -13,6 +13,8 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import (
     AWS_ARGUMENT_SPEC,
+    AWS_VALIDATE_CERTS,
+    AWS_VALIDATE_CERTS_SPEC,
     BOTO3_IMPORT_ERROR,
     HAS_BOTO3,
     USER_AGENT_EXTRA,
@@ -37,6 +39,12 @@ def merged_argument_spec(argument_spec: Mapping[str, Any], uses_aws: bool = True
     spec = {}
     if uses_aws:
         spec.update(AWS_ARGUMENT_SPEC)
+    if uses_aws and uses_k8s:
+        # validate_certs names both amazon.aws's and kubernetes.core's TLS verification. Beside the Kubernetes options
+        # it is the Kubernetes API server's, as it has always been in this collection, and the AWS one is
+        # aws_validate_certs: neither setting changes the other side (doc_fragments/k8s.py notes).
+        del spec["validate_certs"]
+        spec[AWS_VALIDATE_CERTS] = AWS_VALIDATE_CERTS_SPEC
     if uses_k8s:
         spec.update(K8S_ARGUMENT_SPEC)
     spec.update(argument_spec)
@@ -114,11 +122,19 @@ class EksopsModule(ClientsSurface):
     def user_agent(self) -> str:
         return "%s/%s" % (USER_AGENT_EXTRA, self.module._name.rsplit(".", 1)[-1])
 
+    def exit_json(self, **result: Any) -> None:
+        """AnsibleModule.exit_json, with ``resource_actions`` under debug_botocore_endpoint_logs (amazon.aws)."""
+        self.module.exit_json(**self.clients.with_resource_actions(result))
+
+    def fail_json(self, **result: Any) -> None:
+        """AnsibleModule.fail_json, with ``resource_actions`` under debug_botocore_endpoint_logs (amazon.aws)."""
+        self.module.fail_json(**self.clients.with_resource_actions(result))
+
     def fail_upgrade(self, err: UpgradeError, **result: Any) -> None:
         """fail_json for an UpgradeError; ``result`` carries what the module did before failing."""
         payload = dict(result)
         payload.update(error_result(err))
-        self.module.fail_json(**payload)
+        self.fail_json(**payload)
 
     def run(self, fn: Callable[[], dict[str, Any] | None]) -> None:
         """Call ``fn()``; a dict it returns goes to exit_json, an UpgradeError it raises to fail_json."""
@@ -128,4 +144,4 @@ class EksopsModule(ClientsSurface):
             self.fail_upgrade(err)
         else:
             if result is not None:
-                self.module.exit_json(**result)
+                self.exit_json(**result)

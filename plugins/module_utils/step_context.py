@@ -16,14 +16,12 @@ from typing import Any
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import AWS_ARGUMENT_SPEC
 from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import K8S_ARGUMENT_SPEC
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import ClientsSurface, error_result, merged_argument_spec
 from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import StepFailed
 
-SHARED_OPTIONS = tuple(AWS_ARGUMENT_SPEC) + tuple(K8S_ARGUMENT_SPEC)
+SHARED_OPTIONS = tuple(merged_argument_spec({}, uses_aws=True, uses_k8s=True))
 
 
 def validated(spec: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:

@@ -124,6 +124,7 @@ extends_documentation_fragment:
   - eksops.nodegroup.nodegroup
   - eksops.nodegroup.lease
   - eksops.nodegroup.aws
+  - eksops.nodegroup.aws.validate_certs
   - eksops.nodegroup.attributes.aws_group
 attributes:
   check_mode:

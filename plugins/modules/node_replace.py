@@ -10,7 +10,7 @@ DOCUMENTATION = r"""
 ---
 module: node_replace
 short_description: Replace a node group's old nodes batch by batch (drain, terminate, wait) in one process
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - The upgrade phase (SPEC U4, U5, U7) as one task. For each batch of O(batches), in order, it drains the
     nodes of the batch's instances as M(eksops.nodegroup.node_drain) does with O(eksops.nodegroup.node_drain#module:state=drain)

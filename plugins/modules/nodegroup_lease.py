@@ -35,6 +35,7 @@ options:
 extends_documentation_fragment:
   - eksops.nodegroup.nodegroup
   - eksops.nodegroup.aws
+  - eksops.nodegroup.aws.validate_certs
   - eksops.nodegroup.attributes.aws_group
 notes:
   - Needs C(autoscaling:DescribeAutoScalingGroups) and C(autoscaling:DeleteTags).

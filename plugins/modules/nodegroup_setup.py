@@ -10,7 +10,7 @@ DOCUMENTATION = r"""
 ---
 module: nodegroup_setup
 short_description: The setup phase of a node group upgrade (discovery, preflight, target version) in one process
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - The setup phase as one task, in this order, each step the named module's own code.
     1. Finds the node group and checks the parallelism against it as M(eksops.nodegroup.nodegroup_info) does

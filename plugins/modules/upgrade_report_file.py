@@ -10,7 +10,7 @@ DOCUMENTATION = r"""
 ---
 module: upgrade_report_file
 short_description: Write an upgrade report as JSON, and its picture, to files of the controller
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Writes O(report) (the dict the C(eksops.nodegroup.upgrade_report) filter builds) to O(path) as indented JSON
     with sorted keys, as C(ansible.builtin.to_nice_json) formats it, through a file beside it renamed over it, so

@@ -85,4 +85,4 @@ class StepAction(ControllerAction):
         clients = Clients(params, "%s/%s" % (USER_AGENT_EXTRA, name))
         result.update(run_step(self.STEP.run, params, clients, bool(self._task.check_mode), bool(self._task.diff),
                                log, display.display if self.PROGRESS else None))
-        return result
+        return clients.with_resource_actions(result)

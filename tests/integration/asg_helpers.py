@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Sandbox set-up shared by the asg_surge, asg_instance_terminate and nodegroup_scale_restore tests."""
 
 from __future__ import annotations

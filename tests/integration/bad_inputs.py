@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The bad-input table (bad_inputs.yml): its cases for the tests, and docs/bad-inputs.md rendered from it.
 
     python tests/integration/bad_inputs.py > docs/bad-inputs.md

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Shared by test_fault_aws_throttle.py and test_fault_sigterm.py (issue 10, Done when: fault_aws_throttle,
 fault_sigterm): run playbooks/upgrade_nodegroup.yml on a fault scenario's sandbox, as AWX would, and judge the
 upgrade from the sandbox's own report and from the playbook's JSON report (upgrade_report_path).

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the launch_template_version / nodegroup_info / access tests compare before and after a run: the AWS state
 a module may change, and the calls the sandbox saw."""
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Helpers for integration tests: a running sandbox (started through the `eks-sandbox` CLI) and ways to run
 the collection's modules and playbooks against it through the .venv's Ansible.
 

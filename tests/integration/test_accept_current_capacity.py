@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Issue 10 item 23: after the cluster autoscaler moved the group (ClusterAutoscalerActive), every rerun failed
 the same way and the message asked for sizes to be set by hand. A rerun with accept_current_capacity=true
 finishes: the autoscaler's extra nodes stay on top of the original size, MinSize/MaxSize and processes are

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """How the modules reach AWS and Kubernetes, against the sandbox: every way to authenticate, and the errors
 users see when they cannot (SPEC U8 AccessDenied / ClusterUnreachable, P5 EKS tokens)."""
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """asg_instance_terminate against the sandbox (SPEC U5 termination step, U6 decrement, C3 journal)."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """asg_instance_terminate against AWS behaviour the happy path never shows (issue 10 items 11 and 14), on an inline
 sandbox scenario: EC2's eventually consistent DescribeInstances (the `instance_not_visible` fault), termination
 lifecycle hooks (Terminating:Wait) and instance lifecycle policies (Terminating:Retained), played by the sandbox as

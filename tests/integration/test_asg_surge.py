@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """asg_surge against the sandbox (SPEC U2, U3, A1, C2, C3, S3)."""
 
 from __future__ import annotations

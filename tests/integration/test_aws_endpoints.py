@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """AWS endpoints and client options against the sandbox (issue 10 item 13): per-service endpoints through
 botocore's AWS_ENDPOINT_URL_<SERVICE> over a global AWS_ENDPOINT_URL, the EKS token (presigned for regional STS)
 accepted by the cluster, and aws_config reaching the clients."""

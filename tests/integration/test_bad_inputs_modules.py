@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Issue 10 items 18, 24: the modules refuse every bad input of bad_inputs.yml before any AWS or Kubernetes
 change, naming the parameter; and docs/bad-inputs.md is the table rendered from that file."""
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """SPEC K4: the Kubernetes API in use must be cluster_name's before anything changes.
 
 Two sandboxes side by side: AWS names cluster `demo` (this module's sandbox), the kubeconfig points at another

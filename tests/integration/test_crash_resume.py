@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Crash and resume of the upgrade playbook (DESIGN "The upgrade journal"; SPEC U1-U6, A1).
 
 The playbook is SIGKILLed, with every process it started, inside each phase, as when an AWX job is killed; the

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Issue 10 items 22 and 24: someone sets the group's desired capacity back to its original value (a Terraform
 apply, an operator) while the upgrade runs. Before, the group scaled in on its own and terminated cordoned old
 nodes that still held pods (9 pods lost, two PDBs at 0 ready), and the change was noticed only at the scale-down.

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Issue 10 items 4, 5 and 9, on the demo sandbox, read from its own counters: a dry run shows the real plan
 and changes nothing; a node the cluster autoscaler is deleting stops the upgrade before any change, after the
 preflight report is shown."""

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Issue 25 item 3: --check shows the run that will happen. Under the default schedule once the dry run printed the
 plan's EKS-style random batches "in this order with -e nodegroup_upgrade_seed=N", while the run took the schedule's
 batches: the printed order was not the order of a real run with that seed."""

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """kubernetes_version on real AMI families, end to end (issue 10, item 10; SPEC U1): launch_template_version in
 check mode reads the SSM public parameter the sandbox publishes the way AWS does (eks_sandbox/aws/seed.py
 `recommended_parameter_name`), for the family of the group's current image:

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """An EKS managed node group goes through EKS's own API (SPEC K1, K3, K5), on the sandbox playing EKS.
 
 The collection never writes to the Auto Scaling group or launch template EKS owns: the modules that would are

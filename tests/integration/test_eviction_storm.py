@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Eviction storm (issue 10 item 7; SPEC Z3, D14, U5): a Deployment whose pods tolerate every taint keeps landing
 on the cordoned node that node_drain drains.
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """issue 10 (Done when: fault_aws_throttle, fault_sigterm): the `fault_sigterm` scenario run through
 playbooks/upgrade_nodegroup.yml.
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Node groups that infrastructure as code owns, and the instance refreshes around them (issue 29 items 1 and 2,
 SPEC W1, W2), through the rolling playbook against the sandbox, whose owners apply as terraform-aws-eks and a
 CloudFormation stack do (tests/sandbox/eks_sandbox/aws/owners.py).

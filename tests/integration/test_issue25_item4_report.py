@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Issue 25 item 4, what an operator reads and sees, on the sandbox through the upgrade playbook: the preflight's
 stop on warnings as a playbook variable, the per-batch times and waits of the JSON report, the picture written
 beside it (upgrade-report.svg, named by the summary) and the pods' warnings printed with their batch."""

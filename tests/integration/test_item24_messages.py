@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Issue 10 item 24, messages that mislead, on the sandbox through the upgrade playbook.
 
 AWS's ValidationError to a request the group's state refuses (a race: here injected on the first

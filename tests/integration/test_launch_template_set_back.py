@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Issue 29 item 4: a launch template version set back by hand mid-upgrade. Before, the upgrade judged old and new
 nodes by the version the group pointed at: it cordoned the nodes it had already upgraded as old ones, ended in an
 error that blamed the wrong nodes, and a rerun surged again. Now the next step stops with

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """launch_template_version against the demo sandbox (SPEC U1; a conflicting journal is UpgradeTargetConflict).
 
 The tests share one sandbox and run in file order: bad input and check mode first, on the untouched group.

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """node_drain waits a drained node out of the cluster's load balancers (SPEC B3, issue 11 item 3), against the
 sandbox scenario `load_balancers`: target groups with deregistration delays of 5 s and 20 s (the AWS Load Balancer
 Controller's), and a Classic ELB without connection draining (the in-tree service controller's)."""

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Issue 29 item 3: an EKS managed node group whose launch template names its own AMI (amiType CUSTOM), now in the
 sandbox (eks/creation.py custom_ami), is upgraded by the collection the way EKS takes it: a new version of the user's
 launch template with the new AMI, passed as launch_template_version; a Kubernetes version or a release is refused

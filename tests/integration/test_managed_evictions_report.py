@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Issue 29 item 3: the report of a managed upgrade counts the evictions EKS made (it said pods_evicted 0 and
 disruptions_per_old_pod null), from what the cluster shows: kube-apiserver marks each pod it evicts DisruptionTarget /
 EvictionByEvictionAPI. The test counts them itself with the kubernetes client while the playbook runs."""

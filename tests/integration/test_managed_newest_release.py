@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Issue 29 item 3: on a Bottlerocket or Windows managed node group, `kubernetes_version` equal to the group's version
 moves it to the newest release instead of a silent "nothing to do"; once there, a rerun has nothing to do (SPEC K3,
 K5). Bottlerocket's release is SSM's .../latest/image_version (eksctl's managed upgrade reads the same parameter);

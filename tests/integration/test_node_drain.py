@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """node_drain against the sandbox (SPEC D1-D16, C1, U4, U5, Z3, P1-P4).
 
 The demo scenario comes from the shared `sandbox` fixture; the fault scenarios and the 110-pod node get their

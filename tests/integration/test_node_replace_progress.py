@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Issue 11 item 4: the upgrade phase shows one line per batch start and end as it happens, through Ansible's
 Display, where AWX's callback reads job output (its awx_display wraps Display.display in the main process, as
 callback_plugins/display_recorder.py does here). The lines must arrive while the batch loop's task runs, before

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """nodegroup_info against the demo sandbox: read-only, joined with the nodes, plans (SPEC U1, U2, U5, P2)."""
 
 from __future__ import annotations

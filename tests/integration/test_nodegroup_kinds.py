@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Node-group kinds against one sandbox cluster that holds a self-managed group of each convention (SPEC K1, K2,
 K4): nodegroup_info finds each one by its own tool's tags, reports its kind and its Auto Scaling group, and
 joins its instances with their nodes by spec.providerID; two candidates for one name are refused, naming both;

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """SPEC K5, issue 10 items 1 and 20: nothing to do means nothing changed.
 
 A weekly AWX schedule reruns the same job on a group already upgraded, and a job may name the target the group

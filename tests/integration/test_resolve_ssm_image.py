@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Issue 29 item 4: a launch template whose ImageId is resolve:ssm:<parameter> was refused (the parameter was taken
 for an AMI id that does not exist). Now the collection reads such a version through the AMI the parameter resolves
 to (DescribeLaunchTemplateVersions ResolveAlias), judges the nodes by it, and the version it creates for the new

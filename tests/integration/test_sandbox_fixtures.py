@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The integration fixtures themselves: Ansible runs through run_module against the sandbox, and the sandbox
 answers boto3 and kubernetes calls for the demo scenario."""
 

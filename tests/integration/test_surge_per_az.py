@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Issue 11 item 2 (SPEC B2, U2, U3, K5): `surge: per_az` on a 2-node group over 3 AZs, through the real playbook.
 
 Auto Scaling put the 2 nodes in us-west-2a and us-west-2b. EKS's scale-up adds max(2 x 3, 1) = 6; per_az adds 4,

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Issue 10 item 21: two runs on one node group at once (AWX's "allow simultaneous", two engineers at two
 terminals). Before, a run started 18 s into another resumed its journal and both drained and terminated side
 by side; two started together fought. Now one holds the group's lease and the other refuses, before changing

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # Integration-test helper (issue 11 item 4): records every line Ansible's Display shows in the main process, with
 # the time it was shown, as AWX's callback receives them (awx_display wraps Display.display in the main process),
 # and the time each task's v2_runner_on_ok arrived. Written as JSON to DISPLAY_RECORD_FILE when the play ends.

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # Integration-test helper: a stdout callback that writes each host's task result, complete, as JSON.
 # ansible-core 2.19 ships no `json` stdout callback (it moved to ansible.posix) and `--tree` drops `diff`,
 # `warnings` and skipped results, which tests assert on. Used by tests/integration/sandbox_helpers.py.

@@ -1,1 +1,4 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """eks_sandbox: a local stand-in for an EKS cluster (see tests/sandbox/README.md)."""

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """EC2 user data of EKS nodes, in the formats the EKS AMIs read: what the sandbox writes into launch templates
 (render_user_data, merge_user_data) and what a simulated kubelet reads back when its instance boots
 (parse_user_data): the cluster it joins and the labels, taints and max pods it registers with.

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """`eks-sandbox up | report | down | serve` (README "Command line").
 
 `up` validates the scenario, starts `serve` as a detached process (its own session, output to

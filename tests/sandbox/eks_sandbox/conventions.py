@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """How each tool that makes EKS node groups names and tags what it creates, and which node labels its user data
 passes to the kubelet (SPEC K1). The sandbox seeds node groups with exactly these, so that discovery and node
 matching are tested against what real clusters carry, not against what the collection expects.

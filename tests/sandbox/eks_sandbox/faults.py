@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Injected faults: decides, request by request, whether the sandbox misbehaves (schema: README "faults").
 
 Each fault has a trigger: `after_seconds` (counted from when the faults are armed) and either `count` (the

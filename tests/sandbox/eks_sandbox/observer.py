@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The observer: samples node and replica counts over time and builds the report (README "Report").
 
 It is fed plain data (a `KubeSim.snapshot()`, `AwsSim.instances()`, ASG views) so it can be tested with

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What happened in the sandbox: API request counts, AWS calls, lost pods and notable events.
 
 Every method is called from server threads and the controller loop at once, so all state sits behind one lock.

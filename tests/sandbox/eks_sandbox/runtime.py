@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The sandbox process: AWS and Kubernetes simulators, the controller loop, and the control endpoint.
 
 Start-up order: moto, the Kubernetes API server and the control server start listening; the state files

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Shared by the contract tests: an in-process sandbox, boto3 clients on it, and response validation against
 botocore's EKS model. Scenarios come from eks_sandbox.kube.testing.scenario (fast timings), with EKS_CLUSTER's
 cluster and AMIs for the EKS tests."""

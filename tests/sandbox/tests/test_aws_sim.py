@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """AwsSim as the rest of the sandbox and the collection see it: seeding, call recording, injected faults,
 instances(), asg_view() and its speed on a 100-instance scenario."""
 

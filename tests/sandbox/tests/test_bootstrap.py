@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """User data formats: real AL2, AL2023 and Bottlerocket user data read as the EKS AMIs read it, round trips through
 render/merge/parse, base64/gzip input and unknown input."""
 

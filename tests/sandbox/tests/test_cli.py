@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """`eks-sandbox` end to end: up / report / down on the demo scenario, plus the failure paths of `up`."""
 
 from __future__ import annotations

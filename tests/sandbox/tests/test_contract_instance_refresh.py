@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Contract (boto3, botocore's models): instance refreshes and what a node group's infrastructure as code does when it
 applies, as the sandbox plays them (moto_patches (m), aws/instance_refresh.py, aws/owners.py; SPEC W1, W2).
 

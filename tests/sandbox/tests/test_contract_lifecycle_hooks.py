@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Contract (boto3, botocore's models): termination lifecycle hooks and EC2's eventually consistent DescribeInstances,
 as the sandbox plays them (moto_patches (h) and (i), aws/lifecycle.py).
 

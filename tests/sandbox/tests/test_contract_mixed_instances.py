@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Contract (boto3, botocore's models): what an Auto Scaling group with a MixedInstancesPolicy launches and how it
 counts its capacity, as the sandbox plays it (aws/mixed_instances.py, moto_patches (p); SPEC W2, issue 29 item 2).
 

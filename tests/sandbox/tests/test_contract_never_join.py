@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Contract (kubectl, boto3 and GET $SANDBOX_URL/report against a running sandbox): the never_join fault. Instances
 launched in the faulted availability zone boot and run (EC2 and Auto Scaling say so) but never register a node;
 instances launched elsewhere do; the report's events name each instance that never joined (node_never_joined).

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Contract (boto3's Auto Scaling client, the kubernetes python client and GET $SANDBOX_URL/report against a running
 sandbox): the report's `node_boots`, what the world takes from an instance's launch to its node Ready (issue 11 item
 4).

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Contract (the kubernetes client and boto3 against a running sandbox): a node is what its instance's user data says.
 
 For self-managed node groups of the three EKS AMI families (AL2: bootstrap.sh; AL2023: nodeadm NodeConfig;

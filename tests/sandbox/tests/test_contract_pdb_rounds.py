@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Contract (the kubernetes python client and GET $SANDBOX_URL/report against a running sandbox): the report's
 `pdb_rounds`, what the world takes per disruption-budget round (issue 11 item 4).
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Contract (boto3 against the sandbox's moto): a launch template whose ImageId is a Systems Manager parameter
 (moto_patches (q)). Modelled from the EC2 User Guide, "Use a Systems Manager parameter instead of an AMI ID": the
 ImageId resolve:ssm:parameter-name[:version-number|:label] is "resolved to an AMI ID when the instance is launched",

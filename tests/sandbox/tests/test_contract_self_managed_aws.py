@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Contract (boto3 against the sandbox's moto): self-managed node groups are seeded with the Auto Scaling group name,
 tags and launch template name their real tools give them (SPEC K1), their instances carry the propagated tags, and
 the per-AZ launch_failure fault fails launches in that AZ only, as DescribeScalingActivities shows.

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """EKS managed node groups as a real client sees them (boto3 against a running sandbox, every response checked
 against botocore's EKS model): CreateNodegroup's resources, DescribeNodegroup / ListNodegroups, the node labels
 EKS's user data gives, the launch-template health check, UpdateNodegroupConfig and the input checks of

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """UpdateNodegroupVersion as EKS runs it ("Managed node update behavior": setup, scale up, upgrade, scale down),
 driven by a real client (boto3) against a running sandbox, every response checked against botocore's model."""
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Contract tests of the simulated Kubernetes API server, driven by the official python client (and raw HTTP
 where the client hides what is on the wire): discovery, auth, verbs, selectors, paging, watch, patch, faults."""
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The controller loop: kubelet/node lifecycle from cloud instances, scheduler, ReplicaSet/Deployment,
 DaemonSet, graceful pod termination, and tick() cost at the `large` size."""
 

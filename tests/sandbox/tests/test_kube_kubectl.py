@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """kubectl (v1.32 at /usr/bin/kubectl) against the simulated API server, over TLS: get (the server-side Table
 columns of pods, nodes, events, PDBs, deployments), cordon, drain."""
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Issue 10 item 17: the Table (meta.k8s.io/v1) the simulated API server answers `Accept: ...;as=Table` with,
 checked on the wire with the kubernetes python client and requests, and the cells of the print functions for
 states the sandbox's controllers never produce. The expectations are the real API server's:

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Contract (boto3 against the sandbox's AWS endpoint, the kubernetes python client against its API server): the
 scenario's load balancers and the controllers that put nodes behind them (issue 11 item 3; eks_sandbox/
 lb_controllers.py, aws/load_balancers.py, moto_patches (j) and (k)).

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Each moto correction (eks_sandbox/aws/moto_patches.py, (a)-(g)) on its own, through boto3 against a started
 AwsSim, plus the moto version guard."""
 

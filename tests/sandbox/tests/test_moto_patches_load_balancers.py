@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """moto corrections (j) and (k) (eks_sandbox/aws/moto_patches.py) on their own, through boto3 against a started
 AwsSim, with target groups and Classic ELBs the test makes itself (issue 11 item 3).
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Scenario loading: defaults, strict validation with key paths, cross-checks, and every shipped scenario."""
 
 from __future__ import annotations

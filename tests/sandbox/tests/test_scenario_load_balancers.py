@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The scenario schema's `load_balancers` (issue 11 item 3): defaults, the loaded form, and errors naming the key."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The ideal schedule benchmarks/upgrade.py compares an upgrade's wall time with (docs/performance.md)."""
 
 import sys

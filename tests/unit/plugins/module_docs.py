@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Check a module's DOCUMENTATION (with its doc fragments) against its argument spec, the way
 ansible-test validate-modules does for the parts that matter: names, types, defaults, choices, aliases,
 required, elements, and that EXAMPLES/RETURN are YAML."""

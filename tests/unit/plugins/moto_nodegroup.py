@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """EKS node groups in in-process moto (mock_aws), for unit tests of the AWS-facing helpers.
 
 Each kind of node group (SPEC K1) is built the way its own tool builds it, so discovery and the modules see

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Issue 10 item 15: docs/iam-policy.json and docs/rbac.yaml grant what the collection's code can call, no more and
 no less.
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Issue 12: every module returns its result under one key named after what it manages, with Ansible's own keys
 (changed, msg, diff) beside it and, on failure only, the error's code and details. The roles, the report and the
 integration tests read these keys; run_module_in_process checks each result it returns against them."""

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the Auto Scaling service does between API calls: launch and terminate instances until each group has
 its desired capacity, and move EC2 instances through pending -> running and shutting-down -> terminated.
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Instance refreshes, which moto 5.2.5 does not implement (StartInstanceRefresh raises NotImplementedError;
 DescribeInstanceRefreshes and CancelInstanceRefresh are missing), and the rolling replacement a CloudFormation stack
 update makes (``AutoScalingRollingUpdate``), which replaces instances the same way: none of them drains a node.

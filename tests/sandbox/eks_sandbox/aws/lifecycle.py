@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Termination lifecycle hooks, which moto 5.2.5 stores (PutLifecycleHook, DescribeLifecycleHooks) but never runs,
 and whose CompleteLifecycleAction and RecordLifecycleActionHeartbeat it does not implement.
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """A scenario's load balancers, made in moto as their controllers make them on AWS (issue 11 item 3).
 
 - `type: target_group`: what the AWS Load Balancer Controller makes for a Service of type LoadBalancer with

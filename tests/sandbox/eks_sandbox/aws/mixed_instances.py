@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What an Auto Scaling group with a MixedInstancesPolicy launches, and how it counts its capacity.
 
 Modelled from the Amazon EC2 Auto Scaling user guide:

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Narrow corrections to moto 5.2.5 where it differs from AWS in ways the collection's tests depend on.
 
 Each correction is one function, applied once per process by `apply_moto_corrections()`, and guarded by the

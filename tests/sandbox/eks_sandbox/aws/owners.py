@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the infrastructure as code that owns a self-managed node group does to it when its owner applies (SPEC W1):
 a terraform apply of terraform-aws-eks's self-managed-node-group, or a CloudFormation stack update of the EKS node
 group template. eksctl never updates an unmanaged node group's launch template (its documented upgrade is a new node

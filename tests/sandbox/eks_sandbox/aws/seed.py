@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Creates a scenario's AWS objects directly in moto's backends (no HTTP: nothing to record, and moto's API
 cannot choose AMI ids or write /aws/service parameters)."""
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The HTTP side of the simulated AWS: moto's server app behind a middleware that serialises requests with the
 simulation lock, records every call and answers injected faults with AWS-shaped errors.
 """

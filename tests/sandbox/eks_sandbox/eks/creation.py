@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """CreateNodegroup as EKS does it, and the launch template versions EKS writes (at creation and at each update).
 
 Sources: the EKS user guide, "Customize managed nodes with launch templates" (awsdocs/amazon-eks-user-guide

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What EKS does to nodes through the Kubernetes API during an update: it finds a node by its instance, marks old
 nodes, and drains a node by evicting its pods through the Eviction API, so PodDisruptionBudgets answer EKS exactly
 as they answer any client (kube/eviction.py).

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """EKS reconciles what it owns: a managed node group whose Auto Scaling group is gone, or launches from another
 launch template or version than the one EKS set, shows a health issue and turns DEGRADED; the issue clears when
 the group is put back.

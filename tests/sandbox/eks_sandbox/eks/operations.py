@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The EKS node-group operations the sandbox answers (ListNodegroups, DescribeNodegroup, UpdateNodegroupVersion,
 UpdateNodegroupConfig, DescribeUpdate, ListUpdates): their validation and effects, on EksNodegroups' records.
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What EKS remembers about a managed node group and its updates, and how DescribeNodegroup / DescribeUpdate
 show it (the Nodegroup and Update shapes of botocore's EKS model, data/eks/2017-11-01/service-2.json)."""
 

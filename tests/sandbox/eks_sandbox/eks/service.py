@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """EksNodegroups: the sandbox playing EKS for managed node groups (CreateNodegroup at seeding, the node-group API,
 health reconciliation and the update workflow, advanced by AwsSim's tick).
 

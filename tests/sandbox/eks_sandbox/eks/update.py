@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """UpdateNodegroupVersion, run by EKS: a state machine advanced by every tick.
 
 Source: the EKS user guide, "Managed node update behavior" (awsdocs/amazon-eks-user-guide latest/ug/nodes/

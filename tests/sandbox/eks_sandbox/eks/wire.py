@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The REST-JSON wire side of the node-group operations the sandbox answers instead of moto.
 
 Requests are read where botocore's EKS model puts each member (uri, querystring, JSON body); responses and errors

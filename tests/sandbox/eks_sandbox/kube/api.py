@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the API server does with each verb, independent of HTTP: get, list (selectors, paging), create,
 update, patch and delete (graceful pod deletion, preconditions, propagation, finalizers)."""
 

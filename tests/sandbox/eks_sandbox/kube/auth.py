@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Bearer-token authentication: the sandbox's static admin token, and EKS tokens (`k8s-aws-v1.` + the
 base64url of a presigned STS GetCallerIdentity URL), checked for shape and age as aws-iam-authenticator
 does before it calls STS. The sandbox never calls STS: any well-formed, fresh token is accepted."""

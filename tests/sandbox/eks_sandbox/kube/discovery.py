@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Discovery documents (/version, /api, /apis, ...): the legacy JSON forms, which kubectl falls back to
 when the server does not offer aggregated discovery."""
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The disruption controller's arithmetic (SPEC E5): a PodDisruptionBudget's status from its pods."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """POST pods/<name>/eviction, as kube-apiserver's eviction REST handler decides (SPEC E1-E4)."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The kubelet and node lifecycle side: EC2 instances become Nodes after booting, stopped instances' Nodes go
 NotReady, lose their pods and are removed; cordoned nodes carry the unschedulable taint.
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Builders and defaulting for the objects the sandbox creates: complete enough for the strict pydantic
 models of the kubernetes python client (every required field present)."""
 

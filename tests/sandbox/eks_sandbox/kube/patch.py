@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The three PATCH flavours of the API server: JSON patch (RFC 6902), merge patch (RFC 7386) and
 strategic merge patch (lists merged by the merge keys Kubernetes declares for them)."""
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The pod side of the controller loop: the scheduler (least-loaded feasible node, replicas spread), the
 kubelet starting bound pods, and pods finishing their graceful termination."""
 

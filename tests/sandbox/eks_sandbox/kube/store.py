@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The object store: one lock, one global resourceVersion (as etcd), per-resource event logs for watches,
 and the indexes the controllers and field-selected LISTs need so that nothing scans every pod.
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Server-side printing: the `Table` (meta.k8s.io/v1) an API server answers a GET, LIST or WATCH with when the
 client asks for one (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`), as `kubectl get` does.
 

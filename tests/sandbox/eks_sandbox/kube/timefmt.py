@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Wall-clock timestamps as Kubernetes writes them (RFC 3339, UTC, second precision)."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """A throw-away certificate authority and server certificate for 127.0.0.1, generated per sandbox."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """WATCH: the initial state (or the events after a resourceVersion), then live events from the resource's
 event log, filtered by namespace and selectors, with bookmarks and a deadline."""
 

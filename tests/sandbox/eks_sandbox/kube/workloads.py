@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Workload controllers: Deployment (one ReplicaSet per pod template; an older template's ReplicaSet is scaled
 to zero), ReplicaSet, DaemonSet, and the garbage collector for objects whose owner is gone."""
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Scenario files: the YAML that describes a sandbox cluster (schema: tests/sandbox/README.md "Scenario schema").
 
 - `fields`: `ScenarioError` and `Section`, the reader of one mapping that checks each key's type and names its

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Reading one mapping of a scenario: typed keys with defaults, and errors that start with the key's path.
 
 `Section` wraps a mapping and its path (``nodegroups[0]``); each typed getter marks its key as known, so

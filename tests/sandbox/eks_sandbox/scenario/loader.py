@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Loading a scenario: read the YAML file (or take a mapping), validate it section by section against the schema
 (`schema.py`), and check what only the whole scenario shows: the region, duplicate names, what a workload or a
 fault refers to, and which AMI is the recommended one.

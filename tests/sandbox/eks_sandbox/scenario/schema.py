@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The scenario schema, exactly as tests/sandbox/README.md documents it: vocabularies, default timings, and one
 reader per entry (the cluster, the timings, an AMI, a node group, a workload, a fault) that validates it on its
 own and returns it with every default filled, so the rest of the sandbox reads keys without `.get()`.

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """upgrade_report_file (issue 11 item 4): the report written on the controller, in the task's process, instead of
 by ansible.builtin.copy's two module processes."""
 

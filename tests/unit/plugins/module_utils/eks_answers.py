@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """DescribeNodegroup and DescribeUpdate answers as botocore returns them, and the eks_nodegroup_update options, for
 the tests of managed_target and managed_update."""
 

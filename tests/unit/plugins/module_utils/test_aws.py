@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """AWS option spec, client factory and error translation (SPEC U8)."""
 
 from __future__ import annotations
@@ -166,7 +169,7 @@ def test_aliases_and_environment_fallbacks(monkeypatch):
     params = _parse({"aws_region": "eu-west-1", "aws_access_key_id": "AK", "aws_secret_access_key": "SK"},
                     monkeypatch, {})
     assert (params["region"], params["access_key"], params["secret_key"]) == ("eu-west-1", "AK", "SK")
-    assert (params["aws_validate_certs"], params["aws_ca_bundle"], params["aws_config"]) == (True, None, None)
+    assert (params["validate_certs"], params["aws_ca_bundle"], params["aws_config"]) == (True, None, None)
     params = _parse({}, monkeypatch, {"AWS_DEFAULT_REGION": "ap-south-1", "AWS_URL": "http://127.0.0.1:1",
                                       "AWS_SESSION_TOKEN": "tok", "AWS_CA_BUNDLE": "/etc/ca.pem"})
     assert (params["region"], params["endpoint_url"], params["session_token"], params["aws_ca_bundle"]) == (

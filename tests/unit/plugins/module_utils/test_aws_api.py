@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """module_utils/aws_api (issue 12): every AWS call of the collection, one function each under aws.aws_call.
 
 Each function is driven through a real boto3 client with botocore's Stubber, which validates the request against

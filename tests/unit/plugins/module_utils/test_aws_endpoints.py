@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Which endpoint, TLS and retry settings each AWS client gets, and where the EKS token is presigned (issue 10
 item 13): endpoint_url for every API client, per-service endpoints through botocore's own AWS_ENDPOINT_URL_<SERVICE>
 and config file, aws_validate_certs / aws_ca_bundle / aws_config, and the regional STS endpoint for the token."""

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """SPEC K4: the Kubernetes API in use is shown to be cluster_name's (same endpoint as DescribeCluster's, or the
 node group's instances have their nodes there by spec.providerID), else ClusterUnreachable naming both."""
 

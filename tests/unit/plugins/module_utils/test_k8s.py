@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Kubernetes client factory: credential precedence, EKS tokens and their refresh (SPEC P5), errors (U8)."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Node-group kinds (SPEC K1): what each tool's tags say, how a plain self-managed group is recognised by name,
 and which node labels narrow a node LIST (P2) or are required of new nodes (U3)."""
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Launch templates: the plan of launch_template_version (SPEC U1) and the lookups that name their parameter."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Issue 10 item 21: one run at a time on a node group, a lease on its Auto Scaling group (moto)."""
 
 from __future__ import annotations

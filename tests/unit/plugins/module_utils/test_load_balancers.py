@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """module_utils/load_balancers (SPEC B3, issue 11 item 3): which of the cluster's load balancers hold an instance.
 
 Driven through real boto3 clients with botocore's Stubber (the requests are checked against the service models),

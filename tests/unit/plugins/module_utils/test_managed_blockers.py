@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Issue 29 item 3: EKS's PodEvictionFailure names only the node(s); the pods still on them and the
 PodDisruptionBudgets that hold them are named from the cluster, as the self-managed drain names them (SPEC K3, U8)."""
 

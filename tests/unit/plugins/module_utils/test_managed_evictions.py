@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Issue 29 item 3: the evictions EKS makes while it updates a managed node group, counted from the cluster: the pods
 kube-apiserver marks DisruptionTarget / EvictionByEvictionAPI on the group's nodes, and the nodes replaced."""
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The target of an EKS managed node group update (SPEC K3, K5, K6): the options checked and the
 UpdateNodegroupVersion request. Inputs are shaped as botocore returns EKS's answers."""
 

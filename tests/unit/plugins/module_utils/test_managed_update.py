@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The pure decisions of an EKS managed node group update (SPEC K5, U7, U8): updateConfig, updates in progress,
 progress and EKS's errors. Inputs are shaped as botocore returns EKS/Auto Scaling answers."""
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Following EKS's update (issue 29 item 3, SPEC W4): one loop for as long as EKS works, progress lines a person
 reads while it runs; pure of AWS (the calls are replaced)."""
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The mixed instances policy as the upgrade sees it (SPEC W2, issue 29 item 2)."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """EksopsModule: merged option specs, cached clients, UpgradeError -> fail_json with the U8 code."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Who owns a self-managed node group (SPEC W1, issue 29 item 1): the tags and names each tool leaves, from its
 source (terraform-aws-eks modules/self-managed-node-group/main.tf, the CloudFormation node group template and
 CloudFormation's own tags, eksctl pkg/cfn/manager)."""

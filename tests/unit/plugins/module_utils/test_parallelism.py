@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """One parameter, one answer: max_unavailable_percentage resolves to the same node count at scale-up and in the
 batches (issue 12; SPEC U1, U2, U5)."""
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Issue 11 item 4: what node_replace's next batch needs is read while the batch before it waits out its post-drain
 wait (read_ahead.py), and under the schedule once the next batch is planned ahead (live_planner.py) and used only
 when the terminations went as predicted (SPEC B1: the same batch a read right after them would plan)."""

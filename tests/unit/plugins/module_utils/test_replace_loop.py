@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The upgrade phase's batch loop (module_utils/replace_loop.py, issue 11 item 4; SPEC U5, U7) with fake steps."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """node_replace planning the upgrade phase itself (issue 11 item 4: one process for the phase): the plan is
 nodegroup_info's, every old node is cordoned first (SPEC U4), and the old instances left are told after (U5)."""
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """SPEC B1 (issue 11 item 1) wired into the phases: schedule_ops's decisions, the node_replace rounds and the loop's
 records of a schedule once batch, without a server."""
 

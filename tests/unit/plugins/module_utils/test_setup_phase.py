@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The setup phase in one process (issue 11 item 4): the three modules' steps in order, each refusal before the
 launch template step (the phase's only change), and the K5 read only when that step changed nothing."""
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Unit tests of termination.py: instances EC2 does not know (issue 10 item 11) and the wait through
 termination lifecycle hooks (issue 10 item 14). Fakes follow AWS's documented answers: InvalidInstanceID.NotFound
 naming the unknown ids, TerminateInstanceInAutoScalingGroup's ValidationError for an instance in no group, and

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The upgrade plan (SPEC U2, U5, U7, S1-S4): strategy, parallelism, surge and the random batches."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Which bootstrap a launch template's user data is written for (issue 29 item 4), read as each AMI family's
 bootstrap reads it; and the OS of an EKS-optimized AMI by its name."""
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """asg_instance_terminate run in-process against moto (SPEC U5, U6, C3) and its replacement condition."""
 
 from __future__ import annotations

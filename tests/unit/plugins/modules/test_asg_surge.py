@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """asg_surge run in-process against moto, without waiting (SPEC U2, A1, C3), and its U3 condition."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """eks_nodegroup_update run in-process against real botocore clients wrapped in botocore.stub.Stubber (SPEC K3,
 K5, K6, U7, U8).
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """launch_template_version run in-process against moto (SPEC U1; a conflicting journal is UpgradeTargetConflict)."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """node_replace (issue 11 item 4): its documentation matches its argument spec, and each batch's steps get what
 roles/upgrade/tasks/batch.yml passed node_drain and asg_instance_terminate (SPEC U5, U7)."""
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """nodegroup_info run in-process against moto, with the node LIST faked (SPEC U1, U2, U5, U7, S4)."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """nodegroup_lease run in-process against moto (issue 10 item 21): it releases its own run's lease only, and check
 mode changes nothing."""
 

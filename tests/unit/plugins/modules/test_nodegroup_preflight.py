@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """nodegroup_preflight: its findings (SPEC Z1, Z2, Z3, D8) from raw objects, and run() on moto and a fake
 API server (K1, K2, P2)."""
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """nodegroup_scale_restore run in-process against moto, with the Kubernetes side faked (SPEC U6, C2, C3, A1)."""
 
 from __future__ import annotations

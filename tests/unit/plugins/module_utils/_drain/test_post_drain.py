@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The wait between an empty node and its termination (U5; SPEC B3, issue 11 item 3): _drain/post_drain.py."""
 
 from __future__ import annotations

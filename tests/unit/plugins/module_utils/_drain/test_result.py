@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """_drain/result.py (D16, U5): what a drain did, per node and in all, and the PodEvictionFailure it ends in."""
 
 from __future__ import annotations
