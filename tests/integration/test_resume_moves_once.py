@@ -1,0 +1,118 @@
+"""Issue 25 item 1 (SPEC W5, B1): a rerun after a killed upgrade still moves each pod once.
+
+The upgrade playbook (schedule once, the default) is SIGKILLed with every process it started once two batches of
+the upgrade phase have ended, then the same command is run again. Before the fix the rerun's scale-up raised the
+desired capacity back to the size before the upgrade plus the surge (12), ignoring the capacity the schedule had
+lowered it to (10, two decrementing terminations), and the scale-down then drained the nodes of that second surge,
+which held moved pods: 1.25-1.6 moves per old pod against 1.00 in a clean run.
+
+Each phase boundary, and why the rerun moves each pod once (the kill itself forces a second move nowhere):
+
+- killed in the setup or the scale-up before the journal records the surge: nothing to resume, a fresh scale-up;
+- killed in the scale-up after the journal recorded the surge, before or after the capacity raise (SPEC C3: journal
+  first): the rerun raises the desired capacity to the one recorded (a no-op when it is there), chooses the surplus
+  from the new nodes as the first run would (no pod has moved yet) or keeps the surplus it marked;
+- killed in the upgrade phase, mid-batch or between batches: the surge is in place; the rerun's scale-up keeps the
+  desired capacity the schedule set (after its decrements, or the one a decrementing termination under way leaves)
+  and adds nothing, keeps the surplus marks and launches no node; the old node being drained is drained again (its
+  pods that had not left yet move once); the batches go on from the group as it is;
+- killed in the scale-down: the journal says scale_down; the rerun removes the surplus it marked (empty, cordoned
+  since the scale-up) and restores the sizes.
+
+One sandbox for the module: 6 nodes over 3 AZs, max_unavailable 1, so EKS's surge of 2 x 3 AZs takes the group to
+12 and every old node's termination lowers the desired capacity (each AZ's two new nodes are its start count).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+
+import pytest
+
+from asg_helpers import journal_tags
+from nodegroup_state import count_evictions, image_id_by_name, nodegroup_nodes, workers_asg
+from sandbox_helpers import REPO_ROOT, kill_playbook, module_sandbox, run_playbook, start_playbook
+
+AMI_129 = "amazon-eks-node-al2023-x86_64-standard-1.29-v20240101"
+AMI_130 = "amazon-eks-node-al2023-x86_64-standard-1.30-v20240615"
+SCENARIO = {
+    "name": "resume12", "availability_zones": ["us-west-2a", "us-west-2b", "us-west-2c"],
+    "amis": [{"name": AMI_129, "kubernetes_version": "1.29"}, {"name": AMI_130, "kubernetes_version": "1.30"}],
+    "nodegroups": [{"name": "workers", "kind": "self_managed", "ami": AMI_129, "min_size": 3, "max_size": 12,
+                    "desired_capacity": 6}],
+    "workloads": [{"kind": "Deployment", "name": "web", "replicas": 12, "pdb": {"max_unavailable": 2}},
+                  {"kind": "DaemonSet", "name": "node-agent", "namespace": "kube-system"}],
+}
+PLAYBOOK = REPO_ROOT / "playbooks" / "upgrade_nodegroup.yml"
+ARGS = {"cluster_name": "resume12", "nodegroup_name": "workers", "kubernetes_version": "1.30", "max_unavailable": 1,
+        "post_drain_wait": 1, "drain_timeout": 120}
+RUN_TIMEOUT = 420
+
+resume12 = module_sandbox(SCENARIO)
+
+
+def _pods_to_move(sandbox) -> int:
+    """The pods the upgrade moves: those on the group's nodes that no DaemonSet owns."""
+    nodes = {node.metadata.name for node in nodegroup_nodes(sandbox)}
+    return sum(1 for pod in sandbox.core_v1().list_pod_for_all_namespaces().items
+               if pod.spec.node_name in nodes
+               and not any(ref.kind == "DaemonSet" for ref in pod.metadata.owner_references or []))
+
+
+def _kill_when(sandbox, extra_vars, *markers) -> str:
+    """Run the playbook; SIGKILL it with every process it started at the first line holding all ``markers``."""
+    lines = []
+    process = start_playbook(sandbox, PLAYBOOK, extra_vars, start_new_session=True)
+    with process:
+        deadline = time.monotonic() + RUN_TIMEOUT
+        for line in process.stdout:
+            lines.append(line)
+            if all(marker in line for marker in markers) or time.monotonic() > deadline:
+                kill_playbook(process, sandbox)
+                break
+        process.wait(timeout=30)
+    output = "".join(lines)
+    assert process.returncode == -signal.SIGKILL and all(m in output for m in markers), output[-3000:]
+    return output
+
+
+@pytest.mark.timeout(2 * RUN_TIMEOUT + 60)
+def test_issue25_item1_resume_after_two_batches_moves_each_pod_once(resume12, tmp_path):
+    sandbox = resume12
+    asg = workers_asg(sandbox)
+    sizes_before = (asg["MinSize"], asg["MaxSize"], asg["DesiredCapacity"])
+    per_az_before = sorted(i["AvailabilityZone"] for i in asg["Instances"])
+    pods = _pods_to_move(sandbox)
+    stop = threading.Event()
+    evicted, watcher = count_evictions(sandbox, stop)
+    report_path = tmp_path / "report.json"
+    extra_vars = dict(ARGS, upgrade_report_path=str(report_path))
+
+    _kill_when(sandbox, extra_vars, "batch 2/", " ended at ")
+    killed = journal_tags(workers_asg(sandbox))
+    assert killed["phase"] == "upgrade" and int(killed["desired_capacity_set"]) < 12, killed
+    # The person who knows the run is gone may end its lease at once (docs; test_crash_resume.py).
+    sandbox.client("autoscaling").delete_tags(Tags=[dict(
+        ResourceId=asg["AutoScalingGroupName"], ResourceType="auto-scaling-group", Key="eksops.nodegroup/lease")])
+    rerun = run_playbook(sandbox, PLAYBOOK, extra_vars, timeout=RUN_TIMEOUT)
+    stop.set()
+    watcher.join(10)
+    assert rerun.returncode == 0, rerun.stdout[-5000:] + rerun.stderr[-2000:]
+
+    report = json.loads(report_path.read_text())
+    moves = round(len(evicted) / pods, 2)
+    print("moves per old pod after a resume: %s (%d evictions, %d pods)" % (moves, len(evicted), pods))
+    assert report["status"] == "succeeded" and report["surplus_nodes_with_pods"] == 0, report
+    assert moves == 1.0, (len(evicted), pods)
+    # Converged: every node on the target, the sizes and the AZs as before, no journal, nothing lost.
+    asg = workers_asg(sandbox)
+    assert (asg["MinSize"], asg["MaxSize"], asg["DesiredCapacity"]) == sizes_before
+    assert sorted(i["AvailabilityZone"] for i in asg["Instances"]) == per_az_before
+    assert journal_tags(asg) == {} and asg.get("SuspendedProcesses", []) == []
+    nodes = sandbox.report()["nodegroups"]["workers"]["nodes"]
+    assert len(nodes) == sizes_before[2] and {node["ami"] for node in nodes} == {image_id_by_name(sandbox, AMI_130)}
+    assert [node["name"] for node in nodes if node["unschedulable"] or not node["ready"]] == []
+    assert sandbox.report()["pods_lost"] == [] and sandbox.report()["pdb_violations"] == []
