@@ -259,4 +259,3 @@ def test_issue25_item1_resume_keeps_the_capacity_the_upgrade_set(phase, desired_
     recorded = Journal.start(phase=phase, desired_capacity_set=desired_set, desired_capacity_pending=pending, surge=6)
     assert asg_ops.resumed_capacity(recorded, desired_now) == kept
     assert asg_ops.resumed_capacity(None, desired_now) is None
-
