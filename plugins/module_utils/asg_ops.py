@@ -233,8 +233,7 @@ def resumed_capacity(journal: Journal | None, desired_now: int) -> int | None:
     the one set is someone else's, checked before (check_capacity_unmoved)."""
     if journal is None or journal.phase not in ("upgrade", "scale_down") or journal.desired_capacity_set is None:
         return None
-    pending = journal.desired_capacity_pending
-    if pending is not None and pending <= desired_now <= journal.desired_capacity_set:
+    if not autoscaler_changed(desired_now, journal.desired_capacity_set, journal.desired_capacity_pending):
         return desired_now
     return journal.desired_capacity_set
 
