@@ -225,13 +225,15 @@ def check_capacity_unmoved(module: EksopsModule, autoscaling: Any, asg: Mapping[
 
 
 def resumed_capacity(journal: Journal | None, desired_now: int) -> int | None:
-    """The desired capacity the scale-up's rerun keeps once the journal is past the scale-up, else None (issue 25
-    item 1, SPEC W5, B1): the surge is in place and the upgrade's terminations have set the capacity since (under the
-    schedule once, lowered by each decrement), so the rerun adds nothing. That is the journal's desired_capacity_set,
-    or ``desired_now`` where a decrementing termination under way explains it (from desired_capacity_pending to
-    desired_capacity_set: killed between the terminations and the journal's next write). A desired capacity above
+    """The desired capacity the scale-up's rerun reaches once the journal records the surge, else None (issue 25
+    item 1, SPEC W5, B1): the rerun never recomputes it. In the scale-up that is the capacity it set (a relaunch
+    included); past it the surge is in place and the upgrade's terminations have set the capacity since (under the
+    schedule once, lowered by each decrement), so the rerun adds nothing. That is the journal's
+    desired_capacity_set, or ``desired_now`` where decrementing terminations under way explain it (from
+    desired_capacity_pending up: killed among them or before the journal's next write). A desired capacity above
     the one set is someone else's, checked before (check_capacity_unmoved)."""
-    if journal is None or journal.phase not in ("upgrade", "scale_down") or journal.desired_capacity_set is None:
+    if journal is None or journal.phase not in ("scale_up", "upgrade", "scale_down") or journal.surge is None \
+            or journal.desired_capacity_set is None:
         return None
     if not autoscaler_changed(desired_now, journal.desired_capacity_set, journal.desired_capacity_pending):
         return desired_now

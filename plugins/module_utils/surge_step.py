@@ -149,10 +149,11 @@ def target_desired(params: dict[str, Any], asg: dict[str, Any], original_desired
                    placement: tuple[dict[str, int], list[str]] | None = None) -> tuple[int, int]:
     """(desired capacity to reach, surge) for the mode, from the size before the upgrade (SPEC U2).
 
-    ``journal``: the upgrade's journal on a rerun. Past the scale-up the rolling surge is in place and the capacity
-    the upgrade set since is kept (asg_ops.resumed_capacity, issue 25 item 1); the surge per_az takes the surge it
-    recorded (the group's placement then is the surged one). ``placement``: group_placement, which the surge per_az
-    is sized from.
+    ``journal``: the upgrade's journal on a rerun. Once it records the rolling surge the capacity it records is
+    reached, not recomputed, and past the scale-up the capacity the upgrade set since is kept
+    (asg_ops.resumed_capacity, issue 25 item 1); else (a journal set back to setup) the surge per_az takes the surge
+    it recorded (the group's placement then is the surged one). ``placement``: group_placement, which the surge
+    per_az is sized from.
     """
     mode = params["mode"]
     journal_surge = journal.surge if journal is not None else None

@@ -411,3 +411,15 @@ def test_issue25_item1_resume_keeps_the_capacity_a_decrement_under_way_left(worl
                   previous=journal)
     assert not run().get("failed")
     assert sizes(world)[2] == 10
+
+
+def test_issue25_item1_resume_after_a_relaunch_in_the_scale_up_keeps_the_instance_asked_for(world, run):
+    """Killed in the scale-up after a capacity error had it ask for one more instance (surge 6 + 1, journalled):
+    the rerun reaches the capacity recorded instead of refusing it as above the 4 + 6 it would compute."""
+    journal = Journal.start(phase="scale_up", original_min_size=0, original_max_size=12, original_desired_capacity=4,
+                            desired_capacity_set=11, surge=7, suspended_processes=A1)
+    write_journal(world.autoscaling, ASG_NAME, journal)
+    world.autoscaling.update_auto_scaling_group(AutoScalingGroupName=ASG_NAME, DesiredCapacity=11)
+    result = run()
+    assert not result.get("failed"), result
+    assert sizes(world) == (0, 12, 11) and result["surge"]["surge"] == 7
