@@ -41,7 +41,7 @@ from sandbox_helpers import REPO_ROOT, kill_playbook, module_sandbox, run_playbo
 AMI_129 = "amazon-eks-node-al2023-x86_64-standard-1.29-v20240101"
 AMI_130 = "amazon-eks-node-al2023-x86_64-standard-1.30-v20240615"
 SCENARIO = {
-    "name": "resume12", "availability_zones": ["us-west-2a", "us-west-2b", "us-west-2c"],
+    "name": "resume", "availability_zones": ["us-west-2a", "us-west-2b", "us-west-2c"],
     "amis": [{"name": AMI_129, "kubernetes_version": "1.29"}, {"name": AMI_130, "kubernetes_version": "1.30"}],
     "nodegroups": [{"name": "workers", "kind": "self_managed", "ami": AMI_129, "min_size": 3, "max_size": 12,
                     "desired_capacity": 5}],
@@ -50,11 +50,11 @@ SCENARIO = {
 }
 PLAYBOOK = REPO_ROOT / "playbooks" / "upgrade_nodegroup.yml"
 # The cases take turns between the scenario's two AMIs: every other run goes back to the older one.
-ARGS = {"cluster_name": "resume12", "nodegroup_name": "workers", "max_unavailable": 1, "post_drain_wait": 1,
+ARGS = {"cluster_name": "resume", "nodegroup_name": "workers", "max_unavailable": 1, "post_drain_wait": 1,
         "drain_timeout": 120, "allow_downgrade": True}
 RUN_TIMEOUT = 420
 
-resume12 = module_sandbox(SCENARIO)
+resume = module_sandbox(SCENARIO)
 
 
 def _pods_to_move(sandbox) -> int:
@@ -65,9 +65,9 @@ def _pods_to_move(sandbox) -> int:
                and not any(ref.kind == "DaemonSet" for ref in pod.metadata.owner_references or []))
 
 
-def _kill_when(sandbox, extra_vars, marker, ready) -> str:
+def _kill_when(sandbox, extra_vars, marker, ready, evicted) -> None:
     """Run the playbook; SIGKILL it with every process it started once a line holds every string of ``marker``
-    and then ``ready()`` holds (checked every 0.1 s for 60 s)."""
+    and then ``ready(sandbox, evicted, evictions seen when the line came)`` holds (checked every 0.3 s for 60 s)."""
     lines = []
     process = start_playbook(sandbox, PLAYBOOK, extra_vars, start_new_session=True)
     with process:
@@ -75,36 +75,38 @@ def _kill_when(sandbox, extra_vars, marker, ready) -> str:
         for line in process.stdout:
             lines.append(line)
             if all(part in line for part in marker) or time.monotonic() > deadline:
-                wait_for(ready, 60, "the kill point after %r" % (marker,))
+                wait_for(lambda seen=len(evicted): ready(sandbox, evicted, seen), 60,
+                         "the kill point after %r" % (marker,))
                 kill_playbook(process, sandbox)
                 break
         process.wait(timeout=30)
     output = "".join(lines)
     assert process.returncode == -signal.SIGKILL and all(part in output for part in marker), output[-3000:]
-    return output
 
 
 def _journal(sandbox) -> dict[str, str]:
     return journal_tags(workers_asg(sandbox))
 
 
-# kill point -> (the line that starts it, what holds when the playbook is killed (sandbox, evictions so far), the
-# journal phase the kill leaves)
+# kill point -> (the line that starts it, what holds when the playbook is killed (sandbox, the evictions, how many
+# there were at the line), the journal phase the kill leaves)
 KILL_POINTS = {
     "scale_up_after_the_raise": (("Scale up the Auto Scaling group",),
-                                 lambda sandbox, evicted: workers_asg(sandbox)["DesiredCapacity"] == 11, "scale_up"),
-    "between_batches": (("batch 2/", " ended at "), lambda sandbox, evicted: True, "upgrade"),
-    "mid_batch": (("batch 3/", " started at "), lambda sandbox, evicted: len(evicted) > 4, "upgrade"),
+                                 lambda sandbox, evicted, seen: workers_asg(sandbox)["DesiredCapacity"] == 11,
+                                 "scale_up"),
+    "between_batches": (("batch 2/", " ended at "), lambda sandbox, evicted, seen: True, "upgrade"),
+    # once the batch's drain has evicted a pod
+    "mid_batch": (("batch 3/", " started at "), lambda sandbox, evicted, seen: len(evicted) > seen, "upgrade"),
     "scale_down": (("Remove the surplus nodes, restore the group",),
-                   lambda sandbox, evicted: _journal(sandbox).get("phase") == "scale_down", "scale_down"),
+                   lambda sandbox, evicted, seen: _journal(sandbox).get("phase") == "scale_down", "scale_down"),
 }
 
 
 @pytest.mark.timeout(2 * RUN_TIMEOUT + 60)
 @pytest.mark.parametrize("kill_point", list(KILL_POINTS))
-def test_issue25_item1_resume_moves_each_pod_once(resume12, tmp_path, kill_point):
+def test_issue25_item1_resume_moves_each_pod_once(resume, tmp_path, kill_point):
     """Killed at ``kill_point`` (the module docstring's cases), the rerun converges with one move per old pod."""
-    sandbox = resume12
+    sandbox = resume
     marker, ready, phase = KILL_POINTS[kill_point]
     asg = workers_asg(sandbox)
     sizes_before = (asg["MinSize"], asg["MaxSize"], asg["DesiredCapacity"])
@@ -119,7 +121,7 @@ def test_issue25_item1_resume_moves_each_pod_once(resume12, tmp_path, kill_point
     extra_vars = dict(ARGS, image_id=target_ami, upgrade_report_path=str(report_path))
 
     try:
-        _kill_when(sandbox, extra_vars, marker, lambda: ready(sandbox, evicted))
+        _kill_when(sandbox, extra_vars, marker, ready, evicted)
         assert _journal(sandbox).get("phase") == phase
         # The person who knows the run is gone may end its lease at once (docs; test_crash_resume.py).
         sandbox.client("autoscaling").delete_tags(Tags=[dict(
