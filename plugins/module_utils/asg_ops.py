@@ -21,6 +21,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     REPLACES_INSTANCES_ITSELF,
     WARM_POOL_PRESENT,
     UpgradeError,
+    invalid_parameter,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, parse_utc_iso, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import claim
@@ -30,7 +31,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.launch_templates 
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.mixed_instances import override_images
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import asg_launch_template
-from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import autoscaler_changed, split_old_new
+from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import SURGE_CAP_LIMIT, autoscaler_changed, split_old_new
 
 if TYPE_CHECKING:
     from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
@@ -221,6 +222,42 @@ def check_capacity_unmoved(module: EksopsModule, autoscaling: Any, asg: Mapping[
     if not module.check_mode:
         write_journal(autoscaling, name, adopted, previous=journal)
     return adopted
+
+
+def resumed_capacity(journal: Journal | None, desired_now: int) -> int | None:
+    """The desired capacity the scale-up's rerun reaches once the journal records the surge, else None (issue 25
+    item 1, SPEC W5, B1): the rerun never recomputes it. In the scale-up that is the capacity it set (a relaunch
+    included); past it the surge is in place and the upgrade's terminations have set the capacity since (under the
+    schedule once, lowered by each decrement), so the rerun adds nothing. That is the journal's
+    desired_capacity_set, or ``desired_now`` where decrementing terminations under way explain it (from
+    desired_capacity_pending up: killed among them or before the journal's next write). A desired capacity above
+    the one set is someone else's, checked before (check_capacity_unmoved)."""
+    if journal is None or journal.phase not in ("scale_up", "upgrade", "scale_down") or journal.surge is None \
+            or journal.desired_capacity_set is None:
+        return None
+    if not autoscaler_changed(desired_now, journal.desired_capacity_set, journal.desired_capacity_pending):
+        return desired_now
+    return journal.desired_capacity_set
+
+
+def check_wanted(params: dict[str, Any], wanted: int, desired_now: int, original_desired: int, name: str) -> None:
+    """Refuse a target desired capacity below the current one (the module only scales up), more than
+    SURGE_CAP_LIMIT above the size before the upgrade (issue 10 item 18: a typo must not launch a fleet), or below
+    pending_decrement; each naming the option it came from."""
+    if wanted < desired_now:
+        parameter = {"desired": "desired_capacity", "explicit": "surge"}.get(params["mode"], "max_unavailable")
+        raise invalid_parameter(
+            parameter, "asg_surge only scales up: the target desired capacity %d (from %s) is below the current %d "
+            "of Auto Scaling group %s" % (wanted, parameter, desired_now, name))
+    if wanted - original_desired > SURGE_CAP_LIMIT:
+        parameter = "desired_capacity" if params["mode"] == "desired" else "surge"
+        raise invalid_parameter(
+            parameter, "%s asks for %d nodes above the %d Auto Scaling group %s had before the upgrade; at most %d "
+            "are created at once" % (parameter, wanted - original_desired, original_desired, name, SURGE_CAP_LIMIT))
+    if params["pending_decrement"] > wanted:
+        raise invalid_parameter(
+            "pending_decrement", "pending_decrement %d is more than the target desired capacity %d of Auto Scaling "
+            "group %s" % (params["pending_decrement"], wanted, name))
 
 
 def resolve_target(ec2: Any, asg: Mapping[str, Any], journal: Journal | None, image_id: str | None = None,

@@ -324,12 +324,11 @@ def check_new_nodes(nodes: Iterable[Mapping[str, Any]], azs_with_old_nodes: Iter
 def autoscaler_changed(desired_now: int | str, desired_set: int | str | None, desired_pending: int | str | None = None) -> bool:
     """True when someone else (the cluster autoscaler) changed the desired capacity we set (SPEC C3).
 
-    ``desired_pending``: the desired capacity our own decrementing termination under way leaves; a crash
-    between that termination and the journal update leaves the group there, which is not the autoscaler.
+    ``desired_pending``: the desired capacity our own decrementing terminations under way leave; a crash among them
+    or before the journal's update leaves the group from there to ``desired_set``, which is not the autoscaler.
     """
-    if desired_set is None:
-        return False
-    return int(desired_now) not in [int(value) for value in (desired_set, desired_pending) if value is not None]
+    low = desired_set if desired_pending is None else desired_pending
+    return desired_set is not None and not int(low) <= int(desired_now) <= int(desired_set)
 
 
 def plan_suspension(recorded: Iterable[str], requested: Iterable[str], suspended_now: Iterable[str]) -> tuple[list[str], list[str]]:

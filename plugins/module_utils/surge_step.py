@@ -18,8 +18,10 @@ import time
 from ansible_collections.eksops.nodegroup.plugins.module_utils.asg_ops import (
     asg_sizes,
     check_capacity_unmoved,
+    check_wanted,
     DEFAULT_SUSPENDED_PROCESSES,
     resolve_target,
+    resumed_capacity,
     target_split,
     SCALE_IN_PROTECTION_OURS,
     scale_in_protection_owner,
@@ -52,7 +54,6 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import 
     find_module_nodegroup,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.planning import (
-    SURGE_CAP_LIMIT,
     PERSISTENT_FAILURES_PER_AZ,
     check_new_nodes,
     launch_failure_error,
@@ -144,14 +145,21 @@ def plan_placement(module: EksopsModule, asg: dict[str, Any], target: dict[str, 
     return placement, fields, preexisting
 
 
-def target_desired(params: dict[str, Any], asg: dict[str, Any], original_desired: int, journal_surge: int | None = None,
+def target_desired(params: dict[str, Any], asg: dict[str, Any], original_desired: int, journal: Journal | None = None,
                    placement: tuple[dict[str, int], list[str]] | None = None) -> tuple[int, int]:
     """(desired capacity to reach, surge) for the mode, from the size before the upgrade (SPEC U2).
 
-    ``journal_surge``: the surge the journal recorded, which a rerun of the surge per_az takes (the group's
-    placement then is the surged one); ``placement``: group_placement, which the surge per_az is sized from.
+    ``journal``: the upgrade's journal on a rerun. Once it records the rolling surge the capacity it records is
+    reached, not recomputed, and past the scale-up the capacity the upgrade set since is kept
+    (asg_ops.resumed_capacity, issue 25 item 1); else (a journal set back to setup) the surge per_az takes the surge
+    it recorded (the group's placement then is the surged one). ``placement``: group_placement, which the surge
+    per_az is sized from.
     """
     mode = params["mode"]
+    journal_surge = journal.surge if journal is not None else None
+    resumed = resumed_capacity(journal, asg["DesiredCapacity"]) if mode == "rolling" and journal else None
+    if resumed is not None:
+        return resumed, journal_surge if journal_surge is not None else resumed - original_desired
     if mode == "desired":
         return params["desired_capacity"], params["desired_capacity"] - original_desired
     if mode == "explicit":
@@ -323,26 +331,6 @@ def wait_for_new_nodes(module: EksopsModule, group: NodegroupRef, target: dict[s
     return new, snapshot.nodes, journal
 
 
-def check_wanted(params: dict[str, Any], wanted: int, desired_now: int, original_desired: int, name: str) -> None:
-    """Refuse a target desired capacity below the current one (the module only scales up), more than
-    SURGE_CAP_LIMIT above the size before the upgrade (issue 10 item 18: a typo must not launch a fleet), or below
-    pending_decrement; each naming the option it came from."""
-    if wanted < desired_now:
-        parameter = {"desired": "desired_capacity", "explicit": "surge"}.get(params["mode"], "max_unavailable")
-        raise invalid_parameter(
-            parameter, "asg_surge only scales up: the target desired capacity %d (from %s) is below the current %d "
-            "of Auto Scaling group %s" % (wanted, parameter, desired_now, name))
-    if wanted - original_desired > SURGE_CAP_LIMIT:
-        parameter = "desired_capacity" if params["mode"] == "desired" else "surge"
-        raise invalid_parameter(
-            parameter, "%s asks for %d nodes above the %d Auto Scaling group %s had before the upgrade; at most %d "
-            "are created at once" % (parameter, wanted - original_desired, original_desired, name, SURGE_CAP_LIMIT))
-    if params["pending_decrement"] > wanted:
-        raise invalid_parameter(
-            "pending_decrement", "pending_decrement %d is more than the target desired capacity %d of Auto Scaling "
-            "group %s" % (params["pending_decrement"], wanted, name))
-
-
 def scale_up(module: EksopsModule, group: NodegroupRef, journal: Journal | None, new_journal: Journal, to_suspend: list[str],
              before: dict[str, int], after: dict[str, int]) -> bool:
     """Journal first, then the processes, the scale-in protection and the sizes. Returns whether protection was
@@ -409,16 +397,16 @@ def run(module: EksopsModule) -> dict[str, Any]:
     target = resolve_target(ec2, asg, journal, params["image_id"], params["launch_template_version"])
     original_desired = (journal.original_desired_capacity if journal is not None
                         and journal.original_desired_capacity is not None else before["desired_capacity"])
-    journal_surge = journal.surge if journal is not None else None
-    per_az = params["mode"] == "rolling" and params["surge_sizing"] == "per_az" and journal_surge is None
+    per_az = (params["mode"] == "rolling" and params["surge_sizing"] == "per_az"
+              and (journal is None or journal.surge is None))
     placement, schedule_fields, preexisting = plan_placement(module, asg, target, journal, per_az)
-    wanted, _surge = target_desired(params, asg, original_desired, journal_surge, placement if per_az else None)
+    wanted, surge = target_desired(params, asg, original_desired, journal, placement if per_az else None)
     check_wanted(params, wanted, before["desired_capacity"], original_desired, name)
     after = scaled_up_sizes(before["min_size"], before["max_size"], wanted)
-    new_journal, to_suspend = plan_journal(journal, asg, target, wanted, wanted - original_desired,
-                                           params["suspend_processes"], params["pending_decrement"], schedule_fields)
+    new_journal, to_suspend = plan_journal(journal, asg, target, wanted, surge, params["suspend_processes"],
+                                           params["pending_decrement"], schedule_fields)
 
-    result = dict(asg_name=name, surge=wanted - original_desired, before=before, after=after, new_nodes=[],
+    result = dict(asg_name=name, surge=surge, before=before, after=after, new_nodes=[],
                   surge_sizing=params["surge_sizing"] if params["mode"] == "rolling" else None,
                   suspended_processes=list(new_journal.suspended_processes), target=target,
                   schedule=(new_journal.schedule or "eks") if params["mode"] == "rolling" else None,

@@ -226,14 +226,22 @@ def terminate(module: Any, group: NodegroupRef, journal: Journal | None, to_term
         # The replacements the group launched for the previous batches hold the pods moved there: protected
         # from scale-in like every node of the upgrade (issue 10 item 22).
         set_scale_in_protection(autoscaling, group.asg, True)
+    first = journal
     if after["min_size"] != before["min_size"]:
         # Lowered only in an upgrade (sizes_after): recorded first, with the MinSize to restore when the journal
         # has none yet, so that the restore can tell this MinSize from one set by hand (issue 29 item 4).
-        lowered = journal.replace(original_min_size=before["min_size"] if journal.original_min_size is None
-                                  else journal.original_min_size).size_set("min_size", after["min_size"],
-                                                                           before["min_size"])
-        write_journal(autoscaling, name, lowered, previous=journal)
-        journal = lowered
+        first = journal.replace(original_min_size=before["min_size"] if journal.original_min_size is None
+                                else journal.original_min_size).size_set("min_size", after["min_size"],
+                                                                         before["min_size"])
+    # Recorded first too, the desired capacity the decrements leave (SPEC C3): a rerun after a kill among the
+    # terminations keeps it, and adds no node the schedule once would have to drain again (issue 25 item 1).
+    pending = bool(decrement and to_terminate and journal is not None)
+    if pending:
+        first = first.replace(desired_capacity_pending=after["desired_capacity"])
+    if first != journal:
+        write_journal(autoscaling, name, first, previous=journal)
+        journal = first
+    if after["min_size"] != before["min_size"]:
         autoscaling_api.update_sizes(autoscaling, name, min_size=after["min_size"])
     raced = [i for i in to_terminate if not terminate_or_gone(autoscaling, ec2, name, i, decrement)]
     if raced:
@@ -244,11 +252,11 @@ def terminate(module: Any, group: NodegroupRef, journal: Journal | None, to_term
         result.update(terminated=to_terminate, already_terminated=sorted(leaving))
         if decrement:
             after["desired_capacity"] = before["desired_capacity"] - len(to_terminate)
-    # Journal after the change: a crash in between leaves the group below desired_capacity_set, which is
-    # never mistaken for the autoscaler scaling up (SPEC C3).
-    if decrement and to_terminate and journal is not None:
-        write_journal(autoscaling, name, journal.replace(desired_capacity_set=after["desired_capacity"]),
-                      previous=journal)
+    # The capacity set once Auto Scaling accepted the terminations; a crash before this write leaves the group
+    # between desired_capacity_pending and desired_capacity_set, which is never mistaken for the autoscaler (C3).
+    if pending:
+        write_journal(autoscaling, name, journal.replace(desired_capacity_set=after["desired_capacity"],
+                                                         desired_capacity_pending=None), previous=journal)
     return to_terminate, leaving
 
 

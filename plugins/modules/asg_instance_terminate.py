@@ -34,8 +34,10 @@ description:
     the message names the instance, the node and the pods (C(code=PodEvictionFailure)). Drain the nodes first
     with M(eksops.nodegroup.node_drain). An instance without a node (it never joined, or its node is gone)
     may be terminated. In check mode the same problems are reported as warnings."
-  - When decrementing during an upgrade (an upgrade journal exists on the group), records the new desired
-    capacity in the journal, and lowers MinSize if the decrement needs it (restore puts it back).
+  - When decrementing during an upgrade (an upgrade journal exists on the group), records the desired capacity
+    the terminations will leave (C(desired_capacity_pending)) before them and the new desired capacity once
+    Auto Scaling accepted them, so that a run killed in between is resumed without a node added back, and lowers
+    MinSize if the decrement needs it (restore puts it back).
   - During an upgrade, fails with C(ClusterAutoscalerActive) before any change when the group's desired capacity is
     not the one the upgrade last set (someone else scaled it; SPEC C3), and protects the replacements from
     scale-in when the upgrade protects the group (journal C(scale_in_protection=ours)).

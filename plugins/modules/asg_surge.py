@@ -47,6 +47,13 @@ options:
       - C(desired) sets it to O(desired_capacity) (one step of a surge upgrade).
       - In every mode the increase is from the desired capacity before the upgrade (from the journal), so a
         rerun never adds a second surge. The desired capacity is never lowered.
+      - A C(rolling) rerun reaches the desired capacity the journal records once it records the surge, without
+        recomputing it (a relaunch after a capacity error included). Past the scale-up (phase C(upgrade) or
+        C(scale_down)) it adds nothing - the surge is in place, and the desired capacity the upgrade's terminations
+        set since (lowered by each decrement of the schedule C(once)) is kept, so no node is launched that the
+        scale-down would drain with moved pods (issue 25 item 1). That is the journal's C(desired_capacity_set), or
+        the desired capacity now where decrementing terminations under way explain it (from
+        C(desired_capacity_pending) up).
     type: str
     choices: [rolling, explicit, desired]
     default: rolling

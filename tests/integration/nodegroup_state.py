@@ -2,12 +2,15 @@
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the launch_template_version / nodegroup_info / access tests compare before and after a run: the AWS state
-a module may change, and the calls the sandbox saw."""
+a module may change, and the calls the sandbox saw; and the evictions the cluster shows while runs go on."""
 
 from __future__ import annotations
 
 import contextlib
+import threading
 from typing import Any
+
+import kubernetes
 
 # AWS actions that change something; a read-only or failed run must make none of them.
 MUTATING_ACTIONS = frozenset([
@@ -108,3 +111,23 @@ def sandbox_env(sandbox, **overrides: str):
     finally:
         sandbox.env.clear()
         sandbox.env.update(saved)
+
+
+def count_evictions(sandbox, stop):
+    """{pod uid: node} of every pod a watch sees marked by the Eviction API, until ``stop`` is set."""
+    core = sandbox.core_v1()
+    version = core.list_pod_for_all_namespaces().metadata.resource_version
+    seen = {}
+
+    def follow():
+        while not stop.is_set():
+            with contextlib.suppress(Exception):
+                for event in kubernetes.watch.Watch().stream(core.list_pod_for_all_namespaces, resource_version=version,
+                                                             timeout_seconds=5):
+                    pod = event["object"]
+                    if any(c.type == "DisruptionTarget" and c.reason == "EvictionByEvictionAPI"
+                           for c in pod.status.conditions or []):
+                        seen.setdefault(pod.metadata.uid, pod.spec.node_name)
+    thread = threading.Thread(target=follow, daemon=True)
+    thread.start()
+    return seen, thread

@@ -7,12 +7,10 @@ EvictionByEvictionAPI. The test counts them itself with the kubernetes client wh
 
 from __future__ import annotations
 
-import contextlib
 import json
 import threading
 
-import kubernetes
-
+from nodegroup_state import count_evictions
 from sandbox_helpers import REPO_ROOT, module_sandbox, run_playbook
 
 AMI_129, AMI_130 = "amazon-eks-node-1.29-v20240101", "amazon-eks-node-1.30-v20240615"
@@ -27,26 +25,6 @@ SCENARIO = {
 
 
 evictcount = module_sandbox(SCENARIO)
-
-
-def count_evictions(sandbox, stop):
-    """{pod uid: node} of every pod a watch sees marked by the Eviction API, until ``stop`` is set."""
-    core = sandbox.core_v1()
-    version = core.list_pod_for_all_namespaces().metadata.resource_version
-    seen = {}
-
-    def follow():
-        while not stop.is_set():
-            with contextlib.suppress(Exception):
-                for event in kubernetes.watch.Watch().stream(core.list_pod_for_all_namespaces, resource_version=version,
-                                                             timeout_seconds=5):
-                    pod = event["object"]
-                    if any(c.type == "DisruptionTarget" and c.reason == "EvictionByEvictionAPI"
-                           for c in pod.status.conditions or []):
-                        seen.setdefault(pod.metadata.uid, pod.spec.node_name)
-    thread = threading.Thread(target=follow, daemon=True)
-    thread.start()
-    return seen, thread
 
 
 def test_issue29_item3_the_report_of_a_managed_upgrade_counts_the_evictions_eks_made(evictcount, tmp_path):

@@ -245,3 +245,24 @@ def test_issue29_item2_a_group_that_replaces_instances_itself_is_refused_saying_
 def test_issue29_item2_a_group_without_either_setting_passes():
     asg_ops.check_no_self_replacement(dict(AutoScalingGroupName="workers", MaxInstanceLifetime=None,
                                            CapacityRebalance=False))
+
+
+@pytest.mark.parametrize("phase,desired_now,desired_set,pending,kept", [
+    ("scale_up", 4, 10, None, 10),    # killed before the raise: the capacity recorded, not recomputed
+    ("scale_up", 11, 11, None, 11),   # after a relaunch (surge 6 + 1)
+    ("setup", 4, None, None, None),
+    ("upgrade", 8, 8, None, 8),       # two decrements recorded: kept, not raised to 10
+    ("upgrade", 9, 10, 8, 9),         # killed among the decrementing terminations
+    ("upgrade", 10, 10, 8, 10),       # killed before them
+    ("upgrade", 7, 10, 8, 10),        # below what they leave: not ours, the capacity set is restored
+    ("upgrade", 7, 10, None, 10),
+    ("scale_down", 6, 6, None, 6),
+    ("upgrade", 6, None, None, None),
+])
+def test_issue25_item1_resume_keeps_the_capacity_the_upgrade_set(phase, desired_now, desired_set, pending, kept):
+    """Issue 25 item 1 (SPEC W5, B1): a rerun's scale-up reaches the capacity recorded, and past the scale-up adds
+    nothing to the capacity the upgrade set since; without a surge recorded it computes one."""
+    recorded = Journal.start(phase=phase, desired_capacity_set=desired_set, desired_capacity_pending=pending, surge=6)
+    assert asg_ops.resumed_capacity(recorded, desired_now) == kept
+    assert asg_ops.resumed_capacity(recorded.replace(surge=None), desired_now) is None
+    assert asg_ops.resumed_capacity(None, desired_now) is None

@@ -446,6 +446,12 @@ def test_c3_autoscaler_changed(now, set_, changed):
     assert planning.autoscaler_changed(now, set_) is changed
 
 
+@pytest.mark.parametrize("now,changed", [(10, False), (9, False), (8, False), (7, True), (11, True)])
+def test_issue25_item1_resume_a_kill_among_decrementing_terminations_is_not_the_autoscaler(now, changed):
+    """SPEC C3: two decrementing terminations under way (10 -> 8) leave the group anywhere from 10 to 8."""
+    assert planning.autoscaler_changed(now, 10, 8) is changed
+
+
 # ---------------------------------------------------------------- U3/U8 launch failures
 
 def activity(message, status="Failed", description="Launching a new EC2 instance.  Status Reason: x",

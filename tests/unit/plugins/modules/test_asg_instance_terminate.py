@@ -372,3 +372,26 @@ def test_issue29_the_group_on_the_journals_target_through_an_alias_goes_on(world
         LaunchTemplateId=world.lt_id, Version="$Latest"))
     result = run(instance_ids=members(world)[:1], should_decrement_desired_capacity=False, wait=False)
     assert not result.get("failed"), result
+
+
+def test_issue25_item1_resume_the_capacity_the_decrements_leave_is_recorded_before_the_terminations(
+        world, run, monkeypatch):
+    """Issue 25 item 1 (SPEC C3, W5): a run killed among its decrementing terminations leaves the group between the
+    capacity set and the one they leave; the journal says so before the first termination, and says the capacity
+    set once they are accepted, so a rerun keeps it (asg_ops.resumed_capacity) and never takes it for the
+    autoscaler."""
+    write_journal(world.autoscaling, ASG_NAME, Journal.start(phase="upgrade", desired_capacity_set=4))
+    seen = []
+    terminate_or_gone = terminate_step.terminate_or_gone
+
+    def spy(autoscaling, ec2, name, instance_id, decrement):
+        journal = Journal.from_tags(world.asg()["Tags"])
+        seen.append((journal.desired_capacity_set, journal.desired_capacity_pending))
+        return terminate_or_gone(autoscaling, ec2, name, instance_id, decrement)
+
+    monkeypatch.setattr(terminate_step, "terminate_or_gone", spy)
+    result = run(instance_ids=members(world)[:2], should_decrement_desired_capacity=True)
+    assert not result.get("failed"), result
+    assert seen == [(4, 2), (4, 2)]
+    journal = Journal.from_tags(world.asg()["Tags"])
+    assert (journal.desired_capacity_set, journal.desired_capacity_pending) == (2, None)

@@ -373,3 +373,56 @@ def test_issue29_a_launch_template_version_set_back_by_hand_stops_the_surge_befo
     assert result["failed"] is True and result["code"] == "LaunchTemplateVersionChanged", result
     assert "version 1, no longer from %s version %s" % (world.lt_id, world.target_version) in result["msg"]
     assert (sizes(world), world.tags()) == before
+
+
+def _killed_after_two_decrements(world, run, **journal_changes):
+    """The scale-up done (10 = 4 + a surge of 6), then two old instances terminated with decrement, as two batches
+    of the schedule once do, and the journal as the kill left it."""
+    assert not run().get("failed")
+    old = sorted(i["InstanceId"] for i in world.asg()["Instances"]
+                 if i["LaunchTemplate"]["Version"] != str(world.target_version))[:2]
+    for instance_id in old:
+        world.autoscaling.terminate_instance_in_auto_scaling_group(InstanceId=instance_id,
+                                                                   ShouldDecrementDesiredCapacity=True)
+    journal = Journal.from_tags(world.asg()["Tags"])
+    write_journal(world.autoscaling, ASG_NAME, journal.replace(**journal_changes), previous=journal)
+    return journal
+
+
+def test_issue25_item1_resume_in_the_upgrade_keeps_the_capacity_the_schedule_set(world, run):
+    """Issue 25 item 1 (SPEC W5, B1): rerun after two decrementing batches, the scale-up keeps the desired capacity
+    the schedule lowered to (8), the surge in place counting, instead of raising it back to 4 + 6 (whose two new
+    nodes the scale-down would drain with moved pods)."""
+    journal = _killed_after_two_decrements(world, run, desired_capacity_set=8)
+    result = run()
+    assert not result.get("failed"), result
+    assert sizes(world)[2] == 8 and (result["surge"]["surge"], result["surge"]["after"]["desired_capacity"]) == (6, 8)
+    assert Journal.from_tags(world.asg()["Tags"]) == journal.replace(desired_capacity_set=8)
+
+
+def test_issue25_item1_resume_keeps_the_capacity_a_decrement_under_way_left(world, run):
+    """Killed after the terminations, before the journal recorded the capacity they set: the group is at the
+    capacity pending (8), which the rerun keeps and records; below the pending one it is not ours, and the capacity
+    set is restored (SPEC C3)."""
+    _killed_after_two_decrements(world, run, desired_capacity_pending=8)
+    result = run()
+    assert not result.get("failed"), result
+    journal = Journal.from_tags(world.asg()["Tags"])
+    assert sizes(world)[2] == 8 and (journal.desired_capacity_set, journal.desired_capacity_pending) == (8, None)
+
+    write_journal(world.autoscaling, ASG_NAME, journal.replace(desired_capacity_set=10, desired_capacity_pending=9),
+                  previous=journal)
+    assert not run().get("failed")
+    assert sizes(world)[2] == 10
+
+
+def test_issue25_item1_resume_after_a_relaunch_in_the_scale_up_keeps_the_instance_asked_for(world, run):
+    """Killed in the scale-up after a capacity error had it ask for one more instance (surge 6 + 1, journalled):
+    the rerun reaches the capacity recorded instead of refusing it as above the 4 + 6 it would compute."""
+    journal = Journal.start(phase="scale_up", original_min_size=0, original_max_size=12, original_desired_capacity=4,
+                            desired_capacity_set=11, surge=7, suspended_processes=A1)
+    write_journal(world.autoscaling, ASG_NAME, journal)
+    world.autoscaling.update_auto_scaling_group(AutoScalingGroupName=ASG_NAME, DesiredCapacity=11)
+    result = run()
+    assert not result.get("failed"), result
+    assert sizes(world) == (0, 12, 11) and result["surge"]["surge"] == 7
