@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Issue 25 item 1 (SPEC W5, B1): a rerun after a killed upgrade still moves each pod once.
 
 The upgrade playbook (schedule once, the default) is SIGKILLed with every process it started at each phase boundary,
