@@ -28,16 +28,20 @@ failure path from wherever it waits (a drain's watch, a termination wait, EKS's 
 change reports it, the lease heartbeats stop, and the action releases the lease (``lease.release``) so the relaunch
 is not refused. Any thread that reaches a destructive call after the stop, before the process ends, is refused by
 ``check``. A watchdog thread turns the parent's end into the same stop (it signals its own process), so the orphaned
-worker of an ansible-runner cancel stops within WATCHDOG_SECONDS even in a wait that makes no call.
+worker of an ansible-runner cancel stops within WATCHDOG_SECONDS even in a wait that makes no call; and when the work
+has not unwound STOP_GRACE_SECONDS after a stop (a thread that waits out a deadline), the watchdog releases the lease
+and ends the worker as ansible-core's handler would have at once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+import multiprocessing
 import os
 import signal
 import threading
+import time
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 
@@ -46,6 +50,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import Upg
 JOB_STOPPED = "JobStopped"
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 WATCHDOG_SECONDS = 1.0
+STOP_GRACE_SECONDS = 5.0
 
 
 class JobStopped(UpgradeError):
@@ -107,13 +112,22 @@ def check(action: str) -> None:
 
 
 class Armed:
-    """The guard armed for one task: the stop signals' handlers and the watchdog, undone by ``disarm``."""
+    """The guard armed for one task: the stop signals' handlers and the watchdog, undone by ``disarm``.
 
-    def __init__(self, guard: JobGuard, kill: Callable[[int, int], None] = os.kill,
-                 interval: float = WATCHDOG_SECONDS) -> None:
+    The watchdog turns the parent's end into the stop signal, and bounds the stop: when the work has not returned
+    STOP_GRACE_SECONDS after the stop (a drain's thread waits out its deadline for a pod whose eviction was refused),
+    it calls ``on_stuck`` (the action releases its leases) and ends the worker with ``os._exit(1)``, as ansible-core's
+    own handler does."""
+
+    def __init__(self, guard: JobGuard, on_stuck: Callable[[], None], kill: Callable[[int, int], None] = os.kill,
+                 interval: float = WATCHDOG_SECONDS, grace: float = STOP_GRACE_SECONDS,
+                 end: Callable[[int], None] = os._exit) -> None:
         self.guard = guard
+        self._on_stuck = on_stuck
         self._kill = kill
         self._interval = interval
+        self._grace = grace
+        self._end = end
         self._done = threading.Event()
         self._previous = dict((signum, signal.signal(signum, guard.on_signal)) for signum in STOP_SIGNALS)
         self._watchdog = threading.Thread(target=self._watch, name="eksops-job-watchdog")
@@ -121,10 +135,20 @@ class Armed:
         self._watchdog.start()
 
     def _watch(self) -> None:
+        stopped_at = None
         while not self._done.wait(self._interval):
-            if self.guard.stopped_by is None and self.guard.gone() is not None:
-                # The parent ended: the same stop as a signal, delivered to the main thread by its handler.
-                self._kill(os.getpid(), signal.SIGTERM)
+            if self.guard.gone() is None:
+                continue
+            if stopped_at is None:
+                stopped_at = time.monotonic()
+                if self.guard.stopped_by is None:
+                    # The parent ended: the same stop as a signal, delivered to the main thread by its handler.
+                    self._kill(os.getpid(), signal.SIGTERM)
+            elif time.monotonic() - stopped_at >= self._grace and not self._done.is_set():
+                try:
+                    self._on_stuck()
+                finally:
+                    self._end(1)
                 return
 
     def quiet(self) -> None:
@@ -139,9 +163,18 @@ class Armed:
             signal.signal(signum, previous)
 
 
-def arm(getppid: Callable[[], int] = os.getppid) -> Armed:
-    """Arm the process's guard for a task run in an ansible-core worker (its main thread): the parent is
-    ansible-playbook now."""
+def started_by() -> int:
+    """The pid of the process that started this one: for an ansible-core worker (a multiprocessing child), the
+    ansible-playbook that forked it, as recorded at the fork, so a parent killed before the task arms the guard is
+    still seen gone; otherwise the parent now."""
+    parent = multiprocessing.parent_process()
+    return parent.pid if parent is not None else os.getppid()
+
+
+def arm(on_stuck: Callable[[], None], parent: int | None = None, getppid: Callable[[], int] = os.getppid) -> Armed:
+    """Arm the process's guard for a task run in an ansible-core worker (its main thread): ``parent`` is
+    ansible-playbook (default: started_by()); ``on_stuck``: what to do before the watchdog ends a worker whose work
+    did not unwind."""
     global _GUARD  # pylint: disable=global-statement
-    _GUARD = JobGuard(getppid(), getppid)
-    return Armed(_GUARD)
+    _GUARD = JobGuard(started_by() if parent is None else parent, getppid)
+    return Armed(_GUARD, on_stuck)

@@ -203,6 +203,11 @@ def claim(module: EksopsModule, autoscaling: Any, asg: Mapping[str, Any], sleep:
     if running is not None and running.lost_to is None and running.alive() and renewed(lease, lease_id):
         # Ours, and this process's heartbeat renews it: the batches' steps write no tag of their own.
         return running
+    live = running is not None and running.lost_to is None and running.alive()
+    heartbeat = running if live else Heartbeat(autoscaling, name, lease_id)
+    if heartbeats is not None:
+        # Known before the write: a run whose job stops during the claim releases what it wrote (SPEC W5).
+        heartbeats[(name, lease_id)] = heartbeat
     _write(autoscaling, name, lease_id)
     if lease is None or lease[0] != lease_id:
         # Taken, not renewed: read back after a moment, in case another run wrote at the same time.
@@ -211,12 +216,7 @@ def claim(module: EksopsModule, autoscaling: Any, asg: Mapping[str, Any], sleep:
         lease = lease_of(current.get("Tags"))
         if lease is not None and lease[0] != lease_id:
             raise in_progress_error(current, lease)
-    if running is not None and running.lost_to is None and running.alive():
-        return running
-    heartbeat = Heartbeat(autoscaling, name, lease_id).start()
-    if heartbeats is not None:
-        heartbeats[(name, lease_id)] = heartbeat
-    return heartbeat
+    return heartbeat if live else heartbeat.start()
 
 
 def release(autoscaling: Any, asg: Mapping[str, Any], lease_id: str) -> bool:
@@ -233,7 +233,7 @@ def release_held(heartbeats: Mapping[tuple[str, str], Heartbeat]) -> list[str]:
     """Stop ``heartbeats`` ((asg name, lease id) -> Heartbeat, a process's) and release the leases they renewed
     that are still theirs; returns the groups released. For a run whose job is gone (SPEC W5)."""
     released = []
-    for (asg_name, lease_id), heartbeat in heartbeats.items():
+    for (asg_name, lease_id), heartbeat in list(heartbeats.items()):
         heartbeat.stop()
         if release(heartbeat.autoscaling, _read(heartbeat.autoscaling, asg_name), lease_id):
             released.append(asg_name)

@@ -56,7 +56,7 @@ class ControllerAction(ActionBase):
         gone, no destructive call starts, the work unwinds through its failure path (JobStopped), and the leases it
         holds are released, so that the relaunch is not refused (the journal, written before each change, says
         where it stopped)."""
-        armed = job_guard.arm()
+        armed = job_guard.arm(lambda: self._release_leases(clients))
         try:
             try:
                 result = work()
@@ -65,18 +65,21 @@ class ControllerAction(ActionBase):
                 result = dict(changed=False, failed=True, **error_result(stop))
             finally:
                 armed.quiet()
-            reason = job_guard.current().gone()
-            if reason is not None:
-                try:
-                    released = release_held(clients.lease_heartbeats)
-                    display.vvvv("%s: the job is gone (%s): released the lease on %s"
-                                 % (self._task.action, reason, ", ".join(released) or "no group"))
-                except UpgradeError as err:
-                    display.vvvv("%s: the job is gone (%s); the lease lapses by itself: %s"
-                                 % (self._task.action, reason, err.msg))
+            if job_guard.current().gone() is not None:
+                self._release_leases(clients)
         finally:
             armed.disarm()
         return result
+
+    def _release_leases(self, clients: Clients) -> None:
+        """The job is gone: release the leases this task holds (best effort: a lease left behind lapses)."""
+        reason = job_guard.current().gone()
+        try:
+            released = release_held(clients.lease_heartbeats)
+            display.vvvv("%s: the job is gone (%s): released the lease on %s"
+                         % (self._task.action, reason, ", ".join(released) or "no group"))
+        except UpgradeError as err:
+            display.vvvv("%s: the job is gone (%s); the lease lapses by itself: %s" % (self._task.action, reason, err.msg))
 
     def _apply_task_environment(self) -> None:
         """The task's ``environment`` (templated), as a module's process would see it. The worker process that runs
