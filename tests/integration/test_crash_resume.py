@@ -138,7 +138,7 @@ def never_ready_sandbox(tmp_path_factory):
 def _never_ready_command(sandbox: SandboxHandle, report_path: Path) -> list[str]:
     _current_ami, target_ami = other_ami(sandbox)
     return playbook_command(target_ami, report_path, cluster_name=NEVER_READY, max_unavailable=1,
-                             node_ready_timeout=15)
+                            node_ready_timeout=15)
 
 
 def _kill_in_scale_up_then_rerun(sandbox: SandboxHandle, tmp_path: Path, between=None) -> dict:

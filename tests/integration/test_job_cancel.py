@@ -68,7 +68,8 @@ def _destructive_counts(sandbox: SandboxHandle) -> dict[str, int]:
     for key, count in report["k8s_requests"].items():
         _agent, verb, resource, status = key.rsplit(" ", 3)
         if "%s %s" % (verb, resource) in DESTRUCTIVE_K8S:
-            counts["%s %s %s" % (verb, resource, status)] = counts.get("%s %s %s" % (verb, resource, status), 0) + count
+            name = "%s %s %s" % (verb, resource, status)
+            counts[name] = counts.get(name, 0) + count
     return counts
 
 
@@ -146,8 +147,8 @@ SIGNALLED = [
 @pytest.mark.timeout(RUN_TIMEOUT + 300)
 @pytest.mark.parametrize("phase,stop", SIGNALLED, ids=["setup-sigint", "scale_up-sigterm", "upgrade-sigkill_group",
                                                        "scale_down-sigterm"])
-def test_issue25_item1_a_stopped_job_starts_nothing_destructive_and_its_rerun_finishes(sandbox, tmp_path, phase,
-                                                                                     stop):
+def test_issue25_item1_a_stopped_job_starts_nothing_destructive_and_its_rerun_finishes(
+        sandbox, tmp_path, phase, stop):
     sizes_before, target_ami = _group_before(sandbox)
     report_path = tmp_path / "upgrade-report.json"
     command = playbook_command(target_ami, report_path, SCENARIO)

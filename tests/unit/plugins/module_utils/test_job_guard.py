@@ -110,7 +110,7 @@ def test_issue25_item1_the_heartbeat_renews_the_lease_no_more_once_the_job_is_go
     assert heartbeat.beat() is False and not heartbeat.alive()
 
 
-def test_issue25_item1_the_leases_held_are_released(monkeypatch):
+def test_issue25_item1_the_leases_held_are_released():
     class Group:
         def __init__(self, holder):
             self.tags = [dict(Key=lease.LEASE_TAG, Value=lease.lease_value(holder))]
