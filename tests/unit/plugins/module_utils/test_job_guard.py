@@ -177,11 +177,3 @@ def test_issue25_item1_a_worker_knows_the_ansible_playbook_that_forked_it():
     child.join(30)
     assert started_by == parent_now == os.getpid()
 
-
-def test_issue25_item1_a_guard_armed_after_its_parent_died_is_gone_at_once():
-    armed = job_guard.arm(lambda: None, parent=100, getppid=lambda: 1)
-    try:
-        assert job_guard.current().gone() == "ansible-playbook, process 100, has ended"
-    finally:
-        armed.disarm()
-        job_guard._GUARD = job_guard.JobGuard()  # pylint: disable=protected-access
