@@ -140,13 +140,14 @@ SIGNALLED = [
     ("setup", lambda process: process.send_signal(signal.SIGINT)),
     ("scale_up", lambda process: process.send_signal(signal.SIGTERM)),
     ("upgrade", lambda process: os.killpg(process.pid, signal.SIGKILL)),
+    ("upgrade", lambda process: process.send_signal(signal.SIGTERM)),
     ("scale_down", lambda process: process.send_signal(signal.SIGTERM)),
 ]
 
 
 @pytest.mark.timeout(RUN_TIMEOUT + 300)
 @pytest.mark.parametrize("phase,stop", SIGNALLED, ids=["setup-sigint", "scale_up-sigterm", "upgrade-sigkill_group",
-                                                       "scale_down-sigterm"])
+                                                       "upgrade-sigterm", "scale_down-sigterm"])
 def test_issue25_item1_a_stopped_job_starts_nothing_destructive_and_its_rerun_finishes(
         sandbox, tmp_path, phase, stop):
     sizes_before, target_ami = _group_before(sandbox)
