@@ -176,4 +176,3 @@ def test_issue25_item1_a_worker_knows_the_ansible_playbook_that_forked_it():
     started_by, parent_now = queue.get(timeout=30)
     child.join(30)
     assert started_by == parent_now == os.getpid()
-
