@@ -11,16 +11,16 @@ looped by module_utils/replace_loop.py; this file only validates the options, re
 
 from __future__ import annotations
 
-import os
 import time
 
 from ansible.utils.display import Display
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils import job_guard
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import USER_AGENT_EXTRA
 from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import error_result
-from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import ReplaceFailed, ReplaceState, while_parent_lives
+from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import ReplaceFailed, ReplaceState, while_job_lives
 from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_steps import (
     cordon_old_nodes,
     full_argument_spec,
@@ -51,20 +51,24 @@ class ActionModule(ControllerAction):
                                                            ["batches", "steps"]])
         warnings = []
         clients = Clients(params, "%s/node_replace" % USER_AGENT_EXTRA)
+        result.update(self.while_job_lives(clients, lambda: self._phase(params, clients, warnings)))
+        if warnings:
+            result["warnings"] = warnings
+        return clients.with_resource_actions(result)
+
+    def _phase(self, params, clients, warnings):
+        """The task result's changed, replace and, on failure, failed and the error."""
         try:
             params, plan, loop, next_batch = self._prepare(params, clients, warnings)
         except UpgradeError as err:
             clients.stop_lease_heartbeats()
-            result.update(failed=True, changed=False, replace=ReplaceState().to_dict())
+            result = dict(failed=True, changed=False, replace=ReplaceState().to_dict())
             result.update(error_result(err))
-        else:
-            try:
-                result.update(self._replace(params, plan, clients, loop, next_batch, warnings))
-            finally:
-                clients.stop_lease_heartbeats()
-        if warnings:
-            result["warnings"] = warnings
-        return clients.with_resource_actions(result)
+            return result
+        try:
+            return self._replace(params, plan, clients, loop, next_batch, warnings)
+        finally:
+            clients.stop_lease_heartbeats()
 
     def _prepare(self, params, clients, warnings):
         """Every check before any change: the plan (when the task gives none, printed) and the schedule (SPEC B1).
@@ -97,7 +101,7 @@ class ActionModule(ControllerAction):
                     self._progress("%s %d old nodes and labelled them out of the load balancers before the first "
                                    "batch, so that no pod moves onto a node still to be replaced" % (
                                        "would cordon" if check_mode else "cordoned", len(cordoned["drain"]["nodes"])))
-            loop.run(while_parent_lives(next_batch, os.getppid(), os.getppid))
+            loop.run(while_job_lives(next_batch, job_guard.check))
             if plan is not None and not check_mode:
                 planned["old_instances_left"] = old_instances_left(params, clients, warnings.append)
         except ReplaceFailed as failure:

@@ -37,6 +37,7 @@ class ActionModule(ControllerAction):
             merged_argument_spec(ARGUMENT_SPEC, uses_aws=True, uses_k8s=True),
             mutually_exclusive=[["max_unavailable", "max_unavailable_percentage"], TARGET_OPTIONS])
         clients = Clients(params, "%s/nodegroup_setup" % USER_AGENT_EXTRA)
-        result.update(run_step(lambda context: SetupPhase(context, display.display).run(), params, clients,
-                               bool(self._task.check_mode), bool(self._task.diff), lambda line: None))
+        result.update(self.while_job_lives(clients, lambda: run_step(
+            lambda context: SetupPhase(context, display.display).run(), params, clients,
+            bool(self._task.check_mode), bool(self._task.diff), lambda line: None)))
         return clients.with_resource_actions(result)

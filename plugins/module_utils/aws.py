@@ -15,6 +15,7 @@ import os
 
 from ansible.module_utils.basic import env_fallback
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils import job_guard
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     ACCESS_DENIED,
     API_ERROR,
@@ -399,11 +400,14 @@ def _described(value: Any) -> Any:
     return value
 
 
-def aws_call(description: str | Callable[..., str]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def aws_call(description: str | Callable[..., str], stops_with_job: bool = False
+             ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorate a function that makes one AWS API call: its botocore errors become UpgradeError with U8 codes
     (translate_aws_errors), and the message says what was attempted. ``description`` is filled from the function's
     arguments by name (``"describe Auto Scaling group {asg_name}"``; a list argument reads "a, b"), or is a
-    function of those arguments, for a message that summarises them.
+    function of those arguments, for a message that summarises them. ``stops_with_job``: the call is destructive (a
+    termination, a size or process change, an EKS update), refused with JobStopped once the job is gone (SPEC W5,
+    job_guard.py).
 
     Every AWS API call of the collection is such a function, one file per service under module_utils/aws_api/.
     """
@@ -419,6 +423,8 @@ def aws_call(description: str | Callable[..., str]) -> Callable[[Callable[..., A
                 hint = description(**bound.arguments)
             else:
                 hint = description.format(**dict((name, _described(value)) for name, value in bound.arguments.items()))
+            if stops_with_job:
+                job_guard.check(hint)
             with translate_aws_errors(hint):
                 return function(*args, **kwargs)
 

@@ -17,7 +17,9 @@ first change, each module claims the lease:
 - renewed every LEASE_RENEW_SECONDS by a heartbeat thread while the module runs, so a long drain keeps it.
 
 A run that dies keeps the lease until it expires (LEASE_SECONDS): the rerun is refused until then and says when.
-A failed run releases it (module nodegroup_lease); the restore clears it with the journal. Modules called
+A failed run releases it (module nodegroup_lease); the restore clears it with the journal. A run whose job is gone
+(cancelled, timed out, killed: job_guard.py, SPEC W5) renews it no more, and the action that stopped releases it
+(plugin_utils/controller_action.py), so a relaunch is not refused. Modules called
 without a lease id (roles used on their own) neither claim nor check it.
 """
 
@@ -29,6 +31,7 @@ import datetime
 import threading
 import time
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils import job_guard
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import TAG_LIMIT_EXCEEDED, UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import (
@@ -137,7 +140,11 @@ class Heartbeat(object):
         return self._thread.is_alive() and not self._stop.is_set()
 
     def beat(self) -> bool:
-        """One renewal; returns False (and remembers the holder) when another run has taken the lease."""
+        """One renewal; returns False (and remembers the holder) when another run has taken the lease, or when the
+        job is gone (SPEC W5: a worker that outlives its job never keeps the lease from the relaunch)."""
+        if job_guard.current().gone() is not None:
+            self.stop()
+            return False
         lease = lease_of(_read(self.autoscaling, self.asg_name).get("Tags"))
         if lease is None or lease[0] != self.lease_id:
             # Taken by another run, or gone (the journal cleared, a person who knew the run was dead): not ours
@@ -196,6 +203,11 @@ def claim(module: EksopsModule, autoscaling: Any, asg: Mapping[str, Any], sleep:
     if running is not None and running.lost_to is None and running.alive() and renewed(lease, lease_id):
         # Ours, and this process's heartbeat renews it: the batches' steps write no tag of their own.
         return running
+    live = running is not None and running.lost_to is None and running.alive()
+    heartbeat = running if live else Heartbeat(autoscaling, name, lease_id)
+    if heartbeats is not None:
+        # Known before the write: a run whose job stops during the claim releases what it wrote (SPEC W5).
+        heartbeats[(name, lease_id)] = heartbeat
     _write(autoscaling, name, lease_id)
     if lease is None or lease[0] != lease_id:
         # Taken, not renewed: read back after a moment, in case another run wrote at the same time.
@@ -204,12 +216,7 @@ def claim(module: EksopsModule, autoscaling: Any, asg: Mapping[str, Any], sleep:
         lease = lease_of(current.get("Tags"))
         if lease is not None and lease[0] != lease_id:
             raise in_progress_error(current, lease)
-    if running is not None and running.lost_to is None and running.alive():
-        return running
-    heartbeat = Heartbeat(autoscaling, name, lease_id).start()
-    if heartbeats is not None:
-        heartbeats[(name, lease_id)] = heartbeat
-    return heartbeat
+    return heartbeat if live else heartbeat.start()
 
 
 def release(autoscaling: Any, asg: Mapping[str, Any], lease_id: str) -> bool:
@@ -220,3 +227,14 @@ def release(autoscaling: Any, asg: Mapping[str, Any], lease_id: str) -> bool:
     name = asg["AutoScalingGroupName"]
     autoscaling_api.delete_tags(autoscaling, name, [LEASE_TAG])
     return True
+
+
+def release_held(heartbeats: Mapping[tuple[str, str], Heartbeat]) -> list[str]:
+    """Stop ``heartbeats`` ((asg name, lease id) -> Heartbeat, a process's) and release the leases they renewed
+    that are still theirs; returns the groups released. For a run whose job is gone (SPEC W5)."""
+    released = []
+    for (asg_name, lease_id), heartbeat in list(heartbeats.items()):
+        heartbeat.stop()
+        if release(heartbeat.autoscaling, _read(heartbeat.autoscaling, asg_name), lease_id):
+            released.append(asg_name)
+    return released

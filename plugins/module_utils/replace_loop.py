@@ -123,19 +123,12 @@ def planned_steps(steps: Sequence[Mapping[str, Any]]) -> Callable[[ReplaceState]
     return next_batch
 
 
-# Not an EKS code: the process that started the loop is gone (ansible-playbook killed), so no batch starts after.
-CONTROLLER_GONE = "ControllerGone"
-
-
-def while_parent_lives(next_batch: Callable[[ReplaceState], Batch | None], parent: int,
-                       getppid: Callable[[], int]) -> Callable[[ReplaceState], Batch | None]:
-    """``next_batch``, refusing to start a batch once the process that started this one (ansible-playbook, whose
-    worker runs the loop in a session of its own) is gone: a killed job changes nothing more after the batch under
-    way, as when each batch was two tasks that a dead ansible-playbook no longer started."""
+def while_job_lives(next_batch: Callable[[ReplaceState], Batch | None],
+                    check: Callable[[str], None]) -> Callable[[ReplaceState], Batch | None]:
+    """``next_batch``, asking ``check`` (job_guard.check: it raises JobStopped once the job is gone, SPEC W5)
+    before each batch starts, so that a cancelled job starts no batch, not even its progress line."""
     def guarded(state: ReplaceState) -> Batch | None:
-        if getppid() != parent:
-            raise StepFailed(UpgradeError(CONTROLLER_GONE, "ansible-playbook (process %d) is gone: no further batch "
-                                          "is started; rerun to resume" % parent))
+        check("start batch %d" % (len(state.batches) + 1))
         return next_batch(state)
     return guarded
 

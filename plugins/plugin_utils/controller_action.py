@@ -8,7 +8,7 @@ why)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
@@ -17,10 +17,13 @@ from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils import job_guard
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import HAS_BOTO3, USER_AGENT_EXTRA, warm_service_models
 from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import kubernetes_import_error
-from ansible_collections.eksops.nodegroup.plugins.module_utils.module import merged_argument_spec
+from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import release_held
+from ansible_collections.eksops.nodegroup.plugins.module_utils.module import error_result, merged_argument_spec
 from ansible_collections.eksops.nodegroup.plugins.module_utils.step_context import run_step
 
 display = Display()
@@ -47,6 +50,36 @@ class ControllerAction(ActionBase):
                                     "(requirements.txt) in the Python that runs ansible-playbook"
                                     % self._task.action.rsplit(".", 1)[-1])
         return validation.validated_parameters
+
+    def while_job_lives(self, clients: Clients, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """``work()``'s task result, with the job guard armed (SPEC W5, module_utils/job_guard.py): once the job is
+        gone, no destructive call starts, the work unwinds through its failure path (JobStopped), and the leases it
+        holds are released, so that the relaunch is not refused (the journal, written before each change, says
+        where it stopped)."""
+        armed = job_guard.arm(lambda: self._release_leases(clients))
+        try:
+            try:
+                result = work()
+            except job_guard.JobStopped as stop:
+                # The stop signal, raised where no step catches it (between steps, in the action's own code).
+                result = dict(changed=False, failed=True, **error_result(stop))
+            finally:
+                armed.quiet()
+            if job_guard.current().gone() is not None:
+                self._release_leases(clients)
+        finally:
+            armed.disarm()
+        return result
+
+    def _release_leases(self, clients: Clients) -> None:
+        """The job is gone: release the leases this task holds (best effort: a lease left behind lapses)."""
+        reason = job_guard.current().gone()
+        try:
+            released = release_held(clients.lease_heartbeats)
+            display.vvvv("%s: the job is gone (%s): released the lease on %s"
+                         % (self._task.action, reason, ", ".join(released) or "no group"))
+        except UpgradeError as err:
+            display.vvvv("%s: the job is gone (%s); the lease lapses by itself: %s" % (self._task.action, reason, err.msg))
 
     def _apply_task_environment(self) -> None:
         """The task's ``environment`` (templated), as a module's process would see it. The worker process that runs
@@ -83,6 +116,7 @@ class StepAction(ControllerAction):
             display.vvvv("%s: %s" % (name, line))
 
         clients = Clients(params, "%s/%s" % (USER_AGENT_EXTRA, name))
-        result.update(run_step(self.STEP.run, params, clients, bool(self._task.check_mode), bool(self._task.diff),
-                               log, display.display if self.PROGRESS else None))
+        result.update(self.while_job_lives(clients, lambda: run_step(
+            self.STEP.run, params, clients, bool(self._task.check_mode), bool(self._task.diff), log,
+            display.display if self.PROGRESS else None)))
         return clients.with_resource_actions(result)

@@ -20,11 +20,17 @@ from pathlib import Path
 
 import pytest
 
-from asg_helpers import journal_tags
 from nodegroup_state import workers_asg
+from upgrade_runs import (
+    JOURNAL_PREFIX,
+    RUN_TIMEOUT,
+    assert_upgraded,
+    journal_phase,
+    other_ami,
+    playbook_command,
+    wait_for_journal_phase,
+)
 from sandbox_helpers import (
-    BIN_DIR,
-    OWNER_REVERT_ACCEPTED,
     REPO_ROOT,
     SandboxHandle,
     ansible_env,
@@ -34,9 +40,6 @@ from sandbox_helpers import (
 )
 
 SCENARIO = "surge5"
-PLAYBOOK = REPO_ROOT / "playbooks" / "upgrade_nodegroup.yml"
-JOURNAL_PREFIX = "eksops.nodegroup/"
-RUN_TIMEOUT = 420
 
 # phase -> (line of the playbook output that starts the phase's changes, journal phase to wait for before the
 # kill, or None: kill 1.5 s after the line)
@@ -56,10 +59,6 @@ def _asg(sandbox: SandboxHandle) -> dict:
     return workers_asg(sandbox)
 
 
-def _journal_phase(sandbox: SandboxHandle) -> str | None:
-    return journal_tags(_asg(sandbox)).get("phase")
-
-
 def _end_the_killed_runs_lease(sandbox: SandboxHandle) -> None:
     """A killed run keeps its lease on the group until it ends, 60 s at most (issue 10 item 21), and the rerun is
     refused until then. The person who knows the run is gone (AWX shows it cancelled) may delete the tag to rerun
@@ -69,26 +68,7 @@ def _end_the_killed_runs_lease(sandbox: SandboxHandle) -> None:
         ResourceId=name, ResourceType="auto-scaling-group", Key=JOURNAL_PREFIX + "lease")])
 
 
-def _playbook_command(image_id: str, report_path: Path, cluster_name: str = SCENARIO, **extra) -> list[str]:
-    # The tests take turns between the scenario's two AMIs: every other run goes back to the older Kubernetes.
-    extra_vars = {"cluster_name": cluster_name, "nodegroup_name": "workers", "image_id": image_id,
-                  "max_unavailable": 3, "post_drain_wait": 1, "allow_downgrade": True,
-                  "upgrade_report_path": str(report_path), **extra}
-    return [str(BIN_DIR / "ansible-playbook"), str(PLAYBOOK), "-e", json.dumps({**OWNER_REVERT_ACCEPTED, **extra_vars})]
-
-
-def _wait_for_journal_phase(sandbox: SandboxHandle, phase: str | None, timeout: float = 60) -> None:
-    """Until the phase's module has recorded `phase` in the journal (it does so before changing anything)."""
-    if phase is None:
-        # Nothing to watch for: let the phase's module get under way.
-        time.sleep(1.5)
-        return
-    deadline = time.monotonic() + timeout
-    while _journal_phase(sandbox) != phase and time.monotonic() < deadline:
-        time.sleep(0.2)
-
-
-def _run_and_kill(sandbox: SandboxHandle, command: list[str], marker: str, journal_phase: str | None,
+def _run_and_kill(sandbox: SandboxHandle, command: list[str], marker: str, phase_at_kill: str | None,
                   log: Path) -> str:
     """Start the playbook, SIGKILL its process group inside the phase that `marker` starts; return the output."""
     lines = []
@@ -98,7 +78,7 @@ def _run_and_kill(sandbox: SandboxHandle, command: list[str], marker: str, journ
         for line in process.stdout:
             lines.append(line)
             if marker in line:
-                _wait_for_journal_phase(sandbox, journal_phase)
+                wait_for_journal_phase(sandbox, phase_at_kill)
                 kill_playbook(process, sandbox)
                 break
             if time.monotonic() > deadline:
@@ -112,46 +92,20 @@ def _run_and_kill(sandbox: SandboxHandle, command: list[str], marker: str, journ
     return output
 
 
-def _other_ami(sandbox: SandboxHandle) -> tuple[str, str]:
-    """(AMI the nodes run now, the other AMI of the scenario)."""
-    nodes = sandbox.report()["nodegroups"]["workers"]["nodes"]
-    current = {node["ami"] for node in nodes}
-    assert len(current) == 1, current
-    images = sandbox.client("ec2").describe_images(Owners=["self", "amazon"])["Images"]
-    others = sorted(image["ImageId"] for image in images if image["ImageId"] not in current)
-    assert len(others) == 1, others
-    return current.pop(), others[0]
-
-
-def _assert_upgraded(sandbox: SandboxHandle, target_ami: str, sizes_before: tuple[int, int, int]) -> None:
-    report = sandbox.report()
-    group = report["nodegroups"]["workers"]
-    asg = _asg(sandbox)
-    assert (asg["MinSize"], asg["MaxSize"], asg["DesiredCapacity"]) == sizes_before
-    assert asg.get("SuspendedProcesses", []) == []
-    assert [tag["Key"] for tag in asg.get("Tags", []) if tag["Key"].startswith(JOURNAL_PREFIX)] == []
-    nodes = group["nodes"]
-    assert len(nodes) == sizes_before[2]
-    assert {node["ami"] for node in nodes} == {target_ami}
-    assert [node["name"] for node in nodes if node["unschedulable"] or not node["ready"]] == []
-    assert report["pods_lost"] == []
-    assert report["pdb_violations"] == []
-
-
 @pytest.mark.timeout(2 * RUN_TIMEOUT + 120)
 @pytest.mark.parametrize("phase", list(KILL_POINTS))
 def test_rerun_after_sigkill_in_phase_finishes_the_upgrade(sandbox, tmp_path, phase):
     """A job killed inside `phase` is finished by running the same command again (U1-U6 resume)."""
-    marker, journal_phase = KILL_POINTS[phase]
+    marker, phase_at_kill = KILL_POINTS[phase]
     asg = _asg(sandbox)
     sizes_before = (asg["MinSize"], asg["MaxSize"], asg["DesiredCapacity"])
-    _current_ami, target_ami = _other_ami(sandbox)
+    _current_ami, target_ami = other_ami(sandbox)
     report_path = tmp_path / "upgrade-report.json"
-    command = _playbook_command(target_ami, report_path)
+    command = playbook_command(target_ami, report_path)
 
-    _run_and_kill(sandbox, command, marker, journal_phase, tmp_path / "killed-run.log")
+    _run_and_kill(sandbox, command, marker, phase_at_kill, tmp_path / "killed-run.log")
     if phase in JOURNAL_PHASE_AT_KILL:
-        assert _journal_phase(sandbox) == JOURNAL_PHASE_AT_KILL[phase]
+        assert journal_phase(sandbox) == JOURNAL_PHASE_AT_KILL[phase]
 
     _end_the_killed_runs_lease(sandbox)
     rerun = subprocess.run(command, capture_output=True, text=True, env=ansible_env(sandbox), cwd=REPO_ROOT,
@@ -162,7 +116,7 @@ def test_rerun_after_sigkill_in_phase_finishes_the_upgrade(sandbox, tmp_path, ph
     assert report["launch_template"]["image_id"] == target_ami
     # the group's size before the upgrade, not the surged size the rerun found
     assert report["nodes_before"] == sizes_before[2]
-    _assert_upgraded(sandbox, target_ami, sizes_before)
+    assert_upgraded(sandbox, target_ami, sizes_before)
 
 
 # --------------------------------------------------------------------------- rollback after a resumed run
@@ -185,18 +139,18 @@ def never_ready_sandbox(tmp_path_factory):
 
 
 def _never_ready_command(sandbox: SandboxHandle, report_path: Path) -> list[str]:
-    _current_ami, target_ami = _other_ami(sandbox)
-    return _playbook_command(target_ami, report_path, cluster_name=NEVER_READY, max_unavailable=1,
-                             node_ready_timeout=15)
+    _current_ami, target_ami = other_ami(sandbox)
+    return playbook_command(target_ami, report_path, cluster_name=NEVER_READY, max_unavailable=1,
+                            node_ready_timeout=15)
 
 
 def _kill_in_scale_up_then_rerun(sandbox: SandboxHandle, tmp_path: Path, between=None) -> dict:
     """Kill the upgrade inside the scale-up, call `between`, rerun it; the rerun's report (it must fail)."""
     report_path = tmp_path / "upgrade-report.json"
     command = _never_ready_command(sandbox, report_path)
-    marker, journal_phase = KILL_POINTS["scale_up"]
-    _run_and_kill(sandbox, command, marker, journal_phase, tmp_path / "killed-run.log")
-    assert _journal_phase(sandbox) == "scale_up"
+    marker, phase_at_kill = KILL_POINTS["scale_up"]
+    _run_and_kill(sandbox, command, marker, phase_at_kill, tmp_path / "killed-run.log")
+    assert journal_phase(sandbox) == "scale_up"
     if between is not None:
         between()
     _end_the_killed_runs_lease(sandbox)
@@ -216,7 +170,7 @@ def test_u1_u6_rollback_in_a_resumed_run_goes_back_to_the_version_before_the_upg
     sandbox = never_ready_sandbox
     asg = _asg(sandbox)
     before = (asg["MinSize"], asg["MaxSize"], asg["DesiredCapacity"], asg["LaunchTemplate"]["Version"])
-    old_ami, _target_ami = _other_ami(sandbox)
+    old_ami, _target_ami = other_ami(sandbox)
 
     report = _kill_in_scale_up_then_rerun(sandbox, tmp_path)
     assert report["error"]["rolled_back"] is True, report["error"]
@@ -253,4 +207,4 @@ def test_u5_no_rollback_in_a_resumed_run_once_an_earlier_run_replaced_an_old_nod
     assert report["error"]["rolled_back"] is False, report["error"]
     asg = _asg(sandbox)
     assert asg["LaunchTemplate"]["Version"] == str(report["launch_template"]["version"])
-    assert _journal_phase(sandbox) == "scale_up"
+    assert journal_phase(sandbox) == "scale_up"

@@ -12,6 +12,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils import job_guard
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import not_found
 from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import (
     apps_v1,
@@ -107,6 +108,9 @@ class KubeApi:
     def remove_pod(self, pod: Mapping[str, Any], method: str, grace_period: int) -> None:
         """One eviction (policy/v1, D11) or DELETE, with the pod's UID as precondition and the grace period (D12)."""
         metadata = pod["metadata"]
+        # SPEC W5: no eviction or forced deletion starts once the job is gone.
+        job_guard.check("%s pod %s/%s" % ("evict" if method == "evict" else "delete", metadata["namespace"],
+                                          metadata["name"]))
         delete_options = V1DeleteOptions(preconditions=V1Preconditions(uid=metadata["uid"]))
         if grace_period >= 0:
             delete_options.grace_period_seconds = grace_period

@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Amazon EC2 Auto Scaling API calls (the client is ``aws_client(params, "autoscaling")``).
 
-Each function is one call, its errors translated by aws_call; what to make of an answer is the caller's.
+Each function is one call, its errors translated by aws_call; what to make of an answer is the caller's. The calls
+that change the group's sizes, processes, protection, launch template or instances stop with the job (SPEC W5).
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def _describe_sizes(autoscaling: Any, asg_name: str, min_size: int | None, max_s
         asg_name, ", ".join("%s=%s" % size for size in _sizes(min_size, max_size, desired_capacity)))
 
 
-@aws_call(_describe_sizes)
+@aws_call(_describe_sizes, stops_with_job=True)
 def update_sizes(autoscaling: Any, asg_name: str, min_size: int | None = None, max_size: int | None = None,
                  desired_capacity: int | None = None) -> None:
     """UpdateAutoScalingGroup with only the sizes given."""
@@ -63,7 +64,7 @@ def update_sizes(autoscaling: Any, asg_name: str, min_size: int | None = None, m
 
 
 @aws_call(lambda autoscaling, asg_name, spec, mixed: "update Auto Scaling group %s to launch template %s version %s"
-          % (asg_name, spec["LaunchTemplateId"], spec["Version"]))
+          % (asg_name, spec["LaunchTemplateId"], spec["Version"]), stops_with_job=True)
 def set_launch_template(autoscaling: Any, asg_name: str, spec: Mapping[str, str], mixed: bool) -> None:
     """Point the group at ``spec`` ({LaunchTemplateId, Version}): its LaunchTemplate, or, with ``mixed``, the
     launch template of its MixedInstancesPolicy."""
@@ -75,14 +76,14 @@ def set_launch_template(autoscaling: Any, asg_name: str, spec: Mapping[str, str]
         autoscaling.update_auto_scaling_group(AutoScalingGroupName=asg_name, LaunchTemplate=spec)
 
 
-@aws_call("suspend processes {processes} of Auto Scaling group {asg_name}")
+@aws_call("suspend processes {processes} of Auto Scaling group {asg_name}", stops_with_job=True)
 def suspend_processes(autoscaling: Any, asg_name: str, processes: Iterable[str]) -> None:
     """Suspend ``processes`` (none: no call)."""
     if processes:
         autoscaling.suspend_processes(AutoScalingGroupName=asg_name, ScalingProcesses=list(processes))
 
 
-@aws_call("resume processes {processes} of Auto Scaling group {asg_name}")
+@aws_call("resume processes {processes} of Auto Scaling group {asg_name}", stops_with_job=True)
 def resume_processes(autoscaling: Any, asg_name: str, processes: Iterable[str]) -> None:
     """Resume ``processes`` (none: no call)."""
     if processes:
@@ -90,7 +91,7 @@ def resume_processes(autoscaling: Any, asg_name: str, processes: Iterable[str]) 
 
 
 @aws_call(lambda autoscaling, asg_name, instance_ids, protected: "%s the scale-in protection of instances %s of %s" % (
-    "set" if protected else "remove", ", ".join(instance_ids), asg_name))
+    "set" if protected else "remove", ", ".join(instance_ids), asg_name), stops_with_job=True)
 def set_instance_protection(autoscaling: Any, asg_name: str, instance_ids: Iterable[str], protected: bool) -> None:
     """Set or remove the scale-in protection of up to 50 instances (the API's limit)."""
     autoscaling.set_instance_protection(AutoScalingGroupName=asg_name, InstanceIds=list(instance_ids),
@@ -103,7 +104,7 @@ def describe_scaling_activities(autoscaling: Any, asg_name: str, max_records: in
     return autoscaling.describe_scaling_activities(AutoScalingGroupName=asg_name, MaxRecords=max_records)["Activities"]
 
 
-@aws_call("terminate instance {instance_id} through its Auto Scaling group")
+@aws_call("terminate instance {instance_id} through its Auto Scaling group", stops_with_job=True)
 def terminate_instance_in_auto_scaling_group(autoscaling: Any, instance_id: str, decrement: bool) -> None:
     """TerminateInstanceInAutoScalingGroup; ``decrement``: lower the desired capacity instead of replacing it."""
     autoscaling.terminate_instance_in_auto_scaling_group(InstanceId=instance_id,

@@ -36,13 +36,13 @@ def list_updates(eks: Any, cluster_name: str, nodegroup_name: str) -> list[str]:
     return paginate(eks, "list_updates", "updateIds", name=cluster_name, nodegroupName=nodegroup_name)
 
 
-@aws_call(lambda eks, request: "update the updateConfig of node group %s" % request["nodegroupName"])
+@aws_call(lambda eks, request: "update the updateConfig of node group %s" % request["nodegroupName"], stops_with_job=True)
 def update_nodegroup_config(eks: Any, request: Mapping[str, Any]) -> dict[str, Any]:
     """UpdateNodegroupConfig with ``request`` (clusterName, nodegroupName, ...); returns the update started."""
     return eks.update_nodegroup_config(**request)["update"]
 
 
-@aws_call(lambda eks, request: "update the version of node group %s" % request["nodegroupName"])
+@aws_call(lambda eks, request: "update the version of node group %s" % request["nodegroupName"], stops_with_job=True)
 def update_nodegroup_version(eks: Any, request: Mapping[str, Any]) -> dict[str, Any]:
     """UpdateNodegroupVersion with ``request`` (clusterName, nodegroupName, ...); returns the update started."""
     return eks.update_nodegroup_version(**request)["update"]

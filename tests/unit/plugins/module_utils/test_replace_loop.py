@@ -9,6 +9,7 @@ import threading
 
 import pytest
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils import job_guard
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import (
     Batch,
@@ -17,7 +18,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop impo
     StepFailed,
     planned_batches,
     planned_steps,
-    while_parent_lives,
+    while_job_lives,
 )
 
 
@@ -212,10 +213,11 @@ def test_next_batch_is_asked_per_batch_of_the_live_state():
 def test_no_batch_starts_once_the_controller_is_gone():
     parents = iter([100, 100, 1])  # ansible-playbook (100) killed after batch 2 started: reparented to 1
     steps = Steps()
+    guard = job_guard.JobGuard(100, lambda: next(parents))
     with pytest.raises(ReplaceFailed) as failed:
-        make_loop(steps).run(while_parent_lives(planned_batches([["i-1"], ["i-2"], ["i-3"]]), 100,
-                                                lambda: next(parents)))
-    assert failed.value.error.code == "ControllerGone"
+        make_loop(steps).run(while_job_lives(planned_batches([["i-1"], ["i-2"], ["i-3"]]), guard.check))
+    assert failed.value.error.code == "JobStopped"
+    assert "refused to start batch 3" in failed.value.error.msg
     assert failed.value.state.replaced_instances == ["i-1", "i-2"] and ("drain", "i-3") not in steps.events
     assert ("gone", "i-2") in steps.events  # the wait under way was joined
 
