@@ -162,6 +162,8 @@ def main():
         print("node_drain / kubectl: time %.2f, requests %.2f (goal: time <= 1, requests <= 0.33)"
               % (results["comparison"]["time_ratio"], results["comparison"]["request_ratio"]))
     write_json(args.json, results)
+    # A drain that failed is a benchmark that failed (make benchmarks-smoke relies on it).
+    sys.exit(1 if any(figures["error"] for figures in measured.values()) else 0)
 
 
 if __name__ == "__main__":

@@ -30,15 +30,13 @@ from unittest import mock
 
 from common import REPO_ROOT, argument_parser, print_table, write_json
 
-UNIT_TESTS = REPO_ROOT / "tests" / "unit" / "plugins"
-sys.path[:0] = [str(UNIT_TESTS)]
-
-import moto_nodegroup  # noqa: E402  (sets MOTO_EC2_LOAD_DEFAULT_AMIS before moto loads)
-from ansible.module_utils.testing import patch_module_args  # noqa: E402
+# The unit tests' helpers, as the package they are (common puts build/collections on sys.path).
+from ansible_collections.eksops.nodegroup.tests.unit.plugins import moto_nodegroup  # noqa: E402  (sets MOTO_EC2_LOAD_DEFAULT_AMIS before moto loads)
+from ansible_collections.eksops.nodegroup.tests.unit.plugins.fakes import FakeStore  # noqa: E402  (the fake API server)
+from ansible_collections.eksops.nodegroup.tests.unit.plugins.module_args import patch_module_args  # noqa: E402
 from moto import mock_aws  # noqa: E402
-from fakes import FakeStore  # noqa: E402  (the unit tests' fake API server)
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import module as module_utils  # noqa: E402
+from ansible_collections.eksops.nodegroup.plugins.module_utils import clients as clients_utils  # noqa: E402
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule  # noqa: E402
 from ansible_collections.eksops.nodegroup.plugins.modules import nodegroup_info  # noqa: E402
 
@@ -70,7 +68,7 @@ class AwsCallTimer:
         self.calls = Counter()
         self.seconds = 0.0
         self._started = {}
-        self._real_aws_client = module_utils.aws_client
+        self._real_aws_client = clients_utils.aws_client
 
     def aws_client(self, params, service, session=None):
         client = self._real_aws_client(params, service, session=session)
@@ -95,7 +93,7 @@ def plan_once(node_list, target, max_unavailable_percentage):
     output = io.StringIO()
     with patch_module_args(args), redirect_stdout(output), \
             mock.patch.object(EksopsModule, "core_v1", lambda self: node_list), \
-            mock.patch.object(module_utils, "aws_client", timer.aws_client):
+            mock.patch.object(clients_utils, "aws_client", timer.aws_client):
         started = time.perf_counter()
         try:
             nodegroup_info.main()

@@ -488,6 +488,8 @@ def main():
               f"pending and boot, {boots['surge_reaction_seconds']:.3f} s for the scale-up's slowest; the ideal "
               f"charges {boots['charged_to_ideal_seconds']:.1f} s for it")
     write_json(args.json, {"runs": runs})
+    # An upgrade that failed or left the group unlike a clean run's is a benchmark that failed (make benchmarks-smoke).
+    sys.exit(1 if any(r["end_state_problems"] for r in runs) else 0)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,11 @@ import os
 from types import SimpleNamespace
 
 import pytest
-from ansible.module_utils import _internal
+
+try:
+    from ansible.module_utils import _internal
+except ImportError:  # ansible-core < 2.19: importing the controller leaves modules' warnings alone
+    _internal = None
 
 from ansible_collections.eksops.nodegroup.plugins.modules import upgrade_report_file
 from ansible_collections.eksops.nodegroup.plugins.module_utils.timeline_svg import render
@@ -29,7 +33,7 @@ def controller():
     every module warning of the process to Display instead of the module's result
     (ansible.module_utils._internal.is_controller): they are imported here rather than at the top, and the flag is
     put back after, so that the modules other tests run in this process keep their result warnings."""
-    was = _internal.is_controller
+    was = getattr(_internal, "is_controller", None)
     try:
         yield SimpleNamespace(
             action=importlib.import_module("ansible_collections.eksops.nodegroup.plugins.action.upgrade_report_file"),
@@ -38,7 +42,8 @@ def controller():
             Templar=importlib.import_module("ansible.template").Templar,
             DataLoader=importlib.import_module("ansible.parsing.dataloader").DataLoader)
     finally:
-        _internal.is_controller = was
+        if _internal is not None:
+            _internal.is_controller = was
 
 
 @pytest.fixture

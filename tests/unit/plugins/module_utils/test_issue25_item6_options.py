@@ -19,7 +19,6 @@ import boto3
 import kubernetes.config
 import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible.module_utils.testing import patch_module_args
 from moto import mock_aws
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils import aws, k8s
@@ -27,6 +26,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Cl
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule, merged_argument_spec
 
+from ..module_args import patch_module_args
 from .test_k8s import AWS_PARAMS, NO_K8S, write_kubeconfig
 
 # option: (type, aliases, environment variables in the order kubernetes.core reads them)

@@ -10,11 +10,14 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.eksops.nodegroup.plugins.test.unset import TestModule, unset
+# The module, not its TestModule class, which pytest would collect as tests.
+from ansible_collections.eksops.nodegroup.plugins.test import unset as unset_plugin
+
+unset = unset_plugin.unset
 
 
 def test_issue25_item2_the_test_is_registered_by_its_name():
-    assert TestModule().tests()["unset"] is unset
+    assert unset_plugin.TestModule().tests()["unset"] is unset
 
 
 @pytest.mark.parametrize("value", [None, ""])
