@@ -30,7 +30,7 @@ export ANSIBLE_LOCALHOST_WARNING := false
 export ANSIBLE_INVENTORY_UNPARSED_WARNING := false
 
 .PHONY: venv collection-link demo test unit-and-sandbox-tests unit sandbox-tests integration molecule molecule-and-checks lint sanity build clean
-.PHONY: older-core-tests unit-oldest-core molecule-oldest-core sanity-older-cores benchmarks-smoke
+.PHONY: older-core-tests unit-oldest-core molecule-oldest-core sanity-older-cores benchmarks-smoke integration-and-benchmarks
 
 # pip says what it collects and installs as it goes (a line a package, no progress bars): on a fresh machine the
 # install takes about 5 minutes, which --quiet left silent (issue 25 item 4).
@@ -100,7 +100,7 @@ demo: venv collection-link
 	  echo "Upgrade report: $(DEMO_STATE)/upgrade-report.json; its timeline, to open in a browser: $(DEMO_STATE)/upgrade-report.svg"; \
 	  exit $$status
 
-test: unit-and-sandbox-tests integration molecule-and-checks build
+test: unit-and-sandbox-tests integration-and-benchmarks molecule-and-checks build
 
 # The sandbox's contract tests mostly wait on its clocks (about 40 s of CPU in 1:50), and the unit tests keep both
 # cores busy for about as long: side by side they take little more than the unit tests alone.
@@ -136,6 +136,15 @@ sandbox-tests: venv
 # (about 1.6 cores busy), three 12:42.
 integration: venv collection-link
 	$(PYTEST) -q -n 4 --dist loadscope tests/integration
+
+# The benchmarks' smoke run mostly waits on its sandboxes (about 35 s of CPU in 3:30): it runs beside the
+# integration tests, its output printed after theirs; either failing fails the target.
+integration-and-benchmarks: venv collection-link
+	mkdir -p build
+	$(MAKE) --no-print-directory benchmarks-smoke > build/benchmarks-smoke.log 2>&1 & smoke=$$!; \
+	$(MAKE) --no-print-directory integration; tests=$$?; \
+	wait $$smoke; status=$$?; tail -n 60 build/benchmarks-smoke.log; \
+	test $$tests -eq 0 && test $$status -eq 0
 
 # The scenarios mostly wait on the sandbox's clocks (a full `make test` keeps about one of two cores busy), so
 # four run at once: 13 scenarios took 5:37 so, 6:43 three at a time, each about as long either way (issue 11:

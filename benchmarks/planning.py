@@ -28,7 +28,7 @@ from contextlib import redirect_stdout
 from statistics import median
 from unittest import mock
 
-from common import REPO_ROOT, argument_parser, print_table, write_json
+from common import argument_parser, print_table, write_json
 
 # The unit tests' helpers, as the package they are (common puts build/collections on sys.path).
 from ansible_collections.eksops.nodegroup.tests.unit.plugins import moto_nodegroup  # noqa: E402  (sets MOTO_EC2_LOAD_DEFAULT_AMIS before moto loads)
