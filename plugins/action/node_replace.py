@@ -20,7 +20,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import USER_A
 from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.module import error_result
-from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import ReplaceFailed, ReplaceState, while_job_lives
+from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import ReplaceFailed, ReplaceState, batches_while_job_lives
 from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_steps import (
     cordon_old_nodes,
     full_argument_spec,
@@ -101,7 +101,7 @@ class ActionModule(ControllerAction):
                     self._progress("%s %d old nodes and labelled them out of the load balancers before the first "
                                    "batch, so that no pod moves onto a node still to be replaced" % (
                                        "would cordon" if check_mode else "cordoned", len(cordoned["drain"]["nodes"])))
-            loop.run(while_job_lives(next_batch, job_guard.check))
+            loop.run(batches_while_job_lives(next_batch, job_guard.check))
             if plan is not None and not check_mode:
                 planned["old_instances_left"] = old_instances_left(params, clients, warnings.append)
         except ReplaceFailed as failure:

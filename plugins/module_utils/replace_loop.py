@@ -123,8 +123,8 @@ def planned_steps(steps: Sequence[Mapping[str, Any]]) -> Callable[[ReplaceState]
     return next_batch
 
 
-def while_job_lives(next_batch: Callable[[ReplaceState], Batch | None],
-                    check: Callable[[str], None]) -> Callable[[ReplaceState], Batch | None]:
+def batches_while_job_lives(next_batch: Callable[[ReplaceState], Batch | None],
+                            check: Callable[[str], None]) -> Callable[[ReplaceState], Batch | None]:
     """``next_batch``, asking ``check`` (job_guard.check: it raises JobStopped once the job is gone, SPEC W5)
     before each batch starts, so that a cancelled job starts no batch, not even its progress line."""
     def guarded(state: ReplaceState) -> Batch | None:

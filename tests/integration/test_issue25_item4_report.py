@@ -11,10 +11,8 @@ import json
 import re
 import xml.etree.ElementTree as ET
 
-import pytest
-
 from nodegroup_state import workers_asg
-from sandbox_helpers import REPO_ROOT, run_playbook, running_sandbox
+from sandbox_helpers import REPO_ROOT, module_sandbox, run_playbook
 
 AMI_129 = "amazon-eks-node-al2023-x86_64-standard-1.29-v20240101"
 AMI_130 = "amazon-eks-node-al2023-x86_64-standard-1.30-v20240615"
@@ -33,10 +31,7 @@ SMALL = {
 SVG = "{http://www.w3.org/2000/svg}"
 
 
-@pytest.fixture(scope="module")
-def small_sandbox(tmp_path_factory):
-    with running_sandbox(SMALL, tmp_path_factory.mktemp("sandbox-picture")) as handle:
-        yield handle
+small_sandbox = module_sandbox(SMALL)
 
 
 def upgrade(sandbox, report_path, **extra):

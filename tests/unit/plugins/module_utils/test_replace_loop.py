@@ -18,7 +18,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop impo
     StepFailed,
     planned_batches,
     planned_steps,
-    while_job_lives,
+    batches_while_job_lives,
 )
 
 
@@ -215,7 +215,7 @@ def test_no_batch_starts_once_the_controller_is_gone():
     steps = Steps()
     guard = job_guard.JobGuard(100, lambda: next(parents))
     with pytest.raises(ReplaceFailed) as failed:
-        make_loop(steps).run(while_job_lives(planned_batches([["i-1"], ["i-2"], ["i-3"]]), guard.check))
+        make_loop(steps).run(batches_while_job_lives(planned_batches([["i-1"], ["i-2"], ["i-3"]]), guard.check))
     assert failed.value.error.code == "JobStopped"
     assert "refused to start batch 3" in failed.value.error.msg
     assert failed.value.state.replaced_instances == ["i-1", "i-2"] and ("drain", "i-3") not in steps.events
