@@ -36,8 +36,8 @@ from ansible_collections.eksops.nodegroup.tests.unit.plugins.fakes import FakeSt
 from ansible_collections.eksops.nodegroup.tests.unit.plugins.module_args import patch_module_args  # noqa: E402
 from moto import mock_aws  # noqa: E402
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import clients as clients_utils  # noqa: E402
-from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule  # noqa: E402
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host import clients as clients_utils  # noqa: E402
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import EksopsModule  # noqa: E402
 from ansible_collections.eksops.nodegroup.plugins.modules import nodegroup_info  # noqa: E402
 
 GOAL_SECONDS = 5.0

@@ -5,11 +5,11 @@
 process on the controller, printing its progress as it goes, for as long as EKS works (issue 29 item 3, SPEC W4:
 following it from a task file that included itself per poll died of RecursionError after about 200 polls), and naming
 the pods that kept EKS from draining a node (from the cluster, proven to be cluster_name's, SPEC K4). The work
-is module_utils/managed_update_step.py; plugins/modules/eks_nodegroup_update.py is its documentation and main."""
+is module_utils/steps/eks_nodegroup_update.py; plugins/modules/eks_nodegroup_update.py is its documentation and main."""
 
 from __future__ import annotations
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import managed_update_step
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import eks_nodegroup_update as managed_update_step
 from ansible_collections.eksops.nodegroup.plugins.plugin_utils.controller_action import StepAction
 
 

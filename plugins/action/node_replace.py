@@ -4,8 +4,8 @@
 """eksops.nodegroup.node_replace: the upgrade phase's batch loop (drain, terminate through the Auto Scaling group,
 wait) in one process on the controller (issue 11 item 4; docs/architecture.md says why).
 
-The work is node_drain's and asg_instance_terminate's own code (module_utils/drain_step.py, terminate_step.py),
-looped by module_utils/replace_loop.py; this file only validates the options, reports progress through Display
+The work is node_drain's and asg_instance_terminate's own code (module_utils/steps/node_drain.py, steps/asg_instance_terminate.py),
+looped by module_utils/phases/replace/loop.py; this file only validates the options, reports progress through Display
 (ansible-playbook's output and AWX's job output) and builds the task result as the modules build theirs.
 """
 
@@ -15,13 +15,14 @@ import time
 
 from ansible.utils.display import Display
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import job_guard
-from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import USER_AGENT_EXTRA
-from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host import job_guard
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws.session import USER_AGENT_EXTRA
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clients import Clients
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.cluster_proof import prove_cluster
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.module import error_result
-from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import ReplaceFailed, ReplaceState, batches_while_job_lives
-from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_steps import (
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import error_result
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import ReplaceFailed, ReplaceState, batches_while_job_lives
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.phase import (
     cordon_old_nodes,
     full_argument_spec,
     next_batch_source,
@@ -50,7 +51,7 @@ class ActionModule(ControllerAction):
                                        mutually_exclusive=[["max_unavailable", "max_unavailable_percentage"],
                                                            ["batches", "steps"]])
         warnings = []
-        clients = Clients(params, "%s/node_replace" % USER_AGENT_EXTRA)
+        clients = Clients(params, "%s/node_replace" % USER_AGENT_EXTRA, proof=prove_cluster)
         result.update(self.while_job_lives(clients, lambda: self._phase(params, clients, warnings)))
         if warnings:
             result["warnings"] = warnings

@@ -5,7 +5,7 @@
 on the controller (issue 11 item 4; docs/architecture.md says why).
 
 The work is nodegroup_info's, nodegroup_preflight's and launch_template_version's own code, in order, by
-module_utils/setup_phase.py; this file only validates the options, shows what was found through Display
+module_utils/phases/setup.py; this file only validates the options, shows what was found through Display
 (ansible-playbook's output and AWX's job output) and builds the task result as the modules build theirs.
 """
 
@@ -13,15 +13,16 @@ from __future__ import annotations
 
 from ansible.utils.display import Display
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import USER_AGENT_EXTRA
-from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
-from ansible_collections.eksops.nodegroup.plugins.module_utils.module import merged_argument_spec
-from ansible_collections.eksops.nodegroup.plugins.module_utils.setup_phase import (
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws.session import USER_AGENT_EXTRA
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clients import Clients
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.cluster_proof import prove_cluster
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import merged_argument_spec
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.setup import (
     ARGUMENT_SPEC,
     TARGET_OPTIONS,
     SetupPhase,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.step_context import run_step
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.step_context import run_step
 from ansible_collections.eksops.nodegroup.plugins.plugin_utils.controller_action import ControllerAction
 
 display = Display()
@@ -36,7 +37,7 @@ class ActionModule(ControllerAction):
         params = self.validated_params(
             merged_argument_spec(ARGUMENT_SPEC, uses_aws=True, uses_k8s=True),
             mutually_exclusive=[["max_unavailable", "max_unavailable_percentage"], TARGET_OPTIONS])
-        clients = Clients(params, "%s/nodegroup_setup" % USER_AGENT_EXTRA)
+        clients = Clients(params, "%s/nodegroup_setup" % USER_AGENT_EXTRA, proof=prove_cluster)
         result.update(self.while_job_lives(clients, lambda: run_step(
             lambda context: SetupPhase(context, display.display).run(), params, clients,
             bool(self._task.check_mode), bool(self._task.diff), lambda line: None)))

@@ -19,7 +19,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.timeline_svg import render
+from ansible_collections.eksops.nodegroup.plugins.module_utils.report.timeline_svg import render
 
 ARGUMENT_SPEC = dict(
     report=dict(type="dict", required=True),

@@ -4,7 +4,7 @@
 
 
 class ModuleDocFragment(object):
-    # The run's lease (module_utils/lease.py LEASE_OPTION), for the modules that change a node group's ASG.
+    # The run's lease (module_utils/nodegroup/lease.py LEASE_OPTION), for the modules that change a node group's ASG.
     DOCUMENTATION = r"""
 options:
   lease_id:

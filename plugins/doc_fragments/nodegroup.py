@@ -5,7 +5,7 @@
 
 class ModuleDocFragment(object):
     # Which node group a module acts on, for the modules that find its Auto Scaling group
-    # (argument spec: NODEGROUP_ARGUMENT_SPEC in module_utils/nodegroup.py).
+    # (argument spec: NODEGROUP_ARGUMENT_SPEC in module_utils/nodegroup/discovery.py).
     DOCUMENTATION = r"""
 options:
   cluster_name:

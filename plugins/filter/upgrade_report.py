@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.upgrade_timeline import (
+from ansible_collections.eksops.nodegroup.plugins.module_utils.report.timeline import (
     az_timeline,
     batch_reports,
     epoch_of,
@@ -294,7 +294,7 @@ def _unset_as_null(run: Mapping[str, Any]) -> dict[str, Any]:
 
 def _timeline(run: Mapping[str, Any], drained: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """The batches of the upgrade phase with their times and waits, and the timeline of the run (issue 25 item 4,
-    module_utils/upgrade_timeline.py); the picture beside the JSON report draws them."""
+    module_utils/report/timeline.py); the picture beside the JSON report draws them."""
     batches = batch_reports(dict(upgrade=run.get("upgrade_batches"), surge_upgrade=run.get("surge_upgrade_batches")),
                             drained)
     start = epoch_of(run["started_at"])

@@ -6,13 +6,18 @@
 - ``drain_nodes(core_v1, node_names, options, *, log=None) -> DrainResult``: cordon every node, then drain them
   side by side (the composition below, as kubectl's pkg/drain/default.go);
 - ``cordon_nodes``, ``uncordon_nodes``, ``read_nodes``: from ``_drain/cordon.py``;
-- ``DrainOptions``: the options with their SPEC names and defaults; ``is_mirror`` (D6), for the preflight.
+- ``DrainOptions``: the options with their SPEC names and defaults; ``is_mirror`` (D6) and ``pod_outlives_node``,
+  for the preflight;
+- ``termination_check`` and its kin (``_drain/drained.py``): whether instances' nodes are drained, checked before
+  their termination (U5), and the nodes of instances (``resolve_instance_nodes``);
+- ``with_blockers`` (``_drain/blockers.py``): the pods and PodDisruptionBudgets that kept EKS's own drain of a
+  managed group from a node its PodEvictionFailure names.
 
 The rooms, one concern each, in ``_drain/``: ``options`` (what is asked), ``pods`` (reading a pod), ``filters``
 (which pods go, D3-D10), ``cordon`` (D1, U4, C1), ``eviction`` (what an answer means, D13), ``deadlines`` (D14),
-``budget_gate`` (pacing by the PDBs, S5), ``scheduler`` (the removal jobs, P4), ``node_drain`` (one node, D2-D16),
-``post_drain`` (the wait before a termination, U5, B3), ``result`` (D16) and ``api`` (the calls). The instances' nodes and the check before a termination are in
-``module_utils/nodes.py``.
+``budget_gate`` (pacing by the PDBs, S5), ``scheduler`` (the removal jobs, P4), ``node`` (one node, D2-D16),
+``post_drain`` (the wait before a termination, U5, B3), ``result`` (D16), ``api`` (the calls), ``drained`` (the
+check before a termination) and ``blockers`` (what held EKS's drain).
 """
 
 from __future__ import annotations
@@ -35,18 +40,25 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.eviction i
     PDB_RETRY_SECONDS,
     SERVER_ERROR_RETRIES,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.node_drain import NodeDrain
+from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.node import NodeDrain
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.options import (
     DEFAULT_OPTIONS,
     DrainOptions,
     noop_log,
     validate_names,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.pods import is_mirror
+from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.blockers import with_blockers
+from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.drained import (
+    resolve_instance_nodes,
+    termination_check,
+    termination_problems_message,
+    undrained_instances,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.pods import is_mirror, pod_outlives_node
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.result import DrainResult
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.scheduler import EvictionScheduler
-from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import translate_k8s_errors
-from ansible_collections.eksops.nodegroup.plugins.module_utils.load_balancers import ClusterLoadBalancers
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.client import translate_k8s_errors
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.load_balancers import ClusterLoadBalancers
 
 
 class _Engine:
@@ -143,5 +155,6 @@ def drain_nodes(core_v1: Any, node_names: Iterable[str] | None, options: DrainOp
 
 __all__ = [
     "DEFAULT_OPTIONS", "DrainOptions", "DrainResult", "drain_nodes", "cordon_nodes", "uncordon_nodes", "read_nodes", "is_mirror",
-    "AUTOSCALER_TAINT",
+    "AUTOSCALER_TAINT", "pod_outlives_node", "resolve_instance_nodes", "termination_check",
+    "termination_problems_message", "undrained_instances", "with_blockers",
 ]

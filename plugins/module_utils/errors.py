@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 NODE_CREATION_FAILURE = "NodeCreationFailure"
@@ -73,6 +74,20 @@ class UpgradeError(Exception):
 
     def __repr__(self) -> str:
         return "UpgradeError(%r, %r, **%r)" % (self.code, self.msg, self.details)
+
+
+
+class StepFailed(Exception):
+    """A step's UpgradeError (raised by the loops that run steps in one process: setup, replace) and the result the step had when it failed (what a module's fail_json carries)."""
+
+    def __init__(self, error: UpgradeError, result: Mapping[str, Any] | None = None,
+                 accepted: Sequence[str] = ()) -> None:
+        super().__init__(error.msg)
+        self.error = error
+        self.result = dict(result or {})
+        # A termination step that failed after Auto Scaling accepted some of the batch's terminations (its first
+        # round, SPEC B1): those instances are going all the same.
+        self.accepted = list(accepted)
 
 
 def invalid_parameter(parameter: str, msg: str, **details: Any) -> UpgradeError:

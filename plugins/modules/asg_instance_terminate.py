@@ -225,8 +225,8 @@ undrained:
   sample: [{instance_id: i-0123456789abcdef0, node: ip-10-0-1-5.internal, cordoned: true, pods: [default/web-1]}]
 """
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
-from ansible_collections.eksops.nodegroup.plugins.module_utils.terminate_step import ARGUMENT_SPEC, run
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import EksopsModule
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps.asg_instance_terminate import ARGUMENT_SPEC, run
 
 
 def main() -> None:

@@ -377,8 +377,8 @@ code:
   sample: PodEvictionFailure
 """
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.managed_update_step import ARGUMENT_SPEC, run
-from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps.eks_nodegroup_update import ARGUMENT_SPEC, run
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import EksopsModule
 
 
 def main() -> None:

@@ -246,8 +246,8 @@ diff:
   type: dict
 """
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.launch_template_step import ARGUMENT_SPEC, TARGET_OPTIONS, run
-from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps.launch_template_version import ARGUMENT_SPEC, TARGET_OPTIONS, run
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import EksopsModule
 
 
 def main() -> None:

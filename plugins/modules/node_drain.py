@@ -366,8 +366,8 @@ code:
   type: str
 """
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.drain_step import ARGUMENT_SPEC, run
-from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps.node_drain import ARGUMENT_SPEC, run
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import EksopsModule
 
 
 def main() -> None:

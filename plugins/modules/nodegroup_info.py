@@ -237,8 +237,8 @@ nodegroup:
         schedule: {schedule: eks}
 """
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_describe import ARGUMENT_SPEC, describe_nodegroup
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import EksopsModule
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps.nodegroup_info import ARGUMENT_SPEC, describe_nodegroup
 
 
 def main() -> None:

@@ -66,9 +66,9 @@ lease:
 """
 
 from typing import Any
-from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import lease_of, release
-from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NODEGROUP_ARGUMENT_SPEC, find_module_nodegroup
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.lease import lease_of, release
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import EksopsModule
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.discovery import NODEGROUP_ARGUMENT_SPEC, find_module_nodegroup
 
 ARGUMENT_SPEC = dict(NODEGROUP_ARGUMENT_SPEC, lease_id=dict(type="str", required=True))
 

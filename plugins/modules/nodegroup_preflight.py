@@ -107,8 +107,8 @@ preflight:
         ip-10-0-2-41.eu-west-1.compute.internal: 9
 """
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
-from ansible_collections.eksops.nodegroup.plugins.module_utils.preflight_step import ARGUMENT_SPEC, run
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import EksopsModule
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps.nodegroup_preflight import ARGUMENT_SPEC, run
 
 
 def main() -> None:

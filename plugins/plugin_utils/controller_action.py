@@ -17,14 +17,15 @@ from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import job_guard
-from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import HAS_BOTO3, USER_AGENT_EXTRA, warm_service_models
-from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host import job_guard
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws.session import HAS_BOTO3, USER_AGENT_EXTRA, warm_service_models
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clients import Clients
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.cluster_proof import prove_cluster
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import kubernetes_import_error
-from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import release_held
-from ansible_collections.eksops.nodegroup.plugins.module_utils.module import error_result, merged_argument_spec
-from ansible_collections.eksops.nodegroup.plugins.module_utils.step_context import run_step
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.client import kubernetes_import_error
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.lease import release_held
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import error_result, merged_argument_spec
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.step_context import run_step
 
 display = Display()
 
@@ -52,7 +53,7 @@ class ControllerAction(ActionBase):
         return validation.validated_parameters
 
     def while_job_lives(self, clients: Clients, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        """``work()``'s task result, with the job guard armed (SPEC W5, module_utils/job_guard.py): once the job is
+        """``work()``'s task result, with the job guard armed (SPEC W5, module_utils/host/job_guard.py): once the job is
         gone, no destructive call starts, the work unwinds through its failure path (JobStopped), and the leases it
         holds are released, so that the relaunch is not refused (the journal, written before each change, says
         where it stopped)."""
@@ -115,7 +116,7 @@ class StepAction(ControllerAction):
         def log(line: str) -> None:
             display.vvvv("%s: %s" % (name, line))
 
-        clients = Clients(params, "%s/%s" % (USER_AGENT_EXTRA, name))
+        clients = Clients(params, "%s/%s" % (USER_AGENT_EXTRA, name), proof=prove_cluster)
         result.update(self.while_job_lives(clients, lambda: run_step(
             self.STEP.run, params, clients, bool(self._task.check_mode), bool(self._task.diff), log,
             display.display if self.PROGRESS else None)))

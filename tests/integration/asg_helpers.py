@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
-from ansible_collections.eksops.nodegroup.plugins.module_utils.lease import LEASE_TAG
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal import Journal, write_journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.lease import LEASE_TAG
 from nodegroup_state import nodegroup_nodes, workers_asg
 
 __all__ = ["NEW_AMI_NAME", "base_args", "workers_asg", "journal_tags", "edit_journal", "asg_state",

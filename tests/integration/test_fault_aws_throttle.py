@@ -6,7 +6,7 @@ playbooks/upgrade_nodegroup.yml.
 
 The scenario makes AWS throttle the collection: DescribeAutoScalingGroups answers Throttling and DescribeInstances
 RequestLimitExceeded 30 % of the time, and the first three calls of any kind answer Throttling. The AWS client
-factory (module_utils/aws.py: botocore's standard retry mode, jittered backoff, 10 attempts) must absorb them:
+factory (module_utils/aws/session.py: botocore's standard retry mode, jittered backoff, 10 attempts) must absorb them:
 the upgrade succeeds with every node replaced, no pod lost, no PDB violated, and the sandbox's report shows
 that the errors were injected into the collection's calls and that the same calls then succeeded.
 

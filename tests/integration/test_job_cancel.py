@@ -84,7 +84,7 @@ def _after_the_stop(sandbox: SandboxHandle, phases: tuple[str | None, ...], rele
     """Nothing destructive starts for STOP_WAIT seconds after the stop (a request sent before it may land in the first
     second: work in flight ends); the journal names one of ``phases`` (None: no journal); the lease is released
     (``released``: the stop fell inside one of the collection's tasks) or, when the stop fell between two tasks,
-    renewed no more and left to lapse, as a killed run's (lease.py), waited for here."""
+    renewed no more and left to lapse, as a killed run's (nodegroup/lease.py), waited for here."""
     time.sleep(1)
     at_stop, lease_at_stop = _destructive_counts(sandbox), _lease(sandbox)
     time.sleep(STOP_WAIT)

@@ -21,7 +21,7 @@ import pytest
 import yaml
 from kubernetes.client import V1Container, V1ObjectMeta, V1Pod, V1PodSpec
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import retry_api_call
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.watch import retry_api_call
 from nodegroup_state import asg_name_of, nodegroup_nodes
 from sandbox_helpers import ansible_env, run_module, start_sandbox, stop_sandbox
 

@@ -12,13 +12,13 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import job_guard
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host import job_guard
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import not_found
-from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import (
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.client import (
     apps_v1,
     policy_v1,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import (
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.watch import (
     SYSTEM_CLOCK,
     Clock,
     list_all,

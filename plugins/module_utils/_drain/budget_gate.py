@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 import threading
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain import eviction
-from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import (
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.watch import (
     Waker,
     list_then_watch,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.label_selector import selector_matches
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.label_selector import selector_matches
 
 if TYPE_CHECKING:
     from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.api import KubeApi

@@ -25,11 +25,11 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     AUTOSCALER_ACTIVE,
     UpgradeError,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import (
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal import (
     CORDONED_BY_ANNOTATION,
     TAG_PREFIX,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import translate_k8s_errors
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.client import translate_k8s_errors
 
 
 EXCLUDE_LB_LABEL = "node.kubernetes.io/exclude-from-external-load-balancers"

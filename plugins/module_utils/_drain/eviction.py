@@ -10,7 +10,7 @@ from typing import Any
 import random
 import re
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import (
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.watch import (
     backoff_delay,
     retry_after_seconds,
     status_body,

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import datetime
 
     from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.options import DrainOptions
-    from ansible_collections.eksops.nodegroup.plugins.module_utils.returning_pods import ReturnTracker
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.members.returning_pods import ReturnTracker
 
 
 WARN = "warn"      # pass, with a warning

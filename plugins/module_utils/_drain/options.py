@@ -10,7 +10,7 @@ from typing import Any
 import datetime
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import invalid_parameter
-from ansible_collections.eksops.nodegroup.plugins.module_utils.label_selector import (
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.label_selector import (
     SELECTOR_SYNTAX,
     parse_label_selector,
 )

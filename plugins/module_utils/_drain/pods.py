@@ -10,8 +10,8 @@ from typing import Any
 import datetime
 import itertools
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import object_key
-from ansible_collections.eksops.nodegroup.plugins.module_utils.returning_pods import controller_ref
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.watch import object_key
+from ansible_collections.eksops.nodegroup.plugins.module_utils.members.returning_pods import controller_ref
 
 
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
@@ -73,3 +73,16 @@ def is_gone(pod: Mapping[str, Any], objects: Mapping[tuple[str, str | None], Map
 def is_mirror(pod: Mapping[str, Any]) -> bool:
     """D6: a static pod's mirror; the API server refuses to evict it."""
     return MIRROR_POD_ANNOTATION in ((pod.get("metadata") or {}).get("annotations") or {})
+
+
+def pod_outlives_node(pod: Mapping[str, Any]) -> bool:
+    """Whether a pod still on a node is lost when the node's instance goes (U5: terminate only empty nodes), which
+    is what a drain takes off the node (EKS's drain, like kubectl's, leaves the others).
+
+    DaemonSet and mirror pods belong to the node, finished pods hold nothing; every other pod counts, also one
+    already terminating (it may still be serving or stopping).
+    """
+    if is_finished(pod) or is_mirror(pod):
+        return False
+    controller = controller_of(pod)
+    return controller is None or controller.get("kind") != "DaemonSet"

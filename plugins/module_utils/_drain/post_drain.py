@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.load_balancers import describe_holders
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.load_balancers import describe_holders
 
 # How often the load balancers are asked while an instance is held: at most once a second, backing off to 5 s
 # (issue 11 item 4: watches and polls, never sleeps; DescribeTargetHealth shares the ELB API's rate limits).

@@ -15,7 +15,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
 )
 
 if TYPE_CHECKING:
-    from ansible_collections.eksops.nodegroup.plugins.module_utils.returning_pods import Returning
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.members.returning_pods import Returning
 
 
 def describe_failed_pods(entries: Iterable[Mapping[str, Any]]) -> str:

@@ -11,11 +11,11 @@ import heapq
 import itertools
 import threading
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import SYSTEM_CLOCK, Clock
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.watch import SYSTEM_CLOCK, Clock
 
 if TYPE_CHECKING:
     from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.deadlines import Deadline
-    from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.node_drain import NodeDrain
+    from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.node import NodeDrain
 
 
 class RemovalJob:

@@ -33,8 +33,8 @@ from kubernetes.client.exceptions import ApiException
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.cordon import apply_merge_patch
 from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import drain_nodes
-from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
-from ansible_collections.eksops.nodegroup.plugins.module_utils.label_selector import selector_matches
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal import Journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.label_selector import selector_matches
 
 
 # ----------------------------------------------------------------------------------------------------------

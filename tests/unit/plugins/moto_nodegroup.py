@@ -221,7 +221,7 @@ _SESSIONS = {}
 def _reused_session(params):
     """aws.aws_session, built once per set of options: a fresh boto3 Session re-reads every service model
     from disk, which dominates the run time of an in-process module test."""
-    from ansible_collections.eksops.nodegroup.plugins.module_utils import aws
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import session as aws
 
     key = tuple((name, params.get(name)) for name in aws.AWS_OPTION_NAMES)
     if key not in _SESSIONS:
@@ -275,7 +275,7 @@ def _answer_instance_refreshes(model, **_kwargs):
 
 
 def _aws_client_like_aws(params, service, session=None, calls=None, errors=None):
-    from ansible_collections.eksops.nodegroup.plugins.module_utils import aws
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import session as aws
 
     client = aws.aws_client(params, service, session=session)
     if calls is not None:
@@ -300,8 +300,8 @@ def moto_clients(aws_calls=None, aws_errors=None):
     """The collection's AWS clients on this process's moto (see run_module_in_process for the arguments)."""
     from unittest import mock
 
-    with mock.patch("ansible_collections.eksops.nodegroup.plugins.module_utils.clients.aws_session", _reused_session), \
-            mock.patch("ansible_collections.eksops.nodegroup.plugins.module_utils.clients.aws_client",
+    with mock.patch("ansible_collections.eksops.nodegroup.plugins.module_utils.host.clients.aws_session", _reused_session), \
+            mock.patch("ansible_collections.eksops.nodegroup.plugins.module_utils.host.clients.aws_client",
                        lambda params, service, session=None: _aws_client_like_aws(params, service, session,
                                                                                   aws_calls, aws_errors)):
         yield
@@ -344,9 +344,11 @@ def run_step_in_process(step, docs, args, check=False, diff=False, aws_calls=Non
     names the result key. Arguments as run_module_in_process's."""
     from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-    from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
-    from ansible_collections.eksops.nodegroup.plugins.module_utils.module import merged_argument_spec
-    from ansible_collections.eksops.nodegroup.plugins.module_utils.step_context import run_step
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clients import Clients
+
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.cluster_proof import prove_cluster
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import merged_argument_spec
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.host.step_context import run_step
 
     module_args = dict(AWS_PARAMS)
     module_args.update(args)
@@ -356,6 +358,7 @@ def run_step_in_process(step, docs, args, check=False, diff=False, aws_calls=Non
         return dict(failed=True, msg="; ".join(validation.error_messages))
     params = validation.validated_parameters
     with moto_clients(aws_calls, aws_errors):
-        result = run_step(step.run, params, Clients(params, "test"), check, diff, lambda line: None)
+        result = run_step(step.run, params, Clients(params, "test", proof=prove_cluster), check, diff,
+                          lambda line: None)
     _check_result_key(result, docs)
     return result

@@ -22,7 +22,7 @@ import sys
 
 import yaml
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.module import merged_argument_spec
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import merged_argument_spec
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 BIN = pathlib.Path(sys.executable).parent

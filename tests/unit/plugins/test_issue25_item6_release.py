@@ -12,7 +12,7 @@ import subprocess
 
 import yaml
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import COLLECTION_VERSION
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws.session import COLLECTION_VERSION
 
 from .module_docs import FRAGMENT_PACKAGE
 

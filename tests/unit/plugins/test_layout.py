@@ -4,14 +4,19 @@
 """The house rules of plugins/ (issue 12), read from the source with ast:
 
 - one Kubernetes client factory: typed API objects (``CoreV1Api(...)``, ``ApiClient(...)``) are built only in
-  module_utils/k8s.py;
-- one AWS client factory: boto3 and botocore are imported only in module_utils/aws.py;
-- AWS API calls in one place per service: only module_utils/aws_api/ calls an operation of the services the
+  module_utils/kube/client.py;
+- one AWS client factory: boto3 and botocore are imported only in module_utils/aws/session.py;
+- AWS API calls in one place per service: only module_utils/aws/ calls an operation of the services the
   collection uses (an attribute named after a botocore operation, on anything but an imported module, or an
   operation name given to paginate/get_paginator), each under aws.aws_call's error translation;
 - no file over 450 lines of code (a module's DOCUMENTATION, EXAMPLES and RETURN aside) and no function over 60.
   The files and functions still over the bar are listed with their size today: each may shrink, none may grow,
   and none may join the list;
+- layers (issue 26 item 6): only the drain facade (module_utils/drain.py) imports the drain engine (_drain/); the
+  client factories (aws/, kube/, host/clients.py, host/job_guard.py) import no domain code; plan/ and report/ are
+  pure; nothing imports a layer above its own (steps/ run the domain, phases/ run steps);
+- names that do not collide: no two module_utils files share a name, and no public function or class is defined
+  in two of them (the step interface of steps/ and the operations of aws/<service>.py aside);
 - type hints in module_utils/, filter/, test/ and modules/: every function and method (nested ones too, ``__init__`` included)
   annotates its parameters, self and cls aside, and its return.
 """
@@ -27,13 +32,14 @@ import pytest
 from botocore import xform_name
 
 PLUGINS = pathlib.Path(__file__).resolve().parents[3] / "plugins"
-K8S_FACTORY = "module_utils/k8s.py"
-AWS_FACTORY = "module_utils/aws.py"
+K8S_FACTORY = "module_utils/kube/client.py"
+AWS_FACTORY = "module_utils/aws/session.py"
 MAX_FILE_LINES = 450
 MAX_FUNCTION_LINES = 60
 TYPED_API = re.compile(r"^(ApiClient|[A-Z]\w*Api)$")
-AWS_CALLS = "module_utils/aws_api/"
 AWS_SERVICES = ("autoscaling", "ec2", "eks", "ssm", "sts")
+# One file per service in module_utils/aws/, beside the client factory (client.py) and the answers' shapes.
+AWS_CALLS = frozenset("module_utils/aws/%s.py" % service for service in ("autoscaling", "ec2", "eks", "elb", "elbv2", "ssm"))
 OPERATION_NAME_CALLS = frozenset(["paginate", "get_paginator"])
 
 # Still over the bar (issue 12 splits them next): lines today.
@@ -52,7 +58,7 @@ def called_name(call):
 
 def test_the_layout_reads_the_whole_plugins_tree():
     names = [name for name, _path in sources()]
-    assert K8S_FACTORY in names and AWS_FACTORY in names and "module_utils/_drain/node_drain.py" in names
+    assert K8S_FACTORY in names and AWS_FACTORY in names and "module_utils/_drain/node.py" in names
     assert set(OVERSIZED_FILES) | {name for name, _function in LONG_FUNCTIONS} <= set(names)
 
 
@@ -95,7 +101,7 @@ def test_typed_kubernetes_apis_are_built_by_the_one_client_factory(name, path):
     if name == K8S_FACTORY:
         return
     built = built_apis(ast.parse(path.read_text()))
-    assert built == [], "%s builds %s; use module_utils/k8s.py (core_v1, apps_v1, policy_v1, version_api)" % (
+    assert built == [], "%s builds %s; use module_utils/kube/client.py (core_v1, apps_v1, policy_v1, version_api)" % (
         name, ", ".join(built))
 
 
@@ -110,7 +116,7 @@ def test_boto3_and_botocore_are_imported_by_the_one_aws_client_factory(name, pat
             imported.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
             imported.add(node.module.split(".")[0])
-    assert not imported & {"boto3", "botocore"}, "%s imports boto3/botocore; use module_utils/aws.py" % name
+    assert not imported & {"boto3", "botocore"}, "%s imports boto3/botocore; use module_utils/aws/session.py" % name
 
 
 DOC_STRINGS = frozenset(["DOCUMENTATION", "EXAMPLES", "RETURN"])
@@ -191,14 +197,14 @@ def test_the_scan_finds_aws_calls_outside_the_api_files():
 
 @pytest.mark.parametrize("name, path", sources())
 def test_aws_is_called_only_from_the_api_files(name, path):
-    if name.startswith(AWS_CALLS):
+    if name in AWS_CALLS:
         return
     calls = aws_operation_calls(ast.parse(path.read_text()))
-    assert calls == [], "%s calls AWS directly (%s); add a function to module_utils/aws_api/<service>.py" % (
+    assert calls == [], "%s calls AWS directly (%s); add a function to module_utils/aws/<service>.py" % (
         name, ", ".join("line %d: %s" % call for call in calls))
 
 
-@pytest.mark.parametrize("name, path", [(name, path) for name, path in sources() if name.startswith(AWS_CALLS)])
+@pytest.mark.parametrize("name, path", [(name, path) for name, path in sources() if name in AWS_CALLS])
 def test_every_aws_call_is_under_the_error_translation(name, path):
     tree = ast.parse(path.read_text())
     for node in tree.body:
@@ -243,3 +249,104 @@ def test_functions_have_type_hints(name, path):
     missing = unannotated(ast.parse(path.read_text()))
     assert missing == [], "%s: functions without type hints (issue 12): %s" % (
         name, "; ".join("line %d: %s() lacks %s" % entry for entry in missing))
+
+
+MODULE_UTILS = "ansible_collections.eksops.nodegroup.plugins.module_utils"
+
+
+def imported_utils(tree):
+    """The module_utils modules a file imports, as paths under module_utils without .py: ``nodegroup/journal``
+    (``from ...module_utils.nodegroup import journal`` and ``from ...module_utils.nodegroup.journal import x`` alike)."""
+    found = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith(MODULE_UTILS):
+            continue
+        package = node.module[len(MODULE_UTILS) + 1:].replace(".", "/")
+        for alias in node.names:
+            child = (package + "/" if package else "") + alias.name
+            is_module = (PLUGINS / "module_utils" / (child + ".py")).exists()
+            found.add(child if is_module else package)
+    return found
+
+
+def test_the_scan_finds_the_module_utils_a_file_imports():
+    tree = ast.parse("from %s.nodegroup import journal as jr\nfrom %s.errors import UpgradeError\n"
+                     "from %s._drain.api import KubeApi\nimport os\n" % (MODULE_UTILS, MODULE_UTILS, MODULE_UTILS))
+    assert imported_utils(tree) == {"nodegroup/journal", "errors", "_drain/api"}
+
+
+def layer_of(name):
+    """``module_utils/steps/asg_surge.py`` -> ``steps``; a client factory's layer is ``clients``."""
+    path = name[len("module_utils/"):-len(".py")]
+    if path.split("/")[0] in ("aws", "kube") or path in ("host/clients", "host/job_guard"):
+        return "clients"
+    return "drain" if path in ("drain",) or path.startswith("_drain/") else path.split("/")[0]
+
+
+DOMAIN = frozenset(["nodegroup", "members", "managed", "drain", "plan"])
+# What each layer may import besides itself and errors.py: the house read from the bottom up.
+MAY_IMPORT = {
+    "clients": frozenset(),
+    "plan": frozenset(),
+    "report": frozenset(["plan"]),
+    "host": frozenset(["clients", "nodegroup"]),  # host/module.py gives its Clients the K4 proof
+    "nodegroup": frozenset(["clients", "host"]) | DOMAIN,
+    "members": frozenset(["clients", "host"]) | DOMAIN,
+    "managed": frozenset(["clients", "host"]) | DOMAIN,
+    "drain": frozenset(["clients", "host"]) | DOMAIN,
+    "steps": frozenset(["clients", "host"]) | DOMAIN,
+    "phases": frozenset(["clients", "host", "steps"]) | DOMAIN,
+}
+MODULE_UTILS_SOURCES = [(name, path) for name, path in sources()
+                        if name.startswith("module_utils/") and name != "module_utils/errors.py"
+                        and not name.endswith("__init__.py")]
+
+
+def test_every_module_utils_file_has_a_layer():
+    assert {layer_of(name) for name, _path in MODULE_UTILS_SOURCES} == set(MAY_IMPORT)
+
+
+@pytest.mark.parametrize("name, path", MODULE_UTILS_SOURCES)
+def test_no_layer_imports_one_above_it(name, path):
+    layer = layer_of(name)
+    allowed = MAY_IMPORT[layer] | {layer}
+    wrong = sorted(used for used in imported_utils(ast.parse(path.read_text()))
+                   if used != "errors" and layer_of("module_utils/%s.py" % used) not in allowed)
+    assert wrong == [], "%s (%s) imports %s; it may import %s" % (name, layer, ", ".join(wrong), ", ".join(sorted(allowed)))
+
+
+@pytest.mark.parametrize("name, path", sources())
+def test_only_the_drain_facade_imports_the_drain_engine(name, path):
+    if name == "module_utils/drain.py" or name.startswith("module_utils/_drain/"):
+        return
+    engine = sorted(used for used in imported_utils(ast.parse(path.read_text())) if used.startswith("_drain"))
+    assert engine == [], "%s imports %s; use module_utils/drain.py" % (name, ", ".join(engine))
+
+
+def test_no_two_module_utils_files_share_a_name():
+    stems = {}
+    for name, path in MODULE_UTILS_SOURCES:
+        stems.setdefault(path.stem, []).append(name)
+    assert {stem: names for stem, names in stems.items() if len(names) > 1} == {}
+
+
+STEP_INTERFACE = frozenset(["run", "validate_params", "ARGUMENT_SPEC", "CONSTRAINTS"])
+
+
+def public_names(tree):
+    """The public functions and classes a file defines at its top level."""
+    return {node.name for node in tree.body
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_")}
+
+
+def test_no_public_function_or_class_is_defined_twice():
+    defined = {}
+    for name, path in MODULE_UTILS_SOURCES:
+        if name in AWS_CALLS:
+            continue  # named after the AWS operation each calls
+        names = public_names(ast.parse(path.read_text()))
+        if name.startswith("module_utils/steps/"):
+            names -= STEP_INTERFACE
+        for public in names:
+            defined.setdefault(public, []).append(name)
+    assert {public: names for public, names in defined.items() if len(names) > 1} == {}

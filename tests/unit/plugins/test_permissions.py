@@ -34,7 +34,7 @@ import pytest
 import yaml
 from botocore import xform_name
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import TAG_PREFIX
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal import TAG_PREFIX
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 PLUGINS = ROOT / "plugins"
@@ -363,7 +363,7 @@ class KubeModel:
     def __init__(self, source):
         self.classes = {}
         for _path, node in source.walk():
-            # ``CoreV1Api(client)``, or ``_client().CoreV1Api(client)`` (k8s.py imports the client at first use).
+            # ``CoreV1Api(client)``, or ``_client().CoreV1Api(client)`` (kube/client.py imports the client at first use).
             name = called_name(node)
             api_class = getattr(kubernetes.client, name, None) if name else None
             if inspect.isclass(api_class) and name.endswith("Api") and name != "ApiClient":

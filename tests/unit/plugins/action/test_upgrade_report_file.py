@@ -19,7 +19,7 @@ except ImportError:  # ansible-core < 2.19: importing the controller leaves modu
     _internal = None
 
 from ansible_collections.eksops.nodegroup.plugins.modules import upgrade_report_file
-from ansible_collections.eksops.nodegroup.plugins.module_utils.timeline_svg import render
+from ansible_collections.eksops.nodegroup.plugins.module_utils.report.timeline_svg import render
 
 from ..module_docs import assert_docs_match_spec
 from ..module_utils.test_timeline_svg import report_of_three_nodes_in_two_zones

@@ -9,11 +9,15 @@ import datetime
 
 import pytest
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import asg_ops, journal, kinds, nodegroup_nodes, termination
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import asg_state as asg_ops
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import kinds
+from ansible_collections.eksops.nodegroup.plugins.module_utils.members import group_nodes as nodegroup_nodes
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import termination
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
-from ansible_collections.eksops.nodegroup.plugins.module_utils.instances import instance_id_of, join_instances_nodes
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NodegroupRef
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal import Journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.members.instances import instance_id_of, join_instances_nodes
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.discovery import NodegroupRef
 
 from ..fakes import FakeClock, FakeCoreV1, api_error
 

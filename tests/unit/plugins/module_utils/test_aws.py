@@ -11,8 +11,8 @@ from botocore.exceptions import ClientError, EndpointConnectionError, NoCredenti
 from ansible.module_utils.basic import AnsibleModule
 from ..module_args import patch_module_args
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import aws
-from ansible_collections.eksops.nodegroup.plugins.module_utils import aws_shapes as shapes
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import session as aws
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import shapes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 
 PARAMS = dict(region="us-west-2", access_key="AKIDTEST", secret_key="secret", session_token=None, profile=None,
@@ -117,7 +117,7 @@ def test_collection_version_is_galaxy_ymls():
 
     import yaml
 
-    galaxy = pathlib.Path(aws.__file__).resolve().parents[2] / "galaxy.yml"
+    galaxy = pathlib.Path(aws.__file__).resolve().parents[3] / "galaxy.yml"
     assert aws.COLLECTION_VERSION == str(yaml.safe_load(galaxy.read_text())["version"])
 
 

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""module_utils/aws_api (issue 12): every AWS call of the collection, one function each under aws.aws_call.
+"""module_utils/aws/<service>.py (issue 12): every AWS call of the collection, one function each under aws.aws_call.
 
 Each function is driven through a real boto3 client with botocore's Stubber, which validates the request against
 the service model: the request it sends, what it makes of the answer, and, when AWS refuses, an UpgradeError with
@@ -18,7 +18,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling, ec2, eks, elb, elbv2, ssm
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import autoscaling, ec2, eks, elb, elbv2, ssm
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 
 ASG = "workers"

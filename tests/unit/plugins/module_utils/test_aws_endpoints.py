@@ -14,7 +14,8 @@ import urllib.parse
 import boto3
 import pytest
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import aws, k8s
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import session as aws
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube import client as k8s
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 
 PARAMS = dict(region="us-west-2", access_key="AKIDTEST", secret_key="secret", session_token=None, profile=None,

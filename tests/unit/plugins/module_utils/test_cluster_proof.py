@@ -10,7 +10,7 @@ import datetime
 
 import pytest
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import cluster_proof
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import cluster_proof
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import CLUSTER_UNREACHABLE, UpgradeError
 
 EKS = "https://ABCDEF0123456789.gr7.us-west-2.eks.amazonaws.com"

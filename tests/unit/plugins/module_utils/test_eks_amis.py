@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from botocore.exceptions import ClientError
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import eks_amis as amis
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import amis
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import INVALID_PARAMETER, UpgradeError
 
 
@@ -83,7 +83,7 @@ def test_unpublished_kubernetes_version_names_kubernetes_version():
     assert "Amazon Linux 2 " not in err.msg, "the AL2 advice is for AL2 images only"
 
 
-# Names from the sources eks_amis.py cites: the amazon-eks-ami CHANGELOG (AL2/AL2023), the EKS user guide and
+# Names from the sources nodegroup/amis.py cites: the amazon-eks-ami CHANGELOG (AL2/AL2023), the EKS user guide and
 # bottlerocket-os/bottlerocket (Bottlerocket: image names say aarch64, SSM parameters say arm64).
 
 

@@ -10,7 +10,7 @@ import datetime
 import pytest
 from kubernetes.client import V1Node, V1NodeCondition, V1NodeSpec, V1NodeStatus, V1ObjectMeta
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import instances as insts
+from ansible_collections.eksops.nodegroup.plugins.module_utils.members import instances as insts
 
 
 def node(name, instance_id, az="us-west-2a", ready=True, unschedulable=None, labels=None):

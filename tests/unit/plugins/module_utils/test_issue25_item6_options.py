@@ -21,10 +21,12 @@ import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from moto import mock_aws
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import aws, k8s
-from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import session as aws
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube import client as k8s
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clients import Clients
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.cluster_proof import prove_cluster
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule, merged_argument_spec
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import EksopsModule, merged_argument_spec
 
 from ..module_args import patch_module_args
 from .test_k8s import AWS_PARAMS, NO_K8S, write_kubeconfig
@@ -186,7 +188,7 @@ def test_issue25_item6_debug_botocore_endpoint_logs_returns_the_calls_made(monke
     endpoint_logger = logging.getLogger("botocore.endpoint")
     level = endpoint_logger.level
     with mock_aws():
-        clients = Clients(params, "eksops-test")
+        clients = Clients(params, "eksops-test", proof=prove_cluster)
         try:
             clients.aws("autoscaling").describe_auto_scaling_groups()
             clients.aws("autoscaling").describe_auto_scaling_groups()
@@ -200,7 +202,7 @@ def test_issue25_item6_debug_botocore_endpoint_logs_returns_the_calls_made(monke
     result = clients.with_resource_actions(dict(changed=False))
     assert result["resource_actions"] == ["autoscaling:DescribeAutoScalingGroups", "ec2:DescribeInstances",
                                           "eks:DescribeCluster"]
-    quiet = Clients(dict(params, debug_botocore_endpoint_logs=False), "eksops-test")
+    quiet = Clients(dict(params, debug_botocore_endpoint_logs=False), "eksops-test", proof=prove_cluster)
     assert quiet.with_resource_actions(dict(changed=False)) == dict(changed=False)
 
 

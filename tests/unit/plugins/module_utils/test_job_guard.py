@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The job guard (module_utils/job_guard.py, SPEC W5, issue 25 item 1): once the job is gone (ansible-playbook ended,
+"""The job guard (module_utils/host/job_guard.py, SPEC W5, issue 25 item 1): once the job is gone (ansible-playbook ended,
 or the worker received SIGTERM/SIGINT), no destructive call starts; the lease is renewed no more and released."""
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ import time
 
 import pytest
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import job_guard, lease
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host import job_guard
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import lease
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.api import KubeApi
-from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
-from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import eks as eks_api
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import autoscaling as autoscaling_api
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import eks as eks_api
 
 
 @pytest.fixture

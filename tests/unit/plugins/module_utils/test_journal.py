@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, strategies as st
 from moto import mock_aws
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import journal as jr
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import journal as jr
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal import Journal
 
 from ..moto_nodegroup import ASG_NAME, TERRAFORM, MotoNodegroup, self_managed_tags
 

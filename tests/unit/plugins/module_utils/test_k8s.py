@@ -18,7 +18,9 @@ import yaml
 from moto import mock_aws
 from kubernetes.client.exceptions import ApiException
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import aws, k8s, kube_watch
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import session as aws
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube import client as k8s
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube import watch as kube_watch
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 
 from ..fakes import FakeClock
@@ -209,7 +211,7 @@ def test_issue29_item4_an_unknown_cluster_names_the_region_it_was_looked_for_in(
     with mock_aws():
         eks = aws.aws_client(dict(AWS_PARAMS, region="eu-west-1"), "eks")
         with pytest.raises(UpgradeError) as raised:
-            k8s.describe_cluster(eks, "prod")
+            k8s.read_eks_cluster(eks, "prod")
     assert "region eu-west-1" in raised.value.msg and raised.value.details["region"] == "eu-west-1"
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import kinds
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import kinds
 
 CLUSTER = "demo"
 NODEGROUP = "workers"

@@ -11,8 +11,8 @@ import time
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import kube_watch
-from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import (
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube import watch as kube_watch
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.watch import (
     Waker,
     apply_watch_event,
     backoff_delay,

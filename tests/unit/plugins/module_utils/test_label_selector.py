@@ -1,14 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Label selectors (module_utils/label_selector.py): a metav1.LabelSelector matched against labels (PDBs), and
+"""Label selectors (module_utils/kube/label_selector.py): a metav1.LabelSelector matched against labels (PDBs), and
 selector strings parsed as the API server parses labelSelector (pod_selectors, issue 10 item 24)."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.label_selector import (
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.label_selector import (
     parse_label_selector,
     selector_matches,
 )

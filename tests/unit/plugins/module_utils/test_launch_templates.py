@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import launch_templates as lts
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import launch_templates as lts
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal import Journal
 
 
 DATA = {"ImageId": "ami-old", "InstanceType": "m5.large", "UserData": "x"}

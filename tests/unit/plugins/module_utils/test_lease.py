@@ -11,9 +11,9 @@ from types import SimpleNamespace
 import pytest
 from moto import mock_aws
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import lease
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import lease
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, clear_journal, write_journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal import Journal, clear_journal, write_journal
 
 from ..moto_nodegroup import MotoNodegroup
 

@@ -14,7 +14,7 @@ import pytest
 from botocore.stub import Stubber
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.load_balancers import (
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.load_balancers import (
     ClusterLoadBalancers,
     describe_holders,
     find_cluster_load_balancers,

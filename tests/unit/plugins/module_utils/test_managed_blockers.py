@@ -7,7 +7,7 @@ PodDisruptionBudgets that hold them are named from the cluster, as the self-mana
 from __future__ import annotations
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.managed_blockers import (
+from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.blockers import (
     blockers_text,
     blocking_entries,
     eviction_failure_nodes,

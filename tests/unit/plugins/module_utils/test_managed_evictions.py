@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.managed_evictions import (
+from ansible_collections.eksops.nodegroup.plugins.module_utils.managed.evictions import (
     EvictionWatch,
     eviction_counts,
     evicted_on,

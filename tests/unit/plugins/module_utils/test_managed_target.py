@@ -9,7 +9,7 @@ from __future__ import annotations
 import botocore.session
 import pytest
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import managed_target as mt
+from ansible_collections.eksops.nodegroup.plugins.module_utils.managed import target as mt
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import INVALID_PARAMETER
 
 from .eks_answers import LT_ID, nodegroup, options, refused, with_custom_lt
@@ -95,57 +95,57 @@ def test_issue29_item3_bottlerocket_kubernetes_version_of_the_group_reads_the_ne
     (eksctl's MakeManagedSSMParameterName), not whenever the version matches."""
     assert mt.release_version_ssm_parameter(ami_type, "1.31") == parameter
     group = nodegroup(amiType=ami_type, version="1.31", releaseVersion="1.20.3-5d9ac849")
-    target = mt.resolve_target(options(kubernetes_version="1.31"), group, "1.31")
+    target = mt.managed_update_target(options(kubernetes_version="1.31"), group, "1.31")
     assert target["ssm_parameter"] == parameter
 
 
 # --- The target -----------------------------------------------------------------------------------------
 
 def test_kubernetes_version_target():
-    target = mt.resolve_target(options(kubernetes_version="1.31"), nodegroup(), "1.31")
+    target = mt.managed_update_target(options(kubernetes_version="1.31"), nodegroup(), "1.31")
     assert target == dict(option="kubernetes_version", value="1.31", request={"version": "1.31"},
                           ssm_parameter="/aws/service/eks/optimized-ami/1.31/amazon-linux-2023/x86_64/standard/"
                           "recommended/release_version")
-    windows = mt.resolve_target(options(kubernetes_version="1.31"), nodegroup(amiType="WINDOWS_CORE_2022_x86_64"),
+    windows = mt.managed_update_target(options(kubernetes_version="1.31"), nodegroup(amiType="WINDOWS_CORE_2022_x86_64"),
                                 "1.31")
     assert windows["ssm_parameter"] == \
         "/aws/service/ami-windows-latest/Windows_Server-2022-English-Core-EKS_Optimized-1.31/image_id"
 
 
 def test_k6_a_version_newer_than_the_control_plane_is_refused():
-    err = refused(mt.resolve_target, options(kubernetes_version="1.32"), nodegroup(), "1.31")
+    err = refused(mt.managed_update_target, options(kubernetes_version="1.32"), nodegroup(), "1.31")
     assert err.details["parameter"] == "kubernetes_version"
     assert "newer than the control plane" in err.msg and "1.31" in err.msg
-    err = refused(mt.resolve_target, options(release_version="1.32.0-20250101"), nodegroup(), "1.31")
+    err = refused(mt.managed_update_target, options(release_version="1.32.0-20250101"), nodegroup(), "1.31")
     assert err.details["parameter"] == "release_version"
 
 
 @pytest.mark.parametrize("release", ["1.31", "v1.31.3-20250103", "1.31.3", "latest"])
 def test_k5_a_malformed_amazon_linux_release_is_refused_before_any_change(release):
     """Refused here, not by EKS after the updateConfig was changed."""
-    err = refused(mt.resolve_target, options(release_version=release), nodegroup(), "1.31")
+    err = refused(mt.managed_update_target, options(release_version=release), nodegroup(), "1.31")
     assert err.details["parameter"] == "release_version" and "1.30.4-20240917" in err.msg
 
 
 def test_minor_versions_compare_as_numbers():
     """1.9 < 1.10, whereas as strings "1.10" < "1.9"."""
-    assert mt.resolve_target(options(kubernetes_version="1.10"), nodegroup(version="1.9"), "1.10")["value"] == "1.10"
-    err = refused(mt.resolve_target, options(kubernetes_version="1.10"), nodegroup(version="1.9"), "1.9")
+    assert mt.managed_update_target(options(kubernetes_version="1.10"), nodegroup(version="1.9"), "1.10")["value"] == "1.10"
+    err = refused(mt.managed_update_target, options(kubernetes_version="1.10"), nodegroup(version="1.9"), "1.9")
     assert "newer than the control plane" in err.msg
 
 
 def test_rollbacks_are_refused():
-    err = refused(mt.resolve_target, options(kubernetes_version="1.29"), nodegroup(), "1.31")
+    err = refused(mt.managed_update_target, options(kubernetes_version="1.29"), nodegroup(), "1.31")
     assert err.details["parameter"] == "kubernetes_version" and "roll" in err.msg
-    err = refused(mt.resolve_target, options(release_version="1.30.4-20240801"), nodegroup(), "1.31")
+    err = refused(mt.managed_update_target, options(release_version="1.30.4-20240801"), nodegroup(), "1.31")
     assert err.details["parameter"] == "release_version"
 
 
 def test_release_version_target_sends_its_kubernetes_version_for_amazon_linux():
-    target = mt.resolve_target(options(release_version="1.31.3-20250103"), nodegroup(), "1.31")
+    target = mt.managed_update_target(options(release_version="1.31.3-20250103"), nodegroup(), "1.31")
     assert target["request"] == {"releaseVersion": "1.31.3-20250103", "version": "1.31"}
     assert (target["option"], target["value"], target["ssm_parameter"]) == ("release_version", "1.31.3-20250103", None)
-    bottlerocket = mt.resolve_target(options(release_version="1.20.1-7c3e9198"),
+    bottlerocket = mt.managed_update_target(options(release_version="1.20.1-7c3e9198"),
                                      nodegroup(amiType="BOTTLEROCKET_x86_64", releaseVersion="1.19.2-29cc92cc"), "1.31")
     assert bottlerocket["request"] == {"releaseVersion": "1.20.1-7c3e9198"}
 
@@ -153,22 +153,22 @@ def test_release_version_target_sends_its_kubernetes_version_for_amazon_linux():
 @pytest.mark.parametrize("given", [dict(kubernetes_version="1.31"), dict(release_version="1.31.3-20250103")])
 def test_a_custom_ami_group_takes_only_launch_template_versions(given):
     group = with_custom_lt(ami_type="CUSTOM", releaseVersion="ami-0a1b2c3d4e5f60001")
-    err = refused(mt.resolve_target, options(**given), group, "1.31")
+    err = refused(mt.managed_update_target, options(**given), group, "1.31")
     assert err.details["parameter"] == list(given)[0]
     assert "launch_template_version" in err.msg and "workers-lt" in err.msg
 
 
 def test_launch_template_version_target():
-    target = mt.resolve_target(options(launch_template_version=7), with_custom_lt(), "1.31")
+    target = mt.managed_update_target(options(launch_template_version=7), with_custom_lt(), "1.31")
     assert target == dict(option="launch_template_version", value="7",
                           request={"launchTemplate": {"id": LT_ID, "version": "7"}}, ssm_parameter=None)
     by_name = nodegroup(launchTemplate={"name": "workers-lt", "version": "3"})
-    assert mt.resolve_target(options(launch_template_version=4), by_name, "1.31")["request"] == {
+    assert mt.managed_update_target(options(launch_template_version=4), by_name, "1.31")["request"] == {
         "launchTemplate": {"name": "workers-lt", "version": "4"}}
 
 
 def test_launch_template_version_needs_a_group_with_its_own_launch_template():
-    err = refused(mt.resolve_target, options(launch_template_version=7), nodegroup(), "1.31")
+    err = refused(mt.managed_update_target, options(launch_template_version=7), nodegroup(), "1.31")
     assert err.details["parameter"] == "launch_template_version" and "without a launch template" in err.msg
 
 
@@ -178,7 +178,7 @@ def test_launch_template_version_needs_a_group_with_its_own_launch_template():
     (with_custom_lt(ami_type="CUSTOM"), ["launch_template_version", "workers-lt"], ["kubernetes_version"]),
 ])
 def test_image_id_is_refused_saying_what_to_use(group, says, does_not_say):
-    err = refused(mt.resolve_target, options(image_id="ami-0abc"), group, "1.31")
+    err = refused(mt.managed_update_target, options(image_id="ami-0abc"), group, "1.31")
     assert (err.code, err.details["parameter"]) == (INVALID_PARAMETER, "image_id")
     assert "image_id" in err.msg and "ami-0abc" in err.msg
     assert all(word in err.msg for word in says), err.msg
@@ -187,5 +187,5 @@ def test_image_id_is_refused_saying_what_to_use(group, says, does_not_say):
 
 @pytest.mark.parametrize("status", ["CREATING", "DELETING", "CREATE_FAILED", "DELETE_FAILED"])
 def test_a_group_eks_does_not_update_is_refused(status):
-    err = refused(mt.resolve_target, options(kubernetes_version="1.31"), nodegroup(status=status), "1.31")
+    err = refused(mt.managed_update_target, options(kubernetes_version="1.31"), nodegroup(status=status), "1.31")
     assert err.details["parameter"] == "nodegroup_name" and status in err.msg

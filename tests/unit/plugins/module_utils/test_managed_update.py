@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, strategies as st
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import managed_update as mu
+from ansible_collections.eksops.nodegroup.plugins.module_utils.managed import update as mu
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import API_ERROR
 
 from .eks_answers import CLUSTER, LT_ID, nodegroup, refused, update, with_custom_lt

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from unittest import mock
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import managed_update_step as step
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import eks_nodegroup_update as step
 
 from ..fakes import FakeClock
 

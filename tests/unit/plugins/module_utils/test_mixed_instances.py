@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import mixed_instances
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import mixed_instances
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 
 

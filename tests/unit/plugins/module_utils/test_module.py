@@ -13,9 +13,9 @@ import pytest
 from ..module_args import patch_module_args
 from kubernetes.client import VersionApi
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import module as module_utils
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host import module as module_utils
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule, error_result
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import EksopsModule, error_result
 
 from ..fakes import FakeApiServer, FakeClock, FakeCoreV1
 

@@ -9,9 +9,9 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import node_scope
+from ansible_collections.eksops.nodegroup.plugins.module_utils.members import node_scope
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NodegroupRef
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.discovery import NodegroupRef
 
 GROUP = NodegroupRef("demo", "workers", "self_managed", {
     "AutoScalingGroupName": "workers-asg", "Instances": [{"InstanceId": "i-1"}, {"InstanceId": "i-2"}]})

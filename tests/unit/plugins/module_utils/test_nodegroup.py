@@ -10,7 +10,7 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import nodegroup as ng
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import discovery as ng
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import INVALID_PARAMETER, UpgradeError
 
 from ..moto_nodegroup import (

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The nodes of EC2 instances and the check before an instance is terminated (module_utils/nodes.py, SPEC U5, K2):
+"""The nodes of EC2 instances and the check before an instance is terminated (module_utils/members/nodes.py, SPEC U5, K2):
 only drained nodes go."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.api import KubeApi
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodes import (
+from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.drained import (
     nodes_of_instances,
     pod_outlives_node,
     termination_check,

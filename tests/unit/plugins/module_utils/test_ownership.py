@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.ownership import group_owner, revert_refusal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.ownership import group_owner, revert_refusal
 
 from ..moto_nodegroup import eksctl_tags, self_managed_tags
 

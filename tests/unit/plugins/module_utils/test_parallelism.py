@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from hypothesis import given, strategies as st
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import planning
-from ansible_collections.eksops.nodegroup.plugins.module_utils.upgrade_plan import upgrade_plan
-from ansible_collections.eksops.nodegroup.plugins.module_utils import surge_step
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan import rules as planning
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.upgrade_plan import upgrade_plan
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import asg_surge as surge_step
 
 AZS = ["us-west-2a", "us-west-2b", "us-west-2c"]
 

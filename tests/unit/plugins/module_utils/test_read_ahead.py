@@ -2,7 +2,7 @@
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Issue 11 item 4: what node_replace's next batch needs is read while the batch before it waits out its post-drain
-wait (read_ahead.py), and under the schedule once the next batch is planned ahead (live_planner.py) and used only
+wait (phases/replace/read_ahead.py), and under the schedule once the next batch is planned ahead (phases/replace/next_batch.py) and used only
 when the terminations went as predicted (SPEC B1: the same batch a read right after them would plan)."""
 
 from __future__ import annotations
@@ -11,9 +11,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import live_planner, read_ahead, schedule_ops
-from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal
-from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import Batch
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace import next_batch as live_planner
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace import read_ahead
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import schedule_state as schedule_ops
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal import Journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import Batch
 
 from ..fakes import FakeNodegroup
 

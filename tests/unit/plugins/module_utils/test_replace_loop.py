@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The upgrade phase's batch loop (module_utils/replace_loop.py, issue 11 item 4; SPEC U5, U7) with fake steps."""
+"""The upgrade phase's batch loop (module_utils/phases/replace/loop.py, issue 11 item 4; SPEC U5, U7) with fake steps."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import threading
 
 import pytest
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import job_guard
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host import job_guard
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import (
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import (
     Batch,
     ReplaceFailed,
     ReplaceLoop,
@@ -296,7 +296,7 @@ def test_issue25_item4_a_failed_drain_prints_its_warnings_with_its_batch():
 
 
 def test_issue25_item4_the_termination_records_where_the_batch_ran_and_the_group_per_az():
-    from ansible_collections.eksops.nodegroup.plugins.module_utils.terminate_step import zones_of
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.steps.asg_instance_terminate import zones_of
     asg = dict(Instances=[dict(InstanceId="i-1", AvailabilityZone="a", LifecycleState="InService"),
                           dict(InstanceId="i-2", AvailabilityZone="b", LifecycleState="InService"),
                           dict(InstanceId="i-3", AvailabilityZone="a", LifecycleState="Terminating:Wait"),

@@ -12,10 +12,12 @@ import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from moto import mock_aws
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.clients import Clients
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clients import Clients
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.cluster_proof import prove_cluster
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.kinds import MANAGED
-from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_steps import (
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.kinds import MANAGED
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.phase import (
     cordon_old_nodes,
     full_argument_spec,
     old_instances_left,
@@ -62,7 +64,7 @@ def core_v1(world):
 
 
 def clients(args):
-    return Clients(args, "test", aws_clients=moto_client)
+    return Clients(args, "test", aws_clients=moto_client, proof=prove_cluster)
 
 
 def test_given_batches_are_the_plan_and_nothing_is_read():
@@ -143,7 +145,7 @@ def test_the_phase_describes_each_instance_from_ec2_once(world, core_v1):
         return client
 
     args = params(schedule="once")
-    phase_clients = Clients(args, "test", aws_clients=recording_client)
+    phase_clients = Clients(args, "test", aws_clients=recording_client, proof=prove_cluster)
     planned, _plan, _group = plan_phase(args, phase_clients, [].append)
     old_instances_left(planned, phase_clients, [].append)
     members = sorted(i["InstanceId"] for i in world.asg()["Instances"])
@@ -152,7 +154,7 @@ def test_the_phase_describes_each_instance_from_ec2_once(world, core_v1):
 
 def set_back_mid_upgrade(world):
     """An upgrade to the group's version under way (its journal), and the group pointed back at version 1."""
-    from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal import Journal, write_journal
 
     target = world.asg()["LaunchTemplate"]["Version"]
     write_journal(world.autoscaling, world.asg_name, Journal.start(
@@ -177,8 +179,8 @@ def test_issue29_a_launch_template_version_set_back_by_hand_stops_the_phase_befo
 
 def test_issue29_a_launch_template_version_set_back_by_hand_stops_before_the_next_batch(world, core_v1):
     """Between batches: the group is read again before each batch's drain."""
-    from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_steps import check_target_unmoved
-    from ansible_collections.eksops.nodegroup.plugins.module_utils.step_context import StepContext
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.phase import check_target_unmoved
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.host.step_context import StepContext
 
     args = params(seed=3)
     context = StepContext(args, clients(args), False, False, [].append, lambda line: None)

@@ -19,9 +19,9 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.cordon imp
     left_pods_mark,
     uncordon_patch,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.kube_watch import BACKOFF_BASE_SECONDS
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodes import termination_problem
-from ansible_collections.eksops.nodegroup.plugins.module_utils.returning_pods import (
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.watch import BACKOFF_BASE_SECONDS
+from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.drained import termination_problem
+from ansible_collections.eksops.nodegroup.plugins.module_utils.members.returning_pods import (
     BOUND,
     PINNED,
     RETURNS_WITHOUT_CAUSE,

@@ -12,8 +12,8 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.az_placement import per_az_surge
-from ansible_collections.eksops.nodegroup.plugins.module_utils.schedule import (
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.placement import per_az_surge
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.schedule import (
     SCHEDULES,
     GroupView,
     ScheduledBatch,

@@ -10,12 +10,14 @@ import random
 
 import pytest
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import instances, schedule, schedule_ops
+from ansible_collections.eksops.nodegroup.plugins.module_utils.members import instances
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan import schedule
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import schedule_state as schedule_ops
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import SURPLUS_ANNOTATION, Journal
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import node_view
-from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import Batch, ReplaceLoop, ReplaceState, planned_batches
-from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_steps import (
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal import SURPLUS_ANNOTATION, Journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.members.group_nodes import node_view
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import Batch, ReplaceLoop, ReplaceState, planned_batches
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.phase import (
     merge_outputs,
     next_batch_source,
     termination_rounds,
@@ -247,7 +249,7 @@ def test_b1_nodes_that_held_pods_to_move_are_counted():
 # --- node_replace's live planner, on canned reads of the group ------------------------------------------------
 
 def _planner(monkeypatch, journal, desired, joined, nodes=(), accept=False):
-    from ansible_collections.eksops.nodegroup.plugins.module_utils import live_planner
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace import next_batch as live_planner
 
     asg = dict(AvailabilityZones=["az-a", "az-b", "az-c"], DesiredCapacity=desired,
                Tags=[dict(Key=k, Value=v) for k, v in journal.to_tags().items()] if journal else [])
@@ -322,7 +324,7 @@ def test_the_live_read_describes_each_instance_once_for_the_phase(monkeypatch):
 
 
 def test_b1_a_journal_gone_mid_upgrade_stops_the_loop(monkeypatch):
-    from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import StepFailed
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import StepFailed
 
     planner, _warnings, _names = _planner(monkeypatch, None, 4, GROUP)
     with pytest.raises(StepFailed) as raised:

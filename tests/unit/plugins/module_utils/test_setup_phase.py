@@ -12,16 +12,14 @@ from unittest import mock
 import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import (
-    launch_template_step,
-    nodegroup_describe,
-    preflight_step,
-    setup_phase,
-)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import launch_template_version as launch_template_step
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import nodegroup_info as nodegroup_describe
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import nodegroup_preflight as preflight_step
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases import setup as setup_phase
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.module import merged_argument_spec
-from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import StepFailed
-from ansible_collections.eksops.nodegroup.plugins.module_utils.step_context import StepContext
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import merged_argument_spec
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import StepFailed
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.step_context import StepContext
 
 
 def params(**overrides):

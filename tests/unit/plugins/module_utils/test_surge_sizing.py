@@ -11,10 +11,10 @@ import random
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import planning
-from ansible_collections.eksops.nodegroup.plugins.module_utils.az_placement import launches_to_reach
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan import rules as planning
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.placement import launches_to_reach
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import INVALID_PARAMETER, UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.upgrade_plan import upgrade_plan
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.upgrade_plan import upgrade_plan
 
 A, B, C, D = "us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d"
 

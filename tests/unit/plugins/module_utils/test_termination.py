@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests of termination.py: instances EC2 does not know (issue 10 item 11) and the wait through
+"""Unit tests of nodegroup/termination.py: instances EC2 does not know (issue 10 item 11) and the wait through
 termination lifecycle hooks (issue 10 item 14). Fakes follow AWS's documented answers: InvalidInstanceID.NotFound
 naming the unknown ids, TerminateInstanceInAutoScalingGroup's ValidationError for an instance in no group, and
 Terminating:Wait while a hook holds an instance (its EC2 instance still running)."""
@@ -13,8 +13,8 @@ import types
 import pytest
 from botocore.exceptions import ClientError
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import group_watch
-from ansible_collections.eksops.nodegroup.plugins.module_utils import termination
+from ansible_collections.eksops.nodegroup.plugins.module_utils.members import group_watch
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import termination
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 
 from ..fakes import FakeClock

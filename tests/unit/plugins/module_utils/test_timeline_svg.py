@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The picture of an upgrade (module_utils/timeline_svg.py, issue 25 item 4): a report rendered, then read back as
+"""The picture of an upgrade (module_utils/report/timeline_svg.py, issue 25 item 4): a report rendered, then read back as
 XML, shows what the report says."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from ansible_collections.eksops.nodegroup.plugins.filter.upgrade_report import upgrade_report
-from ansible_collections.eksops.nodegroup.plugins.module_utils.timeline_svg import render
+from ansible_collections.eksops.nodegroup.plugins.module_utils.report.timeline_svg import render
 
 from ..filter.test_upgrade_report import START, batch_record, drained, run, setup_result
 

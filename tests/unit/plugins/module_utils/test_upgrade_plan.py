@@ -10,7 +10,7 @@ import random
 import pytest
 from hypothesis import given, strategies as st
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import upgrade_plan as plans
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan import upgrade_plan as plans
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 
 

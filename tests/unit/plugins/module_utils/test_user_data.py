@@ -12,8 +12,8 @@ import gzip
 import pytest
 from eks_sandbox.bootstrap import OS_AL2, OS_AL2023, OS_BOTTLEROCKET, render_user_data
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.eks_amis import ami_os
-from ansible_collections.eksops.nodegroup.plugins.module_utils.user_data import AL2, AL2023, BOTTLEROCKET, bootstrap_of
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.amis import ami_os
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.user_data import AL2, AL2023, BOTTLEROCKET, bootstrap_of
 
 NODECONFIG = """---
 apiVersion: node.eks.aws/v1alpha1

@@ -10,11 +10,11 @@ import datetime
 import pytest
 from moto import mock_aws
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import kinds
-from ansible_collections.eksops.nodegroup.plugins.module_utils.group_watch import GroupSnapshot
-from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
-from ansible_collections.eksops.nodegroup.plugins.module_utils import terminate_step
-from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import kinds
+from ansible_collections.eksops.nodegroup.plugins.module_utils.members.group_watch import GroupSnapshot
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal import Journal, write_journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import asg_instance_terminate as terminate_step
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.modules import asg_instance_terminate
 
 from ..moto_nodegroup import ASG_NAME, CLUSTER, NODEGROUP, mutating, run_module_in_process
@@ -251,8 +251,8 @@ def test_replacements_ready_needs_the_group_back_at_desired_with_ready_nodes():
 def terminated_by_someone_else_first(world, monkeypatch, victim):
     """Another actor (a concurrent run, a scale-in) terminates ``victim`` between the module's look at the group
     and its TerminateInstanceInAutoScalingGroup call, which AWS then refuses as for any instance in no group."""
-    from ansible_collections.eksops.nodegroup.plugins.module_utils import aws
-    from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import session as aws
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import autoscaling as autoscaling_api
     from botocore.exceptions import ClientError
 
     real = autoscaling_api.terminate_instance_in_auto_scaling_group
@@ -318,7 +318,7 @@ def test_item14_the_groups_termination_hooks_are_read_once_and_returned(world, r
 
 
 def test_item14_hooks_are_not_read_without_a_wait(world, run, monkeypatch):
-    from ansible_collections.eksops.nodegroup.plugins.module_utils import terminate_step as module
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import asg_instance_terminate as module
 
     monkeypatch.setattr(module, "termination_hooks", lambda *args: pytest.fail("hooks read without a wait"))
     result = run(instance_ids=members(world)[:1], should_decrement_desired_capacity=False, wait=False)
@@ -328,7 +328,7 @@ def test_item14_hooks_are_not_read_without_a_wait(world, run, monkeypatch):
 
 def test_item14_hooks_the_caller_read_are_not_read_again(world, capsys, undrained, monkeypatch):
     """Issue 11 item 4: node_replace reads them during the post-drain wait and gives them to the termination."""
-    from ansible_collections.eksops.nodegroup.plugins.module_utils import terminate_step as module
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import asg_instance_terminate as module
 
     monkeypatch.setattr(module, "termination_hooks", lambda *args: pytest.fail("hooks read again"))
     given = [dict(name="drain", heartbeat_timeout=300, global_timeout=None, default_result="CONTINUE")]

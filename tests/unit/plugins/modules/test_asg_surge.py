@@ -8,12 +8,12 @@ from __future__ import annotations
 import pytest
 from moto import mock_aws
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import kinds
-from ansible_collections.eksops.nodegroup.plugins.module_utils.group_watch import GroupSnapshot
-from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
-from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
-from ansible_collections.eksops.nodegroup.plugins.module_utils import surge_step
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import NodegroupRef
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import kinds
+from ansible_collections.eksops.nodegroup.plugins.module_utils.members.group_watch import GroupSnapshot
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import autoscaling as autoscaling_api
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal import Journal, write_journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import asg_surge as surge_step
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.discovery import NodegroupRef
 from ansible_collections.eksops.nodegroup.plugins.modules import asg_surge
 
 from ..moto_nodegroup import ASG_NAME, CLUSTER, NODEGROUP, mutating, run_step_in_process
@@ -254,8 +254,8 @@ def test_other_self_managed_kinds_are_surged(kind, convention):
 def test_k4_with_wait_the_cluster_is_proven_before_any_change(world, run, monkeypatch):
     """K4: a wait watches the cluster's nodes; its API is proven to be cluster_name's before the journal, the
     suspension or the scale-up, so a wrong kubeconfig changes nothing."""
-    from ansible_collections.eksops.nodegroup.plugins.module_utils.cluster_proof import wrong_cluster_error
-    from ansible_collections.eksops.nodegroup.plugins.module_utils.step_context import StepContext
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.cluster_proof import wrong_cluster_error
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.host.step_context import StepContext
 
     def wrong_cluster(self):
         raise wrong_cluster_error(CLUSTER, "https://127.0.0.1:6443", world.cluster_endpoint)
@@ -355,7 +355,7 @@ def test_u3_an_az_still_without_a_new_node_once_relaunches_are_spent_ends_the_wa
 
 def test_the_documentation_matches_the_argument_spec():
     """The action plugin runs surge_step on the controller; plugins/modules/asg_surge.py is only its documentation."""
-    from ansible_collections.eksops.nodegroup.plugins.module_utils.module import merged_argument_spec
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import merged_argument_spec
 
     from ..module_docs import assert_docs_match_spec
 

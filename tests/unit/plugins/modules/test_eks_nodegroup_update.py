@@ -17,8 +17,8 @@ from unittest import mock
 import pytest
 from botocore.stub import Stubber
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import managed_update_step
-from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import eks_nodegroup_update as managed_update_step
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.modules import eks_nodegroup_update
 
 from ..fakes import FakeClock, FakeCluster, make_pod, node
@@ -510,7 +510,7 @@ def test_wait_timeout_during_the_config_update_starts_no_version_update(aws, run
 
 
 def test_documentation_matches_the_argument_spec():
-    from ansible_collections.eksops.nodegroup.plugins.module_utils.module import merged_argument_spec
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import merged_argument_spec
 
     from ..module_docs import assert_docs_match_spec
 

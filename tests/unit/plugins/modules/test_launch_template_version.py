@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 from moto import mock_aws
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
-from ansible_collections.eksops.nodegroup.plugins.module_utils import launch_template_step
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal import Journal, write_journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import launch_template_version as launch_template_step
 from ansible_collections.eksops.nodegroup.plugins.modules import launch_template_version
 
 from ..moto_nodegroup import (
@@ -230,7 +230,7 @@ def test_set_default(world, run):
 
 
 def test_documentation_matches_the_argument_spec():
-    from ansible_collections.eksops.nodegroup.plugins.module_utils.module import merged_argument_spec
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import merged_argument_spec
 
     from ..module_docs import assert_docs_match_spec
 
@@ -246,7 +246,7 @@ def test_issue10_item24_a_race_refused_by_aws_after_the_journal_is_neither_input
 
     from botocore.exceptions import ClientError
 
-    from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import translate_aws_errors
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.aws.session import translate_aws_errors
     from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 
     world.add_version(ImageId=world.new_ami)
@@ -332,7 +332,7 @@ def test_a1_a_crash_between_the_journal_and_the_suspension_is_resumed(world, run
 
     from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 
-    from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import autoscaling as autoscaling_api
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import autoscaling as autoscaling_api
 
     with mock.patch.object(autoscaling_api, "suspend_processes",
                            side_effect=UpgradeError("AccessDenied", "suspend processes: AccessDenied")):
@@ -617,8 +617,8 @@ def test_issue29_item2_a_new_version_is_refused_while_an_override_launches_its_o
 def test_issue29_the_diff_says_which_ami_comes_from_a_resolve_ssm_parameter():
     """Issue 29 item 4: the diff shows the AMI a resolve:ssm: version resolves to, the parameter beside it, and that
     a version this run creates names the target AMI's id (no parameter)."""
-    from ansible_collections.eksops.nodegroup.plugins.module_utils.launch_template_step import image_aliases
-    from ansible_collections.eksops.nodegroup.plugins.module_utils.launch_templates import IMAGE_ALIAS
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.steps.launch_template_version import image_aliases
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.launch_templates import IMAGE_ALIAS
 
     current = {"VersionNumber": 2, "LaunchTemplateData": {"ImageId": "ami-0a"}, IMAGE_ALIAS: "resolve:ssm:/p"}
     created = image_aliases({}, {}, dict(create=True, target_version=3), True, current, current, None)

@@ -10,9 +10,9 @@ import yaml
 from moto import mock_aws
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import find_nodegroup
-from ansible_collections.eksops.nodegroup.plugins.module_utils import drain_step
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import EksopsModule
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.discovery import find_nodegroup
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import node_drain as drain_step
 from ansible_collections.eksops.nodegroup.plugins.modules import node_drain
 
 from ..fakes import FakeCluster, NodeListing, ec2_node, make_pod, node
@@ -73,7 +73,7 @@ def test_delete_options_map_to_the_spec_names():
     params = _params(delete_options=dict(terminate_grace_period=12, force=True, ignore_daemonsets=False,
                                          delete_emptydir_data=False, disable_eviction=True, wait_timeout=77,
                                          skip_wait_for_delete_timeout=3), pod_selectors=["app=web"])
-    options = drain_step.drain_options(params, check_mode=True)
+    options = drain_step.engine_options(params, check_mode=True)
     assert (options.grace_period, options.force, options.ignore_daemonsets, options.delete_emptydir_data,
             options.disable_eviction, options.drain_timeout, options.skip_wait_for_delete_timeout,
             options.pod_selectors, options.check_mode) == (12, True, False, False, True, 77, 3, "app=web", True)

@@ -12,10 +12,12 @@ from unittest import mock
 import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import replace_steps, terminate_step
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace import phase as replace_steps
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import asg_instance_terminate as terminate_step
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_loop import Batch, StepFailed
-from ansible_collections.eksops.nodegroup.plugins.module_utils.replace_steps import full_argument_spec, step_params
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import Batch
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import StepFailed
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.phase import full_argument_spec, step_params
 from ansible_collections.eksops.nodegroup.plugins.modules import node_replace
 
 from ..module_docs import assert_docs_match_spec

@@ -10,10 +10,11 @@ from unittest import mock
 import pytest
 from moto import mock_aws
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import kinds, kube_watch
-from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
-from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
-from ansible_collections.eksops.nodegroup.plugins.module_utils import nodegroup_describe
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import kinds
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube import watch as kube_watch
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal import Journal, write_journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import EksopsModule
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import nodegroup_info as nodegroup_describe
 from ansible_collections.eksops.nodegroup.plugins.modules import nodegroup_info
 
 from ..fakes import FakeClock, FakeCoreV1, api_error
@@ -218,7 +219,7 @@ def test_exclusive_parallelism_options(world, run):
 
 
 def test_documentation_matches_the_argument_spec():
-    from ansible_collections.eksops.nodegroup.plugins.module_utils.module import merged_argument_spec
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import merged_argument_spec
 
     from ..module_docs import assert_docs_match_spec
 
@@ -228,7 +229,7 @@ def test_documentation_matches_the_argument_spec():
 
 def test_a_thousand_instances_take_a_fixed_handful_of_calls(capsys):
     """No per-instance calls: two ASG describes, EC2 describes in chunks of 200, one node LIST in pages of 500."""
-    from ansible_collections.eksops.nodegroup.plugins.module_utils import aws as aws_utils
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import session as aws_utils
 
     calls = []
     real_aws_client = aws_utils.aws_client

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from moto import mock_aws
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils import lease
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import lease
 from ansible_collections.eksops.nodegroup.plugins.modules import nodegroup_lease
 
 from ..moto_nodegroup import CLUSTER, NODEGROUP, MotoNodegroup, run_module_in_process

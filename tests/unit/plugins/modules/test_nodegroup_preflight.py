@@ -11,10 +11,10 @@ from unittest import mock
 import pytest
 from moto import mock_aws
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.module import EksopsModule
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.modules import nodegroup_preflight
-from ansible_collections.eksops.nodegroup.plugins.module_utils import preflight_step
-from ansible_collections.eksops.nodegroup.plugins.module_utils.preflight_step import node_findings, preflight_findings
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import nodegroup_preflight as preflight_step
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps.nodegroup_preflight import node_findings, preflight_findings
 
 from ..fakes import FakeStore
 from ..moto_nodegroup import CLUSTER, NODEGROUP, MotoNodegroup, node_labels, raw_node, run_module_in_process
@@ -231,7 +231,7 @@ def test_B3_a_load_balancer_draining_longer_than_post_drain_wait_is_reported(cap
 
 def test_B3_a_target_group_whose_targets_may_not_be_read_is_a_warning_not_a_failed_preflight(capsys):
     """Partial IAM: DescribeTargetHealth denied. The preflight says which load balancer and what the drain will do."""
-    from ansible_collections.eksops.nodegroup.plugins.module_utils.aws_api import elbv2
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import elbv2
     from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import ACCESS_DENIED, UpgradeError
 
     def denied(client, arn):
@@ -248,7 +248,7 @@ def test_B3_a_target_group_whose_targets_may_not_be_read_is_a_warning_not_a_fail
 
 
 def test_documentation_matches_the_argument_spec():
-    from ansible_collections.eksops.nodegroup.plugins.module_utils.module import merged_argument_spec
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import merged_argument_spec
 
     from ..module_docs import assert_docs_match_spec
 

@@ -11,15 +11,16 @@ from unittest import mock
 import pytest
 from moto import mock_aws
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup_nodes import (
+from ansible_collections.eksops.nodegroup.plugins.module_utils.members.group_nodes import (
     node_view,
     SCALE_DOWN_DISABLED_ANNOTATION,
     SCALE_DOWN_DISABLED_BY_ANNOTATION,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import DrainResult
-from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import Journal, write_journal
-from ansible_collections.eksops.nodegroup.plugins.module_utils.step_context import StepContext
-from ansible_collections.eksops.nodegroup.plugins.module_utils import restore_step, surge_step
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal import Journal, write_journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.step_context import StepContext
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import nodegroup_scale_restore as restore_step
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import asg_surge as surge_step
 from ansible_collections.eksops.nodegroup.plugins.modules import asg_surge, nodegroup_scale_restore
 
 from ..moto_nodegroup import ASG_NAME, CLUSTER, NODEGROUP, mutating, run_step_in_process
@@ -418,7 +419,7 @@ def test_c3_crash_between_a_surge_step_terminate_and_its_journal_write_restores(
 def test_the_documentation_matches_the_argument_spec():
     """The action plugin runs restore_step on the controller; plugins/modules/nodegroup_scale_restore.py is only
     its documentation."""
-    from ansible_collections.eksops.nodegroup.plugins.module_utils.module import merged_argument_spec
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import merged_argument_spec
 
     from ..module_docs import assert_docs_match_spec
 

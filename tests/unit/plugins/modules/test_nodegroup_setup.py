@@ -5,8 +5,8 @@
 
 from __future__ import annotations
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.module import merged_argument_spec
-from ansible_collections.eksops.nodegroup.plugins.module_utils.setup_phase import ARGUMENT_SPEC
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import merged_argument_spec
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.setup import ARGUMENT_SPEC
 from ansible_collections.eksops.nodegroup.plugins.modules import nodegroup_setup
 
 from ..module_docs import assert_docs_match_spec

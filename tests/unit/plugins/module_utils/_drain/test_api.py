@@ -16,7 +16,7 @@ import pytest
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain import api as drain_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.cordon import cordon_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.k8s import bearer_api_key
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.client import bearer_api_key
 
 from ...fakes import FakeCluster, FakeResponse, api_error, make_pod, node, run_drain
 

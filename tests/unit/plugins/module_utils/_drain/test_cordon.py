@@ -21,7 +21,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.cordon imp
     uncordon_patch,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import CORDONED_BY_ANNOTATION
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal import CORDONED_BY_ANNOTATION
 
 from ...fakes import FakeCluster, make_pod, node, run_drain
 

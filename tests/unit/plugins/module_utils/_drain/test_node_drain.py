@@ -15,7 +15,7 @@ from kubernetes.client.exceptions import ApiException
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.cordon import EXCLUDE_LB_LABEL
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.journal import CORDONED_BY_ANNOTATION
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal import CORDONED_BY_ANNOTATION
 
 from ...fakes import FakeCluster, api_error, ec2_node, make_pod, node, pdb_refusal, run_drain
 

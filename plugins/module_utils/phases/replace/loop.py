@@ -1,0 +1,299 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The upgrade phase's batch loop (SPEC U5, U7), run in one process by the node_replace action (issue 11 item 4).
+
+Per batch: drain its nodes (drain_step), have Auto Scaling accept the termination of its instances
+(terminate_step.start_termination), then wait for them to be gone (terminate_step.finish_termination). A node's
+drain and post-drain wait count against max_unavailable; the EC2 shutdown after Auto Scaling accepted the
+termination does not, so with ``overlap`` that wait runs in a thread while the next batch drains, and is joined
+before the next batch's termination and before the loop ends. Without it (strategy minimal, U7: the replacement
+wait gates the next batch) each batch waits in turn.
+
+What the next batch is and how its instances go is asked per batch of ``next_batch(state)``: the plan's
+precomputed batches (planned_batches), the surge strategy's steps (planned_steps), or a planner reading live state.
+
+The steps (drain, start, finish) are given by the caller (start returns a handle whose ``output`` is the
+termination result so far); a step that fails raises StepFailed with the step's
+result so far. The loop raises ReplaceFailed with what was done before the failure (ReplaceState).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+import datetime
+import threading
+import time
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import StepFailed, UpgradeError
+
+
+class Batch:
+    """The instances of one batch and how to terminate them (``decrement_ids``: the instances whose termination
+    lowers the desired capacity instead of waiting for a replacement, as the schedule once plans them, SPEC B1;
+    ``decrement``, the constructor's shorthand: all of them do; ``at_risk``: the planner could not rule out a
+    replacement landing in another Availability Zone than the one that needs it). A surge step (SPEC S3) first
+    raises the desired capacity to ``desired_capacity``, launching ``launch`` new nodes; it may have no old
+    instance to replace."""
+
+    def __init__(self, instance_ids: Sequence[str], decrement: bool = False, decrement_ids: Sequence[str] = (),
+                 at_risk: bool = False, desired_capacity: int | None = None, launch: int = 0) -> None:
+        self.instance_ids = list(instance_ids)
+        wanted = set(decrement_ids)
+        self.decrement_ids = [i for i in self.instance_ids if decrement or i in wanted]
+        self.at_risk = at_risk
+        self.desired_capacity = desired_capacity
+        self.launch = launch
+
+    @property
+    def decrement(self) -> bool:
+        """Whether every termination of the batch lowers the desired capacity (Batch(..., decrement=True))."""
+        return bool(self.instance_ids) and len(self.decrement_ids) == len(self.instance_ids)
+
+
+class ReplaceState:
+    """What the loop did: the drain results of the finished batches by node, the instances whose termination
+    Auto Scaling accepted, those that never joined (terminated without a drain), those the group retained instead of
+    terminating them (Terminating:Retained, termination.TERMINATING_RETAINED), and one record per batch: its
+    instances and nodes, the clock times it ``started``, was ``drained``, Auto Scaling ``accepted`` its
+    terminations, its instances were ``gone`` and it ``ended``, and where they ran (``availability_zones``,
+    ``group_per_az``)."""
+
+    def __init__(self) -> None:
+        self.drained_nodes = {}
+        self.replaced_instances = []
+        self.never_joined = []
+        self.retained_instances = []
+        self.batches = []
+        self.schedule = None
+        # SPEC U4: when every old node was cordoned before the first batch, and which ({at, nodes}), else None.
+        self.cordoned = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(drained_nodes=dict(self.drained_nodes), replaced_instances=list(self.replaced_instances),
+                    never_joined=list(self.never_joined), retained_instances=list(self.retained_instances),
+                    batches=[dict(b) for b in self.batches], schedule=self.schedule, cordoned=self.cordoned,
+                    at_risk_batches=[b["batch"] for b in self.batches if b.get("at_risk")],
+                    decrements=sum(len(b.get("decrement_ids") or []) for b in self.batches))
+
+
+class ReplaceFailed(Exception):
+    """The loop stopped on ``error``; ``state`` is what was done before, ``failed_step`` the failing step's result."""
+
+    def __init__(self, error: UpgradeError, state: ReplaceState, failed_step: Mapping[str, Any]) -> None:
+        super().__init__(error.msg)
+        self.error = error
+        self.state = state
+        self.failed_step = dict(failed_step)
+
+
+def planned_batches(batches: Sequence[Sequence[str]], decrement: bool = False) -> Callable[[ReplaceState], Batch | None]:
+    """next_batch for a precomputed plan: batch k is the plan's k-th, whatever the live state."""
+    def next_batch(state: ReplaceState) -> Batch | None:
+        done = len(state.batches)
+        return Batch(batches[done], decrement) if done < len(batches) else None
+    return next_batch
+
+
+def planned_steps(steps: Sequence[Mapping[str, Any]]) -> Callable[[ReplaceState], Batch | None]:
+    """next_batch for the surge strategy's steps (planning.place_surge_steps): step k raises the desired capacity to
+    its ``desired_capacity``, launching its ``launch`` new nodes, then its ``instance_ids`` go, each termination
+    lowering the desired capacity (SPEC S3)."""
+    def next_batch(state: ReplaceState) -> Batch | None:
+        done = len(state.batches)
+        if done == len(steps):
+            return None
+        step = steps[done]
+        return Batch(step["instance_ids"], decrement=True, desired_capacity=step["desired_capacity"],
+                     launch=step["launch"])
+    return next_batch
+
+
+def batches_while_job_lives(next_batch: Callable[[ReplaceState], Batch | None],
+                            check: Callable[[str], None]) -> Callable[[ReplaceState], Batch | None]:
+    """``next_batch``, asking ``check`` (job_guard.check: it raises JobStopped once the job is gone, SPEC W5)
+    before each batch starts, so that a cancelled job starts no batch, not even its progress line."""
+    def guarded(state: ReplaceState) -> Batch | None:
+        check("start batch %d" % (len(state.batches) + 1))
+        return next_batch(state)
+    return guarded
+
+
+def clock_time(epoch: float) -> str:
+    """Wall-clock time of a progress line, UTC, to the second."""
+    return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime("%H:%M:%SZ")
+
+
+def _names(ids: Sequence[str], node_names: Mapping[str, str | None]) -> str:
+    return ", ".join(node_names.get(i) or "no node" for i in ids) or "no node"
+
+
+class BackgroundWait:
+    """finish(handle) in a thread; join() returns its result or raises its StepFailed."""
+
+    def __init__(self, finish: Callable[[Any], Mapping[str, Any]], handle: Any, record: dict[str, Any],
+                 clock: Callable[[], float]) -> None:
+        self.record = record
+        self.result = None
+        self.failure = None
+        self.clock = clock
+        # When the wait ended (the instances gone), not when the loop joined it.
+        self.done_at = None
+        self._thread = threading.Thread(target=self._run, args=(finish, handle), name="eksops-termination-wait")
+        self._thread.daemon = True
+        self._thread.start()
+
+    def _run(self, finish: Callable[[Any], Mapping[str, Any]], handle: Any) -> None:
+        try:
+            self.result = finish(handle)
+            self.done_at = self.clock()
+        except StepFailed as failure:
+            self.failure = failure
+        except UpgradeError as err:
+            self.failure = StepFailed(err)
+        except Exception as err:  # pylint: disable=broad-except
+            self.failure = err
+
+    def join(self) -> Mapping[str, Any]:
+        self._thread.join()
+        if self.failure is not None:
+            raise self.failure
+        return self.result
+
+
+class ReplaceLoop:
+    """The batch loop. ``drain(batch)``, ``start(batch)`` and ``finish(handle)`` are the steps (see the module
+    docstring); ``progress(line)`` receives one line per batch start and end, and one when a batch's instances are
+    gone; ``node_names`` (instance id -> node name, as planned) names the nodes of a batch's start line. ``noun``
+    names a batch in those lines (the surge strategy's are steps). A batch with no instance (a surge step that only
+    launches) ends after its drain step, which launched its nodes."""
+
+    def __init__(self, drain: Callable[[Batch], Mapping[str, Any]], start: Callable[[Batch], Any],
+                 finish: Callable[[Any], Mapping[str, Any]], progress: Callable[[str], None], overlap: bool,
+                 node_names: Mapping[str, str | None] | None = None, total: int | None = None,
+                 clock: Callable[[], float] = time.time, noun: str = "batch") -> None:
+        self.drain = drain
+        self.start = start
+        self.finish = finish
+        self.progress = progress
+        self.overlap = overlap
+        # Kept up to date by a live planner (phases/replace/next_batch.py): the same dict, not a copy.
+        self.node_names = node_names if node_names is not None else {}
+        self.total = total
+        self.clock = clock
+        self.noun = noun
+        self.state = ReplaceState()
+        self.pending = None
+
+    def label(self, record: Mapping[str, Any]) -> str:
+        # A live planner (schedule once) may answer more batches than the plan counted: no total then.
+        total = self.total if self.total and record["batch"] <= self.total else None
+        return "%s %d%s" % (self.noun, record["batch"], "/%d" % total if total else "")
+
+    def run(self, next_batch: Callable[[ReplaceState], Batch | None]) -> ReplaceState:
+        try:
+            while True:
+                batch = next_batch(self.state)
+                if batch is None:
+                    break
+                self.one_batch(batch)
+            self.join_pending()
+        except (StepFailed, UpgradeError) as err:
+            # An UpgradeError outside the steps: next_batch's own reads (a live planner's).
+            failure = err if isinstance(err, StepFailed) else StepFailed(err)
+            self.abandon_pending(failure)
+            raise ReplaceFailed(failure.error, self.state, failure.result) from err
+        return self.state
+
+    def one_batch(self, batch: Batch) -> None:
+        record = dict(batch=len(self.state.batches) + 1, instance_ids=list(batch.instance_ids),
+                      nodes=[self.node_names.get(i) for i in batch.instance_ids], started=self.clock(),
+                      decrement_ids=list(batch.decrement_ids), at_risk=batch.at_risk)
+        self.state.batches.append(record)
+        self.progress("%s started at %s: %s" % (
+            self.label(record), clock_time(record["started"]),
+            "%s (%s)" % (_names(batch.instance_ids, self.node_names), ", ".join(batch.instance_ids))
+            if batch.instance_ids else "no old node, new nodes only"))
+        drained = self.drained(record, batch)
+        if not batch.instance_ids:
+            record["ended"] = self.clock()
+            self.progress("%s ended at %s after %.1f s" % (
+                self.label(record), clock_time(record["ended"]), record["ended"] - record["started"]))
+            return
+        instances = drained.get("instances") or {}
+        record["nodes"] = [instances.get(i) for i in batch.instance_ids]
+        # The previous batch's instances are gone before this batch's go: one termination wait at a time.
+        self.join_pending()
+        try:
+            handle = self.start(batch)
+        except StepFailed as failure:
+            # The batch was drained, and what Auto Scaling accepted goes: both are in what the loop did.
+            self.state.drained_nodes.update(drained.get("nodes") or {})
+            self.state.replaced_instances.extend(failure.accepted)
+            raise
+        record["accepted"] = self.clock()
+        self.state.drained_nodes.update(drained.get("nodes") or {})
+        termination = handle.output.get("termination") or {}
+        self.state.never_joined.extend(termination.get("never_joined") or [])
+        # Where the batch's instances ran and the group per AZ as Auto Scaling accepted their termination: the
+        # report's timeline of old and new nodes per AZ.
+        record["availability_zones"] = dict(termination.get("availability_zones") or {})
+        record["group_per_az"] = dict(termination.get("group_per_az") or {})
+        if self.overlap:
+            self.pending = BackgroundWait(self.finish, handle, record, self.clock)
+        else:
+            self.finished(record, self.finish(handle))
+        record["ended"] = self.clock()
+        self.state.replaced_instances.extend(batch.instance_ids)
+        self.progress("%s ended at %s after %.1f s: drained %s; Auto Scaling %s %s%s" % (
+            self.label(record), clock_time(record["ended"]), record["ended"] - record["started"],
+            _names(batch.instance_ids, instances), "accepted the termination of" if self.overlap else "terminated",
+            ", ".join(batch.instance_ids),
+            " (%d decrement)" % len(batch.decrement_ids) if batch.decrement_ids else ""))
+
+    def drained(self, record: dict[str, Any], batch: Batch) -> dict[str, Any]:
+        """The batch's drain step (a surge step's launch first); records when it ended (``drained``) and when the
+        step's new nodes were Ready (``new_nodes_ready``), and prints the pods' warnings with the batch, as they
+        come (failed or not: a failed drain's warnings are its result's)."""
+        try:
+            output = self.drain(batch)
+        except StepFailed as failure:
+            record["drained"] = self.clock()
+            self.pod_warnings(record, (failure.result.get("drain") or {}).get("nodes") or {})
+            raise
+        record["drained"] = self.clock()
+        if output.get("new_nodes_ready") is not None:
+            record["new_nodes_ready"] = output["new_nodes_ready"]
+        drained = output["drain"]
+        self.pod_warnings(record, drained.get("nodes") or {})
+        return drained
+
+    def pod_warnings(self, record: Mapping[str, Any], nodes: Mapping[str, Mapping[str, Any]]) -> None:
+        for name, node in sorted(nodes.items()):
+            for warning in node.get("warnings") or []:
+                self.progress("%s: node %s: %s" % (self.label(record), name, warning))
+
+    def finished(self, record: dict[str, Any], output: Mapping[str, Any], gone: float | None = None) -> None:
+        termination = output.get("termination") or {}
+        record["gone"] = self.clock() if gone is None else gone
+        record["replacements"] = termination.get("replacements") or []
+        self.state.retained_instances.extend(termination.get("retained_instances") or [])
+
+    def join_pending(self) -> None:
+        pending, self.pending = self.pending, None
+        if pending is None:
+            return
+        output = pending.join()
+        self.finished(pending.record, output, pending.done_at)
+        self.progress("%s: instances %s gone at %s" % (
+            self.label(pending.record), ", ".join(pending.record["instance_ids"]), clock_time(pending.record["gone"])))
+
+    def abandon_pending(self, failure: StepFailed) -> None:
+        """After ``failure``, the wait still under way is joined all the same: the phase ends with no thread
+        left, and its own failure is said too (the first failure is the one reported)."""
+        try:
+            self.join_pending()
+        except StepFailed as other:
+            self.progress("%s: %s (after: %s)" % (self.label(self.state.batches[-1]), other.error.msg,
+                                                  failure.error.msg))

@@ -1,0 +1,352 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""node_replace's options and the steps of its loop: node_drain's and asg_instance_terminate's own code
+(drain_step, terminate_step), and asg_surge's (surge_step) for the launches of the surge strategy's steps, run with
+one shared Clients, in the action plugin's process (issue 11 item 4).
+
+They run with a StepContext for a module (host/step_context.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+import time
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import node_drain as drain_step
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import nodegroup_info as nodegroup_describe
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import schedule_state as schedule_ops
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import asg_surge as surge_step
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import asg_instance_terminate as terminate_step
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clients import Clients
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.cluster_proof import NODE_READY_TIMEOUT_DEFAULT
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError, invalid_parameter
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal import Journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.launch_templates import check_launch_template_unmoved
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.lease import LEASE_OPTION
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import merged_argument_spec
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.next_batch import LivePlanner
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.discovery import (
+    NODEGROUP_ARGUMENT_SPEC,
+    NodegroupRef,
+    describe_asg,
+    find_module_nodegroup,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.read_ahead import ReadAhead
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.step_context import StepContext, group_options, validated
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import (
+    Batch,
+    ReplaceFailed,
+    ReplaceLoop,
+    ReplaceState,
+    StepFailed,
+    clock_time,
+    planned_batches,
+    planned_steps,
+)
+
+# The planning options, as nodegroup_info takes them; used when node_replace plans the phase itself.
+PLANNING_OPTIONS = ("update_strategy", "max_unavailable", "max_unavailable_percentage")
+
+# node_replace's own options; the AWS and Kubernetes ones are added as for every module (merged_argument_spec).
+ARGUMENT_SPEC = dict(
+    NODEGROUP_ARGUMENT_SPEC,
+    batches=dict(type="list", elements="list"),
+    # The surge strategy's steps as nodegroup_info plans them (planning.place_surge_steps); the keys this loop
+    # does not use are the plan's own, accepted as they come.
+    steps=dict(type="list", elements="dict", options=dict(
+        desired_capacity=dict(type="int", required=True),
+        launch=dict(type="int", required=True),
+        instance_ids=dict(type="list", elements="str", required=True),
+        step=dict(type="int"),
+        replace=dict(type="int"),
+        desired_after_launch=dict(type="int"),
+        desired_after_terminate=dict(type="int"),
+    )),
+    suspend_processes=surge_step.ARGUMENT_SPEC["suspend_processes"],
+    node_names=dict(type="dict", default={}),
+    cordon_old_nodes=dict(type="bool", default=False),
+    update_strategy=nodegroup_describe.ARGUMENT_SPEC["update_strategy"],
+    max_unavailable=nodegroup_describe.ARGUMENT_SPEC["max_unavailable"],
+    max_unavailable_percentage=nodegroup_describe.ARGUMENT_SPEC["max_unavailable_percentage"],
+    delete_options=dict(type="dict", default={}, options=drain_step.DELETE_OPTIONS_SPEC),
+    post_drain_wait=drain_step.ARGUMENT_SPEC["post_drain_wait"],
+    post_drain_min_wait=drain_step.ARGUMENT_SPEC["post_drain_min_wait"],
+    ignore_load_balancer_timeout=drain_step.ARGUMENT_SPEC["ignore_load_balancer_timeout"],
+    eviction_concurrency=drain_step.ARGUMENT_SPEC["eviction_concurrency"],
+    accept_current_capacity=dict(type="bool", default=False),
+    wait_for_replacements=dict(type="bool", default=False),
+    wait_timeout=dict(type="int", default=600),
+    node_ready_timeout=dict(type="int", default=NODE_READY_TIMEOUT_DEFAULT),
+    run_id=dict(type="str"),
+    schedule=dict(type="str", choices=list(schedule_ops.SCHEDULES), default=schedule_ops.SCHEDULE_DEFAULT_MODULE),
+    batch_size=dict(type="int"),
+    seed=dict(type="int"),
+    **LEASE_OPTION
+)
+
+
+def full_argument_spec() -> dict[str, Any]:
+    return merged_argument_spec(ARGUMENT_SPEC, uses_aws=True, uses_k8s=True)
+
+
+def validate_schedule(params: Mapping[str, Any]) -> None:
+    """The schedule options and the surge steps, before any change, naming the parameter (SPEC B1, S3)."""
+    if params["schedule"] == "once" and params["wait_for_replacements"]:
+        raise invalid_parameter("schedule", "schedule once plans which terminations lower the desired capacity; "
+                                "wait_for_replacements (strategy minimal) waits for a replacement of each: use "
+                                "schedule eks with it")
+    if params["steps"] is not None:
+        # SPEC S3: each step drains its own nodes after its launch; nothing is cordoned ahead or waited for.
+        for name, refused in (("schedule", params["schedule"] != "eks"),
+                              ("cordon_old_nodes", params["cordon_old_nodes"]),
+                              ("wait_for_replacements", params["wait_for_replacements"])):
+            if refused:
+                raise invalid_parameter(name, "%s: the surge strategy's steps (steps) take the schedule eks, no "
+                                        "cordon_old_nodes and no wait_for_replacements" % name)
+        for step in params["steps"]:
+            if step["desired_capacity"] < 0 or step["launch"] < 0:
+                raise invalid_parameter("steps", "steps: desired_capacity and launch must be >= 0, got step %s"
+                                        % dict(step))
+    if params["batch_size"] is not None and params["batch_size"] < 1:
+        raise invalid_parameter("batch_size", "batch_size must be >= 1, got %d" % params["batch_size"])
+
+
+def termination_rounds(batch: Batch) -> list[tuple[list[str], bool]]:
+    """The TerminateInstanceInAutoScalingGroup rounds of ``batch``: (instance ids, decrement), the decrementing
+    ones first, so the replacing ones' launches see the decrements done (SPEC B1)."""
+    decrementing = [i for i in batch.instance_ids if i in set(batch.decrement_ids)]
+    replacing = [i for i in batch.instance_ids if i not in set(batch.decrement_ids)]
+    return [(ids, decrement) for ids, decrement in ((decrementing, True), (replacing, False)) if ids]
+
+
+def step_params(params: Mapping[str, Any], batch: Batch, instance_ids: Sequence[str] | None = None,
+                decrement: bool | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(node_drain's params, asg_instance_terminate's) for ``batch``: what batch.yml passed the two modules.
+    ``instance_ids`` and ``decrement``: one termination round of the batch (termination_rounds)."""
+    drain = group_options(params)
+    drain.update(instance_ids=batch.instance_ids, state="drain", delete_options=params["delete_options"],
+                 post_drain_wait=params["post_drain_wait"], post_drain_min_wait=params["post_drain_min_wait"],
+                 ignore_load_balancer_timeout=params["ignore_load_balancer_timeout"],
+                 eviction_concurrency=params["eviction_concurrency"], exclude_from_load_balancers=True,
+                 run_id=params["run_id"])
+    terminate = group_options(params)
+    terminate.update(instance_ids=list(batch.instance_ids if instance_ids is None else instance_ids),
+                     should_decrement_desired_capacity=batch.decrement if decrement is None else decrement, wait=True,
+                     wait_for_replacements=params["wait_for_replacements"], wait_timeout=params["wait_timeout"],
+                     node_ready_timeout=params["node_ready_timeout"],
+                     accept_current_capacity=params["accept_current_capacity"])
+    return validated(drain_step.ARGUMENT_SPEC, drain), validated(terminate_step.ARGUMENT_SPEC, terminate)
+
+
+def _guarded(step: Callable[..., Any]) -> Callable[..., Any]:
+    """An UpgradeError a step raises (module.run would have turned it into fail_json) becomes StepFailed."""
+    def call(*args: Any) -> Any:
+        try:
+            return step(*args)
+        except UpgradeError as err:
+            raise StepFailed(err) from err
+    return call
+
+
+class Terminations:
+    """The termination rounds of one batch (termination_rounds) as the one handle the loop's finish waits on;
+    ``output`` is the termination result of the rounds so far, merged as one module's would be."""
+
+    def __init__(self, rounds: Sequence[terminate_step.Termination]) -> None:
+        self.rounds = list(rounds)
+
+    @property
+    def output(self) -> dict[str, Any]:
+        return merge_outputs([r.output for r in self.rounds])
+
+
+def merge_outputs(outputs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """One termination result of several rounds: the lists joined, the sizes (and the group per AZ) before the
+    first and after the last, the longest wait."""
+    if len(outputs) == 1:
+        return dict(outputs[0])
+    if not outputs:
+        return dict(changed=False, termination={})
+    merged = dict(changed=any(o.get("changed") for o in outputs))
+    results = [o.get("termination") or {} for o in outputs]
+    termination = dict(results[-1])
+    # The group's hooks are the same for every round: the last round's list stands.
+    for key in ("terminated", "already_terminated", "never_joined", "retained_instances", "replacements",
+                "lifecycle_hook_waits"):
+        termination[key] = [item for result in results for item in result.get(key) or []]
+    termination["before"] = results[0].get("before")
+    termination["group_per_az"] = results[0].get("group_per_az")
+    termination["availability_zones"] = dict(item for result in results
+                                             for item in (result.get("availability_zones") or {}).items())
+    termination["elapsed_seconds"] = max([r.get("elapsed_seconds") or 0 for r in results] or [0])
+    merged["termination"] = termination
+    return merged
+
+
+def plan_phase(params: Mapping[str, Any], clients: Clients,
+               warn: Callable[[str], None]) -> tuple[dict[str, Any], dict[str, Any] | None, NodegroupRef | None]:
+    """(node_replace's params with the plan filled in, the plan or None, the node group found or None). With
+    ``batches`` given they are the plan. Without, the phase is planned here as nodegroup_info plans it
+    (nodegroup_describe, from the planning options, the journal's run id and the batch size, seed and node names of
+    the plan): one process for the phase (issue 11 item 4). A managed node group is refused (SPEC K3): EKS replaces
+    its nodes."""
+    if params["batches"] is not None or params["steps"] is not None:
+        return dict(params), None, None
+    options = group_options(params, lease=False)
+    options.update((name, params[name]) for name in PLANNING_OPTIONS + ("seed", "schedule"))
+    context = StepContext(validated(nodegroup_describe.ARGUMENT_SPEC, options), clients, False, False, warn,
+                          lambda line: None)
+    group = find_module_nodegroup(context, refuse_managed="replace its nodes through its Auto Scaling group")
+    # Issue 29 item 4: before the old nodes are cordoned.
+    check_launch_template_unmoved(context.aws("ec2"), group.asg, group.journal())
+    described = nodegroup_describe.describe_nodegroup(context, group)
+    plan = described["plan"]
+    node_names = dict((i["instance_id"], i["node_name"]) for i in described["instances"])
+    node_names.update(params["node_names"])
+    return dict(params, batches=plan["batches"], batch_size=params["batch_size"] or plan["batch_size"],
+                seed=plan["seed"], asg_name=described["asg_name"], node_names=node_names,
+                run_id=params["run_id"] or (described["journal"] or {}).get("run_id")), plan, group
+
+
+def plan_line(plan: Mapping[str, Any]) -> str:
+    """The plan, for a person (the line the upgrade role printed before the phase)."""
+    return ("%d of %d nodes run an old launch template version; replacing them %d at a time in %d batches "
+            "(strategy %s, seed %d)." % (plan["old_count"], plan["node_count"], plan["batch_size"],
+                                         len(plan["batches"]), plan["strategy"], plan["seed"]))
+
+
+def cordon_old_nodes(params: Mapping[str, Any], clients: Clients, check_mode: bool, diff: bool,
+                     warn: Callable[[str], None], log: Callable[[str], None]) -> dict[str, Any] | None:
+    """SPEC U4: every old node cordoned and labelled out of the load balancers before the first batch, as
+    node_drain state=cordon does (None when no old instance). A failure raises ReplaceFailed with the step's
+    result and nothing replaced."""
+    instance_ids = [instance_id for batch in params["batches"] for instance_id in batch]
+    if not instance_ids:
+        return None
+    options = group_options(params)
+    options.update(instance_ids=instance_ids, state="cordon", exclude_from_load_balancers=True,
+                   run_id=params["run_id"])
+    try:
+        return drain_step.run(StepContext(validated(drain_step.ARGUMENT_SPEC, options), clients, check_mode, diff,
+                                          warn, log))
+    except StepFailed as failure:
+        raise ReplaceFailed(failure.error, ReplaceState(), failure.result) from failure
+    except UpgradeError as err:
+        raise ReplaceFailed(err, ReplaceState(), {}) from err
+
+
+def old_instances_left(params: Mapping[str, Any], clients: Clients, warn: Callable[[str], None]) -> list[str]:
+    """U5 ("until no node runs the old launch template version"): the group's old instances after the loop, as
+    nodegroup_info tells them (those that joined during the upgrade are replaced by a rerun)."""
+    options = group_options(params, lease=False)
+    context = StepContext(validated(nodegroup_describe.ARGUMENT_SPEC, options), clients, False, False, warn,
+                          lambda line: None)
+    return nodegroup_describe.describe_nodegroup(context)["old_instances"]
+
+
+def next_batch_source(params: Mapping[str, Any], clients: Clients, check_mode: bool, warn: Callable[[str], None],
+                      node_names: dict[str, str | None],
+                      group: NodegroupRef | None = None) -> tuple[str, Callable[[ReplaceState], Batch | None]]:
+    """(the schedule run, next_batch): the plan's batches (schedule eks, or check mode, which walks the plan), or
+    the live planner of the schedule once; once without the journal's start_per_az falls back to eks, warning.
+    ``group``: the node group plan_phase found (and refused if managed), else it is found here."""
+    if params["steps"] is not None:
+        return "eks", planned_steps(params["steps"])
+    if params["schedule"] != "once" or check_mode:
+        return params["schedule"], planned_batches(params["batches"])
+    if group is None:
+        group = find_module_nodegroup(StepContext(params, clients, check_mode, False, warn, lambda line: None),
+                                      refuse_managed="terminate instances through its Auto Scaling group")
+    schedule_run, warning = schedule_ops.live_schedule(group.journal(), "once")
+    if warning:
+        warn(warning)
+    if schedule_run != "once":
+        return schedule_run, planned_batches(params["batches"])
+    return "once", LivePlanner(params, clients, group, warn, node_names)
+
+
+def check_target_unmoved(ctx: StepContext, group: NodegroupRef | None) -> None:
+    """Issue 29 item 4, before each batch's first change: the group still launches from its journal's target
+    (LaunchTemplateVersionChanged otherwise). ``group``: the node group as last read, else it is found here."""
+    asg = describe_asg(ctx.aws("autoscaling"), group.asg_name) if group is not None else find_module_nodegroup(ctx).asg
+    check_launch_template_unmoved(ctx.aws("ec2"), asg, Journal.from_tags(asg.get("Tags"), asg["AutoScalingGroupName"]))
+
+
+def launch_new_nodes(params: Mapping[str, Any], batch: Batch, context: Callable[[dict[str, Any]], StepContext],
+                     progress: Callable[[str], None]) -> float:
+    """A surge step's launch (SPEC S3), as asg_surge mode desired does it: the desired capacity raised to the
+    step's, and its new nodes Ready before its old ones are drained. Returns the clock time they were."""
+    options = group_options(params)
+    options.update(mode="desired", desired_capacity=batch.desired_capacity, wait=batch.launch > 0,
+                   suspend_processes=params["suspend_processes"], pending_decrement=len(batch.instance_ids),
+                   wait_timeout=params["node_ready_timeout"], accept_current_capacity=params["accept_current_capacity"])
+    surge = surge_step.run(context(validated(surge_step.ARGUMENT_SPEC, options)))["surge"]
+    ready = time.time()
+    if batch.launch > 0:
+        progress("launched %d new node(s), desired capacity %d: %d node(s) on the target Ready at %s" % (
+            batch.launch, batch.desired_capacity, len(surge["new_nodes"]), clock_time(ready)))
+    return ready
+
+
+def replace_loop(params: Mapping[str, Any], clients: Clients, check_mode: bool, diff: bool,
+                 warn: Callable[[str], None], log: Callable[[str], None], progress: Callable[[str], None],
+                 next_batch: Callable[[ReplaceState], Batch | None], node_names: dict[str, str | None],
+                 group: NodegroupRef | None = None) -> tuple[ReplaceLoop, Callable[[ReplaceState], Batch | None]]:
+    """(the loop with node_drain's and asg_instance_terminate's steps, the next_batch to run it with). The
+    termination wait overlaps the next batch's drain unless the replacements gate the next batch
+    (wait_for_replacements, strategy minimal, U7) or nothing is terminated (check mode). A batch's terminations go
+    in up to two rounds (termination_rounds). What the next batch needs is read during the post-drain wait
+    (phases/replace/read_ahead.py); ``node_names`` (instance id -> node name) is the one ``next_batch`` keeps up to date, ``group``
+    the node group the phase found (None: the first termination finds it)."""
+    def context(step: dict[str, Any]) -> StepContext:
+        return StepContext(step, clients, check_mode, diff, warn, log)
+
+    ahead = ReadAhead(context(step_params(params, Batch([]))[0]),
+                      next_batch if isinstance(next_batch, LivePlanner) else None, group)
+    # The first batch's reads go while the phase cordons every old node (U4).
+    ahead.first()
+
+    def drain(batch: Batch) -> Mapping[str, Any]:
+        check_target_unmoved(context(step_params(params, batch)[0]), ahead.group)
+        ready = None
+        if batch.desired_capacity is not None:
+            launched = launch_new_nodes(params, batch, context, progress)
+            ready = launched if batch.launch > 0 else None
+        if not batch.instance_ids:
+            return dict(drain=dict(nodes={}, instances={}), new_nodes_ready=ready)
+        # The pods' warnings are the loop's to print, with their batch.
+        output = drain_step.run(context(step_params(params, batch)[0]), ahead.drain_inputs(batch, node_names),
+                                ahead.on_emptied(batch), node_warnings=False)
+        return dict(output, new_nodes_ready=ready)
+
+    def start(batch: Batch) -> Terminations:
+        rounds = []
+        hooks = ahead.termination_hooks()
+        for ids, decrement in termination_rounds(batch):
+            ctx = context(step_params(params, batch, ids, decrement)[1])
+            # A later round refused: the earlier rounds' instances are going all the same (SPEC B1).
+            accepted = [i for done in rounds for i in done.instance_ids]
+            try:
+                termination = terminate_step.start_termination(ctx, hooks)
+            except StepFailed as failure:
+                failure.accepted = accepted
+                raise
+            except UpgradeError as err:
+                raise StepFailed(err, accepted=accepted) from err
+            termination.context = ctx
+            rounds.append(termination)
+        ahead.accepted(rounds)
+        return Terminations(rounds)
+
+    def finish(terminations: Terminations) -> Mapping[str, Any]:
+        outputs = [terminate_step.finish_termination(t.context, t) for t in terminations.rounds]
+        return merge_outputs(outputs)
+
+    loop = ReplaceLoop(_guarded(drain), _guarded(start), _guarded(finish), progress,
+                       overlap=not (params["wait_for_replacements"] or check_mode),
+                       node_names=node_names, total=len(params["steps"] if params["steps"] is not None
+                                                        else params["batches"]),
+                       noun="step" if params["steps"] is not None else "batch")
+    return loop, ahead.next_batch(next_batch)
