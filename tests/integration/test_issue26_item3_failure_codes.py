@@ -40,3 +40,15 @@ def test_issue26_item3_a_role_refusal_records_its_code_and_parameter_from_the_ta
     assert error["msg"].startswith(says), error["msg"]
     assert error["resume"].startswith("Nothing was changed for this reason; correct the parameter named above")
     assert changes_by_the_collection(before, call_counts(sandbox)) == {}
+
+
+def test_issue26_item3_eks_s_update_followed_past_its_timeout_records_wait_timeout_as_data(sandbox, tmp_path):
+    """The managed_update role's own failure: its code is the task's, and its message no longer begins with it."""
+    report_path = tmp_path / "report.json"
+    result = run_playbook(sandbox, REPO_ROOT / "playbooks" / "upgrade_nodegroup.yml", dict(
+        cluster_name="managed", nodegroup_name="workers", kubernetes_version="1.30", managed_update_timeout=1,
+        managed_update_poll_interval=1, upgrade_report_path=str(report_path)))
+    assert result.returncode != 0, result.stdout[-3000:]
+    error = json.loads(report_path.read_text())["error"]
+    assert (error["phase"], error["code"], error["parameter"]) == ("eks_update", "WaitTimeout", None), error
+    assert error["msg"].startswith("EKS's update "), error["msg"]
