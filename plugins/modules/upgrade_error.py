@@ -15,7 +15,6 @@ description:
   - Fails the task as the collection's modules fail, with C(msg), C(code) and, when given, C(parameter) in its
     result. The roles use it for their own refusals and failures instead of C(ansible.builtin.fail), so that
     a C(rescue) reads the code from C(ansible_failed_result.code) rather than from the message.
-  - It runs on the controller, in the process of the task, whatever the task's host or C(delegate_to).
 author:
   - eksops.nodegroup maintainers (@eksops)
 options:
@@ -64,10 +63,10 @@ options:
 attributes:
   action:
     support: full
-    description: Runs in an action plugin on the controller.
+    description: The failure is the action plugin's own, on the controller; no module runs.
   async:
     support: none
-    description: Runs in the task's own process on the controller.
+    description: Fails at once.
   check_mode:
     support: full
     description: Fails in check mode too.
