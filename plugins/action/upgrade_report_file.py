@@ -15,10 +15,11 @@ import json
 import os
 import tempfile
 
-from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError, invalid_parameter
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import error_result
 from ansible_collections.eksops.nodegroup.plugins.module_utils.report.timeline_svg import render
 
 ARGUMENT_SPEC = dict(
@@ -44,7 +45,7 @@ def file_mode(mode: object) -> int:
     try:
         return int(mode, 8) if isinstance(mode, str) else int(mode)
     except (TypeError, ValueError):
-        raise AnsibleActionFail("mode must be an octal number such as '0644', got %r" % (mode,))
+        raise invalid_parameter("mode", "mode must be an octal number such as '0644', got %r" % (mode,))
 
 
 def read_text(path: str) -> str | None:
@@ -81,13 +82,21 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp
         validation, _args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        params = validation.validated_parameters
+        try:
+            result.update(self._write_report(validation.validated_parameters))
+        except UpgradeError as err:
+            result.update(changed=False, failed=True, **error_result(err))
+        return result
+
+    def _write_report(self, params: dict) -> dict:
+        """The task's result: the report (and its picture) written, or what would change in check mode."""
+        result = {}
         path = params["path"]
         mode = file_mode(params["mode"])
         try:
             content = report_json(params["report"])
         except (TypeError, ValueError) as err:
-            raise AnsibleActionFail("the report is not JSON: %s" % to_text(err))
+            raise invalid_parameter("report", "the report is not JSON: %s" % to_text(err))
         before = read_text(path)
         changed = self._write("the report", path, before, content, mode)
         result.update(changed=changed, report_file=dict(path=path, size=len(content.encode("utf-8")), timeline=None))
@@ -108,5 +117,5 @@ class ActionModule(ActionBase):
             try:
                 write_atomically(path, content, mode)
             except OSError as err:
-                raise AnsibleActionFail("cannot write %s to %s: %s" % (what, path, to_text(err)))
+                raise invalid_parameter("path", "cannot write %s to %s: %s" % (what, path, to_text(err)))
         return changed

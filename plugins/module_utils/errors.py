@@ -54,6 +54,25 @@ MIXED_INSTANCES_UNSUPPORTED = "MixedInstancesUnsupported"
 AWS_UNREACHABLE = "AwsUnreachable"
 # Not an EKS code: an AWS or Kubernetes API error that fits none of the codes above.
 API_ERROR = "ApiError"
+# Not an EKS code: an AWS-side wait (a termination, EKS's update followed for managed_update_timeout) ran out of time.
+WAIT_TIMEOUT = "WaitTimeout"
+# Not an EKS code: another live run holds the group's lease (issue 10 item 21), so this run changed nothing from there.
+UPGRADE_IN_PROGRESS = "UpgradeInProgress"
+# Not an EKS code: the job that ran the upgrade was cancelled, timed out or killed (SPEC W5), so the run stopped
+# before its next destructive call; a rerun resumes from the journal.
+JOB_STOPPED = "JobStopped"
+# Not an EKS code: instances that joined the group during the upgrade still run an old launch template version; a
+# rerun replaces them.
+OLD_INSTANCES_LEFT = "OldInstancesLeft"
+
+# Every code above: what a failure of the collection carries (the upgrade_error action takes no other).
+CODES = (NODE_CREATION_FAILURE, POD_EVICTION_FAILURE, ASG_INSTANCE_LAUNCH_FAILURES, INSTANCE_LIMIT_EXCEEDED,
+         INSUFFICIENT_FREE_ADDRESSES, ACCESS_DENIED, CLUSTER_UNREACHABLE, INVALID_PARAMETER, NOT_FOUND,
+         AUTOSCALER_ACTIVE, LOAD_BALANCER_DEREGISTRATION_TIMEOUT, UPGRADE_TARGET_CONFLICT,
+         LAUNCH_TEMPLATE_VERSION_CHANGED, PREFLIGHT_BLOCKED, INSTANCE_REFRESH_IN_PROGRESS,
+         OWNED_BY_INFRASTRUCTURE_AS_CODE, WARM_POOL_PRESENT, REPLACES_INSTANCES_ITSELF, TAG_LIMIT_EXCEEDED,
+         MIXED_INSTANCES_UNSUPPORTED, AWS_UNREACHABLE, API_ERROR, WAIT_TIMEOUT, UPGRADE_IN_PROGRESS, JOB_STOPPED,
+         OLD_INSTANCES_LEFT)
 
 
 class UpgradeError(Exception):

@@ -43,11 +43,8 @@ import signal
 import threading
 import time
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import JOB_STOPPED, UpgradeError
 
-# Not an EKS code: the job that ran the upgrade was cancelled, timed out or killed (SPEC W5), so the run stopped
-# before its next destructive call; a rerun resumes from the journal.
-JOB_STOPPED = "JobStopped"
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 WATCHDOG_SECONDS = 1.0
 STOP_GRACE_SECONDS = 5.0

@@ -33,7 +33,7 @@ import time
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host import job_guard
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import autoscaling as autoscaling_api
-from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import TAG_LIMIT_EXCEEDED, UpgradeError
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import TAG_LIMIT_EXCEEDED, UPGRADE_IN_PROGRESS, UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal import (
     TAG_GROUPS,
     TAG_PREFIX,
@@ -50,7 +50,6 @@ LEASE_TAG = TAG_PREFIX + "lease"
 ASG_TAG_LIMIT = 50
 # The tags an upgrade may hold on its group at once: a journal with every field set, and the lease.
 UPGRADE_TAGS_MAX = len(TAG_GROUPS) + 1
-UPGRADE_IN_PROGRESS = "UpgradeInProgress"
 LEASE_SECONDS = 60
 LEASE_RENEW_SECONDS = 15
 LEASE_SETTLE_SECONDS = 1.0

@@ -13,7 +13,7 @@ import time
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.asg_state import ASG_POLL_SECONDS
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import autoscaling as autoscaling_api
-from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import NOT_FOUND, UpgradeError
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import NOT_FOUND, WAIT_TIMEOUT, UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.members.instances import describe_instances
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.discovery import describe_asg
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.rules import LEAVING_STATES
@@ -23,8 +23,6 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.rules import
 # EC2_POLL_SECONDS. The node_replace action waits so while the next batch drains.
 EC2_FIRST_POLL_SECONDS = 1.0
 EC2_POLL_SECONDS = 2.0
-# Not an EKS code: an AWS-side wait (termination) ran out of time.
-WAIT_TIMEOUT = "WaitTimeout"
 # Lifecycle hooks ("Amazon EC2 Auto Scaling lifecycle hooks", Auto Scaling user guide): a hook on this transition
 # holds an instance that the group terminates in TERMINATING_WAIT until whoever owns the hook completes the
 # lifecycle action (CompleteLifecycleAction) or the hook's HeartbeatTimeout passes without a heartbeat; the EC2

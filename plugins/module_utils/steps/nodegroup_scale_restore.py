@@ -25,12 +25,13 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.asg_sta
     suspended_process_names,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.members.group_nodes import list_nodegroup_nodes, unmark_scale_down_disabled
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.termination import wait_terminated, WAIT_TIMEOUT
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.termination import wait_terminated
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import autoscaling as autoscaling_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import DEFAULT_OPTIONS as DRAIN_DEFAULTS, DrainOptions, drain_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     INSTANCE_REFRESH_IN_PROGRESS,
     POD_EVICTION_FAILURE,
+    WAIT_TIMEOUT,
     UpgradeError,
     invalid_parameter,
 )

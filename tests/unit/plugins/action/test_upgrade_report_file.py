@@ -6,17 +6,10 @@ by ansible.builtin.copy's two module processes."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
-from types import SimpleNamespace
 
 import pytest
-
-try:
-    from ansible.module_utils import _internal
-except ImportError:  # ansible-core < 2.19: importing the controller leaves modules' warnings alone
-    _internal = None
 
 from ansible_collections.eksops.nodegroup.plugins.modules import upgrade_report_file
 from ansible_collections.eksops.nodegroup.plugins.module_utils.report.timeline_svg import render
@@ -24,41 +17,9 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.report.timeline_s
 from ..module_docs import assert_docs_match_spec
 from ..module_utils.test_timeline_svg import report_of_three_nodes_in_two_zones
 
+# The action plugin the controller and run fixtures (conftest.py) load.
+ACTION = "upgrade_report_file"
 REPORT = report_of_three_nodes_in_two_zones()
-
-
-@pytest.fixture(scope="module")
-def controller():
-    """The action plugin and what runs it. Importing them imports Ansible's controller, which from then on sends
-    every module warning of the process to Display instead of the module's result
-    (ansible.module_utils._internal.is_controller): they are imported here rather than at the top, and the flag is
-    put back after, so that the modules other tests run in this process keep their result warnings."""
-    was = getattr(_internal, "is_controller", None)
-    try:
-        yield SimpleNamespace(
-            action=importlib.import_module("ansible_collections.eksops.nodegroup.plugins.action.upgrade_report_file"),
-            errors=importlib.import_module("ansible.errors"),
-            Task=importlib.import_module("ansible.playbook.task").Task,
-            Templar=importlib.import_module("ansible.template").Templar,
-            DataLoader=importlib.import_module("ansible.parsing.dataloader").DataLoader)
-    finally:
-        if _internal is not None:
-            _internal.is_controller = was
-
-
-@pytest.fixture
-def run(controller):
-    def run_action(check_mode=False, diff=False, **args):
-        task = controller.Task()
-        task.args = args
-        task.check_mode = check_mode
-        task.diff = diff
-        loader = controller.DataLoader()
-        # ActionBase.run only asks the connection whether its shell has a temporary directory: it has, none is needed.
-        connection = SimpleNamespace(_shell=SimpleNamespace(tmpdir="unused"))
-        action = controller.action.ActionModule(task, connection, None, loader, controller.Templar(loader), None)
-        return action.run(task_vars={})
-    return run_action
 
 
 def test_the_documentation_matches_the_argument_spec(controller):
@@ -98,13 +59,16 @@ def test_a_report_replaces_the_previous_one_whole(run, tmp_path):
     assert json.loads(path.read_text()) == REPORT
 
 
-@pytest.mark.parametrize("args, message", [
-    ({"mode": "rw-r--r--"}, "mode must be an octal number"),
-    ({"path": "/nonexistent-dir/report.json"}, "cannot write the report to /nonexistent-dir/report.json"),
+@pytest.mark.parametrize("args, parameter, message", [
+    ({"mode": "rw-r--r--"}, "mode", "mode must be an octal number such as '0644', got 'rw-r--r--'"),
+    ({"path": "/nonexistent-dir/report.json"}, "path", "cannot write the report to /nonexistent-dir/report.json: "),
 ])
-def test_a_bad_mode_or_directory_fails_naming_it(controller, run, tmp_path, args, message):
-    with pytest.raises(controller.errors.AnsibleActionFail, match=message):
-        run(**dict(dict(report=REPORT, path=str(tmp_path / "r.json")), **args))
+def test_a_bad_mode_or_directory_fails_naming_it(run, tmp_path, args, parameter, message):
+    """Issue 26 item 3: as the collection's modules fail, with the code and the parameter as data."""
+    result = run(**dict(dict(report=REPORT, path=str(tmp_path / "r.json")), **args))
+    assert (result["failed"], result["changed"], result["code"], result["parameter"]) == (
+        True, False, "InvalidParameter", parameter), result
+    assert result["msg"].startswith(message), result
 
 
 def test_issue25_item4_the_picture_is_written_beside_the_report_and_returned(run, tmp_path):
