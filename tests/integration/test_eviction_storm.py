@@ -21,26 +21,14 @@ import pytest
 
 from nodegroup_state import call_counts, calls_between, instance_id_of, nodegroup_nodes
 from sandbox_helpers import run_module, running_sandbox
+from scenarios import pinned_pools
 
-AMI_129 = "amazon-eks-node-al2023-x86_64-standard-1.29-v20240101"
-STORM_SCENARIO = {
-    "name": "storm",
-    "availability_zones": ["us-west-2a"],
-    "amis": [{"name": AMI_129, "kubernetes_version": "1.29"}],
-    # Self-managed groups (terraform): a workload is pinned by the label their user data gives the nodes.
-    "nodegroups": [
-        {"name": "solo", "ami": AMI_129, "min_size": 1, "max_size": 1, "desired_capacity": 1,
-         "labels": {"pool": "solo"}},
-        {"name": "workers", "ami": AMI_129, "min_size": 2, "max_size": 2, "desired_capacity": 2,
-         "labels": {"pool": "workers"}},
-    ],
-    "workloads": [
-        # Z3: tolerates the cordon, and its only node is the one drained: every evicted pod comes back there
-        {"kind": "Deployment", "name": "everywhere", "replicas": 3, "tolerate_all": True, "nodegroup": "solo"},
-        {"kind": "Deployment", "name": "web", "replicas": 2, "nodegroup": "workers"},
-        {"kind": "DaemonSet", "name": "node-agent", "namespace": "kube-system"},
-    ],
-}
+STORM_SCENARIO = pinned_pools("storm", 2, [
+    # Z3: tolerates the cordon, and its only node is the one drained: every evicted pod comes back there
+    {"kind": "Deployment", "name": "everywhere", "replicas": 3, "tolerate_all": True, "nodegroup": "solo"},
+    {"kind": "Deployment", "name": "web", "replicas": 2, "nodegroup": "workers"},
+    {"kind": "DaemonSet", "name": "node-agent", "namespace": "kube-system"},
+])
 DRAIN_TIMEOUT = 120
 AGENT = "eksops.nodegroup/0.1.0/node_drain"
 REASON = "its pods tolerate every taint and are scheduled back onto the cordoned node"

@@ -13,21 +13,12 @@ import xml.etree.ElementTree as ET
 
 from nodegroup_state import workers_asg
 from sandbox_helpers import REPO_ROOT, module_sandbox, run_playbook
+from scenarios import two_az_workers
 
-AMI_129 = "amazon-eks-node-al2023-x86_64-standard-1.29-v20240101"
-AMI_130 = "amazon-eks-node-al2023-x86_64-standard-1.30-v20240615"
-SMALL = {
-    "name": "picture",
-    "availability_zones": ["us-west-2a", "us-west-2b"],
-    "amis": [{"name": AMI_129, "kubernetes_version": "1.29", "recommended": True},
-             {"name": AMI_130, "kubernetes_version": "1.30", "recommended": True}],
-    "nodegroups": [{"name": "workers", "kind": "self_managed", "ami": AMI_129, "min_size": 1, "max_size": 6,
-                    "desired_capacity": 2}],
-    # The cache's emptyDir is a pod warning of its node's drain; billing's single replica a preflight warning.
-    "workloads": [{"kind": "Deployment", "name": "web", "replicas": 2, "pdb": {"max_unavailable": 1}},
-                  {"kind": "Deployment", "name": "cache", "replicas": 2, "empty_dir": True},
-                  {"kind": "Deployment", "name": "billing", "replicas": 1}],
-}
+# The cache's emptyDir is a pod warning of its node's drain; billing's single replica a preflight warning.
+SMALL = two_az_workers("picture", 6, [{"kind": "Deployment", "name": "web", "replicas": 2, "pdb": {"max_unavailable": 1}},
+                                      {"kind": "Deployment", "name": "cache", "replicas": 2, "empty_dir": True},
+                                      {"kind": "Deployment", "name": "billing", "replicas": 1}])
 SVG = "{http://www.w3.org/2000/svg}"
 
 

@@ -19,21 +19,13 @@ import pytest
 
 from nodegroup_state import asg_name_of, image_id_by_name, workers_asg
 from sandbox_helpers import REPO_ROOT, run_playbook, running_sandbox
+from scenarios import AMI_130, two_az_workers
 
-AMI_129 = "amazon-eks-node-al2023-x86_64-standard-1.29-v20240101"
-AMI_130 = "amazon-eks-node-al2023-x86_64-standard-1.30-v20240615"
-RACE = {
-    "name": "race",
-    "availability_zones": ["us-west-2a", "us-west-2b"],
-    "amis": [{"name": AMI_129, "kubernetes_version": "1.29", "recommended": True},
-             {"name": AMI_130, "kubernetes_version": "1.30", "recommended": True}],
-    "nodegroups": [{"name": "workers", "kind": "self_managed", "ami": AMI_129, "min_size": 1, "max_size": 4,
-                    "desired_capacity": 2}],
-    "workloads": [{"kind": "Deployment", "name": "web", "replicas": 2, "pdb": {"max_unavailable": 1}}],
-    # Auto Scaling refuses the setup phase's UpdateAutoScalingGroup in the group's state, as it does while another
-    # update or scaling activity holds the group.
-    "faults": [{"type": "aws_error", "action": "UpdateAutoScalingGroup", "code": "ValidationError", "count": 1}],
-}
+# Auto Scaling refuses the setup phase's UpdateAutoScalingGroup in the group's state, as it does while another
+# update or scaling activity holds the group.
+RACE = two_az_workers("race", 4, [{"kind": "Deployment", "name": "web", "replicas": 2, "pdb": {"max_unavailable": 1}}],
+                      faults=[{"type": "aws_error", "action": "UpdateAutoScalingGroup", "code": "ValidationError",
+                               "count": 1}])
 
 
 @pytest.fixture(scope="module")

@@ -24,6 +24,7 @@ from kubernetes.client import V1Container, V1ObjectMeta, V1Pod, V1PodSpec
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.watch import retry_api_call
 from nodegroup_state import asg_name_of, nodegroup_nodes
 from sandbox_helpers import ansible_env, run_module, start_sandbox, stop_sandbox
+from scenarios import pinned_pools
 
 EXCLUDE_LB_LABEL = "node.kubernetes.io/exclude-from-external-load-balancers"
 FAST = {"post_drain_wait": 1, "delete_options": {"wait_timeout": 60}}
@@ -290,27 +291,14 @@ def test_throttling_and_server_errors_are_retried_P3(scenario_sandbox):
 # Pods that land on the node while it is drained (U5, D14, Z3)
 # --------------------------------------------------------------------------------------------------------
 
-AMI_129 = "amazon-eks-node-al2023-x86_64-standard-1.29-v20240101"
-LATE_PODS_SCENARIO = {
-    "name": "late_pods",
-    "availability_zones": ["us-west-2a"],
-    "amis": [{"name": AMI_129, "kubernetes_version": "1.29"}],
-    # Self-managed groups (terraform): a workload is pinned by the label their user data gives the nodes.
-    "nodegroups": [
-        {"name": "solo", "ami": AMI_129, "min_size": 1, "max_size": 1, "desired_capacity": 1,
-         "labels": {"pool": "solo"}},
-        {"name": "workers", "ami": AMI_129, "min_size": 1, "max_size": 1, "desired_capacity": 1,
-         "labels": {"pool": "workers"}},
-    ],
-    "workloads": [
-        # Z3: tolerates the cordon, and its only node is the one drained: every evicted pod comes back there
-        {"kind": "Deployment", "name": "everywhere", "replicas": 2, "tolerate_all": True, "nodegroup": "solo"},
-        # takes 250 s x 0.02 = 5 s to stop: the drain is still waiting when a pod is bound to the node
-        {"kind": "Deployment", "name": "stubborn", "replicas": 1, "nodegroup": "workers",
-         "termination_grace_period_seconds": 250, "ignore_sigterm": True},
-        {"kind": "DaemonSet", "name": "node-agent", "namespace": "kube-system"},
-    ],
-}
+LATE_PODS_SCENARIO = pinned_pools("late_pods", 1, [
+    # Z3: tolerates the cordon, and its only node is the one drained: every evicted pod comes back there
+    {"kind": "Deployment", "name": "everywhere", "replicas": 2, "tolerate_all": True, "nodegroup": "solo"},
+    # takes 250 s x 0.02 = 5 s to stop: the drain is still waiting when a pod is bound to the node
+    {"kind": "Deployment", "name": "stubborn", "replicas": 1, "nodegroup": "workers",
+     "termination_grace_period_seconds": 250, "ignore_sigterm": True},
+    {"kind": "DaemonSet", "name": "node-agent", "namespace": "kube-system"},
+])
 
 
 @pytest.fixture(scope="module")
