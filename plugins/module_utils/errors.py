@@ -95,9 +95,9 @@ class UpgradeError(Exception):
         return "UpgradeError(%r, %r, **%r)" % (self.code, self.msg, self.details)
 
 
-
 class StepFailed(Exception):
-    """A step's UpgradeError (raised by the loops that run steps in one process: setup, replace) and the result the step had when it failed (what a module's fail_json carries)."""
+    """A step's UpgradeError and the result the step had when it failed (what a module's fail_json carries),
+    raised by the phases that run steps in one process (setup, replace)."""
 
     def __init__(self, error: UpgradeError, result: Mapping[str, Any] | None = None,
                  accepted: Sequence[str] = ()) -> None:

@@ -261,7 +261,7 @@ def check_wanted(params: dict[str, Any], wanted: int, desired_now: int, original
 
 
 def new_node_target(ec2: Any, asg: Mapping[str, Any], journal: Journal | None, image_id: str | None = None,
-                   launch_template_version: int | str | None = None) -> dict[str, Any]:
+                    launch_template_version: int | str | None = None) -> dict[str, Any]:
     """What new nodes run: {launch_template_id, launch_template_version (int), image_id, override_images}.
 
     The options win, then the journal's target, then the launch template version the ASG points at;

@@ -103,7 +103,7 @@ def check_options(params: Any) -> None:
 
 
 def resolve_target_image(module: Any, ec2: Any, lt_id: str,
-                   current: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None, str | None]:
+                         current: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None, str | None]:
     """(target image id or None, named version description or None, SSM parameter or None); validated."""
     params = module.params
     if params["use_current_launch_template"]:

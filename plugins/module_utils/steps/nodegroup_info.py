@@ -118,7 +118,7 @@ def describe_nodegroup(module: Any, group: NodegroupRef | None = None) -> dict[s
     template = describe_launch_template(ec2, lt_id)
     journal = Journal.from_tags(asg.get("Tags"), asg_name=summary["name"])
     target_version, target_image_id = split_target(ec2, lt_id, spec["version"],
-                                                     params["target"] or journal_target(journal, lt_id))
+                                                   params["target"] or journal_target(journal, lt_id))
 
     asg_instances = asg.get("Instances", [])
     ec2_instances = described_for_join(ec2, [i["InstanceId"] for i in asg_instances], module.clients.instance_descriptions)

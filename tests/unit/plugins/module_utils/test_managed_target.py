@@ -106,8 +106,8 @@ def test_kubernetes_version_target():
     assert target == dict(option="kubernetes_version", value="1.31", request={"version": "1.31"},
                           ssm_parameter="/aws/service/eks/optimized-ami/1.31/amazon-linux-2023/x86_64/standard/"
                           "recommended/release_version")
-    windows = mt.managed_update_target(options(kubernetes_version="1.31"), nodegroup(amiType="WINDOWS_CORE_2022_x86_64"),
-                                "1.31")
+    windows = mt.managed_update_target(options(kubernetes_version="1.31"),
+                                       nodegroup(amiType="WINDOWS_CORE_2022_x86_64"), "1.31")
     assert windows["ssm_parameter"] == \
         "/aws/service/ami-windows-latest/Windows_Server-2022-English-Core-EKS_Optimized-1.31/image_id"
 
@@ -146,7 +146,7 @@ def test_release_version_target_sends_its_kubernetes_version_for_amazon_linux():
     assert target["request"] == {"releaseVersion": "1.31.3-20250103", "version": "1.31"}
     assert (target["option"], target["value"], target["ssm_parameter"]) == ("release_version", "1.31.3-20250103", None)
     bottlerocket = mt.managed_update_target(options(release_version="1.20.1-7c3e9198"),
-                                     nodegroup(amiType="BOTTLEROCKET_x86_64", releaseVersion="1.19.2-29cc92cc"), "1.31")
+                                            nodegroup(amiType="BOTTLEROCKET_x86_64", releaseVersion="1.19.2-29cc92cc"), "1.31")
     assert bottlerocket["request"] == {"releaseVersion": "1.20.1-7c3e9198"}
 
 
