@@ -50,6 +50,11 @@ class Batch:
         self.launch = launch
         self.choose_old = choose_old
 
+    @property
+    def old_count(self) -> int:
+        """How many old instances the batch replaces: a surge step's count until it takes them (choose_old)."""
+        return self.choose_old["count"] if self.choose_old is not None else len(self.instance_ids)
+
     def take(self, instance_ids: Sequence[str]) -> None:
         """A surge step's old instances, chosen once its launch is placed: each termination lowers the desired
         capacity, as every surge step's does (SPEC S3)."""
@@ -249,8 +254,8 @@ class ReplaceLoop:
         self.progress("%s started at %s: %s" % (
             self.label(record), clock_time(record["started"]),
             "%s (%s)" % (_names(batch.instance_ids, self.node_names), ", ".join(batch.instance_ids))
-            if batch.instance_ids else "%d old node(s), chosen once the launch is placed" % batch.choose_old["count"]
-            if batch.choose_old and batch.choose_old["count"] else "no old node, new nodes only"))
+            if batch.instance_ids else "%d old node(s), chosen once the launch is placed" % batch.old_count
+            if batch.old_count else "no old node, new nodes only"))
         drained = self.drained(record, batch)
         if not batch.instance_ids:
             record["ended"] = self.clock()

@@ -279,13 +279,13 @@ def check_target_unmoved(ctx: StepContext, group: NodegroupRef | None) -> None:
 
 
 def launch_new_nodes(params: Mapping[str, Any], batch: Batch, context: Callable[[dict[str, Any]], StepContext],
-                     progress: Callable[[str], None]) -> float:
+                     progress: Callable[[str], None]) -> float | None:
     """A surge step's launch (SPEC S3), as asg_surge mode desired does it: the desired capacity raised to the
     step's, and its new nodes Ready before its old ones are drained. Returns the clock time they were (None when
     the step launches none)."""
     options = group_options(params)
     options.update(mode="desired", desired_capacity=batch.desired_capacity, wait=batch.launch > 0,
-                   suspend_processes=params["suspend_processes"], pending_decrement=len(batch.instance_ids),
+                   suspend_processes=params["suspend_processes"], pending_decrement=batch.old_count,
                    wait_timeout=params["node_ready_timeout"], accept_current_capacity=params["accept_current_capacity"])
     surge = surge_step.run(context(validated(surge_step.ARGUMENT_SPEC, options)))["surge"]
     if batch.launch <= 0:
@@ -311,7 +311,7 @@ def take_old_instances(ctx: StepContext, group: NodegroupRef | None, batch: Batc
     batch.take(surge_step_old(counts, [dict(instance_id=i, availability_zone=live.get(i)) for i in choice["candidates"]],
                               choice["count"], choice["end_size"], choice["next_launch"]))
     if batch.instance_ids:
-        progress("replacing %s, taken where the launch left the most instances per AZ (%s)" % (
+        progress("replacing %s, chosen from the group as the launch left it (instances per AZ: %s)" % (
             ", ".join(batch.instance_ids), ", ".join("%s %d" % item for item in counts.items())))
 
 
