@@ -38,8 +38,8 @@ def _per_az(sandbox) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("fixture,max_surge,max_unavailable", [("sandbox", 2, 1), ("second_group", 1, 0)])
-def test_issue26_item2_the_surge_strategy_ends_with_the_az_counts_it_began_with(request, tmp_path, fixture, max_surge,
-                                                                               max_unavailable):
+def test_issue26_item2_the_surge_strategy_ends_with_the_az_counts_it_began_with(
+        request, tmp_path, fixture, max_surge, max_unavailable):
     sandbox = request.getfixturevalue(fixture)
     before = _per_az(sandbox)
     assert sorted(before.values()) == [2, 2, 2]

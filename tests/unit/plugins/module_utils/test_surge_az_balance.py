@@ -79,8 +79,8 @@ def test_issue26_item2_surge_2_1_and_1_0_on_2_2_2_end_as_they_began_under_every_
     start = {A: 2, B: 2, C: 2}
     assert {(3, 2, 1), (3, 1, 2)} <= end_counts(start, 2, 1, plan_order) | end_counts(start, 1, 0, plan_order)
     for max_surge, max_unavailable in ((2, 1), (1, 0), (0, 1), (5, 0)):
-        assert end_counts(start, max_surge, max_unavailable, surge_step_old) == {(2, 2, 2)}, (max_surge,
-                                                                                            max_unavailable)
+        ends = end_counts(start, max_surge, max_unavailable, surge_step_old)
+        assert ends == {(2, 2, 2)}, (max_surge, max_unavailable, ends)
 
 
 def test_issue26_item2_larger_balanced_groups_end_as_they_began_when_ties_go_to_the_first_az():
