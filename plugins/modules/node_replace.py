@@ -23,6 +23,11 @@ description:
     capacity to the step's and waits for the new nodes as M(eksops.nodegroup.asg_surge) does with
     O(eksops.nodegroup.asg_surge#module:mode=desired), then drains the step's old nodes and terminates their instances,
     each termination lowering the desired capacity. The progress lines say C(step) for C(batch).
+  - A surge step's old nodes are chosen once its new nodes are Ready, from where Auto Scaling placed them, so that
+    the group ends with the Availability Zone counts it began with (issue 26 item 2). Auto Scaling puts each launch in
+    the zone with the fewest instances, so the old nodes a plan fixed before the launch could leave a 2-2-2 group
+    3-2-1. The step replaces as many old nodes as its O(steps[].instance_ids) name, taken among the old instances of
+    O(steps) that no step has replaced yet. In check mode, where nothing is launched, they are the step's own.
   - "It is an action plugin that runs on the controller, in the process of the task, whatever the task's host or
     C(delegate_to): one process for the whole phase instead of two module processes per batch, and the work is
     the two modules' own code. The controller's Python needs boto3, botocore and kubernetes."
@@ -97,7 +102,9 @@ options:
         type: int
         required: true
       instance_ids:
-        description: The old instances the step replaces, each termination lowering the desired capacity.
+        description:
+          - The plan's old instances for the step; the step replaces as many, chosen among those of O(steps) not yet
+            replaced once its launch is placed (in check mode these), each termination lowering the desired capacity.
         type: list
         elements: str
         required: true

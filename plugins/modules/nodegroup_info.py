@@ -209,8 +209,9 @@ nodegroup:
           C(surge) is the number of nodes added before (rolling) or during (surge) the upgrade; C(batches) lists
           the old instance ids replaced together, in order; C(steps) is the surge schedule (surge only).
         - Each surge step launches C(launch) new nodes by raising the desired capacity to C(desired_capacity), then
-          replaces C(replace) old nodes, C(instance_ids) (C(desired_after_launch) and C(desired_after_terminate) count
-          the old nodes only). C(size_range) is the range the group's size stays in (SPEC S4, surge only).
+          replaces C(replace) old nodes, C(instance_ids) in the plan's order (M(eksops.nodegroup.node_replace) takes
+          as many once the step's launch is placed, to keep the zones balanced; C(desired_after_launch) and
+          C(desired_after_terminate) count the old nodes only). C(size_range) is the range the group's size stays in (SPEC S4, surge only).
         - C(max_unavailable) is resolved (a percentage of C(group_size), the desired capacity before the upgrade);
           C(desired_capacity_during) is C(group_size) plus C(surge); C(surge_sizing) is how a rolling surge was sized
           (null for the other strategies).

@@ -72,3 +72,58 @@ def balanced_launches(az_counts: Mapping[str, int], launches: int) -> dict[str, 
         counts[az] += 1
         placed[az] += 1
     return placed
+
+
+def balanced_end(size: int, az_counts: Mapping[str, int]) -> dict[str, int]:
+    """The instances per AZ a group of ``size`` holds balanced, as Auto Scaling keeps it: the same number in each AZ
+    of ``az_counts`` (in the group's AZ order), one more in as many as the remainder asks, those holding the most
+    now first, ties to the first in that order."""
+    zones = list(az_counts)
+    each, extra = divmod(size, len(zones)) if zones else (0, 0)
+    fullest = sorted(zones, key=lambda zone: (-az_counts[zone], zones.index(zone)))[:extra]
+    return dict((zone, each + (zone in fullest)) for zone in zones)
+
+
+def sure_launches(az_counts: Mapping[str, int], old_per_az: Mapping[str, int], end_per_az: Mapping[str, int]) -> int:
+    """How many launches are sure to land in an AZ that still wants a new instance, however Auto Scaling breaks
+    ties: an AZ wants one until its new instances reach ``end_per_az``, that is until its instances (``az_counts``,
+    old ones included) reach its end count plus its ``old_per_az``. Each launch goes to the AZ with the fewest, so
+    every launch below the lowest such level is sure; at that level a tie may go to an AZ that wants none."""
+    level = min(end_per_az[zone] + old_per_az.get(zone, 0) for zone in az_counts)
+    return sum(max(0, level - count) for count in az_counts.values())
+
+
+def surge_step_old(az_counts: Mapping[str, int], old: Iterable[Mapping[str, Any]], count: int, end_size: int,
+                   next_launch: int) -> list[str]:
+    """The ``count`` old instances a surge step replaces, chosen once its launch is placed (SPEC S3; issue 26 item
+    2): new instances are never removed, so the group ends with the AZ counts it began with only if every launch
+    lands in an AZ that still wants one (Auto Scaling puts each in the AZ with the fewest instances).
+
+    ``az_counts``: the group's live instances per AZ after the step's launch (old and new, none leaving); ``old``:
+    the old instance records left to replace (instance_id, availability_zone), in the plan's order; ``end_size``:
+    the group's size at the end, spread as balanced_end; ``next_launch``: the next step's launches. One at a time,
+    from the AZ whose removal leaves the most sure_launches for the next step (up to ``next_launch``), then the AZ
+    holding the most instances (the group stays balanced), the most old ones, the first in the group's order; within
+    an AZ in the order of ``old``. Old instances outside the group's AZs (an AZ it no longer launches into, or gone
+    from the group) go first. No choice is sure for every way Auto Scaling may break its ties: this one is the best
+    a step can see ahead.
+    """
+    counts = dict(az_counts)
+    end = balanced_end(end_size, counts)
+    left = {}
+    for instance in old:
+        left.setdefault(instance["availability_zone"], []).append(instance["instance_id"])
+    chosen = [i for zone in list(left) if zone not in counts for i in left.pop(zone)][:count]
+    zones = list(counts)
+
+    def preference(zone: str) -> tuple[int, int, int, int]:
+        after = dict(counts, **{zone: counts[zone] - 1})
+        old_after = dict((name, len(ids) - (name == zone)) for name, ids in left.items())
+        return (min(next_launch, sure_launches(after, old_after, end)), counts[zone], len(left[zone]),
+                -zones.index(zone))
+
+    while len(chosen) < count and any(left.values()):
+        zone = max((name for name in zones if left.get(name)), key=preference)
+        chosen.append(left[zone].pop(0))
+        counts[zone] -= 1
+    return chosen

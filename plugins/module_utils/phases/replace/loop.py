@@ -35,16 +35,31 @@ class Batch:
     ``decrement``, the constructor's shorthand: all of them do; ``at_risk``: the planner could not rule out a
     replacement landing in another Availability Zone than the one that needs it). A surge step (SPEC S3) first
     raises the desired capacity to ``desired_capacity``, launching ``launch`` new nodes; it may have no old
-    instance to replace."""
+    instance to replace. ``choose_old`` (a surge step's, issue 26 item 2): its old instances are chosen once its
+    launch is placed (take), ``count`` of the ``candidates``, from the group's ``end_size`` and the
+    ``next_launch`` (az_placement.surge_step_old); until then it has none."""
 
     def __init__(self, instance_ids: Sequence[str], decrement: bool = False, decrement_ids: Sequence[str] = (),
-                 at_risk: bool = False, desired_capacity: int | None = None, launch: int = 0) -> None:
+                 at_risk: bool = False, desired_capacity: int | None = None, launch: int = 0,
+                 choose_old: Mapping[str, Any] | None = None) -> None:
         self.instance_ids = list(instance_ids)
         wanted = set(decrement_ids)
         self.decrement_ids = [i for i in self.instance_ids if decrement or i in wanted]
         self.at_risk = at_risk
         self.desired_capacity = desired_capacity
         self.launch = launch
+        self.choose_old = choose_old
+
+    @property
+    def old_count(self) -> int:
+        """How many old instances the batch replaces: a surge step's count until it takes them (choose_old)."""
+        return self.choose_old["count"] if self.choose_old is not None else len(self.instance_ids)
+
+    def take(self, instance_ids: Sequence[str]) -> None:
+        """A surge step's old instances, chosen once its launch is placed: each termination lowers the desired
+        capacity, as every surge step's does (SPEC S3)."""
+        self.instance_ids = list(instance_ids)
+        self.decrement_ids = list(instance_ids)
 
     @property
     def decrement(self) -> bool:
@@ -96,17 +111,29 @@ def planned_batches(batches: Sequence[Sequence[str]], decrement: bool = False) -
     return next_batch
 
 
-def planned_steps(steps: Sequence[Mapping[str, Any]]) -> Callable[[ReplaceState], Batch | None]:
+def planned_steps(steps: Sequence[Mapping[str, Any]], choose_after_launch: bool = True) -> Callable[[ReplaceState], Batch | None]:
     """next_batch for the surge strategy's steps (planning.place_surge_steps): step k raises the desired capacity to
-    its ``desired_capacity``, launching its ``launch`` new nodes, then its ``instance_ids`` go, each termination
-    lowering the desired capacity (SPEC S3)."""
+    its ``desired_capacity``, launching its ``launch`` new nodes, then as many old instances as its ``instance_ids``
+    go, each termination lowering the desired capacity (SPEC S3). Which ones is chosen once the launch is placed
+    (Batch.choose_old, issue 26 item 2), among the plan's old instances no step has replaced yet; without
+    ``choose_after_launch`` (check mode: nothing is launched) they are the step's ``instance_ids``."""
+    # The group's size once the last step's old instances are gone.
+    end_size = steps[-1]["desired_capacity"] - len(steps[-1]["instance_ids"]) if steps else 0
+
     def next_batch(state: ReplaceState) -> Batch | None:
         done = len(state.batches)
         if done == len(steps):
             return None
         step = steps[done]
-        return Batch(step["instance_ids"], decrement=True, desired_capacity=step["desired_capacity"],
-                     launch=step["launch"])
+        if not choose_after_launch:
+            return Batch(step["instance_ids"], decrement=True, desired_capacity=step["desired_capacity"],
+                         launch=step["launch"])
+        replaced = set(state.replaced_instances)
+        choose = dict(candidates=[i for planned in steps for i in planned["instance_ids"] if i not in replaced],
+                      count=len(step["instance_ids"]), end_size=end_size,
+                      next_launch=steps[done + 1]["launch"] if done + 1 < len(steps) else 0)
+        return Batch([], decrement=True, desired_capacity=step["desired_capacity"], launch=step["launch"],
+                     choose_old=choose)
     return next_batch
 
 
@@ -214,7 +241,8 @@ class ReplaceLoop:
         self.progress("%s started at %s: %s" % (
             self.label(record), clock_time(record["started"]),
             "%s (%s)" % (_names(batch.instance_ids, self.node_names), ", ".join(batch.instance_ids))
-            if batch.instance_ids else "no old node, new nodes only"))
+            if batch.instance_ids else "%d old node(s), chosen once the launch is placed" % batch.old_count
+            if batch.old_count else "no old node, new nodes only"))
         drained = self.drained(record, batch)
         if not batch.instance_ids:
             record["ended"] = self.clock()
@@ -259,15 +287,23 @@ class ReplaceLoop:
         try:
             output = self.drain(batch)
         except StepFailed as failure:
+            self.chosen(record, batch)
             record["drained"] = self.clock()
             self.pod_warnings(record, (failure.result.get("drain") or {}).get("nodes") or {})
             raise
+        self.chosen(record, batch)
         record["drained"] = self.clock()
         if output.get("new_nodes_ready") is not None:
             record["new_nodes_ready"] = output["new_nodes_ready"]
         drained = output["drain"]
         self.pod_warnings(record, drained.get("nodes") or {})
         return drained
+
+    def chosen(self, record: dict[str, Any], batch: Batch) -> None:
+        """A surge step's old instances, chosen in its drain step once its launch was placed, into its record."""
+        if batch.choose_old is not None:
+            record.update(instance_ids=list(batch.instance_ids), decrement_ids=list(batch.decrement_ids),
+                          nodes=[self.node_names.get(i) for i in batch.instance_ids])
 
     def pod_warnings(self, record: Mapping[str, Any], nodes: Mapping[str, Mapping[str, Any]]) -> None:
         for name, node in sorted(nodes.items()):

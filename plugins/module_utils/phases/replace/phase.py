@@ -19,6 +19,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import node
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import schedule_state as schedule_ops
 from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import asg_surge as surge_step
 from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import asg_instance_terminate as terminate_step
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.placement import live_per_az, surge_step_old
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clients import Clients
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.cluster_proof import NODE_READY_TIMEOUT_DEFAULT
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError, invalid_parameter
@@ -27,6 +28,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.launch_
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.lease import LEASE_OPTION
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import merged_argument_spec
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.next_batch import LivePlanner
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.rules import LEAVING_STATES
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.discovery import (
     NODEGROUP_ARGUMENT_SPEC,
     NodegroupRef,
@@ -253,7 +255,7 @@ def next_batch_source(params: Mapping[str, Any], clients: Clients, check_mode: b
     the live planner of the schedule once; once without the journal's start_per_az falls back to eks, warning.
     ``group``: the node group plan_phase found (and refused if managed), else it is found here."""
     if params["steps"] is not None:
-        return "eks", planned_steps(params["steps"])
+        return "eks", planned_steps(params["steps"], choose_after_launch=not check_mode)
     if params["schedule"] != "once" or check_mode:
         return params["schedule"], planned_batches(params["batches"])
     if group is None:
@@ -275,19 +277,40 @@ def check_target_unmoved(ctx: StepContext, group: NodegroupRef | None) -> None:
 
 
 def launch_new_nodes(params: Mapping[str, Any], batch: Batch, context: Callable[[dict[str, Any]], StepContext],
-                     progress: Callable[[str], None]) -> float:
+                     progress: Callable[[str], None]) -> float | None:
     """A surge step's launch (SPEC S3), as asg_surge mode desired does it: the desired capacity raised to the
-    step's, and its new nodes Ready before its old ones are drained. Returns the clock time they were."""
+    step's, and its new nodes Ready before its old ones are drained. Returns the clock time they were (None when
+    the step launches none)."""
     options = group_options(params)
     options.update(mode="desired", desired_capacity=batch.desired_capacity, wait=batch.launch > 0,
-                   suspend_processes=params["suspend_processes"], pending_decrement=len(batch.instance_ids),
+                   suspend_processes=params["suspend_processes"], pending_decrement=batch.old_count,
                    wait_timeout=params["node_ready_timeout"], accept_current_capacity=params["accept_current_capacity"])
     surge = surge_step.run(context(validated(surge_step.ARGUMENT_SPEC, options)))["surge"]
+    if batch.launch <= 0:
+        return None
     ready = time.time()
-    if batch.launch > 0:
-        progress("launched %d new node(s), desired capacity %d: %d node(s) on the target Ready at %s" % (
-            batch.launch, batch.desired_capacity, len(surge["new_nodes"]), clock_time(ready)))
+    progress("launched %d new node(s), desired capacity %d: %d node(s) on the target Ready at %s" % (
+        batch.launch, batch.desired_capacity, len(surge["new_nodes"]), clock_time(ready)))
     return ready
+
+
+def take_old_instances(ctx: StepContext, group: NodegroupRef | None, batch: Batch,
+                       progress: Callable[[str], None]) -> None:
+    """Issue 26 item 2 (SPEC S3, S4): a surge step's old instances (Batch.choose_old), chosen from the group as its
+    launch left it (az_placement.surge_step_old), so that it ends with the AZ counts it began with. One group read;
+    an old instance that is leaving or gone from the group counts in no AZ. ``group``: the node group as last
+    read, else it is found here."""
+    asg = describe_asg(ctx.aws("autoscaling"), group.asg_name) if group is not None else find_module_nodegroup(ctx).asg
+    live = dict((i["InstanceId"], i["AvailabilityZone"]) for i in asg.get("Instances", [])
+                if i.get("LifecycleState") not in LEAVING_STATES)
+    counts = live_per_az(asg.get("AvailabilityZones", []),
+                         [dict(instance_id=i, availability_zone=zone) for i, zone in live.items()])
+    choice = batch.choose_old
+    batch.take(surge_step_old(counts, [dict(instance_id=i, availability_zone=live.get(i)) for i in choice["candidates"]],
+                              choice["count"], choice["end_size"], choice["next_launch"]))
+    if batch.instance_ids:
+        progress("replacing %s, chosen from the group as the launch left it (instances per AZ: %s)" % (
+            ", ".join(batch.instance_ids), ", ".join("%s %d" % item for item in counts.items())))
 
 
 def replace_loop(params: Mapping[str, Any], clients: Clients, check_mode: bool, diff: bool,
@@ -310,10 +333,9 @@ def replace_loop(params: Mapping[str, Any], clients: Clients, check_mode: bool, 
 
     def drain(batch: Batch) -> Mapping[str, Any]:
         check_target_unmoved(context(step_params(params, batch)[0]), ahead.group)
-        ready = None
-        if batch.desired_capacity is not None:
-            launched = launch_new_nodes(params, batch, context, progress)
-            ready = launched if batch.launch > 0 else None
+        ready = launch_new_nodes(params, batch, context, progress) if batch.desired_capacity is not None else None
+        if batch.choose_old is not None:
+            take_old_instances(context(step_params(params, batch)[0]), ahead.group, batch, progress)
         if not batch.instance_ids:
             return dict(drain=dict(nodes={}, instances={}), new_nodes_ready=ready)
         # The pods' warnings are the loop's to print, with their batch.

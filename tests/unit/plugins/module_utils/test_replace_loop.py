@@ -137,7 +137,8 @@ def test_s3_surge_steps_launch_first_every_termination_decrements_and_a_launch_o
     loop = ReplaceLoop(launch_then_drain, steps.start, steps.finish, lines.append, overlap=True, total=2,
                        noun="step")
     state = loop.run(planned_steps([dict(desired_capacity=4, launch=1, instance_ids=["i-1", "i-2"], step=1),
-                                    dict(desired_capacity=3, launch=1, instance_ids=[], step=2)]))
+                                    dict(desired_capacity=3, launch=1, instance_ids=[], step=2)],
+                                   choose_after_launch=False))
     assert launches == [(4, 1), (3, 1)]
     assert steps.events == [("drain", "i-1"), ("start", "i-1", True), ("gone", "i-1")]
     assert state.replaced_instances == ["i-1", "i-2"] and [b["batch"] for b in state.batches] == [1, 2]
@@ -146,6 +147,38 @@ def test_s3_surge_steps_launch_first_every_termination_decrements_and_a_launch_o
         line for line in lines if line.startswith("step 2/2 started at ") and line.endswith("no old node, new nodes only")
         or line.startswith("step 2/2 ended at ")]
     assert state.to_dict()["decrements"] == 2
+
+
+def test_issue26_item2_a_surge_step_takes_its_old_instances_once_its_launch_is_placed():
+    """The step's old instances are not the plan's: its drain step takes them once its launch is placed (issue 26
+    item 2, SPEC S3), from the plan's old instances no step has replaced yet; its record, its lines and its
+    terminations (each lowering the desired capacity) are those it took."""
+    steps, lines, offered = Steps(), [], []
+
+    def launch_then_take(batch, drain=steps.drain):
+        choice = batch.choose_old
+        offered.append(dict(choice))
+        # As the group after the launch would choose: here the last candidates.
+        batch.take(choice["candidates"][-choice["count"]:] if choice["count"] else [])
+        return drain(batch) if batch.instance_ids else dict(drain=dict(nodes={}, instances={}))
+
+    loop = ReplaceLoop(launch_then_take, steps.start, steps.finish, lines.append, overlap=True, total=3,
+                       noun="step")
+    state = loop.run(planned_steps([dict(desired_capacity=8, launch=2, instance_ids=["i-1", "i-2", "i-3"]),
+                                    dict(desired_capacity=8, launch=3, instance_ids=["i-4", "i-5", "i-6"]),
+                                    dict(desired_capacity=6, launch=1, instance_ids=[])]))
+    assert offered == [
+        dict(candidates=["i-1", "i-2", "i-3", "i-4", "i-5", "i-6"], count=3, end_size=6, next_launch=3),
+        dict(candidates=["i-1", "i-2", "i-3"], count=3, end_size=6, next_launch=1),
+        dict(candidates=[], count=0, end_size=6, next_launch=0)]
+    assert state.replaced_instances == ["i-4", "i-5", "i-6", "i-1", "i-2", "i-3"]
+    assert [(b["instance_ids"], b["decrement_ids"]) for b in state.batches] == [
+        (["i-4", "i-5", "i-6"], ["i-4", "i-5", "i-6"]), (["i-1", "i-2", "i-3"], ["i-1", "i-2", "i-3"]), ([], [])]
+    assert ("start", "i-4", True) in steps.events and ("start", "i-1", True) in steps.events
+    assert lines[0].startswith("step 1/3 started at ") and lines[0].endswith("3 old node(s), chosen once the launch "
+                                                                             "is placed")
+    assert any(line.startswith("step 1/3 ended at ") and "i-4, i-5, i-6 (3 decrement)" in line for line in lines)
+    assert state.to_dict()["decrements"] == 6
 
 
 def test_never_joined_instances_are_recorded_when_auto_scaling_accepts_them():

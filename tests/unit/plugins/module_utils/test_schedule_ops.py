@@ -197,8 +197,14 @@ def test_s3_the_surge_steps_are_refused_with_what_they_do_not_take_naming_it(opt
 def test_s3_the_surge_steps_run_under_the_schedule_eks_and_launch_before_their_terminations():
     schedule_run, next_batch = next_batch_source(_schedule_options(steps=[STEP]), None, False, None, {})
     first = next_batch(ReplaceState())
-    assert schedule_run == "eks" and (first.desired_capacity, first.launch, first.instance_ids) == (4, 1, ["i-1"])
+    # Issue 26 item 2: the step's old instances are taken once its launch is placed, among the plan's.
+    assert schedule_run == "eks" and (first.desired_capacity, first.launch, first.instance_ids) == (4, 1, [])
+    assert first.choose_old == dict(candidates=["i-1"], count=1, end_size=3, next_launch=0)
+    first.take(["i-1"])
     assert termination_rounds(first) == [(["i-1"], True)]
+    # Check mode launches nothing: it walks the plan's own.
+    assert next_batch_source(_schedule_options(steps=[STEP]), None, True, None, {})[1](ReplaceState()).instance_ids \
+        == ["i-1"]
 
 
 class _Handle:

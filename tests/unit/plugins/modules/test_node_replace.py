@@ -82,3 +82,32 @@ def test_a_refused_second_round_names_the_first_rounds_instances_as_accepted():
         with pytest.raises(StepFailed) as failed:
             loop.start(Batch(["i-0a", "i-0b"], decrement_ids=["i-0a"]))
     assert failed.value.error.code == "UpgradeInProgress" and failed.value.accepted == ["i-0a"]
+
+
+def test_issue26_item2_a_surge_step_launches_for_the_old_instances_it_will_take_and_takes_them_from_the_group():
+    """The launch journals the capacity the step's terminations will leave (SPEC C3) from the step's count, as none
+    is chosen yet; then the step takes its old instances from the group as the launch left it: the one leaving and
+    the one gone from the group first, then where the instances are most (us-west-2a)."""
+    steps = [dict(desired_capacity=5, launch=1, instance_ids=["i-0a", "i-0b"]),
+             dict(desired_capacity=4, launch=1, instance_ids=["i-0c"])]
+    batch = Batch([], decrement=True, desired_capacity=5, launch=1,
+                  choose_old=dict(candidates=["i-0a", "i-0b", "i-0c", "i-0d", "i-0g"], count=3, end_size=4,
+                                  next_launch=0))
+    seen, lines = [], []
+    with mock.patch.object(replace_steps.surge_step, "run",
+                           side_effect=lambda ctx: seen.append(ctx.params) or dict(surge=dict(new_nodes=[{}]))):
+        replace_steps.launch_new_nodes(params(batches=None, steps=steps), batch,
+                                       lambda step: SimpleNamespace(params=step), lines.append)
+    assert (seen[0]["mode"], seen[0]["desired_capacity"], seen[0]["pending_decrement"]) == ("desired", 5, 3)
+    members = [dict(InstanceId=i, AvailabilityZone=zone, LifecycleState=state) for i, zone, state in (
+        ("i-0a", "us-west-2b", "InService"), ("i-0b", "us-west-2a", "InService"), ("i-0c", "us-west-2a", "InService"),
+        ("i-0d", "us-west-2a", "Terminating"), ("i-0n", "us-west-2b", "Pending"))]
+    autoscaling = mock.Mock()
+    group = SimpleNamespace(asg_name="workers-asg")
+    with mock.patch.object(replace_steps, "describe_asg", return_value=dict(
+            Instances=members, AvailabilityZones=["us-west-2a", "us-west-2b"])) as described:
+        replace_steps.take_old_instances(SimpleNamespace(aws=lambda service: autoscaling), group, batch, lines.append)
+    described.assert_called_once_with(autoscaling, "workers-asg")
+    assert (batch.instance_ids, batch.decrement_ids) == (["i-0d", "i-0g", "i-0b"], ["i-0d", "i-0g", "i-0b"])
+    assert lines[-1] == ("replacing i-0d, i-0g, i-0b, chosen from the group as the launch left it (instances per "
+                         "AZ: us-west-2a 2, us-west-2b 2)")
