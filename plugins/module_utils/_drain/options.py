@@ -49,8 +49,10 @@ class DrainOptions:
         for name in ("drain_timeout", "grace_period", "skip_wait_for_delete_timeout", "post_drain_wait",
                      "eviction_concurrency"):
             values[name] = int(values[name])
-        if values["drain_timeout"] <= 0:
-            raise invalid_parameter("drain_timeout", "drain_timeout must be > 0 seconds, got %d"
+        # The one rule for drain_timeout (issue 26 item 6): the modules' drains and, through the filter
+        # drain_option_problem, the nodegroup_upgrade role's check before its first AWS call.
+        if values["drain_timeout"] < 1:
+            raise invalid_parameter("drain_timeout", "drain_timeout must be at least 1 second, got %d"
                                     % values["drain_timeout"])
         if values["post_drain_min_wait"] is not None:
             values["post_drain_min_wait"] = int(values["post_drain_min_wait"])

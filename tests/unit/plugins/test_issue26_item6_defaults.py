@@ -1,0 +1,103 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Issue 26 item 6: a drain default is written once in code (the drain engine's DEFAULT_OPTIONS, which the modules'
+argument specs take) and every documented copy of it is counted here, so that a new copy, or a copy left behind
+when the code's default changes, fails; its range is checked by one rule (DrainOptions), which the
+nodegroup_upgrade role asks through the filter drain_option_problem before its first AWS call."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+
+import pytest
+
+from ansible_collections.eksops.nodegroup.plugins.filter.drain_option_problem import drain_option_problem
+from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import DEFAULT_OPTIONS
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import node_drain, nodegroup_scale_restore
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+TREES = ("plugins", "roles", "playbooks", "docs")
+SUFFIXES = (".py", ".yml", ".yaml", ".md", ".j2", ".json")
+
+# Where the default is written, and how many times: the code (once), then the copies users read, each counted. The
+# modules' documentation is not here: its defaults are checked against their argument specs (module_docs), which
+# take the code's; the doc fragment drain_options is, as node_drain and node_replace document it.
+WRITTEN = {
+    "drain_timeout": {
+        "plugins/module_utils/_drain/options.py": 1,
+        "plugins/doc_fragments/drain_options.py": 1,
+        "README.md": 1,
+        "docs/roles.md": 1,
+        "docs/behaviour.md": 1,
+        "docs/awx.md": 1,
+        "docs/architecture.md": 1,
+        "playbooks/upgrade_nodegroup.yml": 1,
+        "playbooks/surge_upgrade.yml": 1,
+        # The message that names the settings that differ from EKS's: "drain_timeout 600 s (EKS: 900 s)".
+        "roles/nodegroup_upgrade/tasks/main.yml": 2,
+        **{"roles/%s/%s" % (role, where): 1
+           for role in ("nodegroup_upgrade", "upgrade", "surge_upgrade", "scale_down")
+           for where in ("defaults/main.yml", "meta/argument_specs.yml", "README.md")},
+    },
+}
+
+
+def sources(root):
+    files = [path for tree in TREES for path in sorted((root / tree).rglob("*"))
+             if path.is_file() and path.suffix in SUFFIXES]
+    return files + [path for path in [root / "README.md"] if path.exists()]
+
+
+def written(option, value, root=ROOT):
+    """{file: how many lines write ``value`` near ``option``} (the value on a line that, or one of the three lines
+    before it or the one after it, names the option)."""
+    number = re.compile(r"(?<![\w.])%d(?![\w.])" % value)
+    found = {}
+    for path in sources(root):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for index, line in enumerate(lines):
+            if number.search(line) and any(option in near for near in lines[max(0, index - 3):index + 2]):
+                name = str(path.relative_to(root))
+                found[name] = found.get(name, 0) + 1
+    return found
+
+
+@pytest.mark.parametrize("option", sorted(WRITTEN))
+def test_issue26_item6_the_default_900_of_drain_timeout_is_written_once_in_code_and_each_copy_is_counted(option):
+    """A new copy of the default fails (count it here, or better, take it from the code); a copy that no longer
+    says the code's default fails too (its file drops out)."""
+    assert written(option, DEFAULT_OPTIONS[option]) == WRITTEN[option]
+
+
+def test_issue26_item6_the_modules_take_the_default_from_the_code():
+    assert node_drain.DELETE_OPTIONS_SPEC["wait_timeout"]["default"] == DEFAULT_OPTIONS["drain_timeout"]
+    assert nodegroup_scale_restore.ARGUMENT_SPEC["drain_timeout"]["default"] == DEFAULT_OPTIONS["drain_timeout"]
+
+
+def test_issue26_item6_the_scan_finds_a_new_copy(tmp_path):
+    copy = tmp_path / "roles" / "new" / "defaults" / "main.yml"
+    copy.parent.mkdir(parents=True)
+    copy.write_text("new_drain_timeout: 900\nnew_wait: 60\n")
+    assert written("drain_timeout", 900, tmp_path) == {"roles/new/defaults/main.yml": 1}
+    assert written("drain_timeout", 600, tmp_path) == {}
+
+
+@pytest.mark.parametrize("value, refused", [(0, True), (-5, True), (1, False), (900, False)])
+def test_issue26_item6_drain_timeout_is_validated_by_one_rule(value, refused):
+    """The role's check (the filter) and the modules' (DrainOptions, through node_drain's and
+    nodegroup_scale_restore's options) refuse the same values with the same message."""
+    problem = drain_option_problem(dict(drain_timeout=value))
+    assert (problem is not None) == refused
+    restore = dict(drain_timeout=value, wait_timeout=600, post_drain_wait=60, post_drain_min_wait=None,
+                   ignore_load_balancer_timeout=False, force=False, grace_period=-1)
+    if refused:
+        assert problem == dict(parameter="drain_timeout",
+                               message="drain_timeout must be at least 1 second, got %d" % value)
+        with pytest.raises(UpgradeError) as raised:
+            nodegroup_scale_restore.validate_params(restore)
+        assert raised.value.msg == problem["message"]
+    else:
+        nodegroup_scale_restore.validate_params(restore)
