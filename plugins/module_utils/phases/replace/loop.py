@@ -16,7 +16,8 @@ precomputed batches (planned_batches), the surge strategy's steps (planned_steps
 The steps (drain, start, finish) are given by the caller and answer typed outcomes the loop reads: drain a Drained,
 start a handle with the batch's ``never_joined``, ``availability_zones`` and ``group_per_az``, finish that handle
 waited for, with its ``replacements`` and ``retained_instances`` (issue 26 item 4). A step that fails raises
-StepFailed with the step's result so far (the module's, which the task's result carries). The loop raises ReplaceFailed with what was done before the failure (ReplaceState).
+StepFailed with the step's result so far (the module's, which the task's result carries). The loop raises
+ReplaceFailed with what was done before the failure (ReplaceState).
 """
 
 from __future__ import annotations
@@ -182,7 +183,8 @@ class ReplaceLoop:
     names a batch in those lines (the surge strategy's are steps). A batch with no instance (a surge step that only
     launches) ends after its drain step, which launched its nodes."""
 
-    def __init__(self, drain: Callable[[Batch], Drained], start: Callable[[Batch], Any], finish: Callable[[Any], Any], progress: Callable[[str], None], overlap: bool,
+    def __init__(self, drain: Callable[[Batch], Drained], start: Callable[[Batch], Any], finish: Callable[[Any], Any],
+                 progress: Callable[[str], None], overlap: bool,
                  node_names: Mapping[str, str | None] | None = None, total: int | None = None,
                  clock: Callable[[], float] = time.time, noun: str = "batch") -> None:
         self.drain = drain
