@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Issue 26 item 6: a drain default is written once in code (the drain engine's DEFAULT_OPTIONS, which the modules'
 argument specs take) and every documented copy of it is counted here, so that a new copy, or a copy left behind
-when the code's default changes, fails; its range is checked by one rule (DrainOptions), which the
-nodegroup_upgrade role asks through the filter drain_option_problem before its first AWS call."""
+when the code's default changes, fails; its range is checked by one rule (plan/drain_limits.py), which DrainOptions
+applies and the nodegroup_upgrade role asks through the filter drain_timeout_problem before its first AWS call."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import re
 
 import pytest
 
-from ansible_collections.eksops.nodegroup.plugins.filter.drain_option_problem import drain_option_problem
-from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import DEFAULT_OPTIONS
+from ansible_collections.eksops.nodegroup.plugins.filter.drain_timeout_problem import drain_timeout_problem
+from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import DEFAULT_OPTIONS, DrainOptions
 from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import node_drain, nodegroup_scale_restore
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.cluster_proof import NODE_READY_TIMEOUT_DEFAULT
@@ -147,15 +147,17 @@ def test_issue26_item6_the_scan_finds_a_new_copy(tmp_path):
 def test_issue26_item6_drain_timeout_is_validated_by_one_rule(value, refused):
     """The role's check (the filter) and the modules' (DrainOptions, through node_drain's and
     nodegroup_scale_restore's options) refuse the same values with the same message."""
-    problem = drain_option_problem(dict(drain_timeout=value))
+    problem = drain_timeout_problem(value)
     assert (problem is not None) == refused
     restore = dict(drain_timeout=value, wait_timeout=600, post_drain_wait=60, post_drain_min_wait=None,
                    ignore_load_balancer_timeout=False, force=False, grace_period=-1)
     if refused:
-        assert problem == dict(parameter="drain_timeout",
-                               message="drain_timeout must be at least 1 second, got %d" % value)
+        assert problem == "drain_timeout must be at least 1 second, got %d" % value
         with pytest.raises(UpgradeError) as raised:
             nodegroup_scale_restore.validate_params(restore)
-        assert raised.value.msg == problem["message"]
+        assert raised.value.msg == problem and raised.value.details["parameter"] == "drain_timeout"
+        with pytest.raises(UpgradeError) as raised:
+            DrainOptions(drain_timeout=value)
+        assert raised.value.msg == problem
     else:
         nodegroup_scale_restore.validate_params(restore)
