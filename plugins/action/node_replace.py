@@ -30,6 +30,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.ph
     plan_line,
     plan_phase,
     replace_loop,
+    step_options,
     validate_schedule,
 )
 from ansible_collections.eksops.nodegroup.plugins.plugin_utils.controller_action import ControllerAction
@@ -60,33 +61,35 @@ class ActionModule(ControllerAction):
     def _phase(self, params, clients, warnings):
         """The task result's changed, replace and, on failure, failed and the error."""
         try:
-            params, plan, loop, next_batch = self._prepare(params, clients, warnings)
+            params, steps, plan, loop, next_batch = self._prepare(params, clients, warnings)
         except UpgradeError as err:
             clients.stop_lease_heartbeats()
             result = dict(failed=True, changed=False, replace=ReplaceState().to_dict())
             result.update(error_result(err))
             return result
         try:
-            return self._replace(params, plan, clients, loop, next_batch, warnings)
+            return self._replace(params, steps, plan, clients, loop, next_batch, warnings)
         finally:
             clients.stop_lease_heartbeats()
 
     def _prepare(self, params, clients, warnings):
         """Every check before any change: the plan (when the task gives none, printed) and the schedule (SPEC B1).
-        Returns (params with the plan, the plan or None, the loop, its next_batch)."""
+        Returns (params with the plan, the steps' options, the plan or None, the loop, its next_batch)."""
         check_mode = bool(self._task.check_mode)
         validate_schedule(params)
+        # The steps' options, typed and checked once for the phase (issue 26 item 4).
+        steps = step_options(params, check_mode)
         params, plan, group = plan_phase(params, clients, warnings.append)
         if plan is not None:
             self._progress(plan_line(plan))
         node_names = dict(params["node_names"])
         schedule, next_batch = next_batch_source(params, clients, check_mode, warnings.append, node_names, group)
-        loop, next_batch = replace_loop(params, clients, check_mode, bool(self._task.diff), warnings.append, _log,
+        loop, next_batch = replace_loop(params, steps, clients, check_mode, bool(self._task.diff), warnings.append, _log,
                                         self._progress, next_batch, node_names, group)
         loop.state.schedule = schedule
-        return params, plan, loop, next_batch
+        return params, steps, plan, loop, next_batch
 
-    def _replace(self, params, plan, clients, loop, next_batch, warnings):
+    def _replace(self, params, steps, plan, clients, loop, next_batch, warnings):
         """The phase: every old node cordoned (with cordon_old_nodes), the batches, then (when planned here) the old
         instances left. Returns the task result's changed, replace and, on failure, failed, the error and the
         failing step's own result."""
@@ -96,7 +99,7 @@ class ActionModule(ControllerAction):
         result = {}
         try:
             if params["cordon_old_nodes"]:
-                cordoned = cordon_old_nodes(params, clients, check_mode, bool(self._task.diff), warnings.append, _log)
+                cordoned = cordon_old_nodes(params, steps, clients, check_mode, bool(self._task.diff), warnings.append, _log)
                 if cordoned is not None:
                     loop.state.cordoned = dict(at=time.time(), nodes=sorted(cordoned["drain"]["nodes"]))
                     self._progress("%s %d old nodes and labelled them out of the load balancers before the first "

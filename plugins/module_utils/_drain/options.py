@@ -10,6 +10,7 @@ from typing import Any
 import datetime
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import invalid_parameter
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.drain_limits import check_drain_timeout
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.label_selector import (
     SELECTOR_SYNTAX,
     parse_label_selector,
@@ -49,9 +50,8 @@ class DrainOptions:
         for name in ("drain_timeout", "grace_period", "skip_wait_for_delete_timeout", "post_drain_wait",
                      "eviction_concurrency"):
             values[name] = int(values[name])
-        if values["drain_timeout"] <= 0:
-            raise invalid_parameter("drain_timeout", "drain_timeout must be > 0 seconds, got %d"
-                                    % values["drain_timeout"])
+        # The one rule, shared with the nodegroup_upgrade role's check before its first AWS call (issue 26 item 6).
+        check_drain_timeout(values["drain_timeout"])
         if values["post_drain_min_wait"] is not None:
             values["post_drain_min_wait"] = int(values["post_drain_min_wait"])
         for name in ("skip_wait_for_delete_timeout", "post_drain_wait", "post_drain_min_wait"):

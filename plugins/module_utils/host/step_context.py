@@ -5,8 +5,10 @@
 module's options checked by its own argument spec, and a StepContext with the EksopsModule surface over the
 action's one Clients (issue 11 item 4).
 
-A StepContext gives params (the step module's options, defaults filled by the same argument spec machinery),
-check_mode, aws(), k8s(), core_v1(), warn, log and with_diff; fail_upgrade raises StepFailed instead of exiting.
+A StepContext gives params (the step module's options, defaults filled by the same argument spec machinery; for
+node_replace's steps, which take typed options built once, node_replace's own, read for the run's lease and
+accept_current_capacity), check_mode, aws(), k8s(), core_v1(), warn, log and with_diff; fail_upgrade raises
+StepFailed instead of exiting.
 """
 
 from __future__ import annotations

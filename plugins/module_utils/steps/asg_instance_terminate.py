@@ -3,14 +3,18 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The terminate step: asg_instance_terminate's work for a module or the node_replace action.
 
-``module`` is anything with the EksopsModule surface these functions use: ``params`` (asg_instance_terminate's
-options), ``check_mode``, ``_diff``, ``aws(service)``, ``core_v1()``, ``warn``, ``log`` and ``with_diff``.
+What is asked is a TerminateStep (typed, built once from the validated options); what was done a Termination, from
+which the module's result (RETURN) is built at the module's boundary. ``module`` is anything with the EksopsModule
+surface these functions use: ``check_mode``, ``_diff``, ``aws(service)``, ``core_v1()``, ``warn``, ``log``,
+``with_diff`` and ``params`` for the module's run; the lease's claim reads ``params["lease_id"]`` and the check
+of the desired capacity ``params["accept_current_capacity"]`` (SPEC C3).
 """
 
 from __future__ import annotations
 
 import datetime
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 import re
 import time
@@ -50,7 +54,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.discove
     NODEGROUP_ARGUMENT_SPEC,
     NodegroupRef,
     describe_asg,
-    find_module_nodegroup,
+    find_nodegroup,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import (
     termination_check,
@@ -73,19 +77,52 @@ ARGUMENT_SPEC = dict(
 INSTANCE_ID = re.compile(r"^i-[0-9a-f]{8,17}$")
 
 
-def validate_params(params: dict[str, Any]) -> None:
-    ids = params["instance_ids"]
+@dataclass(frozen=True)
+class TerminateStep:
+    """asg_instance_terminate's options, typed, built once from validated params (from_params; node_replace builds
+    them once for its phase and names each round's instances with of_round), as kubectl's drain command builds
+    its drain.Helper once (kubernetes/kubectl pkg/cmd/drain/drain.go, DrainCmdOptions.Complete). The run's lease
+    and accept_current_capacity are the run's, read from the module's params where they are used (claim,
+    check_capacity_unmoved)."""
+
+    instance_ids: tuple[str, ...]
+    decrement: bool
+    wait: bool
+    wait_timeout: int
+    wait_for_replacements: bool
+    node_ready_timeout: int
+    cluster_name: str
+    nodegroup_name: str
+    asg_name: str | None = None
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> TerminateStep:
+        """From asg_instance_terminate's validated params (the module's names)."""
+        return cls(instance_ids=tuple(params["instance_ids"]), decrement=params["should_decrement_desired_capacity"],
+                   wait=params["wait"], wait_timeout=params["wait_timeout"],
+                   wait_for_replacements=params["wait_for_replacements"],
+                   node_ready_timeout=params["node_ready_timeout"], cluster_name=params["cluster_name"],
+                   nodegroup_name=params["nodegroup_name"], asg_name=params["asg_name"])
+
+    def of_round(self, instance_ids: Sequence[str], decrement: bool) -> TerminateStep:
+        """The same options for the instances of one termination round."""
+        return replace(self, instance_ids=tuple(instance_ids), decrement=decrement)
+
+
+def validate_params(step: TerminateStep) -> None:
+    """``step``'s options, refused naming the module's parameter, before any request."""
+    ids = step.instance_ids
     if not ids:
         raise invalid_parameter("instance_ids", "instance_ids must name at least one instance")
     bad = [i for i in ids if not INSTANCE_ID.match(i)]
     if bad:
         raise invalid_parameter("instance_ids", "instance_ids: %s is not an EC2 instance id" % ", ".join(bad))
-    if params["wait_timeout"] <= 0:
-        raise invalid_parameter("wait_timeout", "wait_timeout must be > 0, got %d" % params["wait_timeout"])
-    if params["node_ready_timeout"] < 0:
+    if step.wait_timeout <= 0:
+        raise invalid_parameter("wait_timeout", "wait_timeout must be > 0, got %d" % step.wait_timeout)
+    if step.node_ready_timeout < 0:
         raise invalid_parameter("node_ready_timeout", "node_ready_timeout must be >= 0, got %d"
-                                % params["node_ready_timeout"])
-    if params["wait_for_replacements"] and params["should_decrement_desired_capacity"]:
+                                % step.node_ready_timeout)
+    if step.wait_for_replacements and step.decrement:
         raise invalid_parameter("wait_for_replacements", "wait_for_replacements needs "
                                 "should_decrement_desired_capacity false: with a decrement nothing replaces them")
 
@@ -149,7 +186,8 @@ class ReplacementsReady:
         return persistent_launch_failure(snapshot.failures) is not None or not self.problems(snapshot)
 
 
-def check_drained(module: Any, group: NodegroupRef, instance_ids: list[str]) -> list[dict[str, Any]]:
+def check_drained(module: Any, group: NodegroupRef, instance_ids: list[str],
+                  node_ready_timeout: int) -> list[dict[str, Any]]:
     """U5: refuse to terminate instances whose node is not cordoned or still runs pods (warn in check mode).
     Returns why each instance without a node has none: the cluster is proven (K4), so it never joined."""
     check = termination_check(module.core_v1(), instance_ids, group.node_selector)
@@ -169,7 +207,7 @@ def check_drained(module: Any, group: NodegroupRef, instance_ids: list[str]) -> 
             % (group.asg_name, ", ".join(check["nodeless"]), group.cluster_name),
             asg_name=group.asg_name, instance_ids=check["nodeless"])
     described, not_visible = describe_known_instances(module.aws("ec2"), check["nodeless"])
-    nodeless = nodeless_instances(check["nodeless"], described, utc_now(), module.params["node_ready_timeout"])
+    nodeless = nodeless_instances(check["nodeless"], described, utc_now(), node_ready_timeout)
     for instance in nodeless:
         if instance["instance_id"] in not_visible:
             # A member of the group that DescribeInstances does not know yet: launched a moment ago (EC2's
@@ -215,13 +253,12 @@ def sizes_after(before: dict[str, int], decrements: int, journal: Journal | None
     return after
 
 
-def terminate(module: Any, group: NodegroupRef, journal: Journal | None, to_terminate: list[str],
+def terminate(module: Any, decrement: bool, group: NodegroupRef, journal: Journal | None, to_terminate: list[str],
               leaving: list[str], before: dict[str, int], after: dict[str, int],
               result: dict[str, Any]) -> tuple[list[str], list[str]]:
     """Terminate through the group, then record the desired capacity in the journal. Returns (terminated,
     leaving): an instance someone else terminated meanwhile is leaving, not terminated by this run."""
     autoscaling, ec2, name = module.aws("autoscaling"), module.aws("ec2"), group.asg_name
-    decrement = module.params["should_decrement_desired_capacity"]
     if journal is not None and journal.scale_in_protection == SCALE_IN_PROTECTION_OURS:
         # The replacements the group launched for the previous batches hold the pods moved there: protected
         # from scale-in like every node of the upgrade (issue 10 item 22).
@@ -260,19 +297,18 @@ def terminate(module: Any, group: NodegroupRef, journal: Journal | None, to_term
     return to_terminate, leaving
 
 
-def wait_until_gone(module: Any, group: NodegroupRef, journal: Journal | None, hooks: list[dict[str, Any]],
+def wait_until_gone(module: Any, step: TerminateStep, group: NodegroupRef, journal: Journal | None, hooks: list[dict[str, Any]],
                     instance_ids: list[str], started: datetime.datetime, started_clock: float,
                     result: dict[str, Any]) -> None:
     """With ``wait``, until the instances are terminated (through the lifecycle hooks that hold them); with
     ``wait_for_replacements``, until their replacements are Ready nodes (U3), within one wait_timeout (which a
     hook's hold extends)."""
-    params = module.params
     autoscaling, ec2, name = module.aws("autoscaling"), module.aws("ec2"), group.asg_name
     extension = 0.0
-    if params["wait"]:
+    if step.wait:
         waiter = TerminationWait(ec2, autoscaling, name, hooks)
         waiter.note_retained(group.asg, instance_ids)  # retained before this run: not waited for
-        pending = waiter.run(instance_ids, params["wait_timeout"])
+        pending = waiter.run(instance_ids, step.wait_timeout)
         result["lifecycle_hook_waits"] = waiter.hook_waits()
         result["retained_instances"] = waiter.retained_instances()
         for warning in retained_warnings(result["retained_instances"], name, result["terminated"],
@@ -281,8 +317,8 @@ def wait_until_gone(module: Any, group: NodegroupRef, journal: Journal | None, h
         if pending:
             raise waiter.timeout_error(pending, name)
         extension = waiter.extension
-    if params["wait_for_replacements"]:
-        remaining = max(1.0, params["wait_timeout"] + extension - (time.time() - started_clock))
+    if step.wait_for_replacements:
+        remaining = max(1.0, step.wait_timeout + extension - (time.time() - started_clock))
         result["replacements"] = wait_for_replacements(
             module, group, [i["InstanceId"] for i in group.asg.get("Instances", [])], instance_ids, started, remaining)
         if journal is not None and journal.scale_in_protection == SCALE_IN_PROTECTION_OURS:
@@ -292,20 +328,47 @@ def wait_until_gone(module: Any, group: NodegroupRef, journal: Journal | None, h
 
 class Termination:
     """A termination accepted by Auto Scaling (start_termination) whose wait (finish_termination) is still to come:
-    the node_replace action waits for batch k's instances to be gone while it drains batch k+1 (issue 11 item 4)."""
+    the node_replace action waits for batch k's instances to be gone while it drains batch k+1 (issue 11 item 4).
+    What the loop reads of it is typed (the properties below); the module's result (RETURN ``termination``) is
+    ``result``, given at the module's boundary (to_result)."""
 
-    def __init__(self, group: NodegroupRef, journal: Journal | None, hooks: list[dict[str, Any]],
-                 instance_ids: list[str], started: datetime.datetime, started_clock: float,
-                 result: dict[str, Any], output: dict[str, Any]) -> None:
+    def __init__(self, step: TerminateStep, group: NodegroupRef, journal: Journal | None,
+                 hooks: list[dict[str, Any]], instance_ids: list[str], started: datetime.datetime,
+                 started_clock: float, result: dict[str, Any], changed: bool, diff: dict[str, Any]) -> None:
+        self.step = step
         self.group = group
         self.journal = journal
         self.hooks = hooks
         self.instance_ids = instance_ids
         self.started = started
         self.started_clock = started_clock
-        self.result = result  # output["termination"]
-        self.output = output
-        self.context = None  # the module (or node_replace's StepContext) that finishes it
+        self.result = result
+        self.changed = changed
+        self.diff = diff
+
+    @property
+    def never_joined(self) -> list[dict[str, Any]]:
+        return self.result["never_joined"]
+
+    @property
+    def availability_zones(self) -> dict[str, str]:
+        return self.result["availability_zones"]
+
+    @property
+    def group_per_az(self) -> dict[str, int]:
+        return self.result["group_per_az"]
+
+    @property
+    def replacements(self) -> list[dict[str, Any]]:
+        return self.result["replacements"]
+
+    @property
+    def retained_instances(self) -> list[str]:
+        return self.result.get("retained_instances") or []
+
+    def to_result(self, module: Any) -> dict[str, Any]:
+        """asg_instance_terminate's result (RETURN), with its diff in diff mode."""
+        return module.with_diff(dict(changed=self.changed, termination=self.result), **self.diff)
 
 
 def zones_of(asg: Mapping[str, Any], instance_ids: Sequence[str]) -> dict[str, Any]:
@@ -320,20 +383,19 @@ def zones_of(asg: Mapping[str, Any], instance_ids: Sequence[str]) -> dict[str, A
                                         if i["InstanceId"] in wanted), group_per_az=per_az)
 
 
-def start_termination(module: Any, hooks: list[dict[str, Any]] | None = None) -> Termination:
+def start_termination(module: Any, step: TerminateStep, hooks: list[dict[str, Any]] | None = None) -> Termination:
     """Everything asg_instance_terminate does up to Auto Scaling accepting the terminations: checks (U5, C3),
     the lease, TerminateInstanceInAutoScalingGroup and the journal. Nothing is waited for yet. ``hooks``: the
     group's termination lifecycle hooks when the caller read them (termination_hooks), else read here."""
     started_clock = time.time()
     started = utc_now()
-    params = module.params
-    validate_params(params)
-    decrement = params["should_decrement_desired_capacity"]
+    validate_params(step)
     autoscaling = module.aws("autoscaling")
     ec2 = module.aws("ec2")
-    group = find_module_nodegroup(module, refuse_managed="terminate instances through its Auto Scaling group")
+    group = find_nodegroup(autoscaling, module.aws("eks"), step.cluster_name, step.nodegroup_name, step.asg_name)
+    group.refuse_if_managed("terminate instances through its Auto Scaling group")
     asg, name, journal = group.asg, group.asg_name, group.journal()
-    to_terminate, leaving = classify_instances(ec2, asg, params["instance_ids"])
+    to_terminate, leaving = classify_instances(ec2, asg, list(step.instance_ids))
 
     before = asg_sizes(asg)
     # SPEC C3, issue 10 items 22 and 24: someone else set the desired capacity during the upgrade; stop at this
@@ -341,16 +403,16 @@ def start_termination(module: Any, hooks: list[dict[str, Any]] | None = None) ->
     journal = check_capacity_unmoved(module, autoscaling, asg, journal)
     # Issue 29 item 4: the replacements of a group set back to another version would be old nodes.
     check_launch_template_unmoved(ec2, asg, journal)
-    after = sizes_after(before, len(to_terminate) if decrement else 0, journal, name)
+    after = sizes_after(before, len(to_terminate) if step.decrement else 0, journal, name)
     result = dict(asg_name=name, terminated=to_terminate, already_terminated=sorted(leaving), before=before,
                   after=after, replacements=[], **zones_of(asg, to_terminate))
     diff = dict(before=dict(before, instance_ids=sorted(i["InstanceId"] for i in asg.get("Instances", []))),
                 after=dict(after, instance_ids=sorted(i["InstanceId"] for i in asg.get("Instances", [])
                                                       if i["InstanceId"] not in to_terminate)))
-    result["never_joined"] = check_drained(module, group, to_terminate)
+    result["never_joined"] = check_drained(module, group, to_terminate, step.node_ready_timeout)
     # Read once, before anything changes (an AccessDenied here changes nothing): the hooks that may hold the
     # instances in Terminating:Wait (issue 10 item 14).
-    if not (params["wait"] and (to_terminate or leaving)):
+    if not (step.wait and (to_terminate or leaving)):
         hooks = []
     elif hooks is None:
         hooks = termination_hooks(autoscaling, name)
@@ -359,21 +421,25 @@ def start_termination(module: Any, hooks: list[dict[str, Any]] | None = None) ->
     if to_terminate or journal is not None:
         claim(module, autoscaling, asg)
     if not module.check_mode:
-        to_terminate, leaving = terminate(module, group, journal, to_terminate, leaving, before, after, result)
-    output = module.with_diff(dict(changed=bool(to_terminate), termination=result), **diff)
-    return Termination(group, journal, [] if module.check_mode else hooks,
-                       [] if module.check_mode else to_terminate + leaving, started, started_clock, result, output)
+        to_terminate, leaving = terminate(module, step.decrement, group, journal, to_terminate, leaving, before,
+                                          after, result)
+    return Termination(step, group, journal, [] if module.check_mode else hooks,
+                       [] if module.check_mode else to_terminate + leaving, started, started_clock, result,
+                       bool(to_terminate), diff)
 
 
-def finish_termination(module: Any, termination: Termination) -> dict[str, Any]:
-    """The wait start_termination left (wait, wait_for_replacements); returns the module's result."""
+def finish_termination(module: Any, termination: Termination) -> Termination:
+    """The wait start_termination left (wait, wait_for_replacements); returns ``termination``, waited for."""
     termination.result.setdefault("retained_instances", [])
     if not module.check_mode:
-        wait_until_gone(module, termination.group, termination.journal, termination.hooks, termination.instance_ids,
-                        termination.started, termination.started_clock, termination.result)
+        wait_until_gone(module, termination.step, termination.group, termination.journal, termination.hooks,
+                        termination.instance_ids, termination.started, termination.started_clock,
+                        termination.result)
     termination.result["elapsed_seconds"] = round(time.time() - termination.started_clock, 1)
-    return termination.output
+    return termination
 
 
 def run(module: Any) -> dict[str, Any]:
-    return finish_termination(module, start_termination(module))
+    """asg_instance_terminate's work for the module: its options typed once (TerminateStep), its result (RETURN)."""
+    step = TerminateStep.from_params(module.params)
+    return finish_termination(module, start_termination(module, step)).to_result(module)

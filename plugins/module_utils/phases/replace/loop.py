@@ -13,14 +13,17 @@ wait gates the next batch) each batch waits in turn.
 What the next batch is and how its instances go is asked per batch of ``next_batch(state)``: the plan's
 precomputed batches (planned_batches), the surge strategy's steps (planned_steps), or a planner reading live state.
 
-The steps (drain, start, finish) are given by the caller (start returns a handle whose ``output`` is the
-termination result so far); a step that fails raises StepFailed with the step's
-result so far. The loop raises ReplaceFailed with what was done before the failure (ReplaceState).
+The steps (drain, start, finish) are given by the caller and answer typed outcomes the loop reads: drain a Drained,
+start a handle with the batch's ``never_joined``, ``availability_zones`` and ``group_per_az``, finish that handle
+waited for, with its ``replacements`` and ``retained_instances`` (issue 26 item 4). A step that fails raises
+StepFailed with the step's result so far (the module's, which the task's result carries). The loop raises
+ReplaceFailed with what was done before the failure (ReplaceState).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 import datetime
 import threading
@@ -65,6 +68,17 @@ class Batch:
     def decrement(self) -> bool:
         """Whether every termination of the batch lowers the desired capacity (Batch(..., decrement=True))."""
         return bool(self.instance_ids) and len(self.decrement_ids) == len(self.instance_ids)
+
+
+@dataclass(frozen=True)
+class Drained:
+    """What a batch's drain step did, as the loop reads it: the nodes drained, by name (each node's record as
+    node_drain returns it), the node of each of the batch's instances, and when a surge step's new nodes were Ready
+    (None: it launched none)."""
+
+    nodes: Mapping[str, Mapping[str, Any]]
+    instances: Mapping[str, str | None]
+    new_nodes_ready: float | None = None
 
 
 class ReplaceState:
@@ -159,7 +173,7 @@ def _names(ids: Sequence[str], node_names: Mapping[str, str | None]) -> str:
 class BackgroundWait:
     """finish(handle) in a thread; join() returns its result or raises its StepFailed."""
 
-    def __init__(self, finish: Callable[[Any], Mapping[str, Any]], handle: Any, record: dict[str, Any],
+    def __init__(self, finish: Callable[[Any], Any], handle: Any, record: dict[str, Any],
                  clock: Callable[[], float]) -> None:
         self.record = record
         self.result = None
@@ -171,7 +185,7 @@ class BackgroundWait:
         self._thread.daemon = True
         self._thread.start()
 
-    def _run(self, finish: Callable[[Any], Mapping[str, Any]], handle: Any) -> None:
+    def _run(self, finish: Callable[[Any], Any], handle: Any) -> None:
         try:
             self.result = finish(handle)
             self.done_at = self.clock()
@@ -182,7 +196,7 @@ class BackgroundWait:
         except Exception as err:  # pylint: disable=broad-except
             self.failure = err
 
-    def join(self) -> Mapping[str, Any]:
+    def join(self) -> Any:
         self._thread.join()
         if self.failure is not None:
             raise self.failure
@@ -196,8 +210,8 @@ class ReplaceLoop:
     names a batch in those lines (the surge strategy's are steps). A batch with no instance (a surge step that only
     launches) ends after its drain step, which launched its nodes."""
 
-    def __init__(self, drain: Callable[[Batch], Mapping[str, Any]], start: Callable[[Batch], Any],
-                 finish: Callable[[Any], Mapping[str, Any]], progress: Callable[[str], None], overlap: bool,
+    def __init__(self, drain: Callable[[Batch], Drained], start: Callable[[Batch], Any], finish: Callable[[Any], Any],
+                 progress: Callable[[str], None], overlap: bool,
                  node_names: Mapping[str, str | None] | None = None, total: int | None = None,
                  clock: Callable[[], float] = time.time, noun: str = "batch") -> None:
         self.drain = drain
@@ -249,7 +263,7 @@ class ReplaceLoop:
             self.progress("%s ended at %s after %.1f s" % (
                 self.label(record), clock_time(record["ended"]), record["ended"] - record["started"]))
             return
-        instances = drained.get("instances") or {}
+        instances = drained.instances
         record["nodes"] = [instances.get(i) for i in batch.instance_ids]
         # The previous batch's instances are gone before this batch's go: one termination wait at a time.
         self.join_pending()
@@ -257,17 +271,16 @@ class ReplaceLoop:
             handle = self.start(batch)
         except StepFailed as failure:
             # The batch was drained, and what Auto Scaling accepted goes: both are in what the loop did.
-            self.state.drained_nodes.update(drained.get("nodes") or {})
+            self.state.drained_nodes.update(drained.nodes)
             self.state.replaced_instances.extend(failure.accepted)
             raise
         record["accepted"] = self.clock()
-        self.state.drained_nodes.update(drained.get("nodes") or {})
-        termination = handle.output.get("termination") or {}
-        self.state.never_joined.extend(termination.get("never_joined") or [])
+        self.state.drained_nodes.update(drained.nodes)
+        self.state.never_joined.extend(handle.never_joined)
         # Where the batch's instances ran and the group per AZ as Auto Scaling accepted their termination: the
         # report's timeline of old and new nodes per AZ.
-        record["availability_zones"] = dict(termination.get("availability_zones") or {})
-        record["group_per_az"] = dict(termination.get("group_per_az") or {})
+        record["availability_zones"] = dict(handle.availability_zones)
+        record["group_per_az"] = dict(handle.group_per_az)
         if self.overlap:
             self.pending = BackgroundWait(self.finish, handle, record, self.clock)
         else:
@@ -280,7 +293,7 @@ class ReplaceLoop:
             ", ".join(batch.instance_ids),
             " (%d decrement)" % len(batch.decrement_ids) if batch.decrement_ids else ""))
 
-    def drained(self, record: dict[str, Any], batch: Batch) -> dict[str, Any]:
+    def drained(self, record: dict[str, Any], batch: Batch) -> Drained:
         """The batch's drain step (a surge step's launch first); records when it ended (``drained``) and when the
         step's new nodes were Ready (``new_nodes_ready``), and prints the pods' warnings with the batch, as they
         come (failed or not: a failed drain's warnings are its result's)."""
@@ -293,11 +306,10 @@ class ReplaceLoop:
             raise
         self.chosen(record, batch)
         record["drained"] = self.clock()
-        if output.get("new_nodes_ready") is not None:
-            record["new_nodes_ready"] = output["new_nodes_ready"]
-        drained = output["drain"]
-        self.pod_warnings(record, drained.get("nodes") or {})
-        return drained
+        if output.new_nodes_ready is not None:
+            record["new_nodes_ready"] = output.new_nodes_ready
+        self.pod_warnings(record, output.nodes)
+        return output
 
     def chosen(self, record: dict[str, Any], batch: Batch) -> None:
         """A surge step's old instances, chosen in its drain step once its launch was placed, into its record."""
@@ -310,18 +322,17 @@ class ReplaceLoop:
             for warning in node.get("warnings") or []:
                 self.progress("%s: node %s: %s" % (self.label(record), name, warning))
 
-    def finished(self, record: dict[str, Any], output: Mapping[str, Any], gone: float | None = None) -> None:
-        termination = output.get("termination") or {}
+    def finished(self, record: dict[str, Any], waited: Any, gone: float | None = None) -> None:
+        """``waited``: finish's answer (the batch's replacements and retained instances)."""
         record["gone"] = self.clock() if gone is None else gone
-        record["replacements"] = termination.get("replacements") or []
-        self.state.retained_instances.extend(termination.get("retained_instances") or [])
+        record["replacements"] = list(waited.replacements)
+        self.state.retained_instances.extend(waited.retained_instances)
 
     def join_pending(self) -> None:
         pending, self.pending = self.pending, None
         if pending is None:
             return
-        output = pending.join()
-        self.finished(pending.record, output, pending.done_at)
+        self.finished(pending.record, pending.join(), pending.done_at)
         self.progress("%s: instances %s gone at %s" % (
             self.label(pending.record), ", ".join(pending.record["instance_ids"]), clock_time(pending.record["gone"])))
 

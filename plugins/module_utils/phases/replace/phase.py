@@ -5,12 +5,14 @@
 (drain_step, terminate_step), and asg_surge's (surge_step) for the launches of the surge strategy's steps, run with
 one shared Clients, in the action plugin's process (issue 11 item 4).
 
-They run with a StepContext for a module (host/step_context.py).
+The steps' options are typed and checked once for the phase (PhaseSteps, issue 26 item 4); the steps run with one
+StepContext over node_replace's params (host/step_context.py), and the loop reads their typed outcomes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 import time
 
@@ -39,6 +41,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.re
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.step_context import StepContext, group_options, validated
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import (
     Batch,
+    Drained,
     ReplaceFailed,
     ReplaceLoop,
     ReplaceState,
@@ -123,23 +126,35 @@ def termination_rounds(batch: Batch) -> list[tuple[list[str], bool]]:
     return [(ids, decrement) for ids, decrement in ((decrementing, True), (replacing, False)) if ids]
 
 
-def step_params(params: Mapping[str, Any], batch: Batch, instance_ids: Sequence[str] | None = None,
-                decrement: bool | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(node_drain's params, asg_instance_terminate's) for ``batch``: what batch.yml passed the two modules.
-    ``instance_ids`` and ``decrement``: one termination round of the batch (termination_rounds)."""
-    drain = group_options(params)
-    drain.update(instance_ids=batch.instance_ids, state="drain", delete_options=params["delete_options"],
-                 post_drain_wait=params["post_drain_wait"], post_drain_min_wait=params["post_drain_min_wait"],
-                 ignore_load_balancer_timeout=params["ignore_load_balancer_timeout"],
-                 eviction_concurrency=params["eviction_concurrency"], exclude_from_load_balancers=True,
-                 run_id=params["run_id"])
-    terminate = group_options(params)
-    terminate.update(instance_ids=list(batch.instance_ids if instance_ids is None else instance_ids),
-                     should_decrement_desired_capacity=batch.decrement if decrement is None else decrement, wait=True,
-                     wait_for_replacements=params["wait_for_replacements"], wait_timeout=params["wait_timeout"],
-                     node_ready_timeout=params["node_ready_timeout"],
-                     accept_current_capacity=params["accept_current_capacity"])
-    return validated(drain_step.ARGUMENT_SPEC, drain), validated(terminate_step.ARGUMENT_SPEC, terminate)
+@dataclass(frozen=True)
+class PhaseSteps:
+    """The options of the phase's steps, typed and checked once from node_replace's validated params (step_options),
+    as kubectl's drain command builds its drain.Helper once and drains every node with it (kubernetes/kubectl
+    pkg/cmd/drain/drain.go, DrainCmdOptions.Complete; pkg/drain/drain.go, Helper): ``drain``, node_drain's
+    (each batch names its instances, DrainStep.of_instances); ``terminate``, asg_instance_terminate's (each round
+    its instances and decrement, TerminateStep.of_round); ``surge``, asg_surge's params for a surge step's launch
+    (validated here once; each step sets its desired capacity, wait and pending decrement)."""
+
+    drain: drain_step.DrainStep
+    terminate: terminate_step.TerminateStep
+    surge: Mapping[str, Any] | None
+
+
+def step_options(params: Mapping[str, Any], check_mode: bool) -> PhaseSteps:
+    """PhaseSteps from node_replace's validated ``params``, every option checked before any change (the drain's
+    by DrainOptions, naming the parameter)."""
+    drain = drain_step.DrainStep.from_params(dict(params, state="drain", instance_ids=[],
+                                                  exclude_from_load_balancers=True), check_mode)
+    terminate = terminate_step.TerminateStep.from_params(dict(params, instance_ids=[], wait=True,
+                                                              should_decrement_desired_capacity=False))
+    surge = None
+    if params["steps"] is not None:
+        options = group_options(params)
+        options.update(mode="desired", desired_capacity=0, suspend_processes=params["suspend_processes"],
+                       wait_timeout=params["node_ready_timeout"],
+                       accept_current_capacity=params["accept_current_capacity"])
+        surge = validated(surge_step.ARGUMENT_SPEC, options)
+    return PhaseSteps(drain, terminate, surge)
 
 
 def _guarded(step: Callable[..., Any]) -> Callable[..., Any]:
@@ -153,38 +168,32 @@ def _guarded(step: Callable[..., Any]) -> Callable[..., Any]:
 
 
 class Terminations:
-    """The termination rounds of one batch (termination_rounds) as the one handle the loop's finish waits on;
-    ``output`` is the termination result of the rounds so far, merged as one module's would be."""
+    """The termination rounds of one batch (termination_rounds, terminate_step.Termination) as the one handle the
+    loop's finish waits on, read as the loop reads one round: the lists joined, the group per AZ before the
+    first."""
 
     def __init__(self, rounds: Sequence[terminate_step.Termination]) -> None:
         self.rounds = list(rounds)
 
     @property
-    def output(self) -> dict[str, Any]:
-        return merge_outputs([r.output for r in self.rounds])
+    def never_joined(self) -> list[dict[str, Any]]:
+        return [i for r in self.rounds for i in r.never_joined]
 
+    @property
+    def availability_zones(self) -> dict[str, str]:
+        return dict(item for r in self.rounds for item in r.availability_zones.items())
 
-def merge_outputs(outputs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """One termination result of several rounds: the lists joined, the sizes (and the group per AZ) before the
-    first and after the last, the longest wait."""
-    if len(outputs) == 1:
-        return dict(outputs[0])
-    if not outputs:
-        return dict(changed=False, termination={})
-    merged = dict(changed=any(o.get("changed") for o in outputs))
-    results = [o.get("termination") or {} for o in outputs]
-    termination = dict(results[-1])
-    # The group's hooks are the same for every round: the last round's list stands.
-    for key in ("terminated", "already_terminated", "never_joined", "retained_instances", "replacements",
-                "lifecycle_hook_waits"):
-        termination[key] = [item for result in results for item in result.get(key) or []]
-    termination["before"] = results[0].get("before")
-    termination["group_per_az"] = results[0].get("group_per_az")
-    termination["availability_zones"] = dict(item for result in results
-                                             for item in (result.get("availability_zones") or {}).items())
-    termination["elapsed_seconds"] = max([r.get("elapsed_seconds") or 0 for r in results] or [0])
-    merged["termination"] = termination
-    return merged
+    @property
+    def group_per_az(self) -> dict[str, int]:
+        return dict(self.rounds[0].group_per_az) if self.rounds else {}
+
+    @property
+    def replacements(self) -> list[dict[str, Any]]:
+        return [i for r in self.rounds for i in r.replacements]
+
+    @property
+    def retained_instances(self) -> list[str]:
+        return [i for r in self.rounds for i in r.retained_instances]
 
 
 def plan_phase(params: Mapping[str, Any], clients: Clients,
@@ -219,24 +228,25 @@ def plan_line(plan: Mapping[str, Any]) -> str:
                                          len(plan["batches"]), plan["strategy"], plan["seed"]))
 
 
-def cordon_old_nodes(params: Mapping[str, Any], clients: Clients, check_mode: bool, diff: bool,
+def cordon_old_nodes(params: Mapping[str, Any], steps: PhaseSteps, clients: Clients, check_mode: bool, diff: bool,
                      warn: Callable[[str], None], log: Callable[[str], None]) -> dict[str, Any] | None:
     """SPEC U4: every old node cordoned and labelled out of the load balancers before the first batch, as
-    node_drain state=cordon does (None when no old instance). A failure raises ReplaceFailed with the step's
-    result and nothing replaced."""
+    node_drain state=cordon does (None when no old instance): node_drain's result, the task's to report. A failure
+    raises ReplaceFailed with the step's result and nothing replaced."""
     instance_ids = [instance_id for batch in params["batches"] for instance_id in batch]
     if not instance_ids:
         return None
-    options = group_options(params)
-    options.update(instance_ids=instance_ids, state="cordon", exclude_from_load_balancers=True,
-                   run_id=params["run_id"])
+    context = StepContext(params, clients, check_mode, diff, warn, log)
     try:
-        return drain_step.run(StepContext(validated(drain_step.ARGUMENT_SPEC, options), clients, check_mode, diff,
-                                          warn, log))
-    except StepFailed as failure:
-        raise ReplaceFailed(failure.error, ReplaceState(), failure.result) from failure
+        outcome = drain_step.drain(context, steps.drain.of_instances(instance_ids, state="cordon"))
     except UpgradeError as err:
         raise ReplaceFailed(err, ReplaceState(), {}) from err
+    result = outcome.to_result(context)
+    for warning in outcome.warnings():
+        warn(warning)
+    if outcome.error is not None:
+        raise ReplaceFailed(outcome.error, ReplaceState(), result)
+    return result
 
 
 def old_instances_left(params: Mapping[str, Any], clients: Clients, warn: Callable[[str], None]) -> list[str]:
@@ -276,21 +286,19 @@ def check_target_unmoved(ctx: StepContext, group: NodegroupRef | None) -> None:
     check_launch_template_unmoved(ctx.aws("ec2"), asg, Journal.from_tags(asg.get("Tags"), asg["AutoScalingGroupName"]))
 
 
-def launch_new_nodes(params: Mapping[str, Any], batch: Batch, context: Callable[[dict[str, Any]], StepContext],
+def launch_new_nodes(surge: Mapping[str, Any], batch: Batch, context: StepContext,
                      progress: Callable[[str], None]) -> float | None:
-    """A surge step's launch (SPEC S3), as asg_surge mode desired does it: the desired capacity raised to the
-    step's, and its new nodes Ready before its old ones are drained. Returns the clock time they were (None when
-    the step launches none)."""
-    options = group_options(params)
-    options.update(mode="desired", desired_capacity=batch.desired_capacity, wait=batch.launch > 0,
-                   suspend_processes=params["suspend_processes"], pending_decrement=batch.old_count,
-                   wait_timeout=params["node_ready_timeout"], accept_current_capacity=params["accept_current_capacity"])
-    surge = surge_step.run(context(validated(surge_step.ARGUMENT_SPEC, options)))["surge"]
+    """A surge step's launch (SPEC S3), as asg_surge mode desired does it with ``surge`` (PhaseSteps.surge): the
+    desired capacity raised to the step's, and its new nodes Ready before its old ones are drained. Returns the
+    clock time they were (None when the step launches none)."""
+    options = dict(surge, desired_capacity=batch.desired_capacity, wait=batch.launch > 0,
+                   pending_decrement=batch.old_count)
+    new_nodes = surge_step.run(context.with_params(options))["surge"]["new_nodes"]
     if batch.launch <= 0:
         return None
     ready = time.time()
     progress("launched %d new node(s), desired capacity %d: %d node(s) on the target Ready at %s" % (
-        batch.launch, batch.desired_capacity, len(surge["new_nodes"]), clock_time(ready)))
+        batch.launch, batch.desired_capacity, len(new_nodes), clock_time(ready)))
     return ready
 
 
@@ -313,58 +321,57 @@ def take_old_instances(ctx: StepContext, group: NodegroupRef | None, batch: Batc
             ", ".join(batch.instance_ids), ", ".join("%s %d" % item for item in counts.items())))
 
 
-def replace_loop(params: Mapping[str, Any], clients: Clients, check_mode: bool, diff: bool,
+def replace_loop(params: Mapping[str, Any], steps: PhaseSteps, clients: Clients, check_mode: bool, diff: bool,
                  warn: Callable[[str], None], log: Callable[[str], None], progress: Callable[[str], None],
                  next_batch: Callable[[ReplaceState], Batch | None], node_names: dict[str, str | None],
                  group: NodegroupRef | None = None) -> tuple[ReplaceLoop, Callable[[ReplaceState], Batch | None]]:
-    """(the loop with node_drain's and asg_instance_terminate's steps, the next_batch to run it with). The
-    termination wait overlaps the next batch's drain unless the replacements gate the next batch
-    (wait_for_replacements, strategy minimal, U7) or nothing is terminated (check mode). A batch's terminations go
-    in up to two rounds (termination_rounds). What the next batch needs is read during the post-drain wait
-    (phases/replace/read_ahead.py); ``node_names`` (instance id -> node name) is the one ``next_batch`` keeps up to date, ``group``
-    the node group the phase found (None: the first termination finds it)."""
-    def context(step: dict[str, Any]) -> StepContext:
-        return StepContext(step, clients, check_mode, diff, warn, log)
-
-    ahead = ReadAhead(context(step_params(params, Batch([]))[0]),
-                      next_batch if isinstance(next_batch, LivePlanner) else None, group)
+    """(the loop with node_drain's and asg_instance_terminate's steps, run with ``steps``' options, the next_batch
+    to run it with). The termination wait overlaps the next batch's drain unless the replacements gate the next
+    batch (wait_for_replacements, strategy minimal, U7) or nothing is terminated (check mode). A batch's
+    terminations go in up to two rounds (termination_rounds). What the next batch needs is read during the
+    post-drain wait (phases/replace/read_ahead.py); ``node_names`` (instance id -> node name) is the one
+    ``next_batch`` keeps up to date, ``group`` the node group the phase found (None: the first termination finds
+    it)."""
+    context = StepContext(params, clients, check_mode, diff, warn, log)
+    ahead = ReadAhead(context, steps.drain, next_batch if isinstance(next_batch, LivePlanner) else None, group)
     # The first batch's reads go while the phase cordons every old node (U4).
     ahead.first()
 
-    def drain(batch: Batch) -> Mapping[str, Any]:
-        check_target_unmoved(context(step_params(params, batch)[0]), ahead.group)
-        ready = launch_new_nodes(params, batch, context, progress) if batch.desired_capacity is not None else None
+    def drain(batch: Batch) -> Drained:
+        check_target_unmoved(context, ahead.group)
+        ready = launch_new_nodes(steps.surge, batch, context, progress) if batch.desired_capacity is not None else None
         if batch.choose_old is not None:
-            take_old_instances(context(step_params(params, batch)[0]), ahead.group, batch, progress)
+            take_old_instances(context, ahead.group, batch, progress)
         if not batch.instance_ids:
-            return dict(drain=dict(nodes={}, instances={}), new_nodes_ready=ready)
-        # The pods' warnings are the loop's to print, with their batch.
-        output = drain_step.run(context(step_params(params, batch)[0]), ahead.drain_inputs(batch, node_names),
-                                ahead.on_emptied(batch), node_warnings=False)
-        return dict(output, new_nodes_ready=ready)
+            return Drained({}, {}, ready)
+        outcome = drain_step.drain(context, steps.drain.of_instances(batch.instance_ids),
+                                   ahead.drain_inputs(batch, node_names), ahead.on_emptied(batch))
+        if outcome.error is not None:
+            # The failing step's result, as node_drain's fail_json gave it: the task's result carries it.
+            raise StepFailed(outcome.error, outcome.to_result(context))
+        return Drained(outcome.nodes, outcome.instances or {}, ready)
 
     def start(batch: Batch) -> Terminations:
         rounds = []
         hooks = ahead.termination_hooks()
         for ids, decrement in termination_rounds(batch):
-            ctx = context(step_params(params, batch, ids, decrement)[1])
             # A later round refused: the earlier rounds' instances are going all the same (SPEC B1).
             accepted = [i for done in rounds for i in done.instance_ids]
             try:
-                termination = terminate_step.start_termination(ctx, hooks)
+                rounds.append(terminate_step.start_termination(context, steps.terminate.of_round(ids, decrement),
+                                                               hooks))
             except StepFailed as failure:
                 failure.accepted = accepted
                 raise
             except UpgradeError as err:
                 raise StepFailed(err, accepted=accepted) from err
-            termination.context = ctx
-            rounds.append(termination)
         ahead.accepted(rounds)
         return Terminations(rounds)
 
-    def finish(terminations: Terminations) -> Mapping[str, Any]:
-        outputs = [terminate_step.finish_termination(t.context, t) for t in terminations.rounds]
-        return merge_outputs(outputs)
+    def finish(terminations: Terminations) -> Terminations:
+        for termination in terminations.rounds:
+            terminate_step.finish_termination(context, termination)
+        return terminations
 
     loop = ReplaceLoop(_guarded(drain), _guarded(start), _guarded(finish), progress,
                        overlap=not (params["wait_for_replacements"] or check_mode),

@@ -24,7 +24,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 import threading
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.steps.node_drain import PreparedDrain, find_load_balancers
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps.node_drain import (
+    DrainStep,
+    PreparedDrain,
+    find_load_balancers,
+)
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.discovery import NodegroupRef
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import Batch, ReplaceState
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.termination import termination_hooks
@@ -33,12 +37,13 @@ _UNREAD = object()
 
 
 class ReadAhead:
-    """The reads ahead of the loop's batches (see the module docstring). ``context`` is a drain step's StepContext
-    (its options say whether and where load balancers are looked for); ``planner`` the live planner, or None for
-    planned batches."""
+    """The reads ahead of the loop's batches (see the module docstring). ``context`` is the steps' StepContext,
+    ``drain`` the drain step's options (they say whether and where load balancers are looked for); ``planner`` the
+    live planner, or None for planned batches."""
 
-    def __init__(self, context: Any, planner: Any = None, group: NodegroupRef | None = None) -> None:
+    def __init__(self, context: Any, drain: DrainStep, planner: Any = None, group: NodegroupRef | None = None) -> None:
         self.context = context
+        self.drain = drain
         self.planner = planner
         self.group = group          # the node group as the last termination read it (or as the phase found it)
         self.balancers = _UNREAD    # the cluster's load balancers, read during the last post-drain wait
@@ -67,7 +72,7 @@ class ReadAhead:
                 self.planner.plan_ahead(batch)
             if self.group is not None:
                 # Those attached to the group's Auto Scaling group are Auto Scaling's (find_load_balancers).
-                self.balancers = find_load_balancers(self.context, self.group.asg)
+                self.balancers = find_load_balancers(self.context, self.drain, self.group.asg)
                 self.hooks = termination_hooks(self.context.aws("autoscaling"), self.group.asg_name)
         except Exception:  # pylint: disable=broad-except
             # Not used: the next steps read for themselves, and meet the error there if it lasts.

@@ -175,13 +175,13 @@ def test_a_termination_that_did_not_go_as_predicted_is_followed_by_a_live_read(m
 def test_the_drain_of_the_next_batch_is_given_what_was_read_ahead(monkeypatch):
     found = []
 
-    def find_load_balancers(context, described):
+    def find_load_balancers(context, drain, described):
         found.append(described["DesiredCapacity"])
         return "balancers"
 
     monkeypatch.setattr(read_ahead, "find_load_balancers", find_load_balancers)
     monkeypatch.setattr(read_ahead, "termination_hooks", lambda autoscaling, name: [])
-    ahead = read_ahead.ReadAhead(context=SimpleNamespace(aws=lambda service: None))
+    ahead = read_ahead.ReadAhead(context=SimpleNamespace(aws=lambda service: None), drain=None)
     names = {"i-o0": "n-i-o0", "i-o1": "n-i-o1", "i-o2": None}
     # Before the first termination nothing is known of the group: the first batches read for themselves.
     ahead.on_emptied(Batch(["i-o0"]))()
@@ -202,11 +202,11 @@ def test_the_drain_of_the_next_batch_is_given_what_was_read_ahead(monkeypatch):
 
 def test_the_termination_is_given_the_hooks_read_during_its_post_drain_wait(monkeypatch):
     read = []
-    monkeypatch.setattr(read_ahead, "find_load_balancers", lambda context, described: None)
+    monkeypatch.setattr(read_ahead, "find_load_balancers", lambda context, drain, described: None)
     monkeypatch.setattr(read_ahead, "termination_hooks", lambda autoscaling, name: read.append(name) or [{"name": "drain"}])
     context = SimpleNamespace(aws=lambda service: service)
     # The node group the phase found: the first batch's termination is given its hooks too.
-    ahead = read_ahead.ReadAhead(context, group=FakeNodegroup(asg(9)))
+    ahead = read_ahead.ReadAhead(context, None, group=FakeNodegroup(asg(9)))
     ahead.on_emptied(Batch(["i-o0"]))()
     assert ahead.termination_hooks() == [{"name": "drain"}] and read == ["workers-asg"]
     # Each read serves one termination: the next one reads its own unless read again.
@@ -214,11 +214,11 @@ def test_the_termination_is_given_the_hooks_read_during_its_post_drain_wait(monk
 
 
 def test_a_failed_read_ahead_is_not_used(monkeypatch):
-    def find_load_balancers(context, described):
+    def find_load_balancers(context, drain, described):
         raise RuntimeError("DescribeTargetGroups: throttled")
 
     monkeypatch.setattr(read_ahead, "find_load_balancers", find_load_balancers)
-    ahead = read_ahead.ReadAhead(context=None)
+    ahead = read_ahead.ReadAhead(context=None, drain=None)
     ahead.accepted([round_of(asg(9), Batch(["i-o0"]))])
     ahead.on_emptied(Batch(["i-o0"]))()
     ahead.join()
@@ -227,9 +227,9 @@ def test_a_failed_read_ahead_is_not_used(monkeypatch):
 
 def test_the_next_batch_is_asked_once_the_reads_ahead_are_done(monkeypatch):
     order = []
-    monkeypatch.setattr(read_ahead, "find_load_balancers", lambda context, described: order.append("read") or None)
+    monkeypatch.setattr(read_ahead, "find_load_balancers", lambda context, drain, described: order.append("read") or None)
     monkeypatch.setattr(read_ahead, "termination_hooks", lambda autoscaling, name: [])
-    ahead = read_ahead.ReadAhead(context=SimpleNamespace(aws=lambda service: None))
+    ahead = read_ahead.ReadAhead(context=SimpleNamespace(aws=lambda service: None), drain=None)
     ahead.accepted([round_of(asg(9), Batch(["i-o0"]))])
     next_batch = ahead.next_batch(lambda state: order.append("next batch"))
     ahead.on_emptied(Batch(["i-o0"]))()

@@ -13,6 +13,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.host import job_g
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import (
     Batch,
+    Drained,
     ReplaceFailed,
     ReplaceLoop,
     StepFailed,
@@ -25,7 +26,9 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.lo
 class Handle:
     def __init__(self, batch, never_joined=()):
         self.batch = batch
-        self.output = dict(termination=dict(never_joined=list(never_joined)))
+        self.never_joined = list(never_joined)
+        self.availability_zones, self.group_per_az = {}, {}
+        self.replacements, self.retained_instances = [], []
 
 
 class Steps:
@@ -49,8 +52,8 @@ class Steps:
         if self.fail.get(("drain", key)):
             raise StepFailed(UpgradeError("PodEvictionFailure", "blocked", pods=["default/web"]),
                              dict(drain=dict(nodes={"node-" + key: dict(error="blocked")})))
-        return dict(drain=dict(nodes=dict(("node-" + i, dict(evicted=[])) for i in batch.instance_ids),
-                               instances=dict((i, "node-" + i) for i in batch.instance_ids)))
+        return Drained(nodes=dict(("node-" + i, dict(evicted=[])) for i in batch.instance_ids),
+                       instances=dict((i, "node-" + i) for i in batch.instance_ids))
 
     def start(self, batch):
         key = batch.instance_ids[0]
@@ -66,7 +69,7 @@ class Steps:
         self.note(("gone", key))
         if self.fail.get(("finish", key)):
             raise StepFailed(UpgradeError("InstanceTerminationTimeout", "still there", instance_ids=[key]))
-        return dict(termination=dict(replacements=[]))
+        return handle
 
 
 def make_loop(steps, overlap=True, lines=None, total=None):
@@ -132,7 +135,7 @@ def test_s3_surge_steps_launch_first_every_termination_decrements_and_a_launch_o
 
     def launch_then_drain(batch, drain=steps.drain):
         launches.append((batch.desired_capacity, batch.launch))
-        return drain(batch) if batch.instance_ids else dict(drain=dict(nodes={}, instances={}))
+        return drain(batch) if batch.instance_ids else Drained({}, {})
 
     loop = ReplaceLoop(launch_then_drain, steps.start, steps.finish, lines.append, overlap=True, total=2,
                        noun="step")
@@ -160,7 +163,7 @@ def test_issue26_item2_a_surge_step_takes_its_old_instances_once_its_launch_is_p
         offered.append(dict(choice))
         # As the group after the launch would choose: here the last candidates.
         batch.take(choice["candidates"][-choice["count"]:] if choice["count"] else [])
-        return drain(batch) if batch.instance_ids else dict(drain=dict(nodes={}, instances={}))
+        return drain(batch) if batch.instance_ids else Drained({}, {})
 
     loop = ReplaceLoop(launch_then_take, steps.start, steps.finish, lines.append, overlap=True, total=3,
                        noun="step")
@@ -193,9 +196,9 @@ def test_retained_instances_are_recorded_when_their_wait_ends(overlap):
     retained_instances, batch after batch, in the loop's result."""
     class Retaining(Steps):
         def finish(self, handle):
-            output = super().finish(handle)
-            output["termination"]["retained_instances"] = [i for i in handle.batch.instance_ids if i != "i-1"]
-            return output
+            waited = super().finish(handle)
+            waited.retained_instances = [i for i in handle.batch.instance_ids if i != "i-1"]
+            return waited
 
     state = make_loop(Retaining(), overlap=overlap).run(planned_batches([["i-1"], ["i-2", "i-3"]]))
     assert state.retained_instances == ["i-2", "i-3"]
@@ -292,7 +295,7 @@ class WarningSteps(Steps):
 
     def drain(self, batch):
         output = super().drain(batch)
-        for name, node in output["drain"]["nodes"].items():
+        for name, node in output.nodes.items():
             node["warnings"] = ["pod of %s: its emptyDir data is deleted" % name]
         return output
 

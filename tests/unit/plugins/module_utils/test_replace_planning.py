@@ -23,6 +23,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.ph
     old_instances_left,
     plan_line,
     plan_phase,
+    step_options,
 )
 from ansible_collections.eksops.nodegroup.plugins.modules import nodegroup_info
 
@@ -107,7 +108,7 @@ def test_a_managed_node_group_is_refused():
 def test_every_old_node_is_cordoned_and_labelled_out_of_the_load_balancers_first(world, core_v1):
     args = params(seed=3)
     planned, _plan, _group = plan_phase(args, clients(args), [].append)
-    cordoned = cordon_old_nodes(planned, clients(args), False, False, [].append, lambda line: None)
+    cordoned = cordon_old_nodes(planned, step_options(planned, False), clients(args), False, False, [].append, lambda line: None)
     assert cordoned["changed"] is True and set(cordoned["drain"]["nodes"]) == set(core_v1.nodes)
     for node in core_v1.nodes.values():
         assert node["spec"]["unschedulable"] is True
@@ -117,12 +118,12 @@ def test_every_old_node_is_cordoned_and_labelled_out_of_the_load_balancers_first
 def test_in_check_mode_the_cordon_is_only_reported(world, core_v1):
     args = params(seed=3)
     planned, _plan, _group = plan_phase(args, clients(args), [].append)
-    cordoned = cordon_old_nodes(planned, clients(args), True, False, [].append, lambda line: None)
+    cordoned = cordon_old_nodes(planned, step_options(planned, True), clients(args), True, False, [].append, lambda line: None)
     assert set(cordoned["drain"]["nodes"]) == set(core_v1.nodes) and core_v1.patches == []
 
 
 def test_no_old_instance_no_cordon(world, core_v1):
-    assert cordon_old_nodes(params(batches=[]), clients(params()), False, False, [].append, lambda line: None) is None
+    assert cordon_old_nodes(params(batches=[]), step_options(params(batches=[]), False), clients(params()), False, False, [].append, lambda line: None) is None
     assert core_v1.patches == []
 
 

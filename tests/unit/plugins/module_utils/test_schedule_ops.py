@@ -6,6 +6,8 @@ records of a schedule once batch, without a server."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import random
 
 import pytest
@@ -16,9 +18,15 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal import SURPLUS_ANNOTATION, Journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.members.group_nodes import node_view
-from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import Batch, ReplaceLoop, ReplaceState, planned_batches
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import (
+    Batch,
+    Drained,
+    ReplaceLoop,
+    ReplaceState,
+    planned_batches,
+)
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.phase import (
-    merge_outputs,
+    Terminations,
     next_batch_source,
     termination_rounds,
     validate_schedule,
@@ -148,22 +156,16 @@ def test_b1_the_decrementing_terminations_go_first_in_their_own_round():
     assert termination_rounds(Batch(["i-1", "i-2"], decrement=True)) == [(["i-1", "i-2"], True)]
 
 
-def test_b1_the_rounds_merge_into_one_termination_result():
-    hooks = [dict(name="drain", heartbeat_timeout=300, global_timeout=None, default_result="CONTINUE")]
-    first = dict(changed=True, termination=dict(terminated=["i-1"], never_joined=[], before=dict(desired_capacity=9),
-                                                after=dict(desired_capacity=8), elapsed_seconds=1.0,
-                                                retained_instances=["i-1"], lifecycle_hooks=hooks))
-    second = dict(changed=True, termination=dict(terminated=["i-2"], never_joined=[{"instance_id": "i-2"}],
-                                                 before=dict(desired_capacity=8), after=dict(desired_capacity=8),
-                                                 elapsed_seconds=2.0, retained_instances=[], lifecycle_hooks=hooks))
-    merged = merge_outputs([first, second])
-    assert merged["changed"] and merged["termination"]["terminated"] == ["i-1", "i-2"]
-    assert merged["termination"]["before"] == dict(desired_capacity=9)
-    assert merged["termination"]["after"] == dict(desired_capacity=8)
-    assert merged["termination"]["never_joined"] == [{"instance_id": "i-2"}]
-    # every round's retained instances are kept; the group's hooks are listed once
-    assert merged["termination"]["retained_instances"] == ["i-1"]
-    assert merged["termination"]["lifecycle_hooks"] == hooks and merged["termination"]["elapsed_seconds"] == 2.0
+def test_b1_the_loop_reads_a_batchs_rounds_as_one_termination():
+    first = SimpleNamespace(never_joined=[], availability_zones={"i-1": "az-a"}, group_per_az={"az-a": 2},
+                            replacements=[], retained_instances=["i-1"])
+    second = SimpleNamespace(never_joined=[{"instance_id": "i-2"}], availability_zones={"i-2": "az-b"},
+                             group_per_az={"az-a": 1}, replacements=[{"instance_id": "i-9"}], retained_instances=[])
+    rounds = Terminations([first, second])
+    assert rounds.never_joined == [{"instance_id": "i-2"}] and rounds.retained_instances == ["i-1"]
+    assert rounds.availability_zones == {"i-1": "az-a", "i-2": "az-b"} and rounds.replacements == [{"instance_id": "i-9"}]
+    # the group per AZ as the first round found it, before any of the batch's terminations
+    assert rounds.group_per_az == {"az-a": 2}
 
 
 def _schedule_options(**options):
@@ -208,15 +210,14 @@ def test_s3_the_surge_steps_run_under_the_schedule_eks_and_launch_before_their_t
 
 
 class _Handle:
-    def __init__(self):
-        self.output = dict(termination=dict(never_joined=[]))
+    never_joined, availability_zones, group_per_az, replacements, retained_instances = [], {}, {}, [], []
 
 
 def test_b1_the_loop_records_decrements_and_at_risk_batches_and_says_so():
     lines = []
     batches = iter([Batch(["i-1", "i-2"], decrement_ids=["i-2"], at_risk=True), Batch(["i-3"]), None])
-    loop = ReplaceLoop(lambda b: dict(drain=dict(nodes={}, instances={})), lambda b: _Handle(),
-                       lambda h: dict(termination={}), lines.append, overlap=False, total=2)
+    loop = ReplaceLoop(lambda b: Drained({}, {}), lambda b: _Handle(),
+                       lambda h: h, lines.append, overlap=False, total=2)
     state = loop.run(lambda state: next(batches))
     record = state.to_dict()
     assert record["decrements"] == 1 and record["at_risk_batches"] == [1]
@@ -227,8 +228,8 @@ def test_b1_the_loop_records_decrements_and_at_risk_batches_and_says_so():
 
 def test_b1_a_planner_answering_more_batches_than_planned_drops_the_total():
     lines = []
-    loop = ReplaceLoop(lambda b: dict(drain=dict(nodes={}, instances={})), lambda b: _Handle(),
-                       lambda h: dict(termination={}), lines.append, overlap=False, total=1)
+    loop = ReplaceLoop(lambda b: Drained({}, {}), lambda b: _Handle(),
+                       lambda h: h, lines.append, overlap=False, total=1)
     loop.run(planned_batches([["i-1"], ["i-2"]]))
     assert lines[0].startswith("batch 1/1 started") and lines[2].startswith("batch 2 started")
 

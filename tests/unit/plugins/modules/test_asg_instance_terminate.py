@@ -333,7 +333,7 @@ def test_item14_hooks_the_caller_read_are_not_read_again(world, capsys, undraine
     monkeypatch.setattr(module, "termination_hooks", lambda *args: pytest.fail("hooks read again"))
     given = [dict(name="drain", heartbeat_timeout=300, global_timeout=None, default_result="CONTINUE")]
     original = module.start_termination
-    monkeypatch.setattr(module, "start_termination", lambda ctx, hooks=None: original(ctx, given))
+    monkeypatch.setattr(module, "start_termination", lambda ctx, step, hooks=None: original(ctx, step, given))
     result = run_module_in_process(asg_instance_terminate.main, dict(
         cluster_name=CLUSTER, nodegroup_name=NODEGROUP, kubeconfig="/unused", instance_ids=members(world)[:1],
         should_decrement_desired_capacity=False), capsys)

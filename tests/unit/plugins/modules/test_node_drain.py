@@ -195,9 +195,9 @@ def test_a_drain_given_what_node_replace_read_ahead_asks_aws_nothing_and_lists_n
     prepared = drain_step.PreparedDrain(group, {first: "node-a"}, None)
     params = _params(instance_ids=[first], nodegroup_name="workers", cluster_name="demo")
     # No AWS client at all: FakeModule.aws fails for any service.
-    result = drain_step.run(FakeModule(cluster, params), prepared)
-    assert result["drain"]["instances"] == {first: "node-a"} and result["drain"]["nodes"]["node-a"]["evicted"] == [
-        "default/web-0"]
+    module = FakeModule(cluster, params)
+    outcome = drain_step.drain(module, drain_step.DrainStep.from_params(params, False), prepared)
+    assert outcome.instances == {first: "node-a"} and outcome.nodes["node-a"]["evicted"] == ["default/web-0"]
     assert cluster.requests[0] == ("get", "node", "node-a") and not cluster.verbs("list", "nodes")
 
 

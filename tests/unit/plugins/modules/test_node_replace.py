@@ -14,10 +14,12 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace import phase as replace_steps
 from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import asg_instance_terminate as terminate_step
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import node_drain as drain_step
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host import step_context
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import Batch
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import StepFailed
-from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.phase import full_argument_spec, step_params
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.phase import full_argument_spec, step_options
 from ansible_collections.eksops.nodegroup.plugins.modules import node_replace
 
 from ..module_docs import assert_docs_match_spec
@@ -38,26 +40,64 @@ def test_the_documentation_matches_the_argument_spec():
 
 
 def test_a_batch_drains_as_node_drain_did_in_batch_yml():
-    drain, _terminate = step_params(params(), Batch(["i-0a", "i-0c"]))
-    assert (drain["instance_ids"], drain["state"], drain["exclude_from_load_balancers"]) == (["i-0a", "i-0c"], "drain", True)
-    assert (drain["cluster_name"], drain["nodegroup_name"], drain["asg_name"]) == ("prod", "workers", "workers-asg")
-    assert (drain["lease_id"], drain["run_id"], drain["post_drain_wait"]) == ("lease-1", "run-1", 5)
-    assert drain["delete_options"]["wait_timeout"] == 120 and drain["delete_options"]["force"] is True
-    assert drain["delete_options"]["ignore_daemonsets"] is True and drain["eviction_concurrency"] == 10
-    assert (drain["region"], drain["kubeconfig"]) == ("us-west-2", "/k")
+    drain = step_options(params(), check_mode=False).drain.of_instances(["i-0a", "i-0c"])
+    assert (drain.instance_ids, drain.state, drain.engine.exclude_from_load_balancers) == (("i-0a", "i-0c"), "drain", True)
+    assert (drain.cluster_name, drain.nodegroup_name, drain.asg_name) == ("prod", "workers", "workers-asg")
+    assert (drain.lease_id, drain.engine.run_id, drain.engine.post_drain_wait) == ("lease-1", "run-1", 5)
+    assert drain.engine.drain_timeout == 120 and drain.engine.force is True
+    assert drain.engine.ignore_daemonsets is True and drain.engine.eviction_concurrency == 10
 
 
 def test_a_batch_terminates_as_asg_instance_terminate_did_in_batch_yml():
-    _drain, terminate = step_params(params(wait_for_replacements=True, accept_current_capacity=True), Batch(["i-0a"]))
-    assert terminate["instance_ids"] == ["i-0a"] and terminate["should_decrement_desired_capacity"] is False
-    assert (terminate["wait"], terminate["wait_for_replacements"], terminate["accept_current_capacity"]) == (True, True, True)
-    assert (terminate["wait_timeout"], terminate["node_ready_timeout"], terminate["lease_id"]) == (300, 300, "lease-1")
-    assert "run_id" not in terminate and "delete_options" not in terminate
+    terminate = step_options(params(wait_for_replacements=True), check_mode=False).terminate.of_round(["i-0a"], False)
+    assert terminate.instance_ids == ("i-0a",) and terminate.decrement is False
+    assert (terminate.wait, terminate.wait_for_replacements) == (True, True)
+    assert (terminate.wait_timeout, terminate.node_ready_timeout) == (300, 300)
 
 
 def test_how_a_batch_terminates_comes_with_the_batch():
-    _drain, terminate = step_params(params(), Batch(["i-0a"], decrement=True))
-    assert terminate["should_decrement_desired_capacity"] is True
+    assert replace_steps.termination_rounds(Batch(["i-0a"], decrement=True)) == [(["i-0a"], True)]
+    assert replace_steps.termination_rounds(Batch(["i-0a", "i-0b"], decrement_ids=["i-0b"])) == [
+        (["i-0b"], True), (["i-0a"], False)]
+
+
+def test_issue26_item4_the_steps_options_are_typed_once_and_no_argument_spec_runs_per_batch(monkeypatch):
+    """Issue 26 item 4: the options of the phase's steps are built and checked once (step_options, as kubectl
+    builds its drain.Helper once); a batch's drain and termination take them typed, with the batch's instances,
+    and no ArgumentSpecValidator runs on a params dict per batch."""
+    steps = step_options(params(), check_mode=False)
+    asked = []
+
+    def drain(ctx, step, prepared=None, on_emptied=None):
+        asked.append(step)
+        return drain_step.DrainOutcome(None, dict((i, None) for i in step.instance_ids), 0)
+
+    def start_termination(ctx, step, hooks=None):
+        asked.append(step)
+        return SimpleNamespace(instance_ids=list(step.instance_ids), group=None, never_joined=[],
+                               availability_zones={}, group_per_az={})
+
+    monkeypatch.setattr(drain_step, "drain", drain)
+    monkeypatch.setattr(terminate_step, "start_termination", start_termination)
+    monkeypatch.setattr(replace_steps, "check_target_unmoved", lambda ctx, group: None)
+    monkeypatch.setattr(step_context, "ArgumentSpecValidator", lambda spec: pytest.fail("argument spec run per batch"))
+    loop, _next_batch = replace_steps.replace_loop(params(), steps, clients=SimpleNamespace(lease_heartbeats={}),
+                                                   check_mode=False, diff=False, warn=[].append,
+                                                   log=lambda line: None, progress=[].append,
+                                                   next_batch=lambda state: None, node_names={})
+    for ids in (["i-0a"], ["i-0b", "i-0c"]):
+        drained = loop.drain(Batch(ids))
+        assert dict(drained.instances) == dict((i, None) for i in ids)
+        assert [i for r in loop.start(Batch(ids)).rounds for i in r.instance_ids] == ids
+    assert [type(step) for step in asked] == [drain_step.DrainStep, terminate_step.TerminateStep] * 2
+    assert [step.instance_ids for step in asked] == [("i-0a",)] * 2 + [("i-0b", "i-0c")] * 2
+    assert all(step.engine is steps.drain.engine for step in asked[::2])
+
+
+def test_issue26_item4_a_drain_option_out_of_range_is_refused_once_before_any_change():
+    with pytest.raises(UpgradeError) as refused:
+        step_options(params(delete_options=dict(wait_timeout=0)), check_mode=False)
+    assert refused.value.code == "InvalidParameter" and "drain_timeout" in refused.value.msg
 
 
 def test_a_refused_second_round_names_the_first_rounds_instances_as_accepted():
@@ -68,14 +108,15 @@ def test_a_refused_second_round_names_the_first_rounds_instances_as_accepted():
 
     answers = iter([Accepted(["i-0a"]), UpgradeError("UpgradeInProgress", "lease lost")])
 
-    def start_termination(ctx, hooks=None):
+    def start_termination(ctx, step, hooks=None):
         answer = next(answers)
         if isinstance(answer, Exception):
             raise answer
-        assert ctx.params["should_decrement_desired_capacity"] is True  # the decrementing round first
+        assert step.decrement is True  # the decrementing round first
         return answer
 
-    loop, _next_batch = replace_steps.replace_loop(params(), clients=SimpleNamespace(lease_heartbeats={}), check_mode=False,
+    loop, _next_batch = replace_steps.replace_loop(params(), step_options(params(), False),
+                                                   clients=SimpleNamespace(lease_heartbeats={}), check_mode=False,
                                                    diff=False, warn=[].append, log=lambda line: None,
                                                    progress=[].append, next_batch=lambda state: None, node_names={})
     with mock.patch.object(terminate_step, "start_termination", start_termination):
@@ -96,8 +137,9 @@ def test_issue26_item2_a_surge_step_launches_for_the_old_instances_it_will_take_
     seen, lines = [], []
     with mock.patch.object(replace_steps.surge_step, "run",
                            side_effect=lambda ctx: seen.append(ctx.params) or dict(surge=dict(new_nodes=[{}]))):
-        replace_steps.launch_new_nodes(params(batches=None, steps=steps), batch,
-                                       lambda step: SimpleNamespace(params=step), lines.append)
+        replace_steps.launch_new_nodes(replace_steps.step_options(params(batches=None, steps=steps), False).surge,
+                                       batch, SimpleNamespace(with_params=lambda step: SimpleNamespace(params=step)),
+                                       lines.append)
     assert (seen[0]["mode"], seen[0]["desired_capacity"], seen[0]["pending_decrement"]) == ("desired", 5, 3)
     members = [dict(InstanceId=i, AvailabilityZone=zone, LifecycleState=state) for i, zone, state in (
         ("i-0a", "us-west-2b", "InService"), ("i-0b", "us-west-2a", "InService"), ("i-0c", "us-west-2a", "InService"),
