@@ -10,7 +10,7 @@ import datetime
 import pytest
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import asg_state as asg_ops
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host import clock as clocks
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import kinds
 from ansible_collections.eksops.nodegroup.plugins.module_utils.members import group_nodes as nodegroup_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import termination
@@ -41,9 +41,9 @@ def test_node_view_feeds_join_instances_nodes():
 
 
 def test_parse_utc_time():
-    assert journal.parse_utc_iso("2026-01-02T03:04:05Z") == datetime.datetime(
+    assert clocks.parse_utc_iso("2026-01-02T03:04:05Z") == datetime.datetime(
         2026, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)
-    assert journal.parse_utc_iso("garbage") is None and journal.parse_utc_iso(None) is None
+    assert clocks.parse_utc_iso("garbage") is None and clocks.parse_utc_iso(None) is None
 
 
 class FakeEc2:
