@@ -85,11 +85,11 @@ class Waiter:
         return True, seen
 
     def list_then_watch(self, list_func: Callable[..., Any], view: Callable[[dict[Any, Any]], Any],
-              interrupted: Callable[[], bool] = lambda: False, **kwargs: Any) -> tuple[bool, Any]:
-        """LIST+WATCH with ``list_func`` (kube/watch.py's list_then_watch, which this hands ``list_func`` on to: ``waker``, ``listed`` and the list's selectors
-        in ``kwargs``) until the predicate holds of ``view(objects)``, ``interrupted()`` (a source polled beside the
-        watch failed: the caller raises its error) or the deadline. Returns (held, the objects last seen, by
-        (namespace, name))."""
+                        interrupted: Callable[[], bool] = lambda: False, **kwargs: Any) -> tuple[bool, Any]:
+        """LIST+WATCH with ``list_func`` (handed on to kube/watch.py's list_then_watch, with ``waker``, ``listed`` and
+        the list's selectors in ``kwargs``) until the predicate holds of ``view(objects)``, ``interrupted()`` (a
+        source polled beside the watch failed: the caller raises its error) or the deadline. Returns (held, the
+        objects last seen, by (namespace, name))."""
         held, objects = list_then_watch(
             list_func, timeout=self.remaining(), clock=self.clock,
             condition=lambda objects: interrupted() or self.predicate(view(objects)), **kwargs)
