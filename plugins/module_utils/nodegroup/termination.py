@@ -6,7 +6,7 @@ them, and the group's lifecycle hooks on termination (SPEC U5, U6)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 import re
 
@@ -209,8 +209,10 @@ class TerminationWait:
     def held_now(self, instance_ids: Iterable[str]) -> list[str]:
         return [i for i in instance_ids if i in self.held_since and i not in self.held_until]
 
-    def run(self, instance_ids: Iterable[str], timeout: float) -> list[str]:
-        """Returns the ids still not terminated at the deadline (empty when all are)."""
+    def run(self, instance_ids: Iterable[str], timeout: float,
+            on_timeout: Callable[[list[str]], UpgradeError] | None = None) -> list[str]:
+        """Returns the ids still not terminated at the deadline (empty when all are); with ``on_timeout``, raises
+        ``on_timeout(those ids)`` instead."""
         self.timeout = timeout
         waiter = Waiter(instances_gone, timeout, self.clock)
         base_deadline = waiter.deadline
@@ -218,7 +220,7 @@ class TerminationWait:
         pending = sorted(set(instance_ids) - set(self.retained))
         if pending:
             _gone, pending = waiter.poll(lambda: self.look(waiter, instance_ids, pending),
-                                         Backoff(self.first_poll, self.poll), pace=self._pace)
+                                         Backoff(self.first_poll, self.poll), pace=self._pace, on_timeout=on_timeout)
         self.extension = waiter.deadline - base_deadline
         return pending
 
@@ -311,10 +313,12 @@ def retained_warnings(retained: Iterable[str], asg_name: str, terminated: Iterab
 
 
 def wait_terminated(ec2: Any, instance_ids: Iterable[str], timeout: float, poll: float = EC2_POLL_SECONDS, clock: Any = None,
-                    first_poll: float = EC2_FIRST_POLL_SECONDS) -> list[str]:
-    """Wait until every instance is terminated (or gone); returns the ids still not terminated at timeout.
+                    first_poll: float = EC2_FIRST_POLL_SECONDS,
+                    on_timeout: Callable[[list[str]], UpgradeError] | None = None) -> list[str]:
+    """Wait until every instance is terminated (or gone); returns the ids still not terminated at timeout (with
+    ``on_timeout``, raises ``on_timeout(those ids)`` instead).
 
     Polls after ``first_poll`` seconds, then twice as long each time up to ``poll``. No lifecycle hooks: see
     TerminationWait.
     """
-    return TerminationWait(ec2, clock=clock, poll=poll, first_poll=first_poll).run(instance_ids, timeout)
+    return TerminationWait(ec2, clock=clock, poll=poll, first_poll=first_poll).run(instance_ids, timeout, on_timeout)

@@ -90,6 +90,15 @@ def test_wait_terminated_returns_the_stragglers_at_timeout():
     assert clock.now() == 10
 
 
+def test_issue26_item5_wait_terminated_raises_the_callers_error_at_timeout():
+    """The surplus wait of nodegroup_scale_restore: its WaitTimeout, raised by the waiter at the deadline."""
+    clock = FakeClock(start=0)
+    with pytest.raises(UpgradeError) as raised:
+        termination.wait_terminated(FakeEc2({"i-1": 100, "i-2": 2}), ["i-1", "i-2"], timeout=10, poll=2, clock=clock,
+                                    on_timeout=lambda pending: UpgradeError("WaitTimeout", ", ".join(pending)))
+    assert (raised.value.code, raised.value.msg, clock.now()) == ("WaitTimeout", "i-1", 10)
+
+
 def node_store(*raw_nodes):
     """The fake API server holding ``raw_nodes``, and the fake CoreV1Api whose node LIST it answers."""
     core_v1 = FakeCoreV1(raw_nodes)
