@@ -18,9 +18,8 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.client impor
     apps_v1,
     policy_v1,
 )
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clock import SYSTEM_CLOCK, Clock
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.watch import (
-    SYSTEM_CLOCK,
-    Clock,
     list_all,
     read_body,
     read_json,

@@ -10,7 +10,7 @@ from typing import Any
 import threading
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.pods import pod_grace
-from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.watch import SYSTEM_CLOCK, Clock
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clock import SYSTEM_CLOCK, Clock
 
 
 # After a forced delete, how long beyond the pods' grace period we wait for them to go.

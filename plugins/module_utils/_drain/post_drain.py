@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.waiter import Backoff
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.load_balancers import describe_holders
 
 # How often the load balancers are asked while an instance is held: at most once a second, backing off to 5 s
@@ -48,7 +49,7 @@ class PostDrainWait:
         self.holders = []
         self.held_by = set()   # every load balancer seen holding the instance during the wait
         self._next_check = self.started
-        self._interval = FIRST_POLL_SECONDS
+        self._intervals = Backoff(FIRST_POLL_SECONDS, MAX_POLL_SECONDS, POLL_BACKOFF).delays()
 
     def describe(self) -> str:
         if self.balancers is None:
@@ -71,8 +72,7 @@ class PostDrainWait:
             if self.balancers.unreadable:
                 # Who that load balancer holds is unknown: nothing better than the fixed wait is known.
                 self.minimum = self.maximum
-            self._next_check = now + self._interval
-            self._interval = min(self._interval * POLL_BACKOFF, MAX_POLL_SECONDS)
+            self._next_check = now + next(self._intervals)
         if elapsed >= self.maximum or (elapsed >= self.minimum and not self.holders):
             return None
         ends = [self.maximum, self.minimum if elapsed < self.minimum else self.maximum]

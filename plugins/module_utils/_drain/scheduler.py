@@ -11,7 +11,7 @@ import heapq
 import itertools
 import threading
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.watch import SYSTEM_CLOCK, Clock
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clock import SYSTEM_CLOCK, Clock
 
 if TYPE_CHECKING:
     from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.deadlines import Deadline

@@ -22,7 +22,8 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.client impor
     translate_k8s_errors,
     version_api,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.watch import SYSTEM_CLOCK, Clock, retry_api_call
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clock import SYSTEM_CLOCK, Clock
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.watch import retry_api_call
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws.resource_actions import ResourceActions
 
 # The first request to the Kubernetes API retries for this long only: a cluster that cannot be reached (or that
@@ -44,7 +45,7 @@ class Clients:
         # knows how to reach a cluster, not what a node group is.
         self._prove_cluster = proof
         self.user_agent = user_agent
-        self._clock = clock  # the first contact's retries (kube_watch's Clock; None: SYSTEM_CLOCK)
+        self._clock = clock  # the first contact's retries (host/clock.py's Clock; None: SYSTEM_CLOCK)
         self._aws_client_factory = aws_clients  # service -> client, instead of building them (tests)
         self._aws_session = None
         self._aws_clients = {}

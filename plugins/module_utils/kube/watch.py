@@ -20,7 +20,9 @@ import json
 import random
 import sys
 import threading
-import time
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host import clock as clocks
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clock import Clock
 
 try:
     import urllib3.exceptions as urllib3_exceptions
@@ -52,20 +54,6 @@ BACKOFF_CAP_SECONDS = 30.0
 RETRYABLE_SERVER_ERRORS = (500, 502, 503, 504)
 HTTP_GONE = 410
 HTTP_TOO_MANY_REQUESTS = 429
-
-
-class Clock:
-    """Monotonic time and sleeping, replaceable in tests."""
-
-    def now(self) -> float:
-        return time.monotonic()
-
-    def sleep(self, seconds: float) -> None:
-        if seconds > 0:
-            time.sleep(seconds)
-
-
-SYSTEM_CLOCK = Clock()
 
 
 def jittered(seconds: float, spread: float = 0.2, rng: Any = random) -> float:
@@ -134,7 +122,7 @@ def retry_api_call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """
     deadline = kwargs.pop("deadline", None)
     idempotent = kwargs.pop("idempotent", True)
-    clock = kwargs.pop("clock", None) or SYSTEM_CLOCK
+    clock = kwargs.pop("clock", None) or clocks.SYSTEM_CLOCK
     on_retry = kwargs.pop("on_retry", None)
     if deadline is None:
         deadline = clock.now() + DEFAULT_RETRY_WINDOW_SECONDS
@@ -314,7 +302,7 @@ def list_then_watch(list_func: Callable[..., Any], **kwargs: Any) -> tuple[bool,
     condition = kwargs.pop("condition")
     listed = kwargs.pop("listed", None)
     waker = kwargs.pop("waker", None)
-    clock = kwargs.pop("clock", None) or SYSTEM_CLOCK
+    clock = kwargs.pop("clock", None) or clocks.SYSTEM_CLOCK
     deadline = clock.now() + timeout
 
     def relist() -> tuple[dict[tuple[str, str | None], dict[str, Any]], str | None]:

@@ -7,14 +7,15 @@ event and every poll."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 import threading
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.asg_state import ASG_POLL_SECONDS, scaling_activities_since
 from ansible_collections.eksops.nodegroup.plugins.module_utils.members.instances import join_instances_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.client import translate_k8s_errors
-from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.watch import Waker, list_then_watch
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.waiter import Backoff, Waiter
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.watch import Waker
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.discovery import describe_asg
 from ansible_collections.eksops.nodegroup.plugins.module_utils.members.group_nodes import node_view, selector_kwargs
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.rules import launch_failure
@@ -85,9 +86,9 @@ class GroupWatch:
     def _poll_loop(self, stop: threading.Event, waker: Waker) -> None:
         # Issue 11 item 4: a replacement shows in the group within seconds; poll once a second at first, then back
         # off (x2) to poll_seconds (scaling activities are throttled per account).
-        delay = min(FIRST_POLL_SECONDS, self.poll_seconds)
-        while not stop.wait(delay):
-            delay = min(self.poll_seconds, delay * 2)
+        for delay in Backoff(FIRST_POLL_SECONDS, self.poll_seconds).delays():
+            if stop.wait(delay):
+                return
             try:
                 self.poll()
             except Exception as exc:  # pylint: disable=broad-except
@@ -97,10 +98,9 @@ class GroupWatch:
                 return
             waker.wake()
 
-    def wait(self, condition: Callable[[GroupSnapshot], object], timeout: float) -> tuple[bool, GroupSnapshot]:
-        """Wait until ``condition(snapshot)`` holds; returns (held, last snapshot).
-
-        An error of a background poll (AWS API failure) is raised here.
+    def wait(self, waiter: Waiter) -> tuple[bool, GroupSnapshot]:
+        """Wait until ``waiter``'s predicate holds of a GroupSnapshot, until its deadline; returns (held, last
+        snapshot). An error of a background poll (AWS API failure) is raised here.
         """
         self.poll()
         waker = Waker()
@@ -110,10 +110,10 @@ class GroupWatch:
         poller.start()
         try:
             with translate_k8s_errors("watch nodes of node group %s" % self.nodegroup_name):
-                held, objects = list_then_watch(
-                    self.core_v1.list_node, timeout=timeout, waker=waker, **selector_kwargs(self.node_selector),
-                    condition=lambda objects: self._poll_error is not None or condition(
-                        self.snapshot(objects.values())))
+                held, objects = waiter.list_then_watch(
+                    self.core_v1.list_node, lambda objects: self.snapshot(objects.values()),
+                    interrupted=lambda: self._poll_error is not None, waker=waker,
+                    **selector_kwargs(self.node_selector))
         finally:
             stop.set()
             poller.join()

@@ -10,7 +10,7 @@ from typing import Any
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws.shapes import aws_tags_to_dict
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import ec2 as ec2_api
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal import utc_now_iso
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clock import utc_now_iso
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.watch import Clock, list_all
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.rules import int_or_none
 

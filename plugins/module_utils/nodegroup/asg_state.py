@@ -23,7 +23,8 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     UpgradeError,
     invalid_parameter,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal import Journal, parse_utc_iso, write_journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clock import parse_utc_iso, utc_now
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal import Journal, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.lease import claim
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.launch_templates import (
     check_launch_template_unmoved,
@@ -42,10 +43,6 @@ if TYPE_CHECKING:
 DEFAULT_SUSPENDED_PROCESSES = ["AZRebalance", "AlarmNotification", "ScheduledActions", "ReplaceUnhealthy", "InstanceRefresh"]
 # Describe calls while waiting: no more often than this (scaling activities are throttled per account).
 ASG_POLL_SECONDS = 5.0
-
-
-def utc_now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.timezone.utc)
 
 
 # DescribeInstanceRefreshes statuses of a refresh that is not over (Auto Scaling user guide, "Check the status of an

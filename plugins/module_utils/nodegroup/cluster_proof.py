@@ -18,8 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.asg_state import utc_now
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal import parse_utc_iso
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clock import parse_utc_iso, utc_now
 from ansible_collections.eksops.nodegroup.plugins.module_utils.members.group_nodes import list_all_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import CLUSTER_UNREACHABLE, UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.members.instances import describe_instances, join_instances_nodes

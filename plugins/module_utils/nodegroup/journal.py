@@ -31,6 +31,7 @@ import datetime
 import uuid
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import autoscaling as autoscaling_api
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clock import utc_now_iso
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     API_ERROR,
     INVALID_PARAMETER,
@@ -96,23 +97,6 @@ TAG_GROUPS = (
 )
 # The tags of an earlier release's journal, one per field, that no TAG_GROUPS tag reuses.
 LEGACY_KEYS = tuple(TAG_PREFIX + name for name in FIELD_NAMES if name not in dict(TAG_GROUPS))
-
-
-def utc_now_iso(now: datetime.datetime | None = None) -> str:
-    """ISO 8601 UTC timestamp with a Z suffix, to the second."""
-    now = now or datetime.datetime.now(datetime.timezone.utc)
-    return now.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_utc_iso(value: str | None) -> datetime.datetime | None:
-    """A timestamp as utc_now_iso writes it (the journal's started_at, a lease's expiry, an instance's
-    launch_time) as an aware datetime, or None when there is none or it is not one."""
-    if not value:
-        return None
-    try:
-        return datetime.datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
-    except ValueError:
-        return None
 
 
 def new_run_id() -> str:

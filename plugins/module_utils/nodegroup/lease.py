@@ -32,14 +32,13 @@ import threading
 import time
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host import job_guard
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clock import parse_utc_iso, utc_now, utc_now_iso
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import autoscaling as autoscaling_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import TAG_LIMIT_EXCEEDED, UPGRADE_IN_PROGRESS, UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal import (
     TAG_GROUPS,
     TAG_PREFIX,
     Journal,
-    parse_utc_iso,
-    utc_now_iso,
 )
 
 if TYPE_CHECKING:
@@ -54,10 +53,6 @@ LEASE_SECONDS = 60
 LEASE_RENEW_SECONDS = 15
 LEASE_SETTLE_SECONDS = 1.0
 LEASE_OPTION = dict(lease_id=dict(type="str"))
-
-
-def _utc(now: datetime.datetime | None = None) -> datetime.datetime:
-    return now or datetime.datetime.now(datetime.timezone.utc)
 
 
 def parse_lease(value: str | None) -> tuple[str, datetime.datetime] | None:
@@ -76,19 +71,19 @@ def lease_of(tags: Iterable[Mapping[str, str]] | None) -> tuple[str, datetime.da
 
 
 def lease_value(lease_id: str, now: datetime.datetime | None = None, seconds: float = LEASE_SECONDS) -> str:
-    return "%s %s" % (lease_id, utc_now_iso(_utc(now) + datetime.timedelta(seconds=seconds)))
+    return "%s %s" % (lease_id, utc_now_iso((now or utc_now()) + datetime.timedelta(seconds=seconds)))
 
 
 def held_by_another(lease: tuple[str, datetime.datetime] | None, lease_id: str, now: datetime.datetime | None = None) -> bool:
     """True when ``lease`` (parse_lease) belongs to another run and has not expired."""
-    return lease is not None and lease[0] != lease_id and lease[1] > _utc(now)
+    return lease is not None and lease[0] != lease_id and lease[1] > (now or utc_now())
 
 
 def renewed(lease: tuple[str, datetime.datetime] | None, lease_id: str, now: datetime.datetime | None = None) -> bool:
     """True when ``lease`` is ``lease_id``'s and was renewed within two heartbeats (LEASE_RENEW_SECONDS): more than
     LEASE_SECONDS - 2 x LEASE_RENEW_SECONDS are left."""
     left = LEASE_SECONDS - 2 * LEASE_RENEW_SECONDS
-    return lease is not None and lease[0] == lease_id and lease[1] > _utc(now) + datetime.timedelta(seconds=left)
+    return lease is not None and lease[0] == lease_id and lease[1] > (now or utc_now()) + datetime.timedelta(seconds=left)
 
 
 def in_progress_error(asg: Mapping[str, Any], lease: tuple[str, datetime.datetime]) -> UpgradeError:

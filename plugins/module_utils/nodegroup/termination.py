@@ -6,14 +6,15 @@ them, and the group's lifecycle hooks on termination (SPEC U5, U6)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 import re
-import time
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.asg_state import ASG_POLL_SECONDS
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import autoscaling as autoscaling_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import NOT_FOUND, WAIT_TIMEOUT, UpgradeError
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host import clock as clocks
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.waiter import Backoff, Waiter
 from ansible_collections.eksops.nodegroup.plugins.module_utils.members.instances import describe_instances
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.discovery import describe_asg
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.rules import LEAVING_STATES
@@ -131,6 +132,11 @@ def hook_hold_seconds(hooks: Iterable[Mapping[str, Any]]) -> int:
     return sum(hook["heartbeat_timeout"] for hook in hooks)
 
 
+def instances_gone(pending: Sequence[str]) -> bool:
+    """The termination wait's predicate: no instance is left to wait for."""
+    return not pending
+
+
 def describe_hooks(hooks: Iterable[Mapping[str, Any]]) -> str:
     """'drain' (HeartbeatTimeout 300 s, DefaultResult CONTINUE), ... for messages."""
     return ", ".join("'%s' (HeartbeatTimeout %d s, DefaultResult %s)"
@@ -138,7 +144,8 @@ def describe_hooks(hooks: Iterable[Mapping[str, Any]]) -> str:
 
 
 class TerminationWait:
-    """Wait until instances are terminated (or gone from EC2), through the group's termination lifecycle hooks.
+    """Wait until instances are terminated (or gone from EC2), through the group's termination lifecycle hooks: a
+    Waiter (host/waiter.py) polls ``look`` until ``instances_gone``.
 
     EC2 is polled (DescribeInstances) after ``first_poll`` seconds, then twice as long each time up to ``poll``.
     With ``hooks`` (termination_hooks, read once by the caller), the group is also described, at most every
@@ -150,13 +157,13 @@ class TerminationWait:
     longer waited for; ``retained_instances()`` lists it.
     """
 
-    def __init__(self, ec2: Any, autoscaling: Any = None, asg_name: str | None = None, hooks: Iterable[dict[str, Any]] = (), clock: Any = time,
+    def __init__(self, ec2: Any, autoscaling: Any = None, asg_name: str | None = None, hooks: Iterable[dict[str, Any]] = (), clock: Any = None,
                  poll: float = EC2_POLL_SECONDS, first_poll: float = EC2_FIRST_POLL_SECONDS, asg_poll: float = ASG_POLL_SECONDS) -> None:
         self.ec2 = ec2
         self.autoscaling = autoscaling
         self.asg_name = asg_name
         self.hooks = list(hooks)
-        self.clock = clock
+        self.clock = clock or clocks.SYSTEM_CLOCK
         self.poll = poll
         self.first_poll = first_poll
         self.asg_poll = asg_poll
@@ -167,6 +174,7 @@ class TerminationWait:
         self.retained = {}      # instance id -> clock time it was first seen in Terminating:Retained
         self.extension = 0.0    # seconds the hooks added to the deadline
         self.timeout = None
+        self._next_asg_poll = None
 
     def _observe(self, pending: Iterable[str], now: float) -> None:
         try:
@@ -189,7 +197,7 @@ class TerminationWait:
         """Record which of ``instance_ids`` a group description (DescribeAutoScalingGroups) shows in
         Terminating:Retained: the caller's own description from before the wait tells which were retained already
         (they are not waited for, even when the group has no termination hooks left)."""
-        now = self.clock.time() if now is None else now
+        now = self.clock.now() if now is None else now
         for instance in asg.get("Instances", []):
             if instance["InstanceId"] in instance_ids and instance.get("LifecycleState") == TERMINATING_RETAINED:
                 self.retained.setdefault(instance["InstanceId"], now)
@@ -201,44 +209,50 @@ class TerminationWait:
     def held_now(self, instance_ids: Iterable[str]) -> list[str]:
         return [i for i in instance_ids if i in self.held_since and i not in self.held_until]
 
-    def run(self, instance_ids: Iterable[str], timeout: float) -> list[str]:
-        """Returns the ids still not terminated at the deadline (empty when all are)."""
-        clock = self.clock
+    def run(self, instance_ids: Iterable[str], timeout: float,
+            on_timeout: Callable[[list[str]], UpgradeError] | None = None) -> list[str]:
+        """Returns the ids still not terminated at the deadline (empty when all are); with ``on_timeout``, raises
+        ``on_timeout(those ids)`` instead."""
         self.timeout = timeout
-        start = clock.time()
-        deadline = base_deadline = start + timeout
-        hold = hook_hold_seconds(self.hooks)
+        waiter = Waiter(instances_gone, timeout, self.clock)
+        base_deadline = waiter.deadline
+        self._next_asg_poll = waiter.started
         pending = sorted(set(instance_ids) - set(self.retained))
-        delay = min(self.first_poll, self.poll)
-        next_asg_poll = start
-        while pending:
-            states = _instance_states(self.ec2, pending)
-            self.ec2_states.update(states)
-            pending = [i for i in pending if states.get(i, "terminated") != "terminated"]
-            for instance_id in set(instance_ids) - set(pending):
-                if instance_id in self.held_since:
-                    self.held_until.setdefault(instance_id, clock.time())
-            now = clock.time()
-            if pending and self.hooks and now >= next_asg_poll:
-                self._observe(pending, now)
-                next_asg_poll = now + self.asg_poll
-                # Retained: it runs on until someone terminates it by hand; nothing more to wait for.
-                pending = [i for i in pending if i not in self.retained]
-            held = self.held_now(pending)
-            if held:
-                deadline = max([deadline] + [self.held_since[i] + hold + timeout for i in held])
-            if not pending or now >= deadline:
-                break
-            # While every instance waits for a hook, nothing changes faster than the group can be polled.
-            step = max(delay, self.asg_poll) if held and len(held) == len(pending) else delay
-            clock.sleep(min(step, max(0.0, deadline - now)))
-            delay = min(self.poll, delay * 2)
-        self.extension = deadline - base_deadline
+        if pending:
+            _gone, pending = waiter.poll(lambda: self.look(waiter, instance_ids, pending),
+                                         Backoff(self.first_poll, self.poll), pace=self._pace, on_timeout=on_timeout)
+        self.extension = waiter.deadline - base_deadline
         return pending
+
+    def look(self, waiter: Waiter, instance_ids: Iterable[str], pending: list[str]) -> list[str]:
+        """One look at ``pending`` (updated in place, and returned): EC2, and the group at most every ``asg_poll``
+        seconds; an instance a hook holds moves ``waiter``'s deadline."""
+        states = _instance_states(self.ec2, pending)
+        self.ec2_states.update(states)
+        pending[:] = [i for i in pending if states.get(i, "terminated") != "terminated"]
+        for instance_id in set(instance_ids) - set(pending):
+            if instance_id in self.held_since:
+                self.held_until.setdefault(instance_id, self.clock.now())
+        now = self.clock.now()
+        if pending and self.hooks and now >= self._next_asg_poll:
+            self._observe(pending, now)
+            self._next_asg_poll = now + self.asg_poll
+            # Retained: it runs on until someone terminates it by hand; nothing more to wait for.
+            pending[:] = [i for i in pending if i not in self.retained]
+        held = self.held_now(pending)
+        if held:
+            hold = hook_hold_seconds(self.hooks)
+            waiter.extend(max(self.held_since[i] + hold + self.timeout for i in held))
+        return pending
+
+    def _pace(self, pending: Sequence[str]) -> float:
+        """While every instance waits for a hook, nothing changes faster than the group can be polled."""
+        held = self.held_now(pending)
+        return self.asg_poll if held and len(held) == len(pending) else 0.0
 
     def hook_waits(self, now: float | None = None) -> list[dict[str, Any]]:
         """Each instance seen in Terminating:Wait: {instance_id, lifecycle_hooks, held_seconds, still_held}."""
-        now = self.clock.time() if now is None else now
+        now = self.clock.now() if now is None else now
         names = [hook["name"] for hook in self.hooks]
         return [dict(instance_id=i, lifecycle_hooks=names,
                      held_seconds=round(self.held_until.get(i, now) - self.held_since[i], 1),
@@ -254,7 +268,7 @@ class TerminationWait:
             if instance_id in held:
                 why.append("%s is still in Terminating:Wait after %d s, held by lifecycle hook(s) %s: whoever owns the "
                            "hook keeps its action open (RecordLifecycleActionHeartbeat) and has not completed it"
-                           % (instance_id, self.clock.time() - self.held_since[instance_id],
+                           % (instance_id, self.clock.now() - self.held_since[instance_id],
                               describe_hooks(self.hooks)))
             else:
                 lifecycle = self.lifecycle.get(instance_id, "unknown")
@@ -298,11 +312,13 @@ def retained_warnings(retained: Iterable[str], asg_name: str, terminated: Iterab
     return warnings
 
 
-def wait_terminated(ec2: Any, instance_ids: Iterable[str], timeout: float, poll: float = EC2_POLL_SECONDS, clock: Any = time,
-                    first_poll: float = EC2_FIRST_POLL_SECONDS) -> list[str]:
-    """Wait until every instance is terminated (or gone); returns the ids still not terminated at timeout.
+def wait_terminated(ec2: Any, instance_ids: Iterable[str], timeout: float, poll: float = EC2_POLL_SECONDS, clock: Any = None,
+                    first_poll: float = EC2_FIRST_POLL_SECONDS,
+                    on_timeout: Callable[[list[str]], UpgradeError] | None = None) -> list[str]:
+    """Wait until every instance is terminated (or gone); returns the ids still not terminated at timeout (with
+    ``on_timeout``, raises ``on_timeout(those ids)`` instead).
 
     Polls after ``first_poll`` seconds, then twice as long each time up to ``poll``. No lifecycle hooks: see
     TerminationWait.
     """
-    return TerminationWait(ec2, clock=clock, poll=poll, first_poll=first_poll).run(instance_ids, timeout)
+    return TerminationWait(ec2, clock=clock, poll=poll, first_poll=first_poll).run(instance_ids, timeout, on_timeout)

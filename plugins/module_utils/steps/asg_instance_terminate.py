@@ -24,9 +24,10 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.asg_sta
     check_capacity_unmoved,
     SCALE_IN_PROTECTION_OURS,
     set_scale_in_protection,
-    utc_now,
 )
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clock import utc_now
 from ansible_collections.eksops.nodegroup.plugins.module_utils.members.group_watch import GroupSnapshot, GroupWatch
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.waiter import Waiter
 from ansible_collections.eksops.nodegroup.plugins.module_utils.members.group_nodes import list_nodegroup_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.termination import (
     describe_known_instances,
@@ -223,7 +224,7 @@ def wait_for_replacements(module: Any, group: NodegroupRef, initial_ids: list[st
     condition = ReplacementsReady(initial_ids, terminated_ids)
     watch = GroupWatch(module.aws("autoscaling"), module.aws("ec2"), module.core_v1(), group,
                        activities_since=started)
-    held, snapshot = watch.wait(condition, timeout)
+    held, snapshot = watch.wait(Waiter(condition, timeout))
     failure = persistent_launch_failure(snapshot.failures)
     if failure is not None:
         raise launch_failure_error(failure, name, what="a replacement")

@@ -27,10 +27,11 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.asg_sta
     scale_in_protection_owner,
     set_scale_in_protection,
     suspended_process_names,
-    utc_now,
 )
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clock import utc_now
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.placement import SURGE_SIZINGS, live_per_az
 from ansible_collections.eksops.nodegroup.plugins.module_utils.members.group_watch import GroupSnapshot, GroupWatch
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.waiter import Waiter
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.mixed_instances import check_weights
 from ansible_collections.eksops.nodegroup.plugins.module_utils.members.group_nodes import mark_scale_down_disabled
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.schedule_state import (
@@ -306,9 +307,9 @@ def wait_for_new_nodes(module: EksopsModule, group: NodegroupRef, target: dict[s
     validation = NewNodeValidation(params, group, target, journal.desired_capacity_set)
     watch = GroupWatch(module.aws("autoscaling"), module.aws("ec2"), module.core_v1(), group,
                        activities_since=started)
-    deadline = time.time() + params["wait_timeout"]
+    waiter = Waiter(validation, params["wait_timeout"])
     while True:
-        held, snapshot = watch.wait(validation, max(0.0, deadline - time.time()))
+        held, snapshot = watch.wait(waiter)
         failure = persistent_launch_failure(snapshot.failures) or (validation.given_up(snapshot) if held else None)
         if failure is not None:
             raise launch_failure_error(failure, name)

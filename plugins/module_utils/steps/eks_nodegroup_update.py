@@ -26,7 +26,8 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     invalid_parameter,
     not_found,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.watch import SYSTEM_CLOCK
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host import clock as clocks
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.waiter import Backoff, Waiter
 from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import with_blockers
 from ansible_collections.eksops.nodegroup.plugins.module_utils.managed.evictions import EvictionWatch
 from ansible_collections.eksops.nodegroup.plugins.module_utils.managed.target import (
@@ -152,19 +153,17 @@ def start_update(call: Callable[[Any, dict[str, Any]], dict[str, Any]], eks: Any
         raise
 
 
-def follow_update(eks: Any, nodegroup: dict[str, Any], update: dict[str, Any], deadline: float,
+def follow_update(eks: Any, nodegroup: dict[str, Any], update: dict[str, Any], waiter: Waiter,
                   poll_interval: float, on_poll: Callable[[dict[str, Any]], None] = lambda update: None
                   ) -> dict[str, Any]:
-    """``update`` described every ``poll_interval`` seconds until it ends or ``deadline`` (a loop, not a task per
-    poll: SPEC W4); ``on_poll`` is given each description. Returns the last one."""
-    while not update_finished(update):
-        remaining = deadline - SYSTEM_CLOCK.now()
-        if remaining <= 0:
-            break
-        SYSTEM_CLOCK.sleep(min(poll_interval, remaining))
-        update = describe_update(eks, nodegroup, update["id"])
-        on_poll(update)
-    return update
+    """``update`` described every ``poll_interval`` seconds until ``update_finished`` or ``waiter``'s deadline (a
+    loop, not a task per poll: SPEC W4); ``on_poll`` is given each description. Returns the last one."""
+    def described() -> dict[str, Any]:
+        answer = describe_update(eks, nodegroup, update["id"])
+        on_poll(answer)
+        return answer
+
+    return waiter.poll(described, Backoff.every(poll_interval), seen=update)[1]
 
 
 def _time_left(seconds: float | None) -> str:
@@ -186,7 +185,7 @@ class ProgressLines:
 
     def __call__(self, update: dict[str, Any]) -> None:
         progress = read_progress(self.autoscaling, self.nodegroup)
-        now = SYSTEM_CLOCK.now()
+        now = clocks.SYSTEM_CLOCK.now()
         if self.first is None or progress["nodes_updated"] < self.first[1]["nodes_updated"]:
             # The pace counts from the lowest count: early in an update every node counts as updated.
             self.first = (now, progress)
@@ -206,7 +205,7 @@ def carry_out(module: Any, eks: Any, nodegroup: dict[str, Any], plan: dict[str, 
     result["nodegroup_update"]["eks_update"] current, so a failure on the way still reports them. Follows for ``follow_for``
     seconds at most."""
     params = module.params
-    deadline = SYSTEM_CLOCK.now() + follow_for
+    waiter = Waiter(update_finished, follow_for)
     by_id = dict((update["id"], update) for update in in_progress)
     # Progress is read (DescribeAutoScalingGroups) and shown only where a person follows it: the action's output.
     show = getattr(module, "progress", None)
@@ -215,7 +214,7 @@ def carry_out(module: Any, eks: Any, nodegroup: dict[str, Any], plan: dict[str, 
     def follow(update: dict[str, Any], wait: bool = True) -> dict[str, Any]:
         result["nodegroup_update"]["eks_update"] = update_summary(update)
         if wait:
-            update = follow_update(eks, nodegroup, update, deadline, params["poll_interval"], progress_lines)
+            update = follow_update(eks, nodegroup, update, waiter, params["poll_interval"], progress_lines)
             result["nodegroup_update"]["eks_update"] = update_summary(update)
         return update
 

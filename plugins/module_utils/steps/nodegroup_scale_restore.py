@@ -263,11 +263,9 @@ def remove_surplus(module: EksopsModule, autoscaling: Any, group: NodegroupRef, 
         journal = terminate_surplus(module, autoscaling, group, journal, joined, desired_before - len(surplus_ids),
                                     result)
     wait_timeout = module.params["wait_timeout"]
-    pending = wait_terminated(module.aws("ec2"), surplus_ids, wait_timeout)
-    if pending:
-        raise UpgradeError(WAIT_TIMEOUT, "Surplus instances %s of %s were not terminated within %d s "
-                           "(wait_timeout); rerun to resume" % (", ".join(pending), group.asg_name, wait_timeout),
-                           asg_name=group.asg_name, instance_ids=pending)
+    wait_terminated(module.aws("ec2"), surplus_ids, wait_timeout, on_timeout=lambda pending: UpgradeError(
+        WAIT_TIMEOUT, "Surplus instances %s of %s were not terminated within %d s (wait_timeout); rerun to resume"
+        % (", ".join(pending), group.asg_name, wait_timeout), asg_name=group.asg_name, instance_ids=pending))
     return journal, None
 
 

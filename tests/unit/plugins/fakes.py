@@ -263,8 +263,8 @@ class FakeApiServer:
 # ----------------------------------------------------------------------------------------------------------
 
 class FakeClock:
-    """The one fake clock, from ``start`` (1000 s unless told). Three protocols over one time: kube_watch's Clock
-    (``now()``, ``sleep()``), the time module's (``time()``, ``sleep()``) and a plain time function
+    """The one fake clock, from ``start`` (1000 s unless told). Three protocols over one time: host/clock.py's Clock
+    (``now()``, ``time()``, ``sleep()``), the time module's (``time()``, ``sleep()``) and a plain time function
     (``clock()``). ``sleeps`` records every sleep asked for; a negative one leaves the time as it is (a real
     clock never goes back). ``advance(seconds)`` moves the time without a sleep."""
 

@@ -47,7 +47,7 @@ CLIENT_FACTORIES = frozenset(["aws", "aws_client", "client"])
 # Calls that take an operation (or waiter) name as a string argument; for ``paginate`` the client is the first
 # argument (module_utils.aws_shapes.paginate), for the others the object the method is called on.
 OPERATION_NAME_CALLS = frozenset(["paginate", "get_paginator", "can_paginate", "generate_presigned_url", "get_waiter"])
-# Calls that watch the list operation given as first argument (module_utils.kube_watch, kubernetes.watch).
+# Calls that watch the list operation given as first argument (kube/watch.py, host/waiter.py's Waiter, kubernetes.watch).
 WATCH_CALLS = frozenset(["list_then_watch"])
 
 # Actions AWS checks on top of a call the code makes, when the call passes one of the keywords (None: always).
@@ -476,6 +476,9 @@ class KubeCalls:
                 if id(node) in done:
                     continue
                 done.add(id(node))
+                if function.name in WATCH_CALLS and isinstance(node.args[0], ast.Name) \
+                        and node.args[0].id in {arg.arg for arg in function.args.args}:
+                    continue  # a forwarder (host/waiter.py's Waiter.list_then_watch): its callers are the sites
                 site = Site(path, node, "%s(%s)" % (call_name(node), ast.unparse(node.args[0])))
                 methods = self.watched(node.args[0], function, set())
                 if not methods:

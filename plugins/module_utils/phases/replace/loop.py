@@ -25,11 +25,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-import datetime
 import threading
-import time
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import StepFailed, UpgradeError
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host import clock as clocks
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clock import clock_time
 
 
 class Batch:
@@ -161,11 +161,6 @@ def batches_while_job_lives(next_batch: Callable[[ReplaceState], Batch | None],
     return guarded
 
 
-def clock_time(epoch: float) -> str:
-    """Wall-clock time of a progress line, UTC, to the second."""
-    return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime("%H:%M:%SZ")
-
-
 def _names(ids: Sequence[str], node_names: Mapping[str, str | None]) -> str:
     return ", ".join(node_names.get(i) or "no node" for i in ids) or "no node"
 
@@ -213,7 +208,7 @@ class ReplaceLoop:
     def __init__(self, drain: Callable[[Batch], Drained], start: Callable[[Batch], Any], finish: Callable[[Any], Any],
                  progress: Callable[[str], None], overlap: bool,
                  node_names: Mapping[str, str | None] | None = None, total: int | None = None,
-                 clock: Callable[[], float] = time.time, noun: str = "batch") -> None:
+                 clock: Callable[[], float] | None = None, noun: str = "batch") -> None:
         self.drain = drain
         self.start = start
         self.finish = finish
@@ -222,7 +217,7 @@ class ReplaceLoop:
         # Kept up to date by a live planner (phases/replace/next_batch.py): the same dict, not a copy.
         self.node_names = node_names if node_names is not None else {}
         self.total = total
-        self.clock = clock
+        self.clock = clock or clocks.SYSTEM_CLOCK.time
         self.noun = noun
         self.state = ReplaceState()
         self.pending = None

@@ -38,6 +38,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.discove
     find_module_nodegroup,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.read_ahead import ReadAhead
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clock import clock_time
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.step_context import StepContext, group_options, validated
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import (
     Batch,
@@ -46,7 +47,6 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.lo
     ReplaceLoop,
     ReplaceState,
     StepFailed,
-    clock_time,
     planned_batches,
     planned_steps,
 )

@@ -10,7 +10,7 @@ import datetime
 import pytest
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import asg_state as asg_ops
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host import clock as clocks
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import kinds
 from ansible_collections.eksops.nodegroup.plugins.module_utils.members import group_nodes as nodegroup_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import termination
@@ -41,9 +41,9 @@ def test_node_view_feeds_join_instances_nodes():
 
 
 def test_parse_utc_time():
-    assert journal.parse_utc_iso("2026-01-02T03:04:05Z") == datetime.datetime(
+    assert clocks.parse_utc_iso("2026-01-02T03:04:05Z") == datetime.datetime(
         2026, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)
-    assert journal.parse_utc_iso("garbage") is None and journal.parse_utc_iso(None) is None
+    assert clocks.parse_utc_iso("garbage") is None and clocks.parse_utc_iso(None) is None
 
 
 class FakeEc2:
@@ -88,6 +88,15 @@ def test_wait_terminated_returns_the_stragglers_at_timeout():
     clock = FakeClock(start=0)
     assert termination.wait_terminated(FakeEc2({"i-1": 100}), ["i-1"], timeout=10, poll=2, clock=clock) == ["i-1"]
     assert clock.now() == 10
+
+
+def test_issue26_item5_wait_terminated_raises_the_callers_error_at_timeout():
+    """The surplus wait of nodegroup_scale_restore: its WaitTimeout, raised by the waiter at the deadline."""
+    clock = FakeClock(start=0)
+    with pytest.raises(UpgradeError) as raised:
+        termination.wait_terminated(FakeEc2({"i-1": 100, "i-2": 2}), ["i-1", "i-2"], timeout=10, poll=2, clock=clock,
+                                    on_timeout=lambda pending: UpgradeError("WaitTimeout", ", ".join(pending)))
+    assert (raised.value.code, raised.value.msg, clock.now()) == ("WaitTimeout", "i-1", 10)
 
 
 def node_store(*raw_nodes):

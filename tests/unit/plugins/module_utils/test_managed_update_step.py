@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from unittest import mock
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host import clock as clocks
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.waiter import Waiter
 from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import eks_nodegroup_update as step
 
 from ..fakes import FakeClock
@@ -20,18 +22,18 @@ def test_w4_an_update_is_followed_past_300_polls_to_its_end():
     answers = [dict(id="u-1", status="InProgress")] * 400 + [dict(id="u-1", status="Successful")]
     polls = []
     clock = FakeClock()
-    with mock.patch.object(step, "SYSTEM_CLOCK", clock), \
+    with mock.patch.object(clocks, "SYSTEM_CLOCK", clock), \
             mock.patch.object(step, "describe_update", side_effect=answers):
-        last = step.follow_update(None, NODEGROUP, dict(id="u-1", status="InProgress"), deadline=clock.now() + 1e9,
+        last = step.follow_update(None, NODEGROUP, dict(id="u-1", status="InProgress"), waiter=Waiter(step.update_finished, 1e9),
                                   poll_interval=15, on_poll=polls.append)
     assert last["status"] == "Successful" and len(polls) == 401 and clock.sleeps == [15] * 401
 
 
 def test_w4_the_follow_stops_at_its_deadline_with_the_update_still_in_progress():
     clock = FakeClock()
-    with mock.patch.object(step, "SYSTEM_CLOCK", clock), \
+    with mock.patch.object(clocks, "SYSTEM_CLOCK", clock), \
             mock.patch.object(step, "describe_update", return_value=dict(id="u-1", status="InProgress")):
-        last = step.follow_update(None, NODEGROUP, dict(id="u-1", status="InProgress"), deadline=clock.now() + 40,
+        last = step.follow_update(None, NODEGROUP, dict(id="u-1", status="InProgress"), waiter=Waiter(step.update_finished, 40),
                                   poll_interval=15)
     assert last["status"] == "InProgress" and clock.sleeps == [15, 15, 10]
 
@@ -46,7 +48,7 @@ def test_w4_a_progress_line_when_the_count_changes_with_the_time_left_at_the_pac
         total, updated = next(counts)
         return dict(nodes_total=total, nodes_updated=updated)
 
-    with mock.patch.object(step, "SYSTEM_CLOCK", clock), mock.patch.object(step, "read_progress", progress):
+    with mock.patch.object(clocks, "SYSTEM_CLOCK", clock), mock.patch.object(step, "read_progress", progress):
         follow = step.ProgressLines(None, NODEGROUP, lines.append)
         for _poll in range(6):
             follow(dict(id="u-1", status="InProgress"))

@@ -17,6 +17,7 @@ from unittest import mock
 import pytest
 from botocore.stub import Stubber
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host import clock as clocks
 from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import eks_nodegroup_update as managed_update_step
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.modules import eks_nodegroup_update
@@ -115,7 +116,7 @@ def run(aws, clock, kube, capsys):
     def run_it(check=False, diff=False, **args):
         with mock.patch.object(EksopsModule, "aws", lambda self, service: aws.aws(service)), \
                 mock.patch.object(EksopsModule, "core_v1", lambda self: kube), \
-                mock.patch.object(managed_update_step, "SYSTEM_CLOCK", clock):
+                mock.patch.object(clocks, "SYSTEM_CLOCK", clock):
             return run_module_in_process(eks_nodegroup_update.main, dict(BASE, **args), capsys, check=check,
                                          diff=diff)
     return run_it

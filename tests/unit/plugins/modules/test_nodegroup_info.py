@@ -11,7 +11,7 @@ import pytest
 from moto import mock_aws
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import kinds
-from ansible_collections.eksops.nodegroup.plugins.module_utils.kube import watch as kube_watch
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host import clock as clocks
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal import Journal, write_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import nodegroup_info as nodegroup_describe
@@ -68,7 +68,7 @@ def test_a_server_error_on_the_node_list_is_retried(world, run):
     core_v1 = registered_nodes(world)
     core_v1.store.faults["list"].append(api_error(500))
     clock = FakeClock()
-    with mock.patch.object(kube_watch, "SYSTEM_CLOCK", clock):
+    with mock.patch.object(clocks, "SYSTEM_CLOCK", clock):
         result = run(core_v1, target=world.new_ami, seed=5)
     assert not result.get("failed"), result
     assert len(result["nodegroup"]["old_instances"]) == 4
