@@ -37,7 +37,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.rules import
 
 COLLECTION_AGENT = "eksops.nodegroup/"
 SCALE_DOWN_MARKER = "Remove the surplus nodes, restore the group and clear the journal"
-UPGRADE_MARKER = "Replace the old nodes batch by batch"
+UPGRADE_MARKER = "Replace the old nodes"
 RUN_TIMEOUT = 1800
 # Issue 11's goals at N = 30, rolling:1, default schedule.
 GOAL_RATIO = 1.10

@@ -50,7 +50,7 @@ class ActionModule(ControllerAction):
         del tmp
         params = self.validated_params(full_argument_spec(),
                                        mutually_exclusive=[["max_unavailable", "max_unavailable_percentage"],
-                                                           ["batches", "steps"]])
+                                                           ["batches", "steps", "max_surge"]])
         warnings = []
         clients = Clients(params, "%s/node_replace" % USER_AGENT_EXTRA, proof=prove_cluster)
         result.update(self.while_job_lives(clients, lambda: self._phase(params, clients, warnings)))

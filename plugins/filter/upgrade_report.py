@@ -39,9 +39,8 @@ options:
         C(phase), C(msg), C(rolled_back), C(resume) and optionally C(rollback_error).
       - The phases' variables, null when unset - C(setup_result), C(setup_phase) (the setup task's result), C(failure_state) (the node
         group described after a failure), C(managed_update_result), C(managed_update_step),
-        C(upgrade_replaced_instances), C(upgrade_never_joined), C(upgrade_drain_results),
-        C(surge_upgrade_replaced_instances), C(surge_upgrade_never_joined), C(surge_upgrade_drain_results),
-        C(scale_down_result), and C(scale_up_result) (may be left out).
+        C(upgrade_replaced_instances), C(upgrade_never_joined), C(upgrade_drain_results) (the upgrade phase's, of
+        either strategy), C(scale_down_result), and C(scale_up_result) (may be left out).
       - C(schedule) (the schedule the run asked the phases for, issue 11 item 1), C(upgrade_schedule) (the one the
         upgrade phase ran, after any fallback), C(upgrade_at_risk_batches) and C(upgrade_decrements) (may be left
         out).
@@ -197,10 +196,9 @@ def _eks_evictions(run: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def _drained(run: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """Every drained node's result, by node: the upgrade's, the surge upgrade's, the scale-down's."""
+    """Every drained node's result, by node: the upgrade phase's (either strategy), the scale-down's."""
     drained = {}
-    for results in (run["upgrade_drain_results"], run["surge_upgrade_drain_results"],
-                    (run["scale_down_result"] or {}).get("drain")):
+    for results in (run["upgrade_drain_results"], (run["scale_down_result"] or {}).get("drain")):
         drained.update(results or {})
     return drained
 
@@ -265,7 +263,7 @@ def _disruptions(run: Mapping[str, Any], drained: Mapping[str, Mapping[str, Any]
     to_move = (run["setup_result"] or {}).get("pods_to_move")
     if to_move is None or (eks_evictions is not None and not eks_evictions["counted"]):
         return dict(pods_on_old_nodes=None, disruptions_per_old_pod=None)
-    old_nodes = set(run["upgrade_drain_results"] or {}) | set(run["surge_upgrade_drain_results"] or {})
+    old_nodes = set(run["upgrade_drain_results"] or {})
     old_nodes |= set((eks_evictions or {}).get("nodes_replaced") or [])
     on_old_nodes = sum(to_move.get(node, 0) for node in old_nodes)
     moved = sum(len(node["evicted"]) + len(node["deleted"]) for node in drained.values())
@@ -295,8 +293,9 @@ def _unset_as_null(run: Mapping[str, Any]) -> dict[str, Any]:
 def _timeline(run: Mapping[str, Any], drained: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """The batches of the upgrade phase with their times and waits, and the timeline of the run (issue 25 item 4,
     module_utils/report/timeline.py); the picture beside the JSON report draws them."""
-    batches = batch_reports(dict(upgrade=run.get("upgrade_batches"), surge_upgrade=run.get("surge_upgrade_batches")),
-                            drained)
+    # One replace path for both strategies (issue 26 item 2); the surge strategy's phase keeps its name.
+    phase = "surge_upgrade" if run["strategy"] == "surge" else "upgrade"
+    batches = batch_reports({phase: run.get("upgrade_batches")}, drained)
     start = epoch_of(run["started_at"])
     spans = phase_spans(run["phase_seconds"])
     start_instances = _dig(run, "setup_phase", "setup", "nodegroup", "instances")
@@ -338,8 +337,8 @@ def upgrade_report(run: Mapping[str, Any]) -> dict[str, Any]:
         phase_seconds=run["phase_seconds"],
         total_seconds=round(sum(run["phase_seconds"].values()), 1),
         nodes_before=setup.get("nodes_before"),
-        replaced_instances=(run["upgrade_replaced_instances"] or []) + (run["surge_upgrade_replaced_instances"] or []),
-        never_joined=(run["upgrade_never_joined"] or []) + (run["surge_upgrade_never_joined"] or []),
+        replaced_instances=run["upgrade_replaced_instances"] or [],
+        never_joined=run["upgrade_never_joined"] or [],
         drained_nodes=list(drained),
         surplus_removed=[instance["instance_id"] for instance in (scale_down or {}).get("removed_instances", [])],
     )

@@ -75,6 +75,21 @@ options:
       - For the plan when O(batches) is not given, nodes per batch as a percentage (1 to 100) of the group's desired
         capacity before the upgrade, rounded up, at least one.
     type: int
+  max_surge:
+    description:
+      - When neither O(batches) nor O(steps) is given, plan and run the surge strategy's steps here, as
+        M(eksops.nodegroup.nodegroup_info) plans them with
+        O(eksops.nodegroup.nodegroup_info#module:max_surge), O(max_unavailable) (0 allowed) and O(surge_cap) (SPEC
+        S1-S4). The plan line is printed, the plan returned in RV(replace.plan), and the old instances left after the
+        last step in RV(replace.old_instances_left), as for batches. Mutually exclusive with O(batches) and O(steps);
+        needs the schedule C(eks).
+    type: int
+  surge_cap:
+    description:
+      - Upper bound of O(max_surge) + O(max_unavailable) (at most 100), as
+        M(eksops.nodegroup.nodegroup_info)'s O(eksops.nodegroup.nodegroup_info#module:surge_cap).
+    type: int
+    default: 20
   cordon_old_nodes:
     description:
       - Before the first batch, cordon the nodes of every instance of the plan and label them
@@ -87,7 +102,8 @@ options:
     description:
       - The surge strategy's steps, in order, as M(eksops.nodegroup.nodegroup_info) plans them with
         O(eksops.nodegroup.nodegroup_info#module:max_surge)
-        (RV(eksops.nodegroup.nodegroup_info#module:nodegroup.plan.steps)). Mutually exclusive with O(batches).
+        (RV(eksops.nodegroup.nodegroup_info#module:nodegroup.plan.steps)). Mutually exclusive with O(batches) and
+        O(max_surge), which plans them here.
       - Needs the schedule C(eks), and is refused with O(cordon_old_nodes) and O(wait_for_replacements). A step that
         launches no node does not wait for one, and a step with no old instance only launches.
     type: list

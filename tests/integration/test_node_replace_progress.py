@@ -16,7 +16,7 @@ from sandbox_helpers import CALLBACK_PLUGINS, REPO_ROOT, run_module, run_playboo
 
 SCENARIO = "rolling"
 PLAYBOOK = REPO_ROOT / "playbooks" / "upgrade_nodegroup.yml"
-TASK = "Replace the old nodes batch by batch"
+TASK = "Replace the old nodes"
 LINE = re.compile(r"^batch (\d+)/(\d+) (started|ended) at \d\d:\d\d:\d\dZ")
 
 

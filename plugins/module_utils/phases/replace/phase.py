@@ -51,8 +51,9 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.lo
     planned_steps,
 )
 
-# The planning options, as nodegroup_info takes them; used when node_replace plans the phase itself.
-PLANNING_OPTIONS = ("update_strategy", "max_unavailable", "max_unavailable_percentage")
+# The planning options, as nodegroup_info takes them; used when node_replace plans the phase itself (max_surge
+# plans the surge strategy's steps, SPEC S1-S4, as the rolling strategies' batches are planned).
+PLANNING_OPTIONS = ("update_strategy", "max_unavailable", "max_unavailable_percentage", "max_surge", "surge_cap")
 
 # node_replace's own options; the AWS and Kubernetes ones are added as for every module (merged_argument_spec).
 ARGUMENT_SPEC = dict(
@@ -75,6 +76,8 @@ ARGUMENT_SPEC = dict(
     update_strategy=nodegroup_describe.ARGUMENT_SPEC["update_strategy"],
     max_unavailable=nodegroup_describe.ARGUMENT_SPEC["max_unavailable"],
     max_unavailable_percentage=nodegroup_describe.ARGUMENT_SPEC["max_unavailable_percentage"],
+    max_surge=nodegroup_describe.ARGUMENT_SPEC["max_surge"],
+    surge_cap=nodegroup_describe.ARGUMENT_SPEC["surge_cap"],
     delete_options=dict(type="dict", default={}, options=drain_step.DELETE_OPTIONS_SPEC),
     post_drain_wait=drain_step.ARGUMENT_SPEC["post_drain_wait"],
     post_drain_min_wait=drain_step.ARGUMENT_SPEC["post_drain_min_wait"],
@@ -102,15 +105,15 @@ def validate_schedule(params: Mapping[str, Any]) -> None:
         raise invalid_parameter("schedule", "schedule once plans which terminations lower the desired capacity; "
                                 "wait_for_replacements (strategy minimal) waits for a replacement of each: use "
                                 "schedule eks with it")
-    if params["steps"] is not None:
+    if params["steps"] is not None or params["max_surge"] is not None:
         # SPEC S3: each step drains its own nodes after its launch; nothing is cordoned ahead or waited for.
         for name, refused in (("schedule", params["schedule"] != "eks"),
                               ("cordon_old_nodes", params["cordon_old_nodes"]),
                               ("wait_for_replacements", params["wait_for_replacements"])):
             if refused:
-                raise invalid_parameter(name, "%s: the surge strategy's steps (steps) take the schedule eks, no "
-                                        "cordon_old_nodes and no wait_for_replacements" % name)
-        for step in params["steps"]:
+                raise invalid_parameter(name, "%s: the surge strategy's steps (steps, max_surge) take the schedule "
+                                        "eks, no cordon_old_nodes and no wait_for_replacements" % name)
+        for step in params["steps"] or []:
             if step["desired_capacity"] < 0 or step["launch"] < 0:
                 raise invalid_parameter("steps", "steps: desired_capacity and launch must be >= 0, got step %s"
                                         % dict(step))
@@ -148,7 +151,7 @@ def step_options(params: Mapping[str, Any], check_mode: bool) -> PhaseSteps:
     terminate = terminate_step.TerminateStep.from_params(dict(params, instance_ids=[], wait=True,
                                                               should_decrement_desired_capacity=False))
     surge = None
-    if params["steps"] is not None:
+    if params["steps"] is not None or params["max_surge"] is not None:
         options = group_options(params)
         options.update(mode="desired", desired_capacity=0, suspend_processes=params["suspend_processes"],
                        wait_timeout=params["node_ready_timeout"],
@@ -199,10 +202,11 @@ class Terminations:
 def plan_phase(params: Mapping[str, Any], clients: Clients,
                warn: Callable[[str], None]) -> tuple[dict[str, Any], dict[str, Any] | None, NodegroupRef | None]:
     """(node_replace's params with the plan filled in, the plan or None, the node group found or None). With
-    ``batches`` given they are the plan. Without, the phase is planned here as nodegroup_info plans it
+    ``batches`` or ``steps`` given they are the plan. Without, the phase is planned here as nodegroup_info plans it
     (nodegroup_describe, from the planning options, the journal's run id and the batch size, seed and node names of
-    the plan): one process for the phase (issue 11 item 4). A managed node group is refused (SPEC K3): EKS replaces
-    its nodes."""
+    the plan): one process for the phase (issue 11 item 4); with ``max_surge``, the surge strategy's steps (issue 26
+    item 2: one replace path for both strategies). A managed node group is refused (SPEC K3): EKS replaces its
+    nodes."""
     if params["batches"] is not None or params["steps"] is not None:
         return dict(params), None, None
     options = group_options(params, lease=False)
@@ -216,13 +220,20 @@ def plan_phase(params: Mapping[str, Any], clients: Clients,
     plan = described["plan"]
     node_names = dict((i["instance_id"], i["node_name"]) for i in described["instances"])
     node_names.update(params["node_names"])
-    return dict(params, batches=plan["batches"], batch_size=params["batch_size"] or plan["batch_size"],
+    planned = dict(steps=plan["steps"]) if plan["strategy"] == "surge" else dict(batches=plan["batches"])
+    return dict(params, batch_size=params["batch_size"] or plan["batch_size"], **planned,
                 seed=plan["seed"], asg_name=described["asg_name"], node_names=node_names,
                 run_id=params["run_id"] or (described["journal"] or {}).get("run_id")), plan, group
 
 
 def plan_line(plan: Mapping[str, Any]) -> str:
     """The plan, for a person (the line the upgrade role printed before the phase)."""
+    if plan["strategy"] == "surge":
+        return ("%d of %d nodes run an old launch template version; replacing them in %d steps with max_surge %d and "
+                "max_unavailable %d: the group stays between %d and %d nodes (desired capacity at each step: %s; "
+                "seed %d)." % (plan["old_count"], plan["node_count"], len(plan["steps"]), plan["max_surge"],
+                               plan["max_unavailable"], plan["size_range"][0], plan["size_range"][1],
+                               ", ".join(str(step["desired_capacity"]) for step in plan["steps"]), plan["seed"]))
     return ("%d of %d nodes run an old launch template version; replacing them %d at a time in %d batches "
             "(strategy %s, seed %d)." % (plan["old_count"], plan["node_count"], plan["batch_size"],
                                          len(plan["batches"]), plan["strategy"], plan["seed"]))

@@ -42,8 +42,7 @@ def run(**overrides):
         check_mode=False, plan=None, error=None,
         setup_result=None, setup_phase=None, failure_state=None, managed_update_result=None,
         managed_update_step=None, upgrade_replaced_instances=None, upgrade_never_joined=None,
-        upgrade_drain_results=None, surge_upgrade_replaced_instances=None, surge_upgrade_never_joined=None,
-        surge_upgrade_drain_results=None, scale_down_result=None, scale_up_result=None)
+        upgrade_drain_results=None, scale_down_result=None, scale_up_result=None)
     base.update(overrides)
     return base
 
@@ -111,9 +110,9 @@ def test_a_surge_upgrade_reports_max_surge_and_the_pods_deleted_by_force():
     report = upgrade_report(run(
         strategy="surge", update_strategy="surge", max_surge=2, parallelism=1, force=True,
         setup_result=setup_result(nodes_before=None),
-        surge_upgrade_replaced_instances=["i-1", "i-2", "i-3"], surge_upgrade_never_joined=[],
-        surge_upgrade_drain_results={"node-1": drained(["a/p1"], ["a/p8", "a/p9"], pdb_wait_seconds=1.0),
-                                     "node-2": drained(warnings=["w"], pdb_wait_seconds=0.5)},
+        upgrade_replaced_instances=["i-1", "i-2", "i-3"], upgrade_never_joined=[],
+        upgrade_drain_results={"node-1": drained(["a/p1"], ["a/p8", "a/p9"], pdb_wait_seconds=1.0),
+                               "node-2": drained(warnings=["w"], pdb_wait_seconds=0.5)},
         scale_down_result=scale_down_result()))
     assert (report["strategy"], report["max_surge"], report["max_unavailable"], report["force"]) == ("surge", 2, 1, True)
     assert report["replaced_instances"] == ["i-1", "i-2", "i-3"] and report["never_joined"] == []
@@ -127,7 +126,7 @@ def test_disruptions_per_old_pod_count_every_move_against_the_pods_on_the_nodes_
     counts = {"node-1": 2, "node-2": 2, "node-3": 0, "node-9": 7}
     report = upgrade_report(run(
         setup_result=setup_result(pods_to_move=counts),
-        surge_upgrade_drain_results={"node-1": drained(["a/p1"], ["a/p2"]), "node-2": drained(["a/p3", "a/p4"])},
+        upgrade_drain_results={"node-1": drained(["a/p1"], ["a/p2"]), "node-2": drained(["a/p3", "a/p4"])},
         scale_down_result=scale_down_result(drain={"node-3": drained(["a/p5"])})))
     assert (report["pods_on_old_nodes"], report["disruptions_per_old_pod"]) == (4, 1.25)
     once = upgrade_report(run(setup_result=setup_result(pods_to_move=counts),
@@ -355,8 +354,8 @@ def test_issue25_item4_a_surge_step_reports_its_launch_wait_and_a_launch_only_st
                        drained=START + 40, ended=START + 40, decrement_ids=[], at_risk=False)
     step = dict(batch_record(2, "i-1", "us-east-1a", 50, 80, 81, 90, {"us-east-1a": 3}), new_nodes_ready=START + 60)
     report = upgrade_report(run(
-        setup_result=setup_result(), strategy="surge", surge_upgrade_batches=[launch_only, step],
-        surge_upgrade_drain_results={"node-i-1": drained(["a/p1"], pdb_wait_seconds=0.0, waited=0.0)}))
+        setup_result=setup_result(), strategy="surge", upgrade_batches=[launch_only, step],
+        upgrade_drain_results={"node-i-1": drained(["a/p1"], pdb_wait_seconds=0.0, waited=0.0)}))
     first, second = report["batches"]
     assert (first["phase"], first["new_nodes_ready_at"], first["terminated_at"]) == (
         "surge_upgrade", "2024-05-01T10:00:40.000Z", None)

@@ -24,6 +24,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.ph
     plan_line,
     plan_phase,
     step_options,
+    validate_schedule,
 )
 from ansible_collections.eksops.nodegroup.plugins.modules import nodegroup_info
 
@@ -87,6 +88,33 @@ def test_without_batches_the_phase_is_planned_as_nodegroup_info_plans_it(world, 
     assert planned["node_names"] == dict((i["instance_id"], i["node_name"]) for i in info["nodegroup"]["instances"])
     assert plan_line(plan) == ("4 of 4 nodes run an old launch template version; replacing them 2 at a time in 2 "
                                "batches (strategy rolling, seed 5).")
+
+
+def test_issue26_item2_with_max_surge_node_replace_plans_the_surge_steps_as_nodegroup_info_plans_them(
+        world, core_v1, capsys):
+    """One replace path for both strategies: the surge role's nodegroup_info task (the plan) is node_replace's own
+    planning, with the same plan, and its steps are what the loop runs (SPEC S1-S4)."""
+    args = params(max_surge=2, max_unavailable=1, seed=5, schedule="eks")
+    planned, plan, group = plan_phase(args, clients(args), [].append)
+    with mock.patch.object(nodegroup_info.EksopsModule, "core_v1", lambda self: core_v1):
+        info = run_module_in_process(nodegroup_info.main, dict(cluster_name=CLUSTER, nodegroup_name=NODEGROUP,
+                                                               kubeconfig="/unused", max_surge=2, max_unavailable=1,
+                                                               seed=5), capsys)
+    assert plan == info["nodegroup"]["plan"] and plan["strategy"] == "surge"
+    assert (planned["steps"], planned["batches"], planned["seed"]) == (plan["steps"], None, 5)
+    assert planned["asg_name"] == group.asg_name == world.asg_name
+    assert step_options(planned, False).surge["mode"] == "desired"
+    assert plan_line(plan) == ("4 of 4 nodes run an old launch template version; replacing them in 2 steps with "
+                               "max_surge 2 and max_unavailable 1: the group stays between 3 and 6 nodes (desired "
+                               "capacity at each step: %s; seed 5)." % ", ".join(
+                                   str(step["desired_capacity"]) for step in plan["steps"]))
+
+
+def test_issue26_item2_max_surge_refuses_the_rolling_strategies_options_by_name():
+    for name, value in (("schedule", "once"), ("cordon_old_nodes", True), ("wait_for_replacements", True)):
+        with pytest.raises(UpgradeError) as refused:
+            validate_schedule(params(max_surge=1, **dict(dict(schedule="eks"), **{name: value})))
+        assert refused.value.details["parameter"] == name
 
 
 def test_a_bad_parallelism_is_refused_by_name_before_anything_changes(world, core_v1):

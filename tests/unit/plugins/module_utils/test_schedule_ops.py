@@ -169,8 +169,8 @@ def test_b1_the_loop_reads_a_batchs_rounds_as_one_termination():
 
 
 def _schedule_options(**options):
-    return dict(dict(schedule="eks", wait_for_replacements=False, batches=None, steps=None, cordon_old_nodes=False,
-                     batch_size=None), **options)
+    return dict(dict(schedule="eks", wait_for_replacements=False, batches=None, steps=None, max_surge=None,
+                     cordon_old_nodes=False, batch_size=None), **options)
 
 
 def test_b1_once_is_refused_with_wait_for_replacements_naming_schedule():
