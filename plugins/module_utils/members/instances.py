@@ -12,7 +12,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.aws.shapes import
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import ec2 as ec2_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clock import utc_now_iso
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.watch import Clock, list_all
-from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.rules import int_or_none
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.parallelism import int_or_none
 
 
 # The EC2 tag AWS puts on instances launched from a launch template.

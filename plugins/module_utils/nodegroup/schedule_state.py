@@ -29,7 +29,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import inv
 from ansible_collections.eksops.nodegroup.plugins.module_utils.members.instances import described_for_join, join_instances_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal import SURPLUS_ANNOTATION, Journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.members.group_nodes import patch_node_annotations
-from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.rules import (
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.parallelism import (
     LEAVING_STATES,
     autoscaler_changed,
     pick_batch,

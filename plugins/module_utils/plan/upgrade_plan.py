@@ -12,7 +12,7 @@ import random
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan import schedule as schedules
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.placement import balanced_launches
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import invalid_parameter
-from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.rules import (
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.parallelism import (
     SURGE_CAP_DEFAULT,
     pick_batch,
     place_surge_steps,

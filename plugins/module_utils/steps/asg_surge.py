@@ -54,7 +54,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.discove
     describe_asg,
     find_module_nodegroup,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.rules import (
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.parallelism import (
     PERSISTENT_FAILURES_PER_AZ,
     check_new_nodes,
     launch_failure_error,

@@ -51,7 +51,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import (
     termination_problems_message,
     undrained_instances,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.rules import (
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.parallelism import (
     LEAVING_STATES,
     autoscaler_changed,
 )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from hypothesis import given, strategies as st
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.plan import rules as planning
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan import parallelism as planning
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.upgrade_plan import upgrade_plan
 from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import asg_surge as surge_step
 

@@ -16,7 +16,7 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.plan import rules as planning
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan import parallelism as planning
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     ASG_INSTANCE_LAUNCH_FAILURES,
     INSTANCE_LIMIT_EXCEEDED,

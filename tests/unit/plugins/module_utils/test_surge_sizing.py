@@ -11,7 +11,7 @@ import random
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.plan import rules as planning
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan import parallelism as planning
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.placement import launches_to_reach
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import INVALID_PARAMETER, UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.upgrade_plan import upgrade_plan
