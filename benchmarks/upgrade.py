@@ -33,7 +33,7 @@ from eks_sandbox.kube.pods import QUICK_STOP_SECONDS
 from eks_sandbox.scenario.loader import load_scenario
 from upgrade_run import SURGE_PLAYBOOK, GroupState, ami_pair, end_state_problems, run_upgrade, workers_asg
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.rules import surge_steps
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.parallelism import surge_steps
 
 COLLECTION_AGENT = "eksops.nodegroup/"
 SCALE_DOWN_MARKER = "Remove the surplus nodes, restore the group and clear the journal"

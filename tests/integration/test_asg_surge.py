@@ -9,7 +9,7 @@ import time
 
 import pytest
 import yaml
-from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.rules import PERSISTENT_FAILURES_PER_AZ
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.launch_failures import PERSISTENT_FAILURES_PER_AZ
 
 from asg_helpers import base_args, asg_state, node_annotations, point_asg_at_new_ami, workers_asg
 from sandbox_helpers import REPO_ROOT, run_module, running_sandbox, start_sandbox, stop_sandbox

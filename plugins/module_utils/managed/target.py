@@ -13,7 +13,7 @@ import re
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError, invalid_parameter
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.amis import check_kubernetes_version
-from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.rules import resolve_max_unavailable
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.parallelism import resolve_max_unavailable
 
 TARGET_OPTIONS = ("kubernetes_version", "release_version", "launch_template_version", "image_id")
 # DescribeUpdate no more often than this while following an update (the sandbox's tests poll this fast).

@@ -18,7 +18,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.host.waiter impor
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.watch import Waker
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.discovery import describe_asg
 from ansible_collections.eksops.nodegroup.plugins.module_utils.members.group_nodes import node_view, selector_kwargs
-from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.rules import launch_failure
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.launch_failures import launch_failure
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.termination import describe_known_instances
 
 if TYPE_CHECKING:

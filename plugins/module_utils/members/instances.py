@@ -12,13 +12,19 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.aws.shapes import
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import ec2 as ec2_api
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clock import utc_now_iso
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.watch import Clock, list_all
-from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.rules import int_or_none
 
 
 # The EC2 tag AWS puts on instances launched from a launch template.
 EC2_LT_VERSION_TAG = "aws:ec2launchtemplate:version"
 
 DESCRIBE_INSTANCES_CHUNK = 200
+
+
+def int_or_none(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def describe_instances(ec2: Any, instance_ids: Iterable[str],

@@ -32,7 +32,11 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.launch_
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.mixed_instances import override_images
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.discovery import asg_launch_template
-from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.rules import SURGE_CAP_LIMIT, autoscaler_changed, split_old_new
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.instance_choice import split_old_new
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.parallelism import (
+    SURGE_CAP_LIMIT,
+    autoscaler_changed,
+)
 
 if TYPE_CHECKING:
     from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import EksopsModule

@@ -29,13 +29,13 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import inv
 from ansible_collections.eksops.nodegroup.plugins.module_utils.members.instances import described_for_join, join_instances_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal import SURPLUS_ANNOTATION, Journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.members.group_nodes import patch_node_annotations
-from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.rules import (
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.instance_choice import (
     LEAVING_STATES,
-    autoscaler_changed,
     pick_batch,
     scale_in_choice,
     split_old_new,
 )
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.parallelism import autoscaler_changed
 
 SCHEDULES = schedule.SCHEDULES
 SCHEDULE_DEFAULT_MODULE = "eks"  # modules keep EKS's schedule unless told (parity); the playbooks default to once

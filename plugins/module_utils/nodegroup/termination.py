@@ -17,7 +17,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.host import clock
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.waiter import Backoff, Waiter
 from ansible_collections.eksops.nodegroup.plugins.module_utils.members.instances import describe_instances
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.discovery import describe_asg
-from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.rules import LEAVING_STATES
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.instance_choice import LEAVING_STATES
 
 # Waiting for a termination: first look after EC2_FIRST_POLL_SECONDS (a quick shutdown is seen quickly, and never
 # more often than once a second, issue 11 item 4), then back off (x2) to one DescribeInstances every

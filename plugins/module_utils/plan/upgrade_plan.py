@@ -12,9 +12,9 @@ import random
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan import schedule as schedules
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.placement import balanced_launches
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import invalid_parameter
-from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.rules import (
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.instance_choice import pick_batch
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.parallelism import (
     SURGE_CAP_DEFAULT,
-    pick_batch,
     place_surge_steps,
     resolve_max_unavailable,
     rolling_parallelism,

@@ -61,7 +61,11 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import (
     termination_check,
     termination_problems_message,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.rules import LEAVING_STATES, launch_failure_error, persistent_launch_failure
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.instance_choice import LEAVING_STATES
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.launch_failures import (
+    launch_failure_error,
+    persistent_launch_failure,
+)
 
 ARGUMENT_SPEC = dict(
     NODEGROUP_ARGUMENT_SPEC,

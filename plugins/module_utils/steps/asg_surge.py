@@ -54,15 +54,19 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.discove
     describe_asg,
     find_module_nodegroup,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.rules import (
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.instance_choice import check_new_nodes
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.launch_failures import (
     PERSISTENT_FAILURES_PER_AZ,
-    check_new_nodes,
     launch_failure_error,
     persistent_launch_failure,
-    plan_suspension,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.parallelism import (
     resolve_max_unavailable,
     rolling_parallelism,
     scaled_up_sizes,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.process_suspension import (
+    plan_suspension,
     validate_suspend_processes,
 )
 

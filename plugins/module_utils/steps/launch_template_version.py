@@ -59,7 +59,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.discove
     NODEGROUP_ARGUMENT_SPEC,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.ownership import group_owner, revert_refusal
-from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.rules import (
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.process_suspension import (
     plan_suspension,
     validate_suspend_processes,
 )

@@ -34,10 +34,8 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.discove
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.schedule_state import SCHEDULE_DEFAULT_MODULE, SCHEDULES
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.upgrade_plan import schedule_plan, upgrade_plan
-from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.rules import (
-    SURGE_CAP_DEFAULT,
-    split_old_new,
-)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.instance_choice import split_old_new
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.parallelism import SURGE_CAP_DEFAULT
 
 ARGUMENT_SPEC = dict(
     NODEGROUP_ARGUMENT_SPEC,

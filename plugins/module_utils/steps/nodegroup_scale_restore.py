@@ -51,10 +51,8 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import (
     termination_problems_message,
     undrained_instances,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.rules import (
-    LEAVING_STATES,
-    autoscaler_changed,
-)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.instance_choice import LEAVING_STATES
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.parallelism import autoscaler_changed
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.schedule_state import (
     nodes_with_moved_pods,
     release_surplus,

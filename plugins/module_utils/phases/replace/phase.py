@@ -30,7 +30,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.launch_
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.lease import LEASE_OPTION
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import merged_argument_spec
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.next_batch import LivePlanner
-from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.rules import LEAVING_STATES
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.instance_choice import LEAVING_STATES
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.discovery import (
     NODEGROUP_ARGUMENT_SPEC,
     NodegroupRef,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from hypothesis import given, strategies as st
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.plan import rules as planning
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.parallelism import rolling_parallelism
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.upgrade_plan import upgrade_plan
 from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import asg_surge as surge_step
 
@@ -31,7 +31,7 @@ def test_issue12_twenty_percent_of_ten_nodes_in_three_azs_is_two_at_scale_up_and
     AZs was 2 at scale-up but batches of 3, the batches taking the percentage of the surged group. Resolved once
     against the group's size before the upgrade it is 2: the scale-up adds max(2 x 3 AZs, 2) = 6 nodes and the 10
     old nodes go 2 at a time, never 3, whether a phase gets the percentage or the count the setup phase resolved."""
-    resolved = planning.rolling_parallelism(10, len(AZS), max_unavailable_percentage=20)
+    resolved = rolling_parallelism(10, len(AZS), max_unavailable_percentage=20)
     assert resolved == dict(max_unavailable=2, surge=6, batch_size=2)
 
     # Setup phase (nodegroup_info before any change): 10 old nodes, the group's size 10.
@@ -57,7 +57,7 @@ def test_issue12_any_percentage_gives_one_count_at_scale_up_and_in_the_batches(
         group_size, az_count, percentage, surged_by):
     """Issue 12 (SPEC U1, U2, U5): for any group, the surge asg_surge adds and the batch size of the upgrade plan,
     however far the group is surged when the plan is made, come from the one resolved max_unavailable."""
-    resolved = planning.rolling_parallelism(group_size, az_count, max_unavailable_percentage=percentage)
+    resolved = rolling_parallelism(group_size, az_count, max_unavailable_percentage=percentage)
     azs = ["az-%d" % index for index in range(az_count)]
     wanted = (group_size + resolved["surge"], resolved["surge"])
     assert scale_up(group_size, azs, max_unavailable_percentage=percentage) == wanted

@@ -13,7 +13,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.placement im
     sure_launches,
     surge_step_old,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.rules import surge_steps
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.parallelism import surge_steps
 
 A, B, C = "us-west-2a", "us-west-2b", "us-west-2c"
 

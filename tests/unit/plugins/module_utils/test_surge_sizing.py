@@ -11,7 +11,7 @@ import random
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.plan import rules as planning
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan import parallelism
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.placement import launches_to_reach
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import INVALID_PARAMETER, UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.upgrade_plan import upgrade_plan
@@ -58,8 +58,8 @@ def reached(new, old_azs):
 
 def per_az(az_counts, old_azs, max_unavailable):
     """The surge of ``surge: per_az``, resolved where every phase resolves it."""
-    return planning.rolling_parallelism(sum(az_counts.values()), len(az_counts), max_unavailable, surge="per_az",
-                                        az_counts=az_counts, old_azs=old_azs)["surge"]
+    return parallelism.rolling_parallelism(sum(az_counts.values()), len(az_counts), max_unavailable, surge="per_az",
+                                           az_counts=az_counts, old_azs=old_azs)["surge"]
 
 
 def test_a_two_node_group_over_three_azs_needs_four_launches_to_be_sure_of_u3():
@@ -70,7 +70,7 @@ def test_a_two_node_group_over_three_azs_needs_four_launches_to_be_sure_of_u3():
     against EKS's max(2 x 3, 1) = 6; with the sandbox's tie-break (its first AZ) 3 would have done."""
     counts, old = {A: 1, B: 1, C: 0}, {A, B}
     assert per_az(counts, old, 1) == 4
-    assert planning.rolling_surge(3, 1) == 6
+    assert parallelism.rolling_surge(3, 1) == 6
     assert not reached(place(counts, 2, first_in_order), old)
     assert reached(place(counts, 3, first_in_order), old)
     assert not reached(place(counts, 3, adversary(old)), old)
@@ -131,7 +131,7 @@ def test_property_per_az_never_exceeds_eks_reaches_every_old_az_and_is_at_least_
     under the sandbox's tie-break, a random one and the adversary's; and one launch fewer than U3 needs is not
     sure to (the count is the fewest)."""
     counts, old = shape
-    eks = planning.rolling_surge(len(counts), max_unavailable)
+    eks = parallelism.rolling_surge(len(counts), max_unavailable)
     surge = per_az(counts, old, max_unavailable)
     assert max_unavailable <= surge <= eks
     needed = launches_to_reach(counts, old)
@@ -147,16 +147,16 @@ def test_property_per_az_never_exceeds_eks_reaches_every_old_az_and_is_at_least_
 
 def test_rolling_parallelism_is_the_one_place_the_sizing_is_resolved():
     counts = {A: 1, B: 1, C: 0}
-    assert planning.rolling_parallelism(2, 3, 1, surge="per_az", az_counts=counts, old_azs=[A, B]) == dict(
+    assert parallelism.rolling_parallelism(2, 3, 1, surge="per_az", az_counts=counts, old_azs=[A, B]) == dict(
         max_unavailable=1, surge=4, batch_size=1)
-    assert planning.rolling_parallelism(2, 3, 1) == dict(max_unavailable=1, surge=6, batch_size=1)
-    assert planning.rolling_parallelism(2, 3, 1, minimal=True, surge="per_az", az_counts=counts,
-                                        old_azs=[A])["surge"] == 0
+    assert parallelism.rolling_parallelism(2, 3, 1) == dict(max_unavailable=1, surge=6, batch_size=1)
+    assert parallelism.rolling_parallelism(2, 3, 1, minimal=True, surge="per_az", az_counts=counts,
+                                           old_azs=[A])["surge"] == 0
     with pytest.raises(UpgradeError) as refused:
-        planning.rolling_parallelism(2, 3, 1, surge="some")
+        parallelism.rolling_parallelism(2, 3, 1, surge="some")
     assert refused.value.code == INVALID_PARAMETER and refused.value.details["parameter"] == "surge"
     with pytest.raises(ValueError):
-        planning.rolling_parallelism(2, 3, 1, surge="per_az")
+        parallelism.rolling_parallelism(2, 3, 1, surge="per_az")
 
 
 def test_the_upgrade_plan_shows_the_per_az_surge_and_a_rerun_the_journals():
