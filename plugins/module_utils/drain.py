@@ -54,7 +54,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.drained im
     termination_problems_message,
     undrained_instances,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.pods import is_mirror, pod_outlives_node
+from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.pods import DO_NOT_DISRUPT, disruption_annotation, is_mirror, pod_outlives_node
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.result import DrainResult
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.scheduler import EvictionScheduler
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.client import translate_k8s_errors
@@ -156,5 +156,5 @@ def drain_nodes(core_v1: Any, node_names: Iterable[str] | None, options: DrainOp
 __all__ = [
     "DEFAULT_OPTIONS", "DrainOptions", "DrainResult", "drain_nodes", "cordon_nodes", "uncordon_nodes", "read_nodes", "is_mirror",
     "AUTOSCALER_TAINT", "pod_outlives_node", "resolve_instance_nodes", "termination_check",
-    "termination_problems_message", "undrained_instances", "with_blockers",
+    "termination_problems_message", "undrained_instances", "with_blockers", "DO_NOT_DISRUPT", "disruption_annotation",
 ]

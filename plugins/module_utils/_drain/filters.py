@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.pods import (
     controller_of,
+    disruption_annotation,
     has_local_storage,
     is_finished,
     is_mirror,
@@ -77,6 +78,19 @@ def mirror_filter(pod: Mapping[str, Any], options: DrainOptions, daemonset_exist
     return None
 
 
+def disruption_filter(pod: Mapping[str, Any], options: DrainOptions, daemonset_exists: Callable[[str, str], bool],
+                      now: datetime.datetime) -> Verdict | None:
+    """Issue 27 item 6: a pod annotated not to be disrupted (karpenter.sh/do-not-disrupt=true,
+    cluster-autoscaler.kubernetes.io/safe-to-evict=false) refuses its node's drain; with force it is evicted, with a
+    warning. (After the DaemonSet and mirror filters: the drain leaves those pods on the node anyway.)"""
+    annotation = None if is_finished(pod) else disruption_annotation(pod)
+    if annotation is None:
+        return None
+    if options.force:
+        return Verdict(WARN, "pod annotated %s; evicted all the same (force)" % annotation)
+    return Verdict(REFUSE, "pod annotated %s, which asks not to disrupt it (use force)" % annotation)
+
+
 def local_storage_filter(pod: Mapping[str, Any], options: DrainOptions, daemonset_exists: Callable[[str, str], bool],
                          now: datetime.datetime) -> Verdict | None:
     """D7: emptyDir data is lost; allowed (with a warning) only with delete_emptydir_data."""
@@ -97,7 +111,8 @@ def unreplicated_filter(pod: Mapping[str, Any], options: DrainOptions, daemonset
     return Verdict(REFUSE, "pod not managed by a controller (use force)")
 
 
-POD_FILTERS = (deleting_filter, daemonset_filter, mirror_filter, local_storage_filter, unreplicated_filter)
+POD_FILTERS = (deleting_filter, daemonset_filter, mirror_filter, disruption_filter, local_storage_filter,
+               unreplicated_filter)
 
 
 NOT_EVICTED_AGAIN = "not evicted again"

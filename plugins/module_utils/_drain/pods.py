@@ -15,6 +15,12 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.members.returning
 
 
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+# Issue 27 item 6: what asks other tools not to disrupt a pod or a node, and the value that asks it. Karpenter
+# (karpenter.sh docs, "Disruption": a pod or node annotated karpenter.sh/do-not-disrupt: "true" blocks Karpenter's
+# voluntary disruption of its node) and the cluster autoscaler (FAQ, "What types of pods can prevent CA from
+# removing a node?": cluster-autoscaler.kubernetes.io/safe-to-evict: "false").
+DO_NOT_DISRUPT = ("karpenter.sh/do-not-disrupt", "true")
+NOT_SAFE_TO_EVICT = ("cluster-autoscaler.kubernetes.io/safe-to-evict", "false")
 # Pods without terminationGracePeriodSeconds get the Kubernetes default.
 DEFAULT_POD_GRACE_SECONDS = 30
 
@@ -86,3 +92,14 @@ def pod_outlives_node(pod: Mapping[str, Any]) -> bool:
         return False
     controller = controller_of(pod)
     return controller is None or controller.get("kind") != "DaemonSet"
+
+
+def disruption_annotation(obj: Mapping[str, Any], asks: tuple[tuple[str, str], ...] = (DO_NOT_DISRUPT, NOT_SAFE_TO_EVICT)
+                          ) -> str | None:
+    """The first annotation of a pod or node (``obj``) among ``asks`` that asks not to be disrupted, as
+    ``key=value``, or None (issue 27 item 6)."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    for key, value in asks:
+        if str(annotations.get(key, "")).lower() == value:
+            return "%s=%s" % (key, value)
+    return None

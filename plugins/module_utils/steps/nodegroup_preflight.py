@@ -15,7 +15,7 @@ import re
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.members.group_nodes import list_nodegroup_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import pod_outlives_node
-from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import AUTOSCALER_TAINT, is_mirror
+from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import AUTOSCALER_TAINT, DO_NOT_DISRUPT, disruption_annotation, is_mirror
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.client import apps_v1, policy_v1, translate_k8s_errors
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.watch import list_all
@@ -70,6 +70,12 @@ def node_findings(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "autoscaler_candidate", "Node", node,
                 "Node %s carries the %s taint: the cluster autoscaler may remove it soon, and the upgrade would "
                 "stop with ClusterAutoscalerActive if it does." % (name, AUTOSCALER_CANDIDATE_TAINT)))
+        annotation = disruption_annotation(node, asks=(DO_NOT_DISRUPT,))
+        if annotation is not None:
+            findings.append(_finding(
+                "do_not_disrupt", "Node", node,
+                "Node %s is annotated %s (Karpenter leaves it alone); the upgrade replaces it all the same, and "
+                "refuses to evict its pods that ask not to be disrupted unless force." % (name, annotation)))
     return findings
 
 
@@ -95,6 +101,32 @@ def _controlled(pod: dict[str, Any]) -> bool:
     return any(ref.get("controller") for ref in _meta(pod).get("ownerReferences") or [])
 
 
+def pod_findings(pod: dict[str, Any]) -> list[dict[str, Any]]:
+    """Findings on one pod (SPEC Z1, Z2; issue 27 item 6): no controller, a preStop hook longer than the grace
+    period, an annotation that asks not to disrupt it."""
+    findings = []
+    if not _controlled(pod) and not is_mirror(pod):
+        findings.append(_finding("unmanaged_pod", "Pod", pod,
+                                 "Pod %s has no controller: only force removes it, and nothing recreates it."
+                                 % _ref(pod)))
+    annotation = disruption_annotation(pod) if pod_outlives_node(pod) else None
+    if annotation is not None:
+        findings.append(_finding(
+            "do_not_disrupt", "Pod", pod,
+            "Pod %s is annotated %s: its node's drain refuses to evict it (PodEvictionFailure naming it) "
+            "unless force, which evicts it." % (_ref(pod), annotation)))
+    spec = pod.get("spec") or {}
+    grace = spec.get("terminationGracePeriodSeconds", 30)
+    for container in spec.get("containers") or []:
+        sleep = _prestop_sleep_seconds(container)
+        if sleep is not None and sleep >= grace:
+            findings.append(_finding(
+                "prestop_exceeds_grace", "Pod", pod,
+                "Pod %s: the preStop hook of container %s sleeps %d s, not less than its grace period of %d s; "
+                "it is killed before the hook ends." % (_ref(pod), container.get("name"), sleep, grace)))
+    return findings
+
+
 def preflight_findings(pods: list[dict[str, Any]], deployments: list[dict[str, Any]],
                        pdbs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Findings (SPEC Z1-Z3) for the Deployments with pods in ``pods`` and for ``pods`` themselves (raw dicts)."""
@@ -102,19 +134,7 @@ def preflight_findings(pods: list[dict[str, Any]], deployments: list[dict[str, A
     labels_by_namespace = {}
     for pod in pods:
         labels_by_namespace.setdefault(_meta(pod).get("namespace"), []).append(_meta(pod).get("labels") or {})
-        if not _controlled(pod) and not is_mirror(pod):
-            findings.append(_finding("unmanaged_pod", "Pod", pod,
-                                     "Pod %s has no controller: only force removes it, and nothing recreates it."
-                                     % _ref(pod)))
-        spec = pod.get("spec") or {}
-        grace = spec.get("terminationGracePeriodSeconds", 30)
-        for container in spec.get("containers") or []:
-            sleep = _prestop_sleep_seconds(container)
-            if sleep is not None and sleep >= grace:
-                findings.append(_finding(
-                    "prestop_exceeds_grace", "Pod", pod,
-                    "Pod %s: the preStop hook of container %s sleeps %d s, not less than its grace period of %d s; "
-                    "it is killed before the hook ends." % (_ref(pod), container.get("name"), sleep, grace)))
+        findings.extend(pod_findings(pod))
 
     for deployment in sorted(deployments, key=_ref):
         namespace = _meta(deployment).get("namespace")

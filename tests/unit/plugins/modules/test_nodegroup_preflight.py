@@ -116,6 +116,26 @@ def test_deployments_without_pods_on_the_node_group_are_ignored():
     assert findings == []
 
 
+def test_issue27_item6_pods_and_nodes_that_ask_not_to_be_disrupted_are_named():
+    """A pod annotated karpenter.sh/do-not-disrupt=true or cluster-autoscaler.kubernetes.io/safe-to-evict=false is
+    named with what the drain does with it; one its drain leaves on the node (a mirror pod) is not; a node annotated
+    karpenter.sh/do-not-disrupt=true is named too. Warnings: force lets the upgrade go on."""
+    karpenter, autoscaler, mirror = pod("batch-1"), pod("db-0"), pod("kube-proxy", owned=False, mirror=True)
+    karpenter["metadata"]["annotations"] = {"karpenter.sh/do-not-disrupt": "true"}
+    autoscaler["metadata"]["annotations"] = {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
+    mirror["metadata"]["annotations"]["karpenter.sh/do-not-disrupt"] = "true"
+    findings = preflight_findings([karpenter, autoscaler, mirror, pod("web-1")], [], [])
+    assert [(f["check"], f["name"], f["blocking"]) for f in findings] == [
+        ("do_not_disrupt", "batch-1", False), ("do_not_disrupt", "db-0", False)]
+    assert findings[1]["message"] == ("Pod default/db-0 is annotated cluster-autoscaler.kubernetes.io/safe-to-evict="
+                                      "false: its node's drain refuses to evict it (PodEvictionFailure naming it) "
+                                      "unless force, which evicts it.")
+    node = tainted("n1")
+    node["metadata"]["annotations"] = {"karpenter.sh/do-not-disrupt": "true"}
+    assert [(f["check"], f["kind"], f["name"]) for f in node_findings([node, tainted("n2")])] == [
+        ("do_not_disrupt", "Node", "n1")]
+
+
 def tainted(name, *keys):
     return {"metadata": {"name": name}, "spec": {"taints": [{"key": k, "effect": "NoSchedule"} for k in keys]}}
 

@@ -113,7 +113,36 @@ def test_D3_filter_order_first_refusal_decides():
 
 def test_D3_each_filter_in_order():
     assert [f.__name__ for f in filters.POD_FILTERS] == [
-        "deleting_filter", "daemonset_filter", "mirror_filter", "local_storage_filter", "unreplicated_filter"]
+        "deleting_filter", "daemonset_filter", "mirror_filter", "disruption_filter", "local_storage_filter",
+        "unreplicated_filter"]
+
+
+def annotated(name, annotations, **kwargs):
+    pod = make_pod(name, **kwargs)
+    pod["metadata"]["annotations"] = annotations
+    return pod
+
+
+@pytest.mark.parametrize("annotations, force, expected", [
+    ({"karpenter.sh/do-not-disrupt": "true"}, False, (REFUSE, "pod annotated karpenter.sh/do-not-disrupt=true, "
+                                                              "which asks not to disrupt it (use force)")),
+    ({"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}, False,
+     (REFUSE, "pod annotated cluster-autoscaler.kubernetes.io/safe-to-evict=false, which asks not to disrupt it "
+              "(use force)")),
+    ({"karpenter.sh/do-not-disrupt": "true"}, True, (REMOVE, None)),
+    ({"cluster-autoscaler.kubernetes.io/safe-to-evict": "true"}, False, (REMOVE, None)),
+    ({"karpenter.sh/do-not-disrupt": "false"}, False, (REMOVE, None)),
+])
+def test_issue27_item6_a_pod_that_asks_not_to_be_disrupted_is_evicted_only_with_force(annotations, force, expected):
+    decision = decide_pod(annotated("web-1", annotations), opts(force=force), exists, NOW)
+    assert (decision.action, decision.reason) == expected
+    if force and expected[0] == REMOVE:
+        assert decision.warnings == ["pod annotated karpenter.sh/do-not-disrupt=true; evicted all the same (force)"]
+
+
+def test_issue27_item6_the_drain_leaves_an_annotated_daemonset_pod_as_any_daemonset_pod():
+    pod = annotated("agent", {"karpenter.sh/do-not-disrupt": "true"}, owner="DaemonSet")
+    assert decide_pod(pod, opts(ignore_daemonsets=True), exists, NOW).action == SKIP
 
 
 def test_D10_one_refusal_blocks_the_node_and_lists_all_refusals_by_reason():
