@@ -24,7 +24,7 @@ description:
     short); C(unmanaged_pod) (a pod without a controller is only removed with force and never comes back);
     C(do_not_disrupt) (a pod annotated C(karpenter.sh/do-not-disrupt=true) or
     C(cluster-autoscaler.kubernetes.io/safe-to-evict=false) refuses its node's drain unless force, which evicts
-    it; a node annotated C(karpenter.sh/do-not-disrupt=true) is named, and replaced all the same);
+    it, and so do the pods of a node annotated C(karpenter.sh/do-not-disrupt=true));
     with O(post_drain_wait), C(load_balancer_delay) (a target group or Classic Load Balancer of the cluster that
     holds the group's instances drains them for longer than O(post_drain_wait): a node it still holds that long
     after its drain would fail with C(LoadBalancerDeregistrationTimeout), SPEC B3; blocking unless

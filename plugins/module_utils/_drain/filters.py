@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.pods import (
+    DO_NOT_DISRUPT,
     controller_of,
     disruption_annotation,
     has_local_storage,
@@ -89,6 +90,25 @@ def disruption_filter(pod: Mapping[str, Any], options: DrainOptions, daemonset_e
     if options.force:
         return Verdict(WARN, "pod annotated %s; evicted all the same (force)" % annotation)
     return Verdict(REFUSE, "pod annotated %s, which asks not to disrupt it (use force)" % annotation)
+
+
+def node_disruption_filter(node: Mapping[str, Any]) -> Callable[..., Verdict | None] | None:
+    """Issue 27 item 6: on a node annotated karpenter.sh/do-not-disrupt=true, every pod its drain would move
+    refuses the drain without force (with force it goes, with a warning); None for a node not so annotated. Run
+    after the pod filters, so that the pods the drain leaves anyway (DaemonSet, mirror) are left."""
+    annotation = disruption_annotation(node, asks=(DO_NOT_DISRUPT,))
+    if annotation is None:
+        return None
+
+    def filter_node(pod: Mapping[str, Any], options: DrainOptions, daemonset_exists: Callable[[str, str], bool],
+                    now: datetime.datetime) -> Verdict | None:
+        if is_finished(pod):
+            return None
+        if options.force:
+            return Verdict(WARN, "on a node annotated %s; evicted all the same (force)" % annotation)
+        return Verdict(REFUSE, "on a node annotated %s, which asks not to disrupt it (use force)" % annotation)
+
+    return filter_node
 
 
 def local_storage_filter(pod: Mapping[str, Any], options: DrainOptions, daemonset_exists: Callable[[str, str], bool],

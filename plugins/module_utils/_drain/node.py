@@ -18,6 +18,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.budget_gat
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.cordon import LEFT_PODS_ANNOTATION, node_state
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.deadlines import Deadline, PdbWaitTracker, force_wait_seconds
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.filters import (
+    node_disruption_filter,
     NOT_EVICTED_AGAIN,
     REFUSE,
     NodePlan,
@@ -65,6 +66,8 @@ class NodeDrain:
         self.pdb_wait = PdbWaitTracker(engine.api.clock)
         self.returns = ReturnTracker(node)   # Z3: workloads whose pods come back to this node
         self.returning_filter = returning_filter(self.returns)
+        # Issue 27 item 6: a node that asks not to be disrupted refuses the moves of its pods without force.
+        self.node_filters = tuple(f for f in (node_disruption_filter(node),) if f is not None)
 
     def log(self, message: str) -> None:
         self.engine.log("node %s: %s" % (self.name, message))
@@ -101,7 +104,8 @@ class NodeDrain:
 
     def _plan(self, pods: list[dict[str, Any]]) -> NodePlan:
         self.seen.update(pod_instance_key(pod) for pod in pods)
-        plan = plan_node(pods, self.options, self.api.daemonset_exists, datetime.datetime.now(datetime.timezone.utc))
+        plan = plan_node(pods, self.options, self.api.daemonset_exists, datetime.datetime.now(datetime.timezone.utc),
+                         self.node_filters)
         self.result.skipped.extend(plan.skipped)
         self.result.warnings.extend(plan.warnings)
         return plan
@@ -175,7 +179,7 @@ class NodeDrain:
             return None
         self.seen.update(pod_instance_key(pod) for pod in new)
         plan = plan_node(new, self.options, self.api.daemonset_exists, datetime.datetime.now(datetime.timezone.utc),
-                         (self.returning_filter,))
+                         (self.returning_filter,) + self.node_filters)
         self.result.skipped.extend(plan.skipped)
         self.result.warnings.extend(plan.warnings)
         for decision in plan.decisions:

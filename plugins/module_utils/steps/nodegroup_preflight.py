@@ -74,8 +74,8 @@ def node_findings(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if annotation is not None:
             findings.append(_finding(
                 "do_not_disrupt", "Node", node,
-                "Node %s is annotated %s (Karpenter leaves it alone); the upgrade replaces it all the same, and "
-                "refuses to evict its pods that ask not to be disrupted unless force." % (name, annotation)))
+                "Node %s is annotated %s: its drain refuses to evict its pods (PodEvictionFailure naming the "
+                "annotation) unless force, which evicts them." % (name, annotation)))
     return findings
 
 

@@ -140,6 +140,20 @@ def test_issue27_item6_a_pod_that_asks_not_to_be_disrupted_is_evicted_only_with_
         assert decision.warnings == ["pod annotated karpenter.sh/do-not-disrupt=true; evicted all the same (force)"]
 
 
+def test_issue27_item6_on_a_node_that_asks_not_to_be_disrupted_every_pod_to_move_refuses_without_force():
+    node = {"metadata": {"name": "node-a", "annotations": {"karpenter.sh/do-not-disrupt": "true"}}}
+    pods = [make_pod("web-1"), make_pod("agent", owner="DaemonSet"), make_pod("done", phase="Succeeded")]
+    refused = plan_node(pods, opts(ignore_daemonsets=True), exists, NOW, (filters.node_disruption_filter(node),))
+    assert refused.refused == [dict(pod="default/web-1", pdb=None, reason="on a node annotated "
+                                    "karpenter.sh/do-not-disrupt=true, which asks not to disrupt it (use force)")]
+    forced = plan_node(pods, opts(ignore_daemonsets=True, force=True), exists, NOW,
+                       (filters.node_disruption_filter(node),))
+    assert not forced.blocked and [p["metadata"]["name"] for p in forced.remove] == ["web-1", "done"]
+    assert forced.warnings == ["default/web-1: on a node annotated karpenter.sh/do-not-disrupt=true; evicted all "
+                               "the same (force)"]
+    assert filters.node_disruption_filter({"metadata": {"name": "node-b"}}) is None
+
+
 def test_issue27_item6_the_drain_leaves_an_annotated_daemonset_pod_as_any_daemonset_pod():
     pod = annotated("agent", {"karpenter.sh/do-not-disrupt": "true"}, owner="DaemonSet")
     assert decide_pod(pod, opts(ignore_daemonsets=True), exists, NOW).action == SKIP
