@@ -16,9 +16,6 @@ import time
 from ansible.utils.display import Display
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host import job_guard
-from ansible_collections.eksops.nodegroup.plugins.module_utils.aws.session import USER_AGENT_EXTRA
-from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clients import Clients
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.cluster_proof import prove_cluster
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import error_result
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import ReplaceFailed, ReplaceState, batches_while_job_lives
@@ -52,7 +49,7 @@ class ActionModule(ControllerAction):
                                        mutually_exclusive=[["max_unavailable", "max_unavailable_percentage"],
                                                            ["batches", "steps", "max_surge"]])
         warnings = []
-        clients = Clients(params, "%s/node_replace" % USER_AGENT_EXTRA, proof=prove_cluster)
+        clients = self.clients(params, "node_replace")
         result.update(self.while_job_lives(clients, lambda: self._phase(params, clients, warnings)))
         if warnings:
             result["warnings"] = warnings

@@ -13,9 +13,6 @@ from __future__ import annotations
 
 from ansible.utils.display import Display
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.aws.session import USER_AGENT_EXTRA
-from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clients import Clients
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.cluster_proof import prove_cluster
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import merged_argument_spec
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.setup import (
     ARGUMENT_SPEC,
@@ -37,7 +34,7 @@ class ActionModule(ControllerAction):
         params = self.validated_params(
             merged_argument_spec(ARGUMENT_SPEC, uses_aws=True, uses_k8s=True),
             mutually_exclusive=[["max_unavailable", "max_unavailable_percentage"], TARGET_OPTIONS])
-        clients = Clients(params, "%s/nodegroup_setup" % USER_AGENT_EXTRA, proof=prove_cluster)
+        clients = self.clients(params, "nodegroup_setup")
         result.update(self.while_job_lives(clients, lambda: run_step(
             lambda context: SetupPhase(context, display.display).run(), params, clients,
             bool(self._task.check_mode), bool(self._task.diff), lambda line: None)))

@@ -52,6 +52,11 @@ class ControllerAction(ActionBase):
                                     % self._task.action.rsplit(".", 1)[-1])
         return validation.validated_parameters
 
+    def clients(self, params: Mapping[str, Any], name: str) -> Clients:
+        """The one AWS and one Kubernetes client factory of the task, for the module ``name`` (its User-Agent), whose
+        Kubernetes client is proven to be ``cluster_name``'s before it is used (SPEC K4)."""
+        return Clients(params, "%s/%s" % (USER_AGENT_EXTRA, name), proof=prove_cluster)
+
     def while_job_lives(self, clients: Clients, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """``work()``'s task result, with the job guard armed (SPEC W5, module_utils/host/job_guard.py): once the job is
         gone, no destructive call starts, the work unwinds through its failure path (JobStopped), and the leases it
@@ -116,7 +121,7 @@ class StepAction(ControllerAction):
         def log(line: str) -> None:
             display.vvvv("%s: %s" % (name, line))
 
-        clients = Clients(params, "%s/%s" % (USER_AGENT_EXTRA, name), proof=prove_cluster)
+        clients = self.clients(params, name)
         result.update(self.while_job_lives(clients, lambda: run_step(
             self.STEP.run, params, clients, bool(self._task.check_mode), bool(self._task.diff), log,
             display.display if self.PROGRESS else None)))

@@ -79,17 +79,22 @@ def mirror_filter(pod: Mapping[str, Any], options: DrainOptions, daemonset_exist
     return None
 
 
+def _not_to_disrupt(pod: Mapping[str, Any], options: DrainOptions, annotated: str | None, what: str) -> Verdict | None:
+    """Issue 27 item 6, for a pod ``what`` (the pod, or one on the node) says is annotated ``annotated``: refused
+    without force, evicted with it and a warning; None for a finished pod or no annotation."""
+    if annotated is None or is_finished(pod):
+        return None
+    if options.force:
+        return Verdict(WARN, "%s annotated %s; evicted all the same (force)" % (what, annotated))
+    return Verdict(REFUSE, "%s annotated %s, which asks not to disrupt it (use force)" % (what, annotated))
+
+
 def disruption_filter(pod: Mapping[str, Any], options: DrainOptions, daemonset_exists: Callable[[str, str], bool],
                       now: datetime.datetime) -> Verdict | None:
     """Issue 27 item 6: a pod annotated not to be disrupted (karpenter.sh/do-not-disrupt=true,
     cluster-autoscaler.kubernetes.io/safe-to-evict=false) refuses its node's drain; with force it is evicted, with a
     warning. (After the DaemonSet and mirror filters: the drain leaves those pods on the node anyway.)"""
-    annotation = None if is_finished(pod) else disruption_annotation(pod)
-    if annotation is None:
-        return None
-    if options.force:
-        return Verdict(WARN, "pod annotated %s; evicted all the same (force)" % annotation)
-    return Verdict(REFUSE, "pod annotated %s, which asks not to disrupt it (use force)" % annotation)
+    return _not_to_disrupt(pod, options, disruption_annotation(pod), "pod")
 
 
 def node_disruption_filter(node: Mapping[str, Any]) -> Callable[..., Verdict | None] | None:
@@ -102,11 +107,7 @@ def node_disruption_filter(node: Mapping[str, Any]) -> Callable[..., Verdict | N
 
     def filter_node(pod: Mapping[str, Any], options: DrainOptions, daemonset_exists: Callable[[str, str], bool],
                     now: datetime.datetime) -> Verdict | None:
-        if is_finished(pod):
-            return None
-        if options.force:
-            return Verdict(WARN, "on a node annotated %s; evicted all the same (force)" % annotation)
-        return Verdict(REFUSE, "on a node annotated %s, which asks not to disrupt it (use force)" % annotation)
+        return _not_to_disrupt(pod, options, annotation, "on a node")
 
     return filter_node
 
