@@ -4,7 +4,7 @@
 
 
 class ModuleDocFragment(object):
-    # accept_current_capacity (asg_ops.check_capacity_unmoved), for the modules that check SPEC C3.
+    # accept_current_capacity (asg_state.check_capacity_unmoved), for the modules that check SPEC C3.
     DOCUMENTATION = r"""
 options:
   accept_current_capacity:

@@ -73,7 +73,7 @@ class Clients:
         return self._aws_clients[service]
 
     def k8s(self) -> Any:
-        """A cached kubernetes ApiClient (see k8s.k8s_api_client for how credentials are chosen).
+        """A cached kubernetes ApiClient (see kube/client.py, k8s_api_client, for how credentials are chosen).
 
         Built on first use and checked with one GET /version, so an unreachable API server or rejected
         credentials fail here, named, rather than after a long retry inside the work. With ``cluster_name``, the

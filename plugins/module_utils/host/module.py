@@ -107,7 +107,7 @@ class EksopsModule(ClientsSurface):
         # Both the AWS API and, for cluster_name auth, the EKS token need boto3.
         if not HAS_BOTO3 and (uses_aws or uses_k8s):
             self.module.fail_json(msg=missing_required_lib("boto3 and botocore"), exception=str(BOTO3_IMPORT_ERROR))
-        # Only a module that reaches Kubernetes imports its client (k8s.kubernetes_import_error).
+        # Only a module that reaches Kubernetes imports its client (kube/client.py, kubernetes_import_error).
         kubernetes_error = kubernetes_import_error() if uses_k8s else None
         if kubernetes_error is not None:
             self.module.fail_json(msg=missing_required_lib("kubernetes"), exception=str(kubernetes_error))

@@ -35,7 +35,7 @@ except ImportError:  # pragma: no cover
 def api_exception() -> type[Exception] | tuple[()]:
     """The kubernetes client's ApiException, for isinstance and except; () (which matches nothing) while the client
     is not loaded, since then nothing can have raised one. Looked up, not imported: importing the client costs about
-    0.6 s of CPU, which the modules that never reach Kubernetes do not pay (k8s.kubernetes_import_error)."""
+    0.6 s of CPU, which the modules that never reach Kubernetes do not pay (client.kubernetes_import_error)."""
     exceptions = sys.modules.get("kubernetes.client.exceptions")
     return () if exceptions is None else exceptions.ApiException
 

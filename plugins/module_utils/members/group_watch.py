@@ -33,7 +33,7 @@ class GroupSnapshot:
     def __init__(self, asg: dict[str, Any], instances: list[dict[str, Any]], failures: list[dict[str, Any]], nodes: list[Any]) -> None:
         self.asg = asg                  # the latest ASG description
         self.instances = instances      # join_instances_nodes records
-        self.failures = failures        # planning.launch_failure dicts, newest first
+        self.failures = failures        # launch_failures.launch_failure dicts, newest first
         self.nodes = nodes              # node_view objects of the node group
 
 

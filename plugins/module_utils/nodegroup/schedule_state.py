@@ -160,7 +160,7 @@ def group_view(asg: Mapping[str, Any], joined: Sequence[Mapping[str, Any]], jour
     """The schedule.GroupView of ``asg`` (one DescribeAutoScalingGroups) whose instances joined with EC2 and the
     nodes are ``joined``: terminating instances are not live, surplus ones (node names ``surplus_nodes``) are live
     but not kept, ``owed`` the replacements Auto Scaling has not launched yet; ``override_images`` as in
-    planning.is_new_instance."""
+    instance_choice.is_new_instance."""
     zones = list(asg.get("AvailabilityZones") or [])
     live = [i for i in joined if i.get("lifecycle_state") not in LEAVING_STATES]
     old, new = split_old_new(live, journal.target_launch_template_version, journal.target_image_id, override_images)

@@ -24,7 +24,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.parallelism 
 
 
 def random_batches(old: Sequence[dict[str, Any]], batch_size: int, rng: random.Random) -> list[list[str]]:
-    """All old instances split into batches of instance ids, each drawn with planning.pick_batch (SPEC U5)."""
+    """All old instances split into batches of instance ids, each drawn with instance_choice.pick_batch (SPEC U5)."""
     batches = []
     remaining = list(old)
     while remaining:
@@ -45,7 +45,7 @@ def schedule_plan(schedule: str, strategy: str, zones: Sequence[str], old: Seque
     ``once`` (rolling strategy only; the others run EKS's) is schedule.plan_schedule from the instances per AZ
     before the scale-up (``start_per_az``, the journal's, else the live ones now), the old instances per AZ, and the
     new ones per AZ once the surge is there: the ones there now plus, when the group is not ``surged`` yet, the
-    surge where Auto Scaling's balanced placement is expected to put it (az_placement.balanced_launches). Returns
+    surge where Auto Scaling's balanced placement is expected to put it (placement.balanced_launches). Returns
     {schedule} for eks, with plan_schedule's batches, surplus, decrements, end_per_az and at_risk_batches for once.
     """
     if schedule != "once" or strategy != "rolling":

@@ -136,7 +136,7 @@ def plan_placement(module: EksopsModule, asg: dict[str, Any], target: dict[str, 
                    per_az: bool) -> tuple[tuple[dict[str, int], list[str]] | None, dict[str, Any], list[str]]:
     """(group_placement when the surge per_az or the schedule once needs it, the schedule's journal fields, the new
     instances there before this run's surge). SPEC B1: the schedule once records the instances per AZ before the
-    surge; a rerun takes the journal's (schedule_ops.journal_schedule, which refuses another schedule)."""
+    surge; a rerun takes the journal's (schedule_state.journal_schedule, which refuses another schedule)."""
     params = module.params
     rolling = params["mode"] == "rolling"
     split = group_split(module.aws("ec2"), asg, target) if per_az or (rolling and params["schedule"] == "once") else None
@@ -156,7 +156,7 @@ def target_desired(params: dict[str, Any], asg: dict[str, Any], original_desired
 
     ``journal``: the upgrade's journal on a rerun. Once it records the rolling surge the capacity it records is
     reached, not recomputed, and past the scale-up the capacity the upgrade set since is kept
-    (asg_ops.resumed_capacity, issue 25 item 1); else (a journal set back to setup) the surge per_az takes the surge
+    (asg_state.resumed_capacity, issue 25 item 1); else (a journal set back to setup) the surge per_az takes the surge
     it recorded (the group's placement then is the surged one). ``placement``: group_placement, which the surge
     per_az is sized from.
     """
@@ -184,7 +184,7 @@ def plan_journal(journal: Journal | None, asg: dict[str, Any], target: dict[str,
                  requested_processes: list[str], pending_decrement: int = 0,
                  schedule_fields: dict[str, Any] | None = None) -> tuple[Journal, list[str]]:
     """The journal after this run, and the processes to suspend now (SPEC A1: only ones not already suspended).
-    ``schedule_fields``: what schedule_ops.journal_schedule records (SPEC B1). With the MaxSize set (issue 29 item 4)."""
+    ``schedule_fields``: what schedule_state.journal_schedule records (SPEC B1). With the MaxSize set (issue 29 item 4)."""
     before = asg_sizes(asg)
     base = journal or Journal.start(phase="scale_up")
     ours, to_suspend = plan_suspension(base.suspended_processes, requested_processes, suspended_process_names(asg))

@@ -40,7 +40,7 @@ class Batch:
     raises the desired capacity to ``desired_capacity``, launching ``launch`` new nodes; it may have no old
     instance to replace. ``choose_old`` (a surge step's, issue 26 item 2): its old instances are chosen once its
     launch is placed (take), ``count`` of the ``candidates``, from the group's ``end_size`` and the
-    ``next_launch`` (az_placement.surge_step_old); until then it has none."""
+    ``next_launch`` (placement.surge_step_old); until then it has none."""
 
     def __init__(self, instance_ids: Sequence[str], decrement: bool = False, decrement_ids: Sequence[str] = (),
                  at_risk: bool = False, desired_capacity: int | None = None, launch: int = 0,
@@ -126,7 +126,7 @@ def planned_batches(batches: Sequence[Sequence[str]], decrement: bool = False) -
 
 
 def planned_steps(steps: Sequence[Mapping[str, Any]], choose_after_launch: bool = True) -> Callable[[ReplaceState], Batch | None]:
-    """next_batch for the surge strategy's steps (planning.place_surge_steps): step k raises the desired capacity to
+    """next_batch for the surge strategy's steps (parallelism.place_surge_steps): step k raises the desired capacity to
     its ``desired_capacity``, launching its ``launch`` new nodes, then as many old instances as its ``instance_ids``
     go, each termination lowering the desired capacity (SPEC S3). Which ones is chosen once the launch is placed
     (Batch.choose_old, issue 26 item 2), among the plan's old instances no step has replaced yet; without

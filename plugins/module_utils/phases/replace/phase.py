@@ -59,7 +59,7 @@ PLANNING_OPTIONS = ("update_strategy", "max_unavailable", "max_unavailable_perce
 ARGUMENT_SPEC = dict(
     NODEGROUP_ARGUMENT_SPEC,
     batches=dict(type="list", elements="list"),
-    # The surge strategy's steps as nodegroup_info plans them (planning.place_surge_steps); the keys this loop
+    # The surge strategy's steps as nodegroup_info plans them (parallelism.place_surge_steps); the keys this loop
     # does not use are the plan's own, accepted as they come.
     steps=dict(type="list", elements="dict", options=dict(
         desired_capacity=dict(type="int", required=True),
@@ -316,7 +316,7 @@ def launch_new_nodes(surge: Mapping[str, Any], batch: Batch, context: StepContex
 def take_old_instances(ctx: StepContext, group: NodegroupRef | None, batch: Batch,
                        progress: Callable[[str], None]) -> None:
     """Issue 26 item 2 (SPEC S3, S4): a surge step's old instances (Batch.choose_old), chosen from the group as its
-    launch left it (az_placement.surge_step_old), so that it ends with the AZ counts it began with. One group read;
+    launch left it (placement.surge_step_old), so that it ends with the AZ counts it began with. One group read;
     an old instance that is leaving or gone from the group counts in no AZ. ``group``: the node group as last
     read, else it is found here."""
     asg = describe_asg(ctx.aws("autoscaling"), group.asg_name) if group is not None else find_module_nodegroup(ctx).asg
