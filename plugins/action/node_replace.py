@@ -15,10 +15,10 @@ import time
 
 from ansible.utils.display import Display
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.host import job_guard
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import error_result
-from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import ReplaceFailed, ReplaceState, batches_while_job_lives
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import ReplaceFailed, ReplaceState
+from ansible_collections.eksops.nodegroup.plugins.module_utils.gates.safe_points import SafePoints
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.phase import (
     cordon_old_nodes,
     full_argument_spec,
@@ -76,13 +76,15 @@ class ActionModule(ControllerAction):
         validate_schedule(params)
         # The steps' options, typed and checked once for the phase (issue 26 item 4).
         steps = step_options(params, check_mode)
+        # Issue 27 items 2-4: the safe points' options, and that every alarm named exists.
+        safe_points = SafePoints.from_params(params, lambda: clients.aws("cloudwatch"))
         params, plan, group = plan_phase(params, clients, warnings.append)
         if plan is not None:
             self._progress(plan_line(plan))
         node_names = dict(params["node_names"])
         schedule, next_batch = next_batch_source(params, clients, check_mode, warnings.append, node_names, group)
         loop, next_batch = replace_loop(params, steps, clients, check_mode, bool(self._task.diff), warnings.append, _log,
-                                        self._progress, next_batch, node_names, group)
+                                        self._progress, next_batch, node_names, safe_points, group)
         loop.state.schedule = schedule
         return params, steps, plan, loop, next_batch
 
@@ -102,7 +104,7 @@ class ActionModule(ControllerAction):
                     self._progress("%s %d old nodes and labelled them out of the load balancers before the first "
                                    "batch, so that no pod moves onto a node still to be replaced" % (
                                        "would cordon" if check_mode else "cordoned", len(cordoned["drain"]["nodes"])))
-            loop.run(batches_while_job_lives(next_batch, job_guard.check))
+            loop.run(next_batch)
             if plan is not None and not check_mode:
                 planned["old_instances_left"] = old_instances_left(params, clients, warnings.append)
         except ReplaceFailed as failure:

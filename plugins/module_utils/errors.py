@@ -64,6 +64,15 @@ JOB_STOPPED = "JobStopped"
 # Not an EKS code: instances that joined the group during the upgrade still run an old launch template version; a
 # rerun replaces them.
 OLD_INSTANCES_LEFT = "OldInstancesLeft"
+# Not an EKS code (issue 27 item 3): someone asked the run to pause (playbooks/pause_upgrade.yml); it stopped at a
+# safe point, and the upgrade playbook run again resumes it.
+UPGRADE_PAUSED = "UpgradePaused"
+# Not an EKS code (issue 27 item 4): the next batch or phase could not end inside the maintenance window or
+# max_duration_seconds; the run stopped at a safe point (or, started outside its window, changed nothing), and a run
+# inside the next window goes on.
+MAINTENANCE_WINDOW_CLOSED = "MaintenanceWindowClosed"
+# Not an EKS code (issue 27 item 2): a CloudWatch alarm of alarm_names was in ALARM at a safe point.
+ALARM_TRIGGERED = "AlarmTriggered"
 
 # Every code above: what a failure of the collection carries (the upgrade_error action takes no other).
 CODES = (NODE_CREATION_FAILURE, POD_EVICTION_FAILURE, ASG_INSTANCE_LAUNCH_FAILURES, INSTANCE_LIMIT_EXCEEDED,
@@ -72,7 +81,11 @@ CODES = (NODE_CREATION_FAILURE, POD_EVICTION_FAILURE, ASG_INSTANCE_LAUNCH_FAILUR
          LAUNCH_TEMPLATE_VERSION_CHANGED, PREFLIGHT_BLOCKED, INSTANCE_REFRESH_IN_PROGRESS,
          OWNED_BY_INFRASTRUCTURE_AS_CODE, WARM_POOL_PRESENT, REPLACES_INSTANCES_ITSELF, TAG_LIMIT_EXCEEDED,
          MIXED_INSTANCES_UNSUPPORTED, AWS_UNREACHABLE, API_ERROR, WAIT_TIMEOUT, UPGRADE_IN_PROGRESS, JOB_STOPPED,
-         OLD_INSTANCES_LEFT)
+         OLD_INSTANCES_LEFT, UPGRADE_PAUSED, MAINTENANCE_WINDOW_CLOSED, ALARM_TRIGGERED)
+
+# The codes of a run that stopped at a safe point because it was asked to or its time was up, not because anything
+# went wrong: the wrapper role ends such a run without failing the job, its report saying where it stopped.
+STOPPED_CODES = (UPGRADE_PAUSED, MAINTENANCE_WINDOW_CLOSED)
 
 
 class UpgradeError(Exception):

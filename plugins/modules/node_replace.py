@@ -206,6 +206,7 @@ extends_documentation_fragment:
   - eksops.nodegroup.drain_options
   - eksops.nodegroup.nodegroup
   - eksops.nodegroup.lease
+  - eksops.nodegroup.safe_points
   - eksops.nodegroup.capacity_change
   - eksops.nodegroup.aws
   - eksops.nodegroup.k8s

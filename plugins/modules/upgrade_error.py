@@ -51,6 +51,9 @@ options:
       - UpgradeInProgress
       - JobStopped
       - OldInstancesLeft
+      - UpgradePaused
+      - MaintenanceWindowClosed
+      - AlarmTriggered
   msg:
     description:
       - What failed and what to do, without the code (the result carries it beside the message).

@@ -21,7 +21,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.aws.session impor
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clients import FIRST_CONTACT_RETRY_SECONDS, Clients
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.cluster_proof import prove_cluster
-from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import STOPPED_CODES, UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.client import K8S_ARGUMENT_SPEC, kubernetes_import_error
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.watch import Clock
 
@@ -55,6 +55,9 @@ def merged_argument_spec(argument_spec: Mapping[str, Any], uses_aws: bool = True
 def error_result(err: UpgradeError) -> dict[str, Any]:
     """fail_json keyword arguments for an UpgradeError: msg, code and the details (reserved keys prefixed)."""
     result = dict(msg=err.msg, code=err.code)
+    if err.code in STOPPED_CODES:
+        # Issue 27: the run stopped at a safe point as asked or as its time ran out; the wrapper role does not fail.
+        result["stopped"] = True
     for key, value in err.details.items():
         result["error_%s" % key if key in _RESERVED_RESULT_KEYS else key] = value
     return result

@@ -47,8 +47,9 @@ if TYPE_CHECKING:
 LEASE_TAG = TAG_PREFIX + "lease"
 # "The maximum number of tags per resource is 50" (Auto Scaling user guide, "Tag Auto Scaling groups and instances").
 ASG_TAG_LIMIT = 50
-# The tags an upgrade may hold on its group at once: a journal with every field set, and the lease.
-UPGRADE_TAGS_MAX = len(TAG_GROUPS) + 1
+# The tags an upgrade may hold on its group at once: a journal with every field set, the lease, and a pause request
+# (nodegroup/pause.py, issue 27 item 3).
+UPGRADE_TAGS_MAX = len(TAG_GROUPS) + 2
 LEASE_SECONDS = 60
 LEASE_RENEW_SECONDS = 15
 LEASE_SETTLE_SECONDS = 1.0
@@ -169,7 +170,7 @@ def check_tag_budget(asg: Mapping[str, Any]) -> None:
         return
     raise UpgradeError(
         TAG_LIMIT_EXCEEDED,
-        "Auto Scaling group %s has %d tags of its own, and the upgrade's journal and lease may take %d more: more "
+        "Auto Scaling group %s has %d tags of its own, and the upgrade's journal, lease and pause request may take %d more: more "
         "than the %d an Auto Scaling group can have. Remove at least %d of its tags (they are propagated to new "
         "instances only if PropagateAtLaunch), then run again. Nothing was changed."
         % (asg["AutoScalingGroupName"], others, UPGRADE_TAGS_MAX, ASG_TAG_LIMIT,

@@ -88,6 +88,12 @@ READ_PREFIXES = ("Describe", "List", "Get")
 K8S_VERBS_BY_METHOD = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
+# Where a service's IAM action prefix is not its SigV4 signing name: CloudWatch signs as "monitoring" (botocore's
+# model) and its actions are "cloudwatch:..." (Service Authorization Reference, "Actions, resources, and condition
+# keys for Amazon CloudWatch": service prefix cloudwatch).
+IAM_PREFIX_OF_SIGNING_NAME = {"monitoring": "cloudwatch"}
+
+
 class Site:
     """One place in plugins/ that needs a permission."""
 
@@ -200,7 +206,8 @@ class AwsModel:
                 self.waiters.setdefault(service, {})[xform_name(name)] = waiter_model.get_waiter(name).operation
 
     def action(self, service, operation):
-        return "%s:%s" % (self.models[service].signing_name, operation)
+        signing_name = self.models[service].signing_name
+        return "%s:%s" % (IAM_PREFIX_OF_SIGNING_NAME.get(signing_name, signing_name), operation)
 
     def services_with(self, method):
         return sorted(service for service, operations in self.operations.items() if method in operations)

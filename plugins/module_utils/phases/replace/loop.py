@@ -151,16 +151,6 @@ def planned_steps(steps: Sequence[Mapping[str, Any]], choose_after_launch: bool 
     return next_batch
 
 
-def batches_while_job_lives(next_batch: Callable[[ReplaceState], Batch | None],
-                            check: Callable[[str], None]) -> Callable[[ReplaceState], Batch | None]:
-    """``next_batch``, asking ``check`` (job_guard.check: it raises JobStopped once the job is gone, SPEC W5)
-    before each batch starts, so that a cancelled job starts no batch, not even its progress line."""
-    def guarded(state: ReplaceState) -> Batch | None:
-        check("start batch %d" % (len(state.batches) + 1))
-        return next_batch(state)
-    return guarded
-
-
 def _names(ids: Sequence[str], node_names: Mapping[str, str | None]) -> str:
     return ", ".join(node_names.get(i) or "no node" for i in ids) or "no node"
 

@@ -38,6 +38,9 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.discove
     find_module_nodegroup,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.read_ahead import ReadAhead
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.batch_gate import batch_bound, gated_batches
+from ansible_collections.eksops.nodegroup.plugins.module_utils.gates.safe_points import GATE_ARGUMENT_SPEC, SafePoints
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host import job_guard
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clock import clock_time
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.step_context import StepContext, group_options, validated
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import (
@@ -91,6 +94,8 @@ ARGUMENT_SPEC = dict(
     schedule=dict(type="str", choices=list(schedule_ops.SCHEDULES), default=schedule_ops.SCHEDULE_DEFAULT_MODULE),
     batch_size=dict(type="int"),
     seed=dict(type="int"),
+    # Issue 27 items 2-4: what is checked before each batch (gates/safe_points.py, phases/replace/batch_gate.py).
+    **GATE_ARGUMENT_SPEC,
     **LEASE_OPTION
 )
 
@@ -332,9 +337,29 @@ def take_old_instances(ctx: StepContext, group: NodegroupRef | None, batch: Batc
             ", ".join(batch.instance_ids), ", ".join("%s %d" % item for item in counts.items())))
 
 
+def start_terminations(context: StepContext, terminate: terminate_step.TerminateStep, ahead: ReadAhead,
+                       batch: Batch) -> Terminations:
+    """A batch's termination rounds (termination_rounds), told to ``ahead`` once Auto Scaling accepted them."""
+    rounds = []
+    hooks = ahead.termination_hooks()
+    for ids, decrement in termination_rounds(batch):
+        # A later round refused: the earlier rounds' instances are going all the same (SPEC B1).
+        accepted = [i for done in rounds for i in done.instance_ids]
+        try:
+            rounds.append(terminate_step.start_termination(context, terminate.of_round(ids, decrement), hooks))
+        except StepFailed as failure:
+            failure.accepted = accepted
+            raise
+        except UpgradeError as err:
+            raise StepFailed(err, accepted=accepted) from err
+    ahead.accepted(rounds)
+    return Terminations(rounds)
+
+
 def replace_loop(params: Mapping[str, Any], steps: PhaseSteps, clients: Clients, check_mode: bool, diff: bool,
                  warn: Callable[[str], None], log: Callable[[str], None], progress: Callable[[str], None],
                  next_batch: Callable[[ReplaceState], Batch | None], node_names: dict[str, str | None],
+                 safe_points: SafePoints,
                  group: NodegroupRef | None = None) -> tuple[ReplaceLoop, Callable[[ReplaceState], Batch | None]]:
     """(the loop with node_drain's and asg_instance_terminate's steps, run with ``steps``' options, the next_batch
     to run it with). The termination wait overlaps the next batch's drain unless the replacements gate the next
@@ -363,30 +388,19 @@ def replace_loop(params: Mapping[str, Any], steps: PhaseSteps, clients: Clients,
         return Drained(outcome.nodes, outcome.instances or {}, ready)
 
     def start(batch: Batch) -> Terminations:
-        rounds = []
-        hooks = ahead.termination_hooks()
-        for ids, decrement in termination_rounds(batch):
-            # A later round refused: the earlier rounds' instances are going all the same (SPEC B1).
-            accepted = [i for done in rounds for i in done.instance_ids]
-            try:
-                rounds.append(terminate_step.start_termination(context, steps.terminate.of_round(ids, decrement),
-                                                               hooks))
-            except StepFailed as failure:
-                failure.accepted = accepted
-                raise
-            except UpgradeError as err:
-                raise StepFailed(err, accepted=accepted) from err
-        ahead.accepted(rounds)
-        return Terminations(rounds)
+        return start_terminations(context, steps.terminate, ahead, batch)
 
     def finish(terminations: Terminations) -> Terminations:
         for termination in terminations.rounds:
             terminate_step.finish_termination(context, termination)
         return terminations
 
+    noun = "step" if params["steps"] is not None else "batch"
     loop = ReplaceLoop(_guarded(drain), _guarded(start), _guarded(finish), progress,
                        overlap=not (params["wait_for_replacements"] or check_mode),
                        node_names=node_names, total=len(params["steps"] if params["steps"] is not None
                                                         else params["batches"]),
-                       noun="step" if params["steps"] is not None else "batch")
-    return loop, ahead.next_batch(next_batch)
+                       noun=noun)
+    bound = batch_bound(params, steps.drain.engine.drain_timeout, steps.drain.engine.post_drain_wait)
+    return loop, gated_batches(ahead.next_batch(next_batch), job_guard.check, safe_points, context,
+                               lambda: ahead.group, bound, noun)

@@ -6,11 +6,13 @@
 from __future__ import annotations
 
 import threading
+from types import SimpleNamespace
 
 import pytest
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host import job_guard
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.batch_gate import gated_batches
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import (
     Batch,
     Drained,
@@ -19,7 +21,6 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.lo
     StepFailed,
     planned_batches,
     planned_steps,
-    batches_while_job_lives,
 )
 
 
@@ -246,16 +247,57 @@ def test_next_batch_is_asked_per_batch_of_the_live_state():
     assert ("start", "i-2", True) in steps.events  # how to terminate comes with the batch
 
 
+class NoGates:
+    """SafePoints with nothing to check but the time left, unbounded here; ``stop_before``: the batch numbers
+    whose safe point stops the run (an UpgradePaused, as a pause request would)."""
+
+    def __init__(self, stop_before=()):
+        self.checked = []
+        self.stop_before = stop_before
+
+    def check(self, where, expected_seconds, asg=None, cloudwatch_client=None):
+        self.checked.append((where, expected_seconds))
+        if int(where.split()[-1]) in self.stop_before:
+            raise UpgradeError("UpgradePaused", "Paused %s" % where)
+
+
+def gated(next_batch, guard_check, gates, check_mode=False, warnings=None):
+    context = SimpleNamespace(check_mode=check_mode, warn=(warnings if warnings is not None else []).append)
+    return gated_batches(next_batch, guard_check, gates, context, lambda: None, lambda batch: 1560, "batch")
+
+
 def test_no_batch_starts_once_the_controller_is_gone():
     parents = iter([100, 100, 1])  # ansible-playbook (100) killed after batch 2 started: reparented to 1
     steps = Steps()
     guard = job_guard.JobGuard(100, lambda: next(parents))
     with pytest.raises(ReplaceFailed) as failed:
-        make_loop(steps).run(batches_while_job_lives(planned_batches([["i-1"], ["i-2"], ["i-3"]]), guard.check))
+        make_loop(steps).run(gated(planned_batches([["i-1"], ["i-2"], ["i-3"]]), guard.check, NoGates()))
     assert failed.value.error.code == "JobStopped"
     assert "refused to start batch 3" in failed.value.error.msg
     assert failed.value.state.replaced_instances == ["i-1", "i-2"] and ("drain", "i-3") not in steps.events
     assert ("gone", "i-2") in steps.events  # the wait under way was joined
+
+
+def test_issue27_a_stop_at_a_safe_point_starts_no_part_of_the_batch_and_joins_the_wait_under_way():
+    """Issue 27 items 2-4: the safe point before batch 3 stops the run; batch 3 is not drained, batch 2's
+    termination wait is joined, and the expected time is the longest batch so far (the bound before the first)."""
+    steps = Steps()
+    gates = NoGates(stop_before=(3,))
+    with pytest.raises(ReplaceFailed) as failed:
+        make_loop(steps).run(gated(planned_batches([["i-1"], ["i-2"], ["i-3"]]), lambda where: None, gates))
+    assert failed.value.error.code == "UpgradePaused" and failed.value.failed_step == {}
+    assert ("drain", "i-3") not in steps.events and ("gone", "i-2") in steps.events
+    assert [where for where, _seconds in gates.checked] == ["before batch 1", "before batch 2", "before batch 3"]
+    assert gates.checked[0][1] == 1560 and 0 < gates.checked[2][1] < 1560
+
+
+def test_issue27_no_safe_point_after_the_last_batch_and_a_dry_run_only_warns():
+    gates = NoGates(stop_before=(1, 2))
+    warnings = []
+    state = make_loop(Steps()).run(gated(planned_batches([["i-1"], ["i-2"]]), lambda where: None, gates,
+                                         check_mode=True, warnings=warnings))
+    assert state.replaced_instances == ["i-1", "i-2"] and len(gates.checked) == 2
+    assert warnings == ["a run would stop here: Paused before batch 1", "a run would stop here: Paused before batch 2"]
 
 
 def test_a_failed_read_of_the_live_planner_fails_the_loop_after_joining_the_wait_under_way():

@@ -12,6 +12,7 @@ from unittest import mock
 import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils.gates.safe_points import SafePoints
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace import phase as replace_steps
 from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import asg_instance_terminate as terminate_step
 from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import node_drain as drain_step
@@ -84,7 +85,8 @@ def test_issue26_item4_the_steps_options_are_typed_once_and_no_argument_spec_run
     loop, _next_batch = replace_steps.replace_loop(params(), steps, clients=SimpleNamespace(lease_heartbeats={}),
                                                    check_mode=False, diff=False, warn=[].append,
                                                    log=lambda line: None, progress=[].append,
-                                                   next_batch=lambda state: None, node_names={})
+                                                   next_batch=lambda state: None, node_names={},
+                                                   safe_points=SafePoints([], None, None))
     for ids in (["i-0a"], ["i-0b", "i-0c"]):
         drained = loop.drain(Batch(ids))
         assert dict(drained.instances) == dict((i, None) for i in ids)
@@ -118,7 +120,8 @@ def test_a_refused_second_round_names_the_first_rounds_instances_as_accepted():
     loop, _next_batch = replace_steps.replace_loop(params(), step_options(params(), False),
                                                    clients=SimpleNamespace(lease_heartbeats={}), check_mode=False,
                                                    diff=False, warn=[].append, log=lambda line: None,
-                                                   progress=[].append, next_batch=lambda state: None, node_names={})
+                                                   progress=[].append, next_batch=lambda state: None, node_names={},
+                                                   safe_points=SafePoints([], None, None))
     with mock.patch.object(terminate_step, "start_termination", start_termination):
         with pytest.raises(StepFailed) as failed:
             loop.start(Batch(["i-0a", "i-0b"], decrement_ids=["i-0a"]))

@@ -1,0 +1,157 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""When work may start (issue 27 item 4): a weekly maintenance window and a run's time budget (pure).
+
+``maintenance_window`` is {days, start, end, time_zone}: the window opens at ``start`` (HH:MM, local time of the IANA
+``time_zone``, default UTC) on each of ``days`` (mon..sun, default every day) and closes at ``end``; an ``end`` at or
+before ``start`` closes it the next day (22:00-04:00), as Karpenter's disruption budgets' schedules and AKS's
+maintenance configurations let a window cross midnight. Local times are read as the zone's clock shows them on that
+day, so a window keeps its wall-clock hours across daylight saving changes (a start that the spring change skips
+opens at the first instant after it, zoneinfo's fold=0 reading).
+
+``max_duration_seconds`` bounds the run from its start. A piece of work (a batch, a phase) may start only when it
+can end before the earlier of the two (``deadline``), given what it is expected to take (``StartVerdict``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+import datetime
+import re
+
+try:
+    import zoneinfo
+except ImportError:  # Python < 3.9: no controller Python ansible-core supports, but the sanity tests import it
+    zoneinfo = None
+
+DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+_HH_MM = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
+# Far enough to meet the next opening of any window: every window opens at least once a week.
+_DAYS_AHEAD = 8
+
+
+class WindowSpecError(ValueError):
+    """A maintenance_window that cannot be read; ``field`` names its key."""
+
+    def __init__(self, field: str, msg: str) -> None:
+        super().__init__(msg)
+        self.field = field
+
+
+@dataclass(frozen=True)
+class MaintenanceWindow:
+    """A weekly window: opens on ``days`` (0 = Monday) at ``start``, lasts until ``end`` (the next day when ``end``
+    is not after ``start``), in ``zone``."""
+
+    days: tuple[int, ...]
+    start: datetime.time
+    end: datetime.time
+    zone: datetime.tzinfo
+    zone_name: str
+
+    def _occurrence(self, day: datetime.date) -> tuple[datetime.datetime, datetime.datetime] | None:
+        """(opens, closes) as UTC datetimes of the window that opens on local ``day``, or None (not one of days)."""
+        if day.weekday() not in self.days:
+            return None
+        opens = datetime.datetime.combine(day, self.start, tzinfo=self.zone)
+        end_day = day if self.end > self.start else day + datetime.timedelta(days=1)
+        closes = datetime.datetime.combine(end_day, self.end, tzinfo=self.zone)
+        return opens.astimezone(datetime.timezone.utc), closes.astimezone(datetime.timezone.utc)
+
+    def open_at(self, now: datetime.datetime) -> tuple[datetime.datetime, datetime.datetime] | None:
+        """(opened, closes) of the window open at ``now`` (aware), else None. Yesterday's window may still be open
+        (one that crosses midnight)."""
+        today = now.astimezone(self.zone).date()
+        for day in (today - datetime.timedelta(days=1), today):
+            occurrence = self._occurrence(day)
+            if occurrence is not None and occurrence[0] <= now < occurrence[1]:
+                return occurrence
+        return None
+
+    def next_opening(self, now: datetime.datetime) -> datetime.datetime:
+        """When the next window opens after ``now`` (UTC)."""
+        today = now.astimezone(self.zone).date()
+        for ahead in range(_DAYS_AHEAD):
+            occurrence = self._occurrence(today + datetime.timedelta(days=ahead))
+            if occurrence is not None and occurrence[0] > now:
+                return occurrence[0]
+        raise AssertionError("a window with days opens within a week")
+
+    def describe(self) -> str:
+        return "%s %s-%s %s" % (",".join(DAYS[d] for d in self.days) if len(self.days) < 7 else "every day",
+                                self.start.strftime("%H:%M"), self.end.strftime("%H:%M"), self.zone_name)
+
+
+def _hh_mm(spec: Mapping[str, Any], field: str) -> datetime.time:
+    value = spec.get(field)
+    match = _HH_MM.match(str(value or "").strip())
+    if match is None:
+        raise WindowSpecError(field, "maintenance_window.%s must be a time HH:MM (24-hour), got %r" % (field, value))
+    return datetime.time(int(match.group(1)), int(match.group(2)))
+
+
+def parse_window(spec: Mapping[str, Any]) -> MaintenanceWindow:
+    """The window ``spec`` describes; WindowSpecError names the key that is wrong."""
+    unknown = sorted(set(spec) - {"days", "start", "end", "time_zone"})
+    if unknown:
+        raise WindowSpecError(unknown[0], "maintenance_window takes days, start, end and time_zone, got %s"
+                              % ", ".join(unknown))
+    days = spec.get("days") or list(DAYS)
+    if isinstance(days, str):
+        days = [days]
+    wrong = [d for d in days if str(d).lower()[:3] not in DAYS]
+    if wrong:
+        raise WindowSpecError("days", "maintenance_window.days must be days of the week (%s), got %s"
+                              % (", ".join(DAYS), ", ".join(str(d) for d in wrong)))
+    start, end = _hh_mm(spec, "start"), _hh_mm(spec, "end")
+    name = spec.get("time_zone") or "UTC"
+    try:
+        zone = zoneinfo.ZoneInfo(name)
+    except Exception:  # pylint: disable=broad-except  # zoneinfo raises ValueError, KeyError or its own error
+        raise WindowSpecError("time_zone", "maintenance_window.time_zone must be an IANA time zone such as "
+                              "Europe/Paris or UTC, got %r" % name) from None
+    return MaintenanceWindow(tuple(sorted({DAYS.index(str(d).lower()[:3]) for d in days})), start, end, zone, name)
+
+
+# Why work may not start (StartVerdict.stopped_by).
+OUTSIDE_WINDOW = "outside_window"
+WINDOW_CLOSES = "window_closes"
+RUN_BUDGET_ENDS = "max_duration"
+
+
+@dataclass(frozen=True)
+class StartVerdict:
+    """Whether work may start now: ``stopped_by`` None when it may, else why (OUTSIDE_WINDOW, WINDOW_CLOSES,
+    RUN_BUDGET_ENDS); ``deadline``: when it must end by (the window's close or the run's budget, the earlier; None:
+    unbounded or outside the window); ``next_opening``: the next window's opening when the window stops it (none
+    when it is max_duration_seconds, which no later window extends)."""
+
+    stopped_by: str | None
+    deadline: datetime.datetime | None
+    next_opening: datetime.datetime | None = None
+
+    @property
+    def allowed(self) -> bool:
+        return self.stopped_by is None
+
+
+def start_verdict(now: datetime.datetime, expected_seconds: float, window: MaintenanceWindow | None,
+                  budget_end: datetime.datetime | None) -> StartVerdict:
+    """May work expected to take ``expected_seconds`` start at ``now``, inside ``window`` (None: any time) and
+    before ``budget_end`` (the run's start plus max_duration_seconds; None: unbounded)?"""
+    closes = None
+    if window is not None:
+        occurrence = window.open_at(now)
+        if occurrence is None:
+            return StartVerdict(OUTSIDE_WINDOW, None, window.next_opening(now))
+        closes = occurrence[1]
+    ends = [moment for moment in (closes, budget_end) if moment is not None]
+    deadline = min(ends) if ends else None
+    if deadline is None or now + datetime.timedelta(seconds=max(0.0, expected_seconds)) <= deadline:
+        return StartVerdict(None, deadline)
+    if deadline == closes:
+        return StartVerdict(WINDOW_CLOSES, deadline, window.next_opening(now))
+    return StartVerdict(RUN_BUDGET_ENDS, deadline)
