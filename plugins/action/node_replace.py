@@ -17,7 +17,7 @@ from ansible.utils.display import Display
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import error_result
-from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import ReplaceFailed, ReplaceState
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import Batch, ReplaceFailed, ReplaceState
 from ansible_collections.eksops.nodegroup.plugins.module_utils.gates.safe_points import SafePoints
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.phase import (
     cordon_old_nodes,
@@ -58,14 +58,14 @@ class ActionModule(ControllerAction):
     def _phase(self, params, clients, warnings):
         """The task result's changed, replace and, on failure, failed and the error."""
         try:
-            params, steps, plan, loop, next_batch = self._prepare(params, clients, warnings)
+            params, steps, plan, loop, next_batch, gate = self._prepare(params, clients, warnings)
         except UpgradeError as err:
             clients.stop_lease_heartbeats()
             result = dict(failed=True, changed=False, replace=ReplaceState().to_dict())
             result.update(error_result(err))
             return result
         try:
-            return self._replace(params, steps, plan, clients, loop, next_batch, warnings)
+            return self._replace(params, steps, plan, clients, loop, next_batch, gate, warnings)
         finally:
             clients.stop_lease_heartbeats()
 
@@ -83,12 +83,13 @@ class ActionModule(ControllerAction):
             self._progress(plan_line(plan))
         node_names = dict(params["node_names"])
         schedule, next_batch = next_batch_source(params, clients, check_mode, warnings.append, node_names, group)
-        loop, next_batch = replace_loop(params, steps, clients, check_mode, bool(self._task.diff), warnings.append, _log,
-                                        self._progress, next_batch, node_names, safe_points, group)
+        loop, next_batch, gate = replace_loop(params, steps, clients, check_mode, bool(self._task.diff),
+                                              warnings.append, _log, self._progress, next_batch, node_names,
+                                              safe_points, group)
         loop.state.schedule = schedule
-        return params, steps, plan, loop, next_batch
+        return params, steps, plan, loop, next_batch, gate
 
-    def _replace(self, params, steps, plan, clients, loop, next_batch, warnings):
+    def _replace(self, params, steps, plan, clients, loop, next_batch, gate, warnings):
         """The phase: every old node cordoned (with cordon_old_nodes), the batches, then (when planned here) the old
         instances left. Returns the task result's changed, replace and, on failure, failed, the error and the
         failing step's own result."""
@@ -97,7 +98,9 @@ class ActionModule(ControllerAction):
         cordoned = None
         result = {}
         try:
-            if params["cordon_old_nodes"]:
+            if params["cordon_old_nodes"] and params["batches"]:
+                # Issue 27: a stop before the first batch leaves nothing cordoned.
+                gate.check(loop.state, Batch(params["batches"][0]))
                 cordoned = cordon_old_nodes(params, steps, clients, check_mode, bool(self._task.diff), warnings.append, _log)
                 if cordoned is not None:
                     loop.state.cordoned = dict(at=time.time(), nodes=sorted(cordoned["drain"]["nodes"]))
@@ -114,7 +117,7 @@ class ActionModule(ControllerAction):
             result.update(failed=True, replace=failure.state.to_dict())
             result.update(error_result(failure.error))
         except UpgradeError as err:
-            # The check after the loop: every batch was done.
+            # The safe point before the cordon, or the check after the loop: every batch was done.
             result.update(failed=True, replace=loop.state.to_dict())
             result.update(error_result(err))
         else:

@@ -57,8 +57,11 @@ EXAMPLES = r"""
 RETURN = r"""
 _value:
   description:
-    - The report. C(status) is C(succeeded), C(failed), C(planned) (a dry run) or C(stopped) (the cluster
-      autoscaler changed the group during the upgrade).
+    - The report. C(status) is C(succeeded), C(failed), C(planned) (a dry run), C(stopped) (the cluster
+      autoscaler changed the group during the upgrade), C(paused) (asked to pause, playbooks/pause_upgrade.yml) or
+      C(window_closed) (the maintenance window or max_duration_seconds left no time for the next batch or phase);
+      after C(paused) and C(window_closed) the upgrade playbook run again goes on, and C(error) says where it
+      stopped.
     - C(kind), C(asg_name) are what is known of the node group, also when the setup phase stopped before it
       found the group. C(eks_update) is what EKS did on a managed node group; its C(plan) is what the run did or, in
       check mode, would do (C(action) none, follow or start, and C(message)).
@@ -158,9 +161,14 @@ def _known(run: Mapping[str, Any], key: str, fallback: Any) -> Any:
     return fallback
 
 
+# Issue 27: a run that stopped at a safe point as asked (a pause) or as its time ran out (the maintenance window,
+# max_duration_seconds) did not fail; its error says where it stopped (its ``stopped`` flag, errors.STOPPED_CODES).
+STOPPED_STATUS = {"UpgradePaused": "paused", "MaintenanceWindowClosed": "window_closed"}
+
+
 def _status(run: Mapping[str, Any]) -> str:
     if run["error"] is not None:
-        return "failed"
+        return STOPPED_STATUS.get(run["error"]["code"], "failed") if run["error"].get("stopped") else "failed"
     if run["check_mode"]:
         return "planned"
     return "stopped" if (run["scale_down_result"] or {}).get("autoscaler_detected", False) else "succeeded"

@@ -160,7 +160,9 @@ def _failed_pod(pod: Mapping[str, Any]) -> str:
 def _error_lines(error: Mapping[str, Any] | None) -> list[str]:
     if not error:
         return []
-    lines = ['ERROR %s in phase %s (task "%s"): %s' % (error["code"], error["phase"], error["task"], error["msg"])]
+    # Issue 27: a run stopped at a safe point as asked or as its time ran out did not fail.
+    lines = ['%s %s in phase %s (task "%s"): %s' % ("STOPPED" if error.get("stopped") else "ERROR", error["code"],
+                                                   error["phase"], error["task"], error["msg"])]
     if error.get("failed_pods"):
         lines.append("Pods that could not be removed: " + ", ".join(_failed_pod(pod) for pod in error["failed_pods"]))
     if error.get("group_state"):

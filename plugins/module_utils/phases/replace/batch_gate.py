@@ -36,27 +36,43 @@ def expected_seconds(state: ReplaceState, bound: int) -> float:
     return max(taken) if taken else float(bound)
 
 
+class BatchGate:
+    """The safe point before a batch: ``group`` the node group as last read (its Auto Scaling group is read again
+    here for a pause request), ``bound`` a batch's batch_bound_seconds."""
+
+    def __init__(self, safe_points: SafePoints, context: StepContext, group: Callable[[], NodegroupRef | None],
+                 bound: Callable[[Batch], int], noun: str) -> None:
+        self.safe_points = safe_points
+        self.context = context
+        self.group = group
+        self.bound = bound
+        self.noun = noun
+
+    def check(self, state: ReplaceState, batch: Batch) -> None:
+        """Raise the stop due before ``batch`` (the next of ``state``); in check mode, warn instead."""
+        known = self.group()
+        asg = describe_asg(self.context.aws("autoscaling"), known.asg_name) if known is not None else None
+        try:
+            self.safe_points.check("before %s %d" % (self.noun, len(state.batches) + 1),
+                                   expected_seconds(state, self.bound(batch)), asg,
+                                   lambda: self.context.aws("cloudwatch"))
+        except UpgradeError as stop:
+            if not self.context.check_mode:
+                raise
+            # A dry run shows the whole plan, and where the run would stop.
+            self.context.warn("a run would stop here: %s" % stop.msg)
+
+
 def gated_batches(next_batch: Callable[[ReplaceState], Batch | None], check_job: Callable[[str], None],
-                  safe_points: SafePoints, context: StepContext, group: Callable[[], NodegroupRef | None],
-                  bound: Callable[[Batch], int], noun: str) -> Callable[[ReplaceState], Batch | None]:
+                  gate: BatchGate) -> Callable[[ReplaceState], Batch | None]:
     """``next_batch``, with the job checked before a batch is asked for (a cancelled job starts no batch, not even
-    its progress line) and the run's safe points checked before the batch it answers starts (none when no batch is
-    left: a finished phase is not stopped). ``group``: the node group as last read (its Auto Scaling group is read
-    again here for a pause request), ``bound``: a batch's batch_bound_seconds."""
+    its progress line) and the run's safe points (``gate``) before the batch it answers starts (none when no batch
+    is left: a finished phase is not stopped)."""
     def gated(state: ReplaceState) -> Batch | None:
-        check_job("start %s %d" % (noun, len(state.batches) + 1))
+        check_job("start %s %d" % (gate.noun, len(state.batches) + 1))
         batch = next_batch(state)
         if batch is not None:
-            known = group()
-            asg = describe_asg(context.aws("autoscaling"), known.asg_name) if known is not None else None
-            try:
-                safe_points.check("before %s %d" % (noun, len(state.batches) + 1),
-                                  expected_seconds(state, bound(batch)), asg, lambda: context.aws("cloudwatch"))
-            except UpgradeError as stop:
-                if not context.check_mode:
-                    raise
-                # A dry run shows the whole plan, and where the run would stop.
-                context.warn("a run would stop here: %s" % stop.msg)
+            gate.check(state, batch)
         return batch
     return gated
 

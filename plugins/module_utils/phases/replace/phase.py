@@ -38,7 +38,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.discove
     find_module_nodegroup,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.read_ahead import ReadAhead
-from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.batch_gate import batch_bound, gated_batches
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.batch_gate import BatchGate, batch_bound, gated_batches
 from ansible_collections.eksops.nodegroup.plugins.module_utils.gates.safe_points import GATE_ARGUMENT_SPEC, SafePoints
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host import job_guard
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clock import clock_time
@@ -360,9 +360,10 @@ def replace_loop(params: Mapping[str, Any], steps: PhaseSteps, clients: Clients,
                  warn: Callable[[str], None], log: Callable[[str], None], progress: Callable[[str], None],
                  next_batch: Callable[[ReplaceState], Batch | None], node_names: dict[str, str | None],
                  safe_points: SafePoints,
-                 group: NodegroupRef | None = None) -> tuple[ReplaceLoop, Callable[[ReplaceState], Batch | None]]:
+                 group: NodegroupRef | None = None
+                 ) -> tuple[ReplaceLoop, Callable[[ReplaceState], Batch | None], BatchGate]:
     """(the loop with node_drain's and asg_instance_terminate's steps, run with ``steps``' options, the next_batch
-    to run it with). The termination wait overlaps the next batch's drain unless the replacements gate the next
+    to run it with, the safe point before a batch). The termination wait overlaps the next batch's drain unless the replacements gate the next
     batch (wait_for_replacements, strategy minimal, U7) or nothing is terminated (check mode). A batch's
     terminations go in up to two rounds (termination_rounds). What the next batch needs is read during the
     post-drain wait (phases/replace/read_ahead.py); ``node_names`` (instance id -> node name) is the one
@@ -401,6 +402,6 @@ def replace_loop(params: Mapping[str, Any], steps: PhaseSteps, clients: Clients,
                        node_names=node_names, total=len(params["steps"] if params["steps"] is not None
                                                         else params["batches"]),
                        noun=noun)
-    bound = batch_bound(params, steps.drain.engine.drain_timeout, steps.drain.engine.post_drain_wait)
-    return loop, gated_batches(ahead.next_batch(next_batch), job_guard.check, safe_points, context,
-                               lambda: ahead.group, bound, noun)
+    gate = BatchGate(safe_points, context, lambda: ahead.group,
+                     batch_bound(params, steps.drain.engine.drain_timeout, steps.drain.engine.post_drain_wait), noun)
+    return loop, gated_batches(ahead.next_batch(next_batch), job_guard.check, gate), gate
