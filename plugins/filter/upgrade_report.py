@@ -36,7 +36,8 @@ options:
       - C(parallelism), the max_unavailable the setup phase resolved (null before it did).
       - C(started_at), C(finished_at) (UTC times), C(phase_seconds) (seconds by phase), C(check_mode).
       - C(plan), the plan of a dry run (else null); C(error), the run's error (else null), with C(code),
-        C(phase), C(msg), C(rolled_back), C(resume) and optionally C(rollback_error).
+        C(phase), C(msg), C(rolled_back), C(resume), C(stopped) (a stop at a safe point, issue 27) and optionally
+        C(rollback_error).
       - The phases' variables, null when unset - C(setup_result), C(setup_phase) (the setup task's result), C(failure_state) (the node
         group described after a failure), C(managed_update_result), C(managed_update_step),
         C(upgrade_replaced_instances), C(upgrade_never_joined), C(upgrade_drain_results) (the upgrade phase's, of

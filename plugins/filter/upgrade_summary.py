@@ -161,8 +161,8 @@ def _error_lines(error: Mapping[str, Any] | None) -> list[str]:
     if not error:
         return []
     # Issue 27: a run stopped at a safe point as asked or as its time ran out did not fail.
-    lines = ['%s %s in phase %s (task "%s"): %s' % ("STOPPED" if error.get("stopped") else "ERROR", error["code"],
-                                                   error["phase"], error["task"], error["msg"])]
+    word = "STOPPED" if error.get("stopped") else "ERROR"
+    lines = ['%s %s in phase %s (task "%s"): %s' % (word, error["code"], error["phase"], error["task"], error["msg"])]
     if error.get("failed_pods"):
         lines.append("Pods that could not be removed: " + ", ".join(_failed_pod(pod) for pod in error["failed_pods"]))
     if error.get("group_state"):

@@ -46,6 +46,7 @@ extends_documentation_fragment:
   - eksops.nodegroup.nodegroup
   - eksops.nodegroup.safe_points
   - eksops.nodegroup.aws
+  - eksops.nodegroup.aws.validate_certs
   - eksops.nodegroup.attributes.aws_group
   - eksops.nodegroup.attributes.read_only
 notes:

@@ -70,3 +70,28 @@ def test_issue27_item4_no_batch_starts_that_could_not_end_in_time_and_the_next_r
     # It went on from the journal's target: no new launch template version.
     assert calls_between(before, call_counts(window_sandbox)).get("CreateLaunchTemplateVersion OK", 0) == 0
     assert_upgraded(window_sandbox, target, sizes)
+
+
+surge_window_sandbox = module_sandbox(two_az_workers(
+    "surgewindow", 6, [{"kind": "Deployment", "name": "web", "replicas": 2, "pdb": {"max_unavailable": 1}}]))
+
+
+def test_issue27_item4_the_surge_strategy_stops_before_a_step_that_could_not_end_in_time(surge_window_sandbox, tmp_path):
+    """A surge step may take 361 s (its launch, node_ready_timeout 120, then drain_timeout 120 + post_drain_wait 1 +
+    termination 120): with a budget of 200 s no step starts, nothing is launched, and the next run finishes."""
+    asg = workers_asg(surge_window_sandbox)
+    sizes = (asg["MinSize"], asg["MaxSize"], asg["DesiredCapacity"])
+    _current, target = other_ami(surge_window_sandbox)
+    args = {"cluster_name": "surgewindow", "nodegroup_name": "workers", "kubernetes_version": "1.30", "max_surge": 1,
+            "max_unavailable": 0, "drain_timeout": 120, "post_drain_wait": 1, "node_ready_timeout": 120}
+    playbook = REPO_ROOT / "playbooks" / "surge_upgrade.yml"
+    stopped = run_playbook(surge_window_sandbox, playbook,
+                           dict(args, max_duration_seconds=200, upgrade_report_path=str(tmp_path / "stopped.json")))
+    assert stopped.returncode == 0, stopped.stdout[-3000:]
+    error = json.loads((tmp_path / "stopped.json").read_text())["error"]
+    assert (error["code"], error["stopped_at"]) == ("MaintenanceWindowClosed", "before step 1"), error
+    assert workers_asg(surge_window_sandbox)["DesiredCapacity"] == sizes[2]  # nothing launched
+
+    resumed = run_playbook(surge_window_sandbox, playbook, dict(args, upgrade_report_path=str(tmp_path / "resumed.json")))
+    assert resumed.returncode == 0, resumed.stdout[-3000:]
+    assert_upgraded(surge_window_sandbox, target, sizes)

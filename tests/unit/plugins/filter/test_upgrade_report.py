@@ -363,3 +363,14 @@ def test_issue25_item4_a_surge_step_reports_its_launch_wait_and_a_launch_only_st
     assert second["waited_on"] == [dict(what="new_nodes_ready", seconds=10.0),
                                    dict(what="pods_terminating", seconds=20.0),
                                    dict(what="instances_terminating", seconds=9.0)]
+
+
+def test_issue27_a_stop_at_a_safe_point_is_paused_or_window_closed_and_an_alarm_a_failure():
+    def status(code, stopped):
+        error = dict(ERROR, code=code, msg="Stopped before batch 2", stopped=stopped)
+        return upgrade_report(run(setup_result=setup_result(), error=error))["status"]
+
+    assert status("UpgradePaused", True) == "paused"
+    assert status("MaintenanceWindowClosed", True) == "window_closed"
+    assert status("AlarmTriggered", False) == "failed"
+    assert status("PodEvictionFailure", False) == "failed"

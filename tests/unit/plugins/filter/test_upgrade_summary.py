@@ -193,3 +193,10 @@ def test_issue25_item4_the_summary_says_where_the_picture_is():
     lines = upgrade_summary(report(), "/tmp/upgrade-report.json", ADVICE, "/tmp/upgrade-report.svg")
     assert lines[-2:] == ["Report written to /tmp/upgrade-report.json",
                           "Timeline of the upgrade (open it in a browser): /tmp/upgrade-report.svg"]
+
+
+def test_issue27_a_stop_at_a_safe_point_reads_stopped_not_error():
+    error = dict(ERROR, code="MaintenanceWindowClosed", msg="Stopped before batch 2", stopped=True)
+    lines = upgrade_summary(report(status="window_closed", error=error))
+    assert 'STOPPED MaintenanceWindowClosed in phase upgrade (task "Drain the batch"): Stopped before batch 2' in lines
+    assert not any(line.startswith("ERROR ") for line in lines)
