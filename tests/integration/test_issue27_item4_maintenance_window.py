@@ -95,3 +95,18 @@ def test_issue27_item4_the_surge_strategy_stops_before_a_step_that_could_not_end
     resumed = run_playbook(surge_window_sandbox, playbook, dict(args, upgrade_report_path=str(tmp_path / "resumed.json")))
     assert resumed.returncode == 0, resumed.stdout[-3000:]
     assert_upgraded(surge_window_sandbox, target, sizes)
+
+
+managed_window_sandbox = module_sandbox("managed")
+
+
+def test_issue27_item4_an_eks_managed_group_outside_its_window_starts_no_eks_update(managed_window_sandbox, tmp_path):
+    tomorrow = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=1)).date()
+    before = call_counts(managed_window_sandbox)
+    result = run_playbook(managed_window_sandbox, REPO_ROOT / "playbooks" / "upgrade_nodegroup.yml", {
+        "cluster_name": "managed", "nodegroup_name": "workers", "kubernetes_version": "1.30",
+        "maintenance_window": {"days": [DAYS[tomorrow.weekday()]], "start": "01:00", "end": "03:00"},
+        "upgrade_report_path": str(tmp_path / "report.json")})
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert json.loads((tmp_path / "report.json").read_text())["status"] == "window_closed"
+    assert changes_by_the_collection(before, call_counts(managed_window_sandbox)) == {}
