@@ -64,6 +64,10 @@ JOB_STOPPED = "JobStopped"
 # Not an EKS code: instances that joined the group during the upgrade still run an old launch template version; a
 # rerun replaces them.
 OLD_INSTANCES_LEFT = "OldInstancesLeft"
+# Not an EKS code (issue 27 item 5, undrainable_nodes quarantine): nodes whose drains timed out were left cordoned and
+# labelled, their instances not terminated, while the run replaced the others; they still held after one more drain
+# each (or more were held than max_quarantined_nodes allows). A rerun retries them.
+NODES_QUARANTINED = "NodesQuarantined"
 
 # Every code above: what a failure of the collection carries (the upgrade_error action takes no other).
 CODES = (NODE_CREATION_FAILURE, POD_EVICTION_FAILURE, ASG_INSTANCE_LAUNCH_FAILURES, INSTANCE_LIMIT_EXCEEDED,
@@ -72,7 +76,7 @@ CODES = (NODE_CREATION_FAILURE, POD_EVICTION_FAILURE, ASG_INSTANCE_LAUNCH_FAILUR
          LAUNCH_TEMPLATE_VERSION_CHANGED, PREFLIGHT_BLOCKED, INSTANCE_REFRESH_IN_PROGRESS,
          OWNED_BY_INFRASTRUCTURE_AS_CODE, WARM_POOL_PRESENT, REPLACES_INSTANCES_ITSELF, TAG_LIMIT_EXCEEDED,
          MIXED_INSTANCES_UNSUPPORTED, AWS_UNREACHABLE, API_ERROR, WAIT_TIMEOUT, UPGRADE_IN_PROGRESS, JOB_STOPPED,
-         OLD_INSTANCES_LEFT)
+         OLD_INSTANCES_LEFT, NODES_QUARANTINED)
 
 
 class UpgradeError(Exception):
