@@ -18,7 +18,7 @@ The decisions are pure functions of what the callers read; mark_surplus and read
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 import random
 
@@ -156,11 +156,13 @@ def capacity_accepted(journal: Journal, desired_now: int, accept_current_capacit
 
 
 def group_view(asg: Mapping[str, Any], joined: Sequence[Mapping[str, Any]], journal: Journal,
-               surplus_nodes: Iterable[str], override_images: Mapping[str, str]) -> schedule.GroupView:
+               surplus_nodes: Iterable[str], override_images: Mapping[str, str],
+               held: Collection[str] = ()) -> schedule.GroupView:
     """The schedule.GroupView of ``asg`` (one DescribeAutoScalingGroups) whose instances joined with EC2 and the
     nodes are ``joined``: terminating instances are not live, surplus ones (node names ``surplus_nodes``) are live
     but not kept, ``owed`` the replacements Auto Scaling has not launched yet; ``override_images`` as in
-    instance_choice.is_new_instance."""
+    instance_choice.is_new_instance; ``held`` old instances held in quarantine (issue 27 item 5): live, and not
+    old to replace now."""
     zones = list(asg.get("AvailabilityZones") or [])
     live = [i for i in joined if i.get("lifecycle_state") not in LEAVING_STATES]
     old, new = split_old_new(live, journal.target_launch_template_version, journal.target_image_id, override_images)
@@ -169,7 +171,7 @@ def group_view(asg: Mapping[str, Any], joined: Sequence[Mapping[str, Any]], jour
     live_counts = live_per_az(zones, live)
     owed = max(0, int(asg["DesiredCapacity"]) - sum(live_counts.values()))
     old_by_az = dict((zone, []) for zone in zones)
-    for zone, ids in by_az(old).items():
+    for zone, ids in by_az([i for i in old if i["instance_id"] not in held]).items():
         old_by_az.setdefault(zone, []).extend(ids)
     return schedule.GroupView(zones, dict(journal.start_per_az), old_by_az, live_per_az(zones, kept), live_counts,
                               owed)

@@ -38,6 +38,12 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.discove
     find_module_nodegroup,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.read_ahead import ReadAhead
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.quarantine import Quarantine
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.quarantine_book import (
+    MAX_QUARANTINED_NODES_DEFAULT,
+    UNDRAINABLE_NODES,
+    UNDRAINABLE_NODES_DEFAULT,
+)
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clock import clock_time
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.step_context import StepContext, group_options, validated
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import (
@@ -91,6 +97,8 @@ ARGUMENT_SPEC = dict(
     schedule=dict(type="str", choices=list(schedule_ops.SCHEDULES), default=schedule_ops.SCHEDULE_DEFAULT_MODULE),
     batch_size=dict(type="int"),
     seed=dict(type="int"),
+    undrainable_nodes=dict(type="str", choices=list(UNDRAINABLE_NODES), default=UNDRAINABLE_NODES_DEFAULT),
+    max_quarantined_nodes=dict(type="int", default=MAX_QUARANTINED_NODES_DEFAULT),
     **LEASE_OPTION
 )
 
@@ -332,17 +340,34 @@ def take_old_instances(ctx: StepContext, group: NodegroupRef | None, batch: Batc
             ", ".join(batch.instance_ids), ", ".join("%s %d" % item for item in counts.items())))
 
 
+def held_nodes(quarantine: Quarantine | None, batch: Batch, outcome: drain_step.DrainOutcome,
+               context: StepContext) -> dict[str, str]:
+    """The nodes of ``batch`` held in quarantine after its drain (issue 27 item 5; instance id -> node), taken out of
+    the batch; the drained ones leave the quarantine. A failed drain raises StepFailed with the step's result, as
+    node_drain's fail_json gave it (the task's result carries it), unless its nodes are held."""
+    if outcome.error is None:
+        if quarantine is not None:
+            quarantine.released(batch)
+        return {}
+    result = outcome.to_result(context)
+    held = quarantine.hold(batch, outcome.failed_codes, result, outcome.instances or {}) if quarantine else None
+    if held is None:
+        raise StepFailed(outcome.error, result)
+    return held
+
+
 def replace_loop(params: Mapping[str, Any], steps: PhaseSteps, clients: Clients, check_mode: bool, diff: bool,
                  warn: Callable[[str], None], log: Callable[[str], None], progress: Callable[[str], None],
                  next_batch: Callable[[ReplaceState], Batch | None], node_names: dict[str, str | None],
-                 group: NodegroupRef | None = None) -> tuple[ReplaceLoop, Callable[[ReplaceState], Batch | None]]:
+                 group: NodegroupRef | None = None,
+                 quarantine: Quarantine | None = None) -> tuple[ReplaceLoop, Callable[[ReplaceState], Batch | None]]:
     """(the loop with node_drain's and asg_instance_terminate's steps, run with ``steps``' options, the next_batch
     to run it with). The termination wait overlaps the next batch's drain unless the replacements gate the next
     batch (wait_for_replacements, strategy minimal, U7) or nothing is terminated (check mode). A batch's
     terminations go in up to two rounds (termination_rounds). What the next batch needs is read during the
     post-drain wait (phases/replace/read_ahead.py); ``node_names`` (instance id -> node name) is the one
     ``next_batch`` keeps up to date, ``group`` the node group the phase found (None: the first termination finds
-    it)."""
+    it), ``quarantine`` the held nodes' (issue 27 item 5; None: a failed drain fails the run)."""
     context = StepContext(params, clients, check_mode, diff, warn, log)
     ahead = ReadAhead(context, steps.drain, next_batch if isinstance(next_batch, LivePlanner) else None, group)
     # The first batch's reads go while the phase cordons every old node (U4).
@@ -357,10 +382,9 @@ def replace_loop(params: Mapping[str, Any], steps: PhaseSteps, clients: Clients,
             return Drained({}, {}, ready)
         outcome = drain_step.drain(context, steps.drain.of_instances(batch.instance_ids),
                                    ahead.drain_inputs(batch, node_names), ahead.on_emptied(batch))
-        if outcome.error is not None:
-            # The failing step's result, as node_drain's fail_json gave it: the task's result carries it.
-            raise StepFailed(outcome.error, outcome.to_result(context))
-        return Drained(outcome.nodes, outcome.instances or {}, ready)
+        held = held_nodes(quarantine, batch, outcome, context)
+        nodes = dict((name, node) for name, node in outcome.nodes.items() if name not in held.values())
+        return Drained(nodes, outcome.instances or {}, ready, held)
 
     def start(batch: Batch) -> Terminations:
         rounds = []

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Issue 27 item 5, the decisions of undrainable_nodes quarantine (plugins/module_utils/plan/quarantine.py): which
+"""Issue 27 item 5, the decisions of undrainable_nodes quarantine (plugins/module_utils/plan/quarantine_book.py): which
 failed drains quarantine their nodes, the bound max_quarantined_nodes, what is retried last (one more drain each),
 what a rerun carries over, and the NodesQuarantined error naming every node, pod and PodDisruptionBudget (SPEC U5,
 U8)."""
@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import CODES, UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.quarantine import (
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.quarantine_book import (
     QUARANTINE_LABEL,
     Held,
     QuarantineBook,

@@ -104,12 +104,13 @@ class QuarantineBook:
 
     def hold(self, entries: Sequence[Held]) -> bool:
         """Hold ``entries``; whether the bound is now exceeded. A node held again by its retry keeps its place, is
-        marked retried (never retried again) and exceeds nothing: it was counted when first held."""
+        marked retried (never retried again), keeps the batch that first held it and exceeds nothing: it was
+        counted when first held."""
         new = False
         for entry in entries:
             if entry.instance_id in self.retrying:
                 self.retrying.discard(entry.instance_id)
-                entry = replace(entry, retried=True)
+                entry = replace(entry, retried=True, batch=self.held[entry.instance_id].batch)
             else:
                 new = new or entry.instance_id not in self.held
             self.held[entry.instance_id] = entry
