@@ -24,6 +24,7 @@ import random
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan import schedule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.placement import live_per_az
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.quarantine_book import is_quarantined
 from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import cordon_nodes, uncordon_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import invalid_parameter
 from ansible_collections.eksops.nodegroup.plugins.module_utils.members.instances import described_for_join, join_instances_nodes
@@ -237,16 +238,22 @@ def restore_choice(members: Sequence[dict[str, Any]], nodes: Iterable[Any], jour
                    group_version: int | None) -> list[dict[str, Any]]:
     """The ``count`` instances (join records of the live ``members``) the scale-down removes (U6): under the
     journal's schedule once, first the surplus this run marked (they hold no pod the upgrade moved), then, if more
-    must go, the AZ-balanced choice (planning.scale_in_choice) among the others."""
+    must go, the AZ-balanced choice (planning.scale_in_choice) among the others; a node held in quarantine (issue 27
+    item 5: a PodDisruptionBudget kept its pods, its drain would time out again) only when no other is left. Each
+    is drained before its termination (U6), never removed with its pods."""
     if count <= 0:
         return []
     chosen = []
+    nodes = list(nodes)
     if journal.schedule == "once":
         marked = marked_surplus(nodes, journal.run_id)
         chosen = [i for i in members if i.get("node_name") in marked][:count]
     picked = set(i["instance_id"] for i in chosen)
-    rest = [i for i in members if i["instance_id"] not in picked]
-    return chosen + scale_in_choice(rest, count - len(chosen), group_version)
+    held = set(n.metadata.name for n in nodes if is_quarantined(n.metadata.labels))
+    for rest in ([i for i in members if i["instance_id"] not in picked and i.get("node_name") not in held],
+                 [i for i in members if i["instance_id"] not in picked and i.get("node_name") in held]):
+        chosen += scale_in_choice(rest, count - len(chosen), group_version)
+    return chosen
 
 
 def release_surplus(core_v1: Any, nodes: Iterable[Any], run_id: str | None) -> list[str]:

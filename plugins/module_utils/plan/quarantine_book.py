@@ -39,6 +39,11 @@ QUARANTINE_REASON_ANNOTATION = "eksops.nodegroup/quarantine-reason"
 REASON_MAX_CHARS = 1000
 
 
+def is_quarantined(labels: Mapping[str, str] | None) -> bool:
+    """Whether a node with ``labels`` is held in quarantine."""
+    return (labels or {}).get(QUARANTINE_LABEL) == QUARANTINE_LABEL_VALUE
+
+
 def check_quarantine_options(undrainable_nodes: str, max_quarantined_nodes: int) -> None:
     """Refuse a bad value before any change, naming the parameter."""
     if undrainable_nodes not in UNDRAINABLE_NODES:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils.members.group_nodes import node_view
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import schedule_state as schedule_ops
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import (
     Drained,
@@ -152,3 +153,14 @@ def test_issue27_item5_the_live_view_counts_a_held_instance_as_live_and_never_ta
     view = schedule_ops.group_view(asg, joined, ONCE, set(), {}, held={"i-o1"})
     assert view.old == {"az-b": ["i-o2"]}
     assert view.live == {"az-a": 2, "az-b": 2, "az-c": 1} and view.owed == 0
+
+
+def test_issue27_item5_the_scale_down_removes_a_quarantined_node_only_when_no_other_is_left():
+    # The old node (off the group's version, so first otherwise) holds pods a budget keeps: a new node goes instead.
+    members = [instance("i-old", "az-a", new=False), instance("i-n1", "az-a"), instance("i-n2", "az-b")]
+    held = node_view(dict(metadata=dict(name="n-i-old", labels={QUARANTINE_LABEL: "true"}), spec={}, status={}))
+    eks = ONCE.replace(schedule="eks")
+    assert [i["instance_id"] for i in schedule_ops.restore_choice(members, [], eks, 1, 2)] == ["i-old"]
+    chosen = schedule_ops.restore_choice(members, [held], eks, 1, 2)
+    assert chosen[0]["instance_id"] in ("i-n1", "i-n2")
+    assert [i["instance_id"] for i in schedule_ops.restore_choice(members, [held], eks, 3, 2)][-1] == "i-old"
