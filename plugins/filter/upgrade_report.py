@@ -40,7 +40,8 @@ options:
       - The phases' variables, null when unset - C(setup_result), C(setup_phase) (the setup task's result), C(failure_state) (the node
         group described after a failure), C(managed_update_result), C(managed_update_step),
         C(upgrade_replaced_instances), C(upgrade_never_joined), C(upgrade_drain_results) (the upgrade phase's, of
-        either strategy), C(scale_down_result), and C(scale_up_result) (may be left out).
+        either strategy), C(scale_down_result), and C(scale_up_result) (may be left out); C(upgrade_quarantined)
+        (may be left out), the nodes the upgrade phase held in quarantine (issue 27 item 5).
       - C(schedule) (the schedule the run asked the phases for, issue 11 item 1), C(upgrade_schedule) (the one the
         upgrade phase ran, after any fallback), C(upgrade_at_risk_batches) and C(upgrade_decrements) (may be left
         out).
@@ -90,6 +91,9 @@ _value:
     - C(restored) has the sizes and processes the scale-down restored (null when it restored nothing), and in
       C(kept_sizes) the MinSize or MaxSize someone changed during the upgrade, which it kept (issue 29 item 4);
       C(error) is the run's error with a one-line C(summary).
+    - C(quarantined) lists the nodes held in quarantine (issue 27 item 5, C(undrainable_nodes=quarantine)) - each
+      with C(node), C(instance_id), C(batch), C(retried), C(pods) (C(pod), C(reason), C(pdb)) and
+      C(pod_disruption_budgets); empty when none is.
   type: dict
   sample:
     status: succeeded
@@ -116,6 +120,7 @@ _value:
     never_joined: []
     drained_nodes: [ip-10-0-1-1.ec2.internal, ip-10-0-2-1.ec2.internal, ip-10-0-3-1.ec2.internal]
     surplus_removed: [i-0d, i-0e]
+    quarantined: []
     surge: 6
     surge_sizing: eks
     surge_instance_minutes: 119.6
@@ -341,6 +346,7 @@ def upgrade_report(run: Mapping[str, Any]) -> dict[str, Any]:
         never_joined=run["upgrade_never_joined"] or [],
         drained_nodes=list(drained),
         surplus_removed=[instance["instance_id"] for instance in (scale_down or {}).get("removed_instances", [])],
+        quarantined=list(run.get("upgrade_quarantined") or []),
     )
     report.update(_surge(run))
     report.update(_schedule(run))

@@ -72,7 +72,7 @@ def test_a_rolling_upgrade_adds_up_the_upgrade_and_the_scale_down():
         phase_seconds={"setup": 3.2, "scale_up": 95.7, "upgrade": 1020.4, "scale_down": 80.1}, total_seconds=1199.4,
         nodes_before=4, replaced_instances=["i-1", "i-2"],
         never_joined=[{"instance_id": "i-9", "reason": "never registered"}],
-        drained_nodes=["node-1", "node-2", "node-3"], surplus_removed=["i-20"],
+        drained_nodes=["node-1", "node-2", "node-3"], surplus_removed=["i-20"], quarantined=[],
         surge=6, surge_sizing="eks", surge_instance_minutes=119.6, schedule=None, at_risk_batches=[], decrements=0,
         surplus_marked=[], surplus_nodes_with_pods=None, pods_evicted=4,
         pods_deleted_by_force=[], pod_warnings=["w1"], pdb_wait_seconds=3.4,
