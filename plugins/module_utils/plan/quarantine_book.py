@@ -77,12 +77,20 @@ class Held:
     def to_dict(self) -> dict[str, Any]:
         return dict(instance_id=self.instance_id, node=self.node, batch=self.batch, retried=self.retried,
                     pods=[dict(b) for b in self.blockers],
-                    pod_disruption_budgets=sorted(set(b["pdb"] for b in self.blockers if b.get("pdb"))))
+                    pod_disruption_budgets=sorted(set(name for b in self.blockers for name in budgets_of(b))))
+
+
+def budgets_of(blocker: Mapping[str, Any]) -> list[str]:
+    """The PodDisruptionBudgets that held a pod ({pod: namespace/name, pdb: names joined by commas, or None}), each
+    as namespace/name: a budget lives in its pod's namespace."""
+    namespace = blocker["pod"].split("/")[0]
+    return [name if "/" in name else "%s/%s" % (namespace, name)
+            for name in (blocker.get("pdb") or "").split(",") if name]
 
 
 def describe_blockers(blockers: Iterable[Mapping[str, Any]]) -> str:
-    """The pods that held a node, each with its PodDisruptionBudget when one held it."""
-    return ", ".join("%s%s" % (b["pod"], " (PodDisruptionBudget %s)" % b["pdb"] if b.get("pdb") else "")
+    """The pods that held a node, each with its PodDisruptionBudget(s) when one held it."""
+    return ", ".join("%s%s" % (b["pod"], " (PodDisruptionBudget %s)" % ", ".join(budgets_of(b)) if b.get("pdb") else "")
                      for b in sorted(blockers, key=lambda b: b["pod"])) or "no pod named"
 
 
@@ -157,7 +165,7 @@ class QuarantineBook:
             lead = ("%d node(s) still held after one more drain each, once every other node was replaced: they stay "
                     "cordoned and labelled %s=%s, their instances not terminated"
                     % (len(self.held), QUARANTINE_LABEL, QUARANTINE_LABEL_VALUE))
-        budgets = sorted(set(b["pdb"] for h in self.held.values() for b in h.blockers if b.get("pdb")))
+        budgets = sorted(set(name for h in self.held.values() for b in h.blockers for name in budgets_of(b)))
         return UpgradeError(
             NODES_QUARANTINED,
             "%s. Held by: %s. Free what holds them (the PodDisruptionBudget, the pod), then rerun: the rerun retries "

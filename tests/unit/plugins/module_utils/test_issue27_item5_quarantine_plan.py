@@ -98,3 +98,10 @@ def test_issue27_item5_the_reason_annotation_is_short():
     many = [dict(pod="default/p%04d" % n, reason="x", pdb="default/b") for n in range(200)]
     assert len(reason_annotation(held("i-1", blockers=many))) == 1000
     assert reason_annotation(held("i-1")).startswith("drain timed out in batch 1; held by payments/billing-1")
+
+
+def test_issue27_item5_a_budget_is_named_in_its_pods_namespace():
+    # The drain engine names a budget as the API does (name only, several joined by commas).
+    entry = held("i-1", blockers=[dict(pod="default/billing-1", reason="x", pdb="billing,all")])
+    assert entry.to_dict()["pod_disruption_budgets"] == ["default/all", "default/billing"]
+    assert "default/billing-1 (PodDisruptionBudget default/billing, default/all)" in reason_annotation(entry)
