@@ -8,7 +8,8 @@ upgrade quarantines that node (cordoned, labelled, its instance kept), replaces 
 the end and fails with NodesQuarantined naming the node, the pod and the budget; once the budget is freed as a
 person would (a second replica), a rerun retries the node and finishes, nothing lost, no budget broken. Then a surge
 upgrade meets two such nodes with max_quarantined_nodes 1 and stops at once, both nodes cordoned and labelled, no
-instance terminated undrained, the group's size matching its desired capacity (SPEC U5, U8, S3)."""
+instance terminated undrained, the group's size matching its desired capacity (SPEC U5, U8, S3). On an EKS managed
+node group, which EKS drains itself, the run says that quarantine does not apply (K3)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,8 @@ SCENARIO = {
 DRAIN = {"drain_timeout": 5, "post_drain_wait": 1, "undrainable_nodes": "quarantine"}
 
 quarantine_sandbox = module_sandbox(SCENARIO)
+managed_sandbox = module_sandbox(dict(SCENARIO, name="managed_quarantine", nodegroups=[
+    dict(SCENARIO["nodegroups"][0], kind="managed")]))
 
 
 def upgrade(sandbox, report_path, playbook="upgrade_nodegroup.yml", **extra):
@@ -132,3 +135,14 @@ def test_issue27_item5_one_more_than_max_quarantined_nodes_stops_a_surge_upgrade
     # Each step kept the node it launched: the group holds what its desired capacity says, none scaled in undrained.
     assert asg["DesiredCapacity"] == len(live)
     assert state["pods_lost"] == []
+
+
+def test_issue27_item5_on_a_managed_group_the_run_says_quarantine_is_not_eks(managed_sandbox, tmp_path):
+    report_path = tmp_path / "managed.json"
+    result = run_playbook(managed_sandbox, REPO_ROOT / "playbooks" / "upgrade_nodegroup.yml", dict(
+        cluster_name="managed_quarantine", nodegroup_name="workers", kubernetes_version="1.30",
+        undrainable_nodes="quarantine", drain_timeout=900, post_drain_wait=60, upgrade_report_path=str(report_path)),
+        check=True)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert ("undrainable_nodes quarantine (EKS: its update fails with PodEvictionFailure) is ignored: node group "
+            "workers is an EKS managed node group") in " ".join(result.stdout.split())
