@@ -315,6 +315,7 @@ class ReplaceLoop:
         record["drained"] = self.clock()
         if output.quarantined:
             record.update(instance_ids=list(batch.instance_ids), decrement_ids=list(batch.decrement_ids),
+                          nodes=[self.node_names.get(i) for i in batch.instance_ids],
                           quarantined=sorted(output.quarantined.values()))
         if output.new_nodes_ready is not None:
             record["new_nodes_ready"] = output.new_nodes_ready

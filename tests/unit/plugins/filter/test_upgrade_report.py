@@ -316,7 +316,8 @@ def test_issue25_item4_the_report_has_per_batch_times_and_what_each_waited_on():
         waited_on=[dict(what="pod_disruption_budget", seconds=20.0),
                    dict(what="pods_terminating", seconds=20.0),
                    dict(what="load_balancer_deregistration", seconds=10.0, load_balancers=["web"]),
-                   dict(what="instances_terminating", seconds=19.0)])
+                   dict(what="instances_terminating", seconds=19.0)],
+        quarantined=[], retry=False)
     assert (second["started_at"], second["drained_at"], second["terminated_at"]) == (
         "2024-05-01T10:03:20.000Z", "2024-05-01T10:03:50.000Z", "2024-05-01T10:04:00.000Z")
     assert (second["pods_evicted"], second["pods_deleted_by_force"]) == (1, 1)
@@ -363,3 +364,16 @@ def test_issue25_item4_a_surge_step_reports_its_launch_wait_and_a_launch_only_st
     assert second["waited_on"] == [dict(what="new_nodes_ready", seconds=10.0),
                                    dict(what="pods_terminating", seconds=20.0),
                                    dict(what="instances_terminating", seconds=9.0)]
+
+
+def test_issue27_item5_a_batch_says_which_nodes_it_held_in_quarantine_and_a_retry_says_so():
+    held = dict(batch_record(1, "i-1", "us-east-1a", 100, 150, 151, 170, {}), instance_ids=[], nodes=[],
+                quarantined=["node-i-1"])
+    retry = dict(batch_record(2, "i-1", "us-east-1a", 200, 230, 231, 240, {}), retry=True)
+    entry = dict(node="node-i-1", instance_id="i-1", batch=1, retried=False, pods=[], pod_disruption_budgets=[])
+    report = upgrade_report(run(setup_result=setup_result(), upgrade_batches=[held, retry],
+                                upgrade_drain_results={"node-i-1": drained(["a/p1"])}, upgrade_quarantined=[entry]))
+    first, second = report["batches"]
+    assert (first["instance_ids"], first["nodes"], first["quarantined"], first["retry"]) == ([], [], ["node-i-1"], False)
+    assert (second["instance_ids"], second["quarantined"], second["retry"]) == (["i-1"], [], True)
+    assert report["quarantined"] == [entry]
