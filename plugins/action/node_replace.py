@@ -97,8 +97,8 @@ class ActionModule(ControllerAction):
 
     def _replace(self, params, steps, plan, clients, loop, next_batch, quarantine, warnings):
         """The phase: every old node cordoned (with cordon_old_nodes), the batches, the nodes still held in
-        quarantine (NodesQuarantined), then (when planned here) the old instances left. Returns the task result's changed, replace and, on failure, failed, the error and the
-        failing step's own result."""
+        quarantine (NodesQuarantined), then (when planned here) the old instances left. Returns the task result's
+        changed, replace and, on failure, failed, the error and the failing step's own result."""
         check_mode = bool(self._task.check_mode)
         planned = dict(plan=plan, asg_name=params["asg_name"]) if plan is not None else {}
         cordoned = None
