@@ -118,11 +118,11 @@ class Quarantine:
         exceeded = self.book.hold(entries)
         self._record()
         for entry in entries:
+            retried = self.book.held[entry.instance_id].retried
             self.progress("node %s (%s) quarantined: its drain timed out, held by %s; it stays cordoned and labelled "
                           "%s=%s, its instance is not terminated%s" % (
                               entry.node, entry.instance_id, describe_blockers(entry.blockers), QUARANTINE_LABEL,
-                              QUARANTINE_LABEL_VALUE, "" if exceeded else "; it was retried once already"
-                              if self.book.held[entry.instance_id].retried
+                              QUARANTINE_LABEL_VALUE, "" if exceeded or retried
                               else "; retried once every other node is replaced"))
         if exceeded:
             raise StepFailed(self.book.error(exceeded=True), result)
@@ -145,13 +145,15 @@ class Quarantine:
                 self._source_done = batch is None and not self.live
             if batch is None:
                 batch = self._retry(source, state)
-            elif batch.desired_capacity is not None:
-                self._size_step(batch)
+            # A surge step's old instances as planned, before _size_step leaves out those held.
             self._last = (batch, batch.old_count) if batch is not None else None
+            if batch is not None and batch.desired_capacity is not None:
+                self._size_step(batch)
             return batch
         return next_batch
 
     def _count_shortfall(self) -> None:
+        """The old instances the last surge step planned to terminate and did not: held, or none left to take."""
         if self._last is not None and self._last[0].desired_capacity is not None:
             self.shortfall += self._last[1] - len(self._last[0].instance_ids)
 
@@ -159,7 +161,7 @@ class Quarantine:
         """A surge step raised by the old instances earlier steps left in the group; its old instances chosen
         among those not held."""
         batch.desired_capacity += self.shortfall
-        if batch.choose_old is not None and (self.shortfall or self.book.held):
+        if batch.choose_old is not None:
             excluded = self.book.excluded
             candidates = [i for i in batch.choose_old["candidates"] if i not in excluded]
             batch.choose_old = dict(batch.choose_old, candidates=candidates,

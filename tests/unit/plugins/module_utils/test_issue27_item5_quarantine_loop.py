@@ -164,3 +164,30 @@ def test_issue27_item5_the_scale_down_removes_a_quarantined_node_only_when_no_ot
     chosen = schedule_ops.restore_choice(members, [held], eks, 1, 2)
     assert chosen[0]["instance_id"] in ("i-n1", "i-n2")
     assert [i["instance_id"] for i in schedule_ops.restore_choice(members, [held], eks, 3, 2)][-1] == "i-old"
+
+
+def test_issue27_item5_a_surge_rerun_launches_for_a_carried_node_keeps_it_out_and_retries_it_last():
+    # The rerun's plan replaces the one old instance left, quarantined by the earlier run: its step launches, takes
+    # no old instance (the held one is left out), and the retry's termination lowers the desired capacity back.
+    steps = [dict(desired_capacity=4, launch=1, instance_ids=["i-a"])]
+    run = Run(["i-a"], {}, surge=True, carried={"i-a": "node-i-a"})
+    run.run(planned_steps(steps))
+    assert run.desired == [4]
+    assert [e[1:] for e in run.events if e[0] == "drain"] == [((), False), (("i-a",), True)]
+    assert [e for e in run.events if e[0] == "terminate"] == [("terminate", ("i-a",), True)]
+
+
+def test_issue27_item5_a_surge_step_that_found_no_old_instance_to_take_is_counted_in_the_next_step():
+    # Three steps planned for i-a, i-b, i-c; an earlier run quarantined i-a and i-b. Step 1 takes i-c; step 2
+    # finds no old instance left to take and keeps the node it launched, so step 3 raises the desired capacity one
+    # higher than planned (never below the group's size: Auto Scaling would scale in); the retries' terminations
+    # lower it back to the plan's end.
+    steps = [dict(desired_capacity=4, launch=1, instance_ids=["i-a"]),
+             dict(desired_capacity=4, launch=1, instance_ids=["i-b"]),
+             dict(desired_capacity=4, launch=1, instance_ids=["i-c"])]
+    run = Run(["i-a", "i-b", "i-c"], {}, surge=True, carried={"i-a": "node-i-a", "i-b": "node-i-b"})
+    run.run(planned_steps(steps))
+    assert run.desired == [4, 4, 5]
+    assert [e for e in run.events if e[0] == "terminate"] == [("terminate", ("i-c",), True),
+                                                              ("terminate", ("i-a",), True),
+                                                              ("terminate", ("i-b",), True)]
