@@ -92,8 +92,9 @@ _value:
       C(kept_sizes) the MinSize or MaxSize someone changed during the upgrade, which it kept (issue 29 item 4);
       C(error) is the run's error with a one-line C(summary).
     - C(quarantined) lists the nodes held in quarantine (issue 27 item 5, C(undrainable_nodes=quarantine)) - each
-      with C(node), C(instance_id), C(batch), C(retried), C(pods) (C(pod), C(reason), C(pdb)) and
-      C(pod_disruption_budgets); empty when none is.
+      with C(node), C(instance_id), C(batch), C(retried), C(evicted) (the pods its drains evicted before they
+      timed out, counted in C(pods_evicted)), C(pods) (C(pod), C(reason), C(pdb)) and C(pod_disruption_budgets);
+      empty when none is.
   type: dict
   sample:
     status: succeeded
@@ -243,10 +244,12 @@ def _error_report(error: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return dict(error, summary="%s | %s" % (summary, error["resume"]))
 
 
-def _pods(drained: Mapping[str, Mapping[str, Any]], eks_evictions: Mapping[str, Any] | None) -> dict[str, Any]:
-    """What the drains did; on a managed group, what EKS's did (null when the cluster could not be watched)."""
+def _pods(drained: Mapping[str, Mapping[str, Any]], eks_evictions: Mapping[str, Any] | None,
+          quarantined: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """What the drains did, those of the nodes still held in quarantine too (issue 27 item 5: what they evicted
+    moved); on a managed group, what EKS's did (null when the cluster could not be watched)."""
     nodes = drained.values()
-    evicted = sum(len(node["evicted"]) for node in nodes)
+    evicted = sum(len(node["evicted"]) for node in nodes) + sum(len(entry["evicted"]) for entry in quarantined)
     if eks_evictions is not None:
         evicted = evicted + eks_evictions["pods_evicted"] if eks_evictions["counted"] else None
     return dict(
@@ -351,7 +354,7 @@ def upgrade_report(run: Mapping[str, Any]) -> dict[str, Any]:
     report.update(_surge(run))
     report.update(_schedule(run))
     eks_evictions = _eks_evictions(run)
-    report.update(_pods(drained, eks_evictions))
+    report.update(_pods(drained, eks_evictions, report["quarantined"]))
     report.update(_disruptions(run, drained, eks_evictions))
     report.update(_timeline(run, drained))
     report.update(

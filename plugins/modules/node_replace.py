@@ -312,8 +312,9 @@ replace:
       description:
         - With O(undrainable_nodes=quarantine), the nodes held in quarantine at the end, in the order held, each
           with C(node), C(instance_id), C(batch) (the batch that held it; null for one an earlier run quarantined),
-          C(retried) (its one more drain failed too), C(pods) (C(pod), C(reason), C(pdb) of each pod that held it)
-          and C(pod_disruption_budgets).
+          C(retried) (its one more drain failed too), C(evicted) (the pods its drains evicted before they timed
+          out), C(pods) (C(pod), C(reason), C(pdb) of each pod that held it) and C(pod_disruption_budgets). A node
+          whose retry drained it is in RV(replace.drained_nodes), its record with every pod the run evicted from it.
       type: list
       elements: dict
     at_risk_batches:

@@ -65,7 +65,8 @@ def quarantinable(codes: Mapping[str, str | None]) -> bool:
 class Held:
     """A quarantined node: its ``instance_id`` and ``node``, whether its termination lowers the desired capacity
     (``decrement``, as its batch planned it), the ``blockers`` of its last drain ({pod, reason, pdb}), the ``batch``
-    that quarantined it (None: a rerun found it labelled), and whether it was ``retried`` in this run."""
+    that quarantined it (None: a rerun found it labelled), whether it was ``retried`` in this run, and the pods its
+    drains in this run ``evicted`` before they timed out (they moved: the report counts them)."""
 
     instance_id: str
     node: str
@@ -73,10 +74,11 @@ class Held:
     blockers: tuple[Mapping[str, Any], ...] = ()
     batch: int | None = None
     retried: bool = False
+    evicted: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return dict(instance_id=self.instance_id, node=self.node, batch=self.batch, retried=self.retried,
-                    pods=[dict(b) for b in self.blockers],
+                    evicted=sorted(self.evicted), pods=[dict(b) for b in self.blockers],
                     pod_disruption_budgets=sorted(set(name for b in self.blockers for name in budgets_of(b))))
 
 
@@ -86,6 +88,12 @@ def budgets_of(blocker: Mapping[str, Any]) -> list[str]:
     namespace = blocker["pod"].split("/")[0]
     return [name if "/" in name else "%s/%s" % (namespace, name)
             for name in (blocker.get("pdb") or "").split(",") if name]
+
+
+def with_earlier_evictions(record: Mapping[str, Any], held: Held) -> dict[str, Any]:
+    """A drain record (node_drain's drain.nodes entry) of a node ``held`` in quarantine earlier in the run, with
+    the pods its earlier drains evicted: every pod the run moved off the node."""
+    return dict(record, evicted=sorted(held.evicted + tuple(record.get("evicted") or ())))
 
 
 def describe_blockers(blockers: Iterable[Mapping[str, Any]]) -> str:
@@ -123,17 +131,18 @@ class QuarantineBook:
         for entry in entries:
             if entry.instance_id in self.retrying:
                 self.retrying.discard(entry.instance_id)
-                entry = replace(entry, retried=True, batch=self.held[entry.instance_id].batch)
+                earlier = self.held[entry.instance_id]
+                entry = replace(entry, retried=True, batch=earlier.batch, evicted=earlier.evicted + entry.evicted)
             else:
                 new = new or entry.instance_id not in self.held
             self.held[entry.instance_id] = entry
         return new and len(self.held) > self.limit
 
-    def release(self, instance_ids: Iterable[str]) -> None:
-        """Nodes whose retry drained them: they go with their batch."""
-        for instance_id in instance_ids:
-            self.held.pop(instance_id, None)
-            self.retrying.discard(instance_id)
+    def release(self, instance_ids: Iterable[str]) -> list[Held]:
+        """Nodes whose retry drained them: they go with their batch. Returns the entries released."""
+        released = [self.held.pop(i) for i in instance_ids if i in self.held]
+        self.retrying.difference_update(h.instance_id for h in released)
+        return released
 
     @property
     def excluded(self) -> set[str]:

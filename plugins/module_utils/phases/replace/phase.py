@@ -340,20 +340,22 @@ def take_old_instances(ctx: StepContext, group: NodegroupRef | None, batch: Batc
             ", ".join(batch.instance_ids), ", ".join("%s %d" % item for item in counts.items())))
 
 
-def held_nodes(quarantine: Quarantine | None, batch: Batch, outcome: drain_step.DrainOutcome,
-               context: StepContext) -> dict[str, str]:
-    """The nodes of ``batch`` held in quarantine after its drain (issue 27 item 5; instance id -> node), taken out of
-    the batch; the drained ones leave the quarantine. A failed drain raises StepFailed with the step's result, as
-    node_drain's fail_json gave it (the task's result carries it), unless its nodes are held."""
-    if outcome.error is None:
-        if quarantine is not None:
-            quarantine.released(batch)
-        return {}
-    result = outcome.to_result(context)
-    held = quarantine.hold(batch, outcome.failed_codes, result, outcome.instances or {}) if quarantine else None
-    if held is None:
-        raise StepFailed(outcome.error, result)
-    return held
+def drained_and_held(quarantine: Quarantine | None, batch: Batch, outcome: drain_step.DrainOutcome,
+                     context: StepContext, ready: float | None) -> Drained:
+    """``batch``'s drain as the loop reads it: its drained nodes, and those held in quarantine (issue 27 item 5),
+    taken out of the batch; a drained node that was held leaves the quarantine. A failed drain raises StepFailed with
+    the step's result, as node_drain's fail_json gave it (the task's result carries it), unless its nodes are
+    held."""
+    held = {}
+    if outcome.error is not None:
+        result = outcome.to_result(context)
+        held = quarantine.hold(batch, outcome.failed_codes, result, outcome.instances or {}) if quarantine else None
+        if held is None:
+            raise StepFailed(outcome.error, result)
+    nodes = dict((name, node) for name, node in outcome.nodes.items() if name not in held.values())
+    if quarantine is not None:
+        nodes = quarantine.released(batch, nodes)
+    return Drained(nodes, outcome.instances or {}, ready, held)
 
 
 def replace_loop(params: Mapping[str, Any], steps: PhaseSteps, clients: Clients, check_mode: bool, diff: bool,
@@ -382,9 +384,7 @@ def replace_loop(params: Mapping[str, Any], steps: PhaseSteps, clients: Clients,
             return Drained({}, {}, ready)
         outcome = drain_step.drain(context, steps.drain.of_instances(batch.instance_ids),
                                    ahead.drain_inputs(batch, node_names), ahead.on_emptied(batch))
-        held = held_nodes(quarantine, batch, outcome, context)
-        nodes = dict((name, node) for name, node in outcome.nodes.items() if name not in held.values())
-        return Drained(nodes, outcome.instances or {}, ready, held)
+        return drained_and_held(quarantine, batch, outcome, context, ready)
 
     def start(batch: Batch) -> Terminations:
         rounds = []

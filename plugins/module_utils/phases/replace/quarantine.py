@@ -33,6 +33,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.quarantine_b
     describe_blockers,
     quarantinable,
     reason_annotation,
+    with_earlier_evictions,
 )
 
 
@@ -110,7 +111,8 @@ class Quarantine:
         number = len(self.state.batches) if self.state is not None else None
         held = dict((i, name) for i, name in instances.items() if name in codes)
         entries = [Held(i, name, decrement=i in batch.decrement_ids, blockers=tuple(nodes[name].get("failed") or ()),
-                        batch=number) for i, name in sorted(held.items())]
+                        batch=number, evicted=tuple(nodes[name].get("evicted") or ()))
+                   for i, name in sorted(held.items())]
         for entry in entries:
             patch_node_metadata(self.core_v1(), entry.node, {QUARANTINE_LABEL: QUARANTINE_LABEL_VALUE},
                                 {QUARANTINE_REASON_ANNOTATION: reason_annotation(entry)})
@@ -129,10 +131,15 @@ class Quarantine:
         batch.take_out(held)
         return held
 
-    def released(self, batch: Batch) -> None:
-        """``batch``'s nodes were drained: a retried node among them leaves the quarantine."""
-        self.book.release(batch.instance_ids)
+    def released(self, batch: Batch, nodes: Mapping[str, Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+        """``batch``'s nodes were drained (``nodes``, their drain records): a retried node among them leaves the
+        quarantine, its record with the pods its earlier drains evicted. Returns the records."""
+        records = dict(nodes)
+        for held in self.book.release(batch.instance_ids):
+            if held.node in records:
+                records[held.node] = with_earlier_evictions(records[held.node], held)
         self._record()
+        return records
 
     def next_batch(self, source: Callable[[ReplaceState], Batch | None]) -> Callable[[ReplaceState], Batch | None]:
         """``source``'s batches (a surge step's sized for the instances held), then the retries."""

@@ -370,10 +370,13 @@ def test_issue27_item5_a_batch_says_which_nodes_it_held_in_quarantine_and_a_retr
     held = dict(batch_record(1, "i-1", "us-east-1a", 100, 150, 151, 170, {}), instance_ids=[], nodes=[],
                 quarantined=["node-i-1"])
     retry = dict(batch_record(2, "i-1", "us-east-1a", 200, 230, 231, 240, {}), retry=True)
-    entry = dict(node="node-i-1", instance_id="i-1", batch=1, retried=False, pods=[], pod_disruption_budgets=[])
+    entry = dict(node="node-i-1", instance_id="i-1", batch=1, retried=False, evicted=["a/p0"], pods=[],
+                 pod_disruption_budgets=[])
     report = upgrade_report(run(setup_result=setup_result(), upgrade_batches=[held, retry],
                                 upgrade_drain_results={"node-i-1": drained(["a/p1"])}, upgrade_quarantined=[entry]))
     first, second = report["batches"]
     assert (first["instance_ids"], first["nodes"], first["quarantined"], first["retry"]) == ([], [], ["node-i-1"], False)
     assert (second["instance_ids"], second["quarantined"], second["retry"]) == (["i-1"], [], True)
     assert report["quarantined"] == [entry]
+    # What the held node's drain evicted before it timed out moved too.
+    assert report["pods_evicted"] == 2

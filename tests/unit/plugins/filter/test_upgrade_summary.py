@@ -196,7 +196,8 @@ def test_issue25_item4_the_summary_says_where_the_picture_is():
 
 
 def test_issue27_item5_the_summary_names_each_quarantined_node_with_its_pods_and_budgets():
-    entry = dict(node="ip-10-0-1-5", instance_id="i-5", batch=2, retried=True, pod_disruption_budgets=["payments/billing"],
+    entry = dict(node="ip-10-0-1-5", instance_id="i-5", batch=2, retried=True, evicted=[],
+                 pod_disruption_budgets=["payments/billing"],
                  pods=[dict(pod="payments/billing-1", reason="Cannot evict pod", pdb="payments/billing")])
     line = [line for line in upgrade_summary(report(quarantined=[entry])) if line.startswith("Quarantined")]
     assert line == ["Quarantined (cordoned, labelled eksops.nodegroup/quarantined=true, instance kept; a rerun retries "

@@ -56,14 +56,14 @@ class Run:
         for i in failing:
             self.blocked[i] -= 1
         instances = dict((i, "node-" + i) for i in batch.instance_ids)
-        if not failing:
-            self.quarantine.released(batch)
-            return Drained(dict((n, {}) for n in instances.values()), instances)
-        nodes = dict((n, dict(failed=[BLOCKER] if i in failing else [], error="held" if i in failing else None))
-                     for i, n in instances.items())
-        codes = dict(("node-" + i, "PodEvictionFailure") for i in failing)
-        held = self.quarantine.hold(batch, codes, dict(drain=dict(nodes=nodes)), instances)
-        return Drained(dict((n, r) for n, r in nodes.items() if n not in held.values()), instances, None, held)
+        nodes = dict((n, dict(failed=[BLOCKER] if i in failing else [], error="held" if i in failing else None,
+                              evicted=["default/web-%s-%d" % (i, len(self.events))])) for i, n in instances.items())
+        held = {}
+        if failing:
+            codes = dict(("node-" + i, "PodEvictionFailure") for i in failing)
+            held = self.quarantine.hold(batch, codes, dict(drain=dict(nodes=nodes)), instances)
+        drained = self.quarantine.released(batch, dict((n, r) for n, r in nodes.items() if n not in held.values()))
+        return Drained(drained, instances, None, held)
 
     def start(self, batch):
         self.events.append(("terminate", tuple(batch.instance_ids), batch.decrement))
@@ -109,6 +109,8 @@ def test_issue27_item5_a_retry_that_drains_the_node_terminates_it_and_the_run_su
     assert run.terminated() == ["i-1", "i-3", "i-2"]
     assert state.quarantined == []
     assert state.replaced_instances == ["i-1", "i-3", "i-2"]
+    # Every pod moved off i-2's node, by the drain that timed out and by the retry.
+    assert state.drained_nodes["node-i-2"]["evicted"] == ["default/web-i-2-1", "default/web-i-2-5"]
 
 
 def test_issue27_item5_one_more_than_max_quarantined_nodes_stops_the_run_at_once():

@@ -18,6 +18,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.quarantine_b
     check_quarantine_options,
     quarantinable,
     reason_annotation,
+    with_earlier_evictions,
 )
 
 BILLING = dict(pod="payments/billing-1", reason="Cannot evict pod (drain_timeout=5 s)", pdb="payments/billing")
@@ -105,3 +106,15 @@ def test_issue27_item5_a_budget_is_named_in_its_pods_namespace():
     entry = held("i-1", blockers=[dict(pod="default/billing-1", reason="x", pdb="billing,all")])
     assert entry.to_dict()["pod_disruption_budgets"] == ["default/all", "default/billing"]
     assert "default/billing-1 (PodDisruptionBudget default/billing, default/all)" in reason_annotation(entry)
+
+
+def test_issue27_item5_what_a_node_s_drains_evicted_before_they_timed_out_is_kept_until_it_goes():
+    book = QuarantineBook(limit=1)
+    book.hold([Held("i-1", "node-i-1", blockers=(BILLING,), batch=1, evicted=("default/web-1",))])
+    book.next_retry(1)
+    book.hold([Held("i-1", "node-i-1", blockers=(BILLING,), batch=3, evicted=("default/web-2",))])
+    assert book.entries()[0]["evicted"] == ["default/web-1", "default/web-2"] and book.entries()[0]["batch"] == 1
+    [released] = book.release(["i-1", "i-9"])
+    record = with_earlier_evictions(dict(evicted=["payments/billing-1"], failed=[]), released)
+    assert record["evicted"] == ["default/web-1", "default/web-2", "payments/billing-1"]
+    assert book.held == {}
