@@ -38,7 +38,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.discove
     find_module_nodegroup,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.read_ahead import ReadAhead
-from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.quarantine import Quarantine
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.quarantine import Quarantine, drained_and_held
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.quarantine_book import (
     MAX_QUARANTINED_NODES_DEFAULT,
     UNDRAINABLE_NODES,
@@ -338,24 +338,6 @@ def take_old_instances(ctx: StepContext, group: NodegroupRef | None, batch: Batc
     if batch.instance_ids:
         progress("replacing %s, chosen from the group as the launch left it (instances per AZ: %s)" % (
             ", ".join(batch.instance_ids), ", ".join("%s %d" % item for item in counts.items())))
-
-
-def drained_and_held(quarantine: Quarantine | None, batch: Batch, outcome: drain_step.DrainOutcome,
-                     context: StepContext, ready: float | None) -> Drained:
-    """``batch``'s drain as the loop reads it: its drained nodes, and those held in quarantine (issue 27 item 5),
-    taken out of the batch; a drained node that was held leaves the quarantine. A failed drain raises StepFailed with
-    the step's result, as node_drain's fail_json gave it (the task's result carries it), unless its nodes are
-    held."""
-    held = {}
-    if outcome.error is not None:
-        result = outcome.to_result(context)
-        held = quarantine.hold(batch, outcome.failed_codes, result, outcome.instances or {}) if quarantine else None
-        if held is None:
-            raise StepFailed(outcome.error, result)
-    nodes = dict((name, node) for name, node in outcome.nodes.items() if name not in held.values())
-    if quarantine is not None:
-        nodes = quarantine.released(batch, nodes)
-    return Drained(nodes, outcome.instances or {}, ready, held)
 
 
 def replace_loop(params: Mapping[str, Any], steps: PhaseSteps, clients: Clients, check_mode: bool, diff: bool,

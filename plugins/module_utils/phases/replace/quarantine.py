@@ -21,8 +21,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import StepFailed
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.step_context import StepContext
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps.node_drain import DrainOutcome
 from ansible_collections.eksops.nodegroup.plugins.module_utils.members.group_nodes import list_all_nodes, patch_node_metadata
-from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import Batch, ReplaceFailed, ReplaceState
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import Batch, Drained, ReplaceFailed, ReplaceState
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.next_batch import LivePlanner
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.quarantine_book import (
     QUARANTINE_LABEL,
@@ -55,6 +57,24 @@ def start_quarantine(params: Mapping[str, Any], clients: Any, node_names: Mappin
     quarantine = Quarantine(book, clients.core_v1, progress, surge,
                             params["batch_size"] or max([len(batch) for batch in planned] or [1]))
     return (params if surge else dict(params, batches=quarantine.planned(params["batches"]))), quarantine
+
+
+def drained_and_held(quarantine: Quarantine | None, batch: Batch, outcome: DrainOutcome,
+                     context: StepContext, ready: float | None) -> Drained:
+    """``batch``'s drain as the loop reads it: its drained nodes, and those held in quarantine (issue 27 item 5),
+    taken out of the batch; a drained node that was held leaves the quarantine. A failed drain raises StepFailed with
+    the step's result, as node_drain's fail_json gave it (the task's result carries it), unless its nodes are
+    held."""
+    held = {}
+    if outcome.error is not None:
+        result = outcome.to_result(context)
+        held = quarantine.hold(batch, outcome.failed_codes, result, outcome.instances or {}) if quarantine else None
+        if held is None:
+            raise StepFailed(outcome.error, result)
+    nodes = dict((name, node) for name, node in outcome.nodes.items() if name not in held.values())
+    if quarantine is not None:
+        nodes = quarantine.released(batch, nodes)
+    return Drained(nodes, outcome.instances or {}, ready, held)
 
 
 def labelled_instances(core_v1: Any, node_names: Mapping[str, str | None]) -> dict[str, str]:
