@@ -41,7 +41,8 @@ options:
       - The phases' variables, null when unset - C(setup_result), C(setup_phase) (the setup task's result), C(failure_state) (the node
         group described after a failure), C(managed_update_result), C(managed_update_step),
         C(upgrade_replaced_instances), C(upgrade_never_joined), C(upgrade_drain_results) (the upgrade phase's, of
-        either strategy), C(scale_down_result), and C(scale_up_result) (may be left out).
+        either strategy), C(scale_down_result), and C(scale_up_result) (may be left out); C(upgrade_quarantined)
+        (may be left out), the nodes the upgrade phase held in quarantine (issue 27 item 5).
       - C(schedule) (the schedule the run asked the phases for, issue 11 item 1), C(upgrade_schedule) (the one the
         upgrade phase ran, after any fallback), C(upgrade_at_risk_batches) and C(upgrade_decrements) (may be left
         out).
@@ -94,6 +95,10 @@ _value:
     - C(restored) has the sizes and processes the scale-down restored (null when it restored nothing), and in
       C(kept_sizes) the MinSize or MaxSize someone changed during the upgrade, which it kept (issue 29 item 4);
       C(error) is the run's error with a one-line C(summary).
+    - C(quarantined) lists the nodes held in quarantine (issue 27 item 5, C(undrainable_nodes=quarantine)) - each
+      with C(node), C(instance_id), C(batch), C(retried), C(evicted) (the pods its drains evicted before they
+      timed out, counted in C(pods_evicted)), C(pods) (C(pod), C(reason), C(pdb)) and C(pod_disruption_budgets);
+      empty when none is.
   type: dict
   sample:
     status: succeeded
@@ -120,6 +125,7 @@ _value:
     never_joined: []
     drained_nodes: [ip-10-0-1-1.ec2.internal, ip-10-0-2-1.ec2.internal, ip-10-0-3-1.ec2.internal]
     surplus_removed: [i-0d, i-0e]
+    quarantined: []
     surge: 6
     surge_sizing: eks
     surge_instance_minutes: 119.6
@@ -247,10 +253,12 @@ def _error_report(error: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return dict(error, summary="%s | %s" % (summary, error["resume"]))
 
 
-def _pods(drained: Mapping[str, Mapping[str, Any]], eks_evictions: Mapping[str, Any] | None) -> dict[str, Any]:
-    """What the drains did; on a managed group, what EKS's did (null when the cluster could not be watched)."""
+def _pods(drained: Mapping[str, Mapping[str, Any]], eks_evictions: Mapping[str, Any] | None,
+          quarantined: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """What the drains did, those of the nodes still held in quarantine too (issue 27 item 5: what they evicted
+    moved); on a managed group, what EKS's did (null when the cluster could not be watched)."""
     nodes = drained.values()
-    evicted = sum(len(node["evicted"]) for node in nodes)
+    evicted = sum(len(node["evicted"]) for node in nodes) + sum(len(entry["evicted"]) for entry in quarantined)
     if eks_evictions is not None:
         evicted = evicted + eks_evictions["pods_evicted"] if eks_evictions["counted"] else None
     return dict(
@@ -350,11 +358,12 @@ def upgrade_report(run: Mapping[str, Any]) -> dict[str, Any]:
         never_joined=run["upgrade_never_joined"] or [],
         drained_nodes=list(drained),
         surplus_removed=[instance["instance_id"] for instance in (scale_down or {}).get("removed_instances", [])],
+        quarantined=list(run.get("upgrade_quarantined") or []),
     )
     report.update(_surge(run))
     report.update(_schedule(run))
     eks_evictions = _eks_evictions(run)
-    report.update(_pods(drained, eks_evictions))
+    report.update(_pods(drained, eks_evictions, report["quarantined"]))
     report.update(_disruptions(run, drained, eks_evictions))
     report.update(_timeline(run, drained))
     report.update(

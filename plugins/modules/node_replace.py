@@ -199,6 +199,30 @@ options:
       - Seed of the random choice of the old instances of each batch under the schedule C(once) (the plan's
         RV(eksops.nodegroup.nodegroup_info#module:nodegroup.plan.seed)); drawn when not given.
     type: int
+  undrainable_nodes:
+    description:
+      - What a node whose drain ran out of O(delete_options.wait_timeout) with pods still held (C(PodEvictionFailure)
+        after evictions were tried - a PodDisruptionBudget that allows none, a pod that does not go) does to the run
+        (issue 27 item 5). C(fail) stops the run there, the node cordoned.
+      - C(quarantine) leaves such a node cordoned and labels it C(eksops.nodegroup/quarantined=true), the pods and
+        PodDisruptionBudgets that held it in its annotation C(eksops.nodegroup/quarantine-reason); its instance is
+        not terminated and stays in the group (a surge step keeps the node it launched for it, and the later steps
+        count it). The run goes on with the batch's other nodes and the later batches, then drains each
+        quarantined node once more, and fails with C(NodesQuarantined) naming every node, pod and budget that
+        still held. A rerun finds the labelled nodes and retries them last.
+      - A node whose pods were refused before any eviction (a bare pod, a C(karpenter.sh/do-not-disrupt) annotation;
+        only O(delete_options.force) moves them) or that a load balancer kept fails the run either way. Nothing is
+        forced unless O(delete_options.force). Not in check mode, where no drain fails.
+    type: str
+    choices: [fail, quarantine]
+    default: fail
+  max_quarantined_nodes:
+    description:
+      - With O(undrainable_nodes=quarantine), how many nodes may be held at once, those an earlier run quarantined
+        included (at least 1). The node that makes one more stops the run at once with C(NodesQuarantined), before
+        its next batch; it stays cordoned and labelled like the others.
+    type: int
+    default: 1
 notes:
   - Needs what M(eksops.nodegroup.node_drain) and M(eksops.nodegroup.asg_instance_terminate) need (see
     C(docs/iam-policy.json) and C(docs/rbac.yaml)), with the credentials of the controller.
@@ -273,7 +297,9 @@ replace:
         the epoch times C(started), C(drained) (the drain ended), C(accepted) (Auto Scaling accepted the
         termination), C(gone) (instances terminated) and C(ended) (the batch's end), C(new_nodes_ready) for a surge
         step that launched nodes, and where the instances ran - C(availability_zones) (by instance) and
-        C(group_per_az) (the group's instances per AZ, terminating ones aside, when their termination was asked).
+        C(group_per_az) (the group's instances per AZ, terminating ones aside, when their termination was asked);
+        C(retry) (it drains quarantined nodes once more) and C(quarantined) (the nodes it held in quarantine instead
+        of terminating them; their instances left C(instance_ids)).
       type: list
       elements: dict
     schedule:
@@ -283,6 +309,15 @@ replace:
       description: With O(cordon_old_nodes), when every old node was cordoned before the first batch (C(at), epoch
         time) and which (C(nodes)); else null.
       type: dict
+    quarantined:
+      description:
+        - With O(undrainable_nodes=quarantine), the nodes held in quarantine at the end, in the order held, each
+          with C(node), C(instance_id), C(batch) (the batch that held it; null for one an earlier run quarantined),
+          C(retried) (its one more drain failed too), C(evicted) (the pods its drains evicted before they timed
+          out), C(pods) (C(pod), C(reason), C(pdb) of each pod that held it) and C(pod_disruption_budgets). A node
+          whose retry drained it is in RV(replace.drained_nodes), its record with every pod the run evicted from it.
+      type: list
+      elements: dict
     at_risk_batches:
       description: The batches (1-based) flagged C(at_risk).
       type: list
@@ -334,7 +369,9 @@ termination:
 code:
   description: The failing step's code, as M(eksops.nodegroup.node_drain) or M(eksops.nodegroup.asg_instance_terminate)
     return it (C(PodEvictionFailure), C(LoadBalancerDeregistrationTimeout), C(ClusterAutoscalerActive),
-    C(UpgradeInProgress), C(NodeCreationFailure), ...).
+    C(UpgradeInProgress), C(NodeCreationFailure), ...), or C(NodesQuarantined) with O(undrainable_nodes=quarantine)
+    (the result then has C(failed_nodes), C(quarantined) as RV(replace.quarantined), C(pod_disruption_budgets) and
+    C(max_quarantined_nodes_exceeded)).
   returned: failure
   type: str
 """

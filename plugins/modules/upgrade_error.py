@@ -54,6 +54,7 @@ options:
       - UpgradePaused
       - MaintenanceWindowClosed
       - AlarmTriggered
+      - NodesQuarantined
   msg:
     description:
       - What failed and what to do, without the code (the result carries it beside the message).

@@ -78,6 +78,9 @@ def batch_report(phase: str, record: Mapping[str, Any], drained: Mapping[str, Ma
         pod_warnings=["node %s: %s" % (name, warning) for name in names for warning in
                       (drained.get(name) or {}).get("warnings") or []],
         waited_on=_waited_on(record, nodes, bool(record.get("replacements"))),
+        # Issue 27 item 5: the nodes the batch held in quarantine instead of replacing them, and whether it drained
+        # quarantined nodes once more.
+        quarantined=list(record.get("quarantined") or []), retry=bool(record.get("retry")),
     )
 
 

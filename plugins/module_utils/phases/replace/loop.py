@@ -22,7 +22,7 @@ ReplaceFailed with what was done before the failure (ReplaceState).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 import threading
@@ -40,7 +40,8 @@ class Batch:
     raises the desired capacity to ``desired_capacity``, launching ``launch`` new nodes; it may have no old
     instance to replace. ``choose_old`` (a surge step's, issue 26 item 2): its old instances are chosen once its
     launch is placed (take), ``count`` of the ``candidates``, from the group's ``end_size`` and the
-    ``next_launch`` (placement.surge_step_old); until then it has none."""
+    ``next_launch`` (placement.surge_step_old); until then it has none. ``retry``: the batch drains nodes held in
+    quarantine once more (issue 27 item 5, phases/replace/quarantine.py)."""
 
     def __init__(self, instance_ids: Sequence[str], decrement: bool = False, decrement_ids: Sequence[str] = (),
                  at_risk: bool = False, desired_capacity: int | None = None, launch: int = 0,
@@ -52,6 +53,7 @@ class Batch:
         self.desired_capacity = desired_capacity
         self.launch = launch
         self.choose_old = choose_old
+        self.retry = False
 
     @property
     def old_count(self) -> int:
@@ -64,6 +66,12 @@ class Batch:
         self.instance_ids = list(instance_ids)
         self.decrement_ids = list(instance_ids)
 
+    def take_out(self, instance_ids: Iterable[str]) -> None:
+        """Issue 27 item 5: instances held in quarantine leave the batch; its other instances go on."""
+        out = set(instance_ids)
+        self.instance_ids = [i for i in self.instance_ids if i not in out]
+        self.decrement_ids = [i for i in self.decrement_ids if i not in out]
+
     @property
     def decrement(self) -> bool:
         """Whether every termination of the batch lowers the desired capacity (Batch(..., decrement=True))."""
@@ -73,12 +81,13 @@ class Batch:
 @dataclass(frozen=True)
 class Drained:
     """What a batch's drain step did, as the loop reads it: the nodes drained, by name (each node's record as
-    node_drain returns it), the node of each of the batch's instances, and when a surge step's new nodes were Ready
-    (None: it launched none)."""
+    node_drain returns it), the node of each of the batch's instances, when a surge step's new nodes were Ready
+    (None: it launched none), and the nodes held in quarantine instead (instance id -> node; issue 27 item 5)."""
 
     nodes: Mapping[str, Mapping[str, Any]]
     instances: Mapping[str, str | None]
     new_nodes_ready: float | None = None
+    quarantined: Mapping[str, str] | None = None
 
 
 class ReplaceState:
@@ -98,11 +107,14 @@ class ReplaceState:
         self.schedule = None
         # SPEC U4: when every old node was cordoned before the first batch, and which ({at, nodes}), else None.
         self.cordoned = None
+        # Issue 27 item 5: the nodes held in quarantine (plan/quarantine_book.py Held.to_dict), in the order held.
+        self.quarantined = []
 
     def to_dict(self) -> dict[str, Any]:
         return dict(drained_nodes=dict(self.drained_nodes), replaced_instances=list(self.replaced_instances),
                     never_joined=list(self.never_joined), retained_instances=list(self.retained_instances),
                     batches=[dict(b) for b in self.batches], schedule=self.schedule, cordoned=self.cordoned,
+                    quarantined=list(self.quarantined),
                     at_risk_batches=[b["batch"] for b in self.batches if b.get("at_risk")],
                     decrements=sum(len(b.get("decrement_ids") or []) for b in self.batches))
 
@@ -235,7 +247,7 @@ class ReplaceLoop:
     def one_batch(self, batch: Batch) -> None:
         record = dict(batch=len(self.state.batches) + 1, instance_ids=list(batch.instance_ids),
                       nodes=[self.node_names.get(i) for i in batch.instance_ids], started=self.clock(),
-                      decrement_ids=list(batch.decrement_ids), at_risk=batch.at_risk)
+                      decrement_ids=list(batch.decrement_ids), at_risk=batch.at_risk, retry=batch.retry)
         self.state.batches.append(record)
         self.progress("%s started at %s: %s" % (
             self.label(record), clock_time(record["started"]),
@@ -291,6 +303,10 @@ class ReplaceLoop:
             raise
         self.chosen(record, batch)
         record["drained"] = self.clock()
+        if output.quarantined:
+            record.update(instance_ids=list(batch.instance_ids), decrement_ids=list(batch.decrement_ids),
+                          nodes=[self.node_names.get(i) for i in batch.instance_ids],
+                          quarantined=sorted(output.quarantined.values()))
         if output.new_nodes_ready is not None:
             record["new_nodes_ready"] = output.new_nodes_ready
         self.pod_warnings(record, output.nodes)

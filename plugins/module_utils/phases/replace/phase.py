@@ -41,6 +41,12 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.re
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.batch_gate import BatchGate, batch_bound, gated_batches
 from ansible_collections.eksops.nodegroup.plugins.module_utils.gates.safe_points import GATE_ARGUMENT_SPEC, SafePoints
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host import job_guard
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.quarantine import Quarantine, drained_and_held
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.quarantine_book import (
+    MAX_QUARANTINED_NODES_DEFAULT,
+    UNDRAINABLE_NODES,
+    UNDRAINABLE_NODES_DEFAULT,
+)
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clock import clock_time
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.step_context import StepContext, group_options, validated
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import (
@@ -94,6 +100,8 @@ ARGUMENT_SPEC = dict(
     schedule=dict(type="str", choices=list(schedule_ops.SCHEDULES), default=schedule_ops.SCHEDULE_DEFAULT_MODULE),
     batch_size=dict(type="int"),
     seed=dict(type="int"),
+    undrainable_nodes=dict(type="str", choices=list(UNDRAINABLE_NODES), default=UNDRAINABLE_NODES_DEFAULT),
+    max_quarantined_nodes=dict(type="int", default=MAX_QUARANTINED_NODES_DEFAULT),
     # Issue 27 items 2-4: what is checked before each batch (gates/safe_points.py, phases/replace/batch_gate.py).
     **GATE_ARGUMENT_SPEC,
     **LEASE_OPTION
@@ -359,16 +367,18 @@ def start_terminations(context: StepContext, terminate: terminate_step.Terminate
 def replace_loop(params: Mapping[str, Any], steps: PhaseSteps, clients: Clients, check_mode: bool, diff: bool,
                  warn: Callable[[str], None], log: Callable[[str], None], progress: Callable[[str], None],
                  next_batch: Callable[[ReplaceState], Batch | None], node_names: dict[str, str | None],
-                 safe_points: SafePoints,
-                 group: NodegroupRef | None = None
+                 safe_points: SafePoints, group: NodegroupRef | None = None, quarantine: Quarantine | None = None
                  ) -> tuple[ReplaceLoop, Callable[[ReplaceState], Batch | None], BatchGate]:
     """(the loop with node_drain's and asg_instance_terminate's steps, run with ``steps``' options, the next_batch
-    to run it with, the safe point before a batch). The termination wait overlaps the next batch's drain unless the replacements gate the next
-    batch (wait_for_replacements, strategy minimal, U7) or nothing is terminated (check mode). A batch's
+    to run it with, the safe point before a batch). The termination wait overlaps the next batch's drain unless the
+    replacements gate the next batch (wait_for_replacements, strategy minimal, U7) or nothing is terminated (check
+    mode). A batch's
     terminations go in up to two rounds (termination_rounds). What the next batch needs is read during the
     post-drain wait (phases/replace/read_ahead.py); ``node_names`` (instance id -> node name) is the one
     ``next_batch`` keeps up to date, ``group`` the node group the phase found (None: the first termination finds
-    it)."""
+    it), ``quarantine`` the held nodes' (issue 27 item 5; None: a failed drain fails the run; its retries come
+    last). The next_batch returned checks the job and ``safe_points`` before each batch, retries too
+    (phases/replace/batch_gate.py, issue 27 items 2-4)."""
     context = StepContext(params, clients, check_mode, diff, warn, log)
     ahead = ReadAhead(context, steps.drain, next_batch if isinstance(next_batch, LivePlanner) else None, group)
     # The first batch's reads go while the phase cordons every old node (U4).
@@ -383,10 +393,7 @@ def replace_loop(params: Mapping[str, Any], steps: PhaseSteps, clients: Clients,
             return Drained({}, {}, ready)
         outcome = drain_step.drain(context, steps.drain.of_instances(batch.instance_ids),
                                    ahead.drain_inputs(batch, node_names), ahead.on_emptied(batch))
-        if outcome.error is not None:
-            # The failing step's result, as node_drain's fail_json gave it: the task's result carries it.
-            raise StepFailed(outcome.error, outcome.to_result(context))
-        return Drained(outcome.nodes, outcome.instances or {}, ready)
+        return drained_and_held(quarantine, batch, outcome, context, ready)
 
     def start(batch: Batch) -> Terminations:
         return start_terminations(context, steps.terminate, ahead, batch)
@@ -404,4 +411,7 @@ def replace_loop(params: Mapping[str, Any], steps: PhaseSteps, clients: Clients,
                        noun=noun)
     gate = BatchGate(safe_points, context, lambda: ahead.group,
                      batch_bound(params, steps.drain.engine.drain_timeout, steps.drain.engine.post_drain_wait), noun)
-    return loop, gated_batches(ahead.next_batch(next_batch), job_guard.check, gate), gate
+    planned = ahead.next_batch(next_batch)
+    if quarantine is not None:
+        planned = quarantine.next_batch(planned)
+    return loop, gated_batches(planned, job_guard.check, gate), gate
