@@ -19,6 +19,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.host import job_g
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import error_result
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import ReplaceFailed, ReplaceState, batches_while_job_lives
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.health_gate import validate_gates
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.phase import (
     cordon_old_nodes,
     full_argument_spec,
@@ -74,15 +75,18 @@ class ActionModule(ControllerAction):
         Returns (params with the plan, the steps' options, the plan or None, the loop, its next_batch)."""
         check_mode = bool(self._task.check_mode)
         validate_schedule(params)
+        validate_gates(params)
         # The steps' options, typed and checked once for the phase (issue 26 item 4).
         steps = step_options(params, check_mode)
         params, plan, group = plan_phase(params, clients, warnings.append)
         if plan is not None:
             self._progress(plan_line(plan))
         node_names = dict(params["node_names"])
-        schedule, next_batch = next_batch_source(params, clients, check_mode, warnings.append, node_names, group)
+        # Issue 27 item 1: how many of the plan's first batches are the canary's.
+        canary = (plan or {}).get("canary_batches", 0)
+        schedule, next_batch = next_batch_source(params, clients, check_mode, warnings.append, node_names, group, canary)
         loop, next_batch = replace_loop(params, steps, clients, check_mode, bool(self._task.diff), warnings.append, _log,
-                                        self._progress, next_batch, node_names, group)
+                                        self._progress, next_batch, node_names, group, canary)
         loop.state.schedule = schedule
         return params, steps, plan, loop, next_batch
 

@@ -64,6 +64,9 @@ JOB_STOPPED = "JobStopped"
 # Not an EKS code: instances that joined the group during the upgrade still run an old launch template version; a
 # rerun replaces them.
 OLD_INSTANCES_LEFT = "OldInstancesLeft"
+# Not an EKS code (issue 27 item 1): after a batch's soak, the workloads its drain moved were not healthy again by
+# health_gate_timeout (pods Pending, Deployments or StatefulSets below their replicas); no further batch starts.
+HEALTH_GATE_FAILED = "HealthGateFailed"
 
 # Every code above: what a failure of the collection carries (the upgrade_error action takes no other).
 CODES = (NODE_CREATION_FAILURE, POD_EVICTION_FAILURE, ASG_INSTANCE_LAUNCH_FAILURES, INSTANCE_LIMIT_EXCEEDED,
@@ -72,7 +75,7 @@ CODES = (NODE_CREATION_FAILURE, POD_EVICTION_FAILURE, ASG_INSTANCE_LAUNCH_FAILUR
          LAUNCH_TEMPLATE_VERSION_CHANGED, PREFLIGHT_BLOCKED, INSTANCE_REFRESH_IN_PROGRESS,
          OWNED_BY_INFRASTRUCTURE_AS_CODE, WARM_POOL_PRESENT, REPLACES_INSTANCES_ITSELF, TAG_LIMIT_EXCEEDED,
          MIXED_INSTANCES_UNSUPPORTED, AWS_UNREACHABLE, API_ERROR, WAIT_TIMEOUT, UPGRADE_IN_PROGRESS, JOB_STOPPED,
-         OLD_INSTANCES_LEFT)
+         OLD_INSTANCES_LEFT, HEALTH_GATE_FAILED)
 
 
 class UpgradeError(Exception):

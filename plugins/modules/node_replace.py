@@ -199,6 +199,40 @@ options:
       - Seed of the random choice of the old instances of each batch under the schedule C(once) (the plan's
         RV(eksops.nodegroup.nodegroup_info#module:nodegroup.plan.seed)); drawn when not given.
     type: int
+  batch_soak_seconds:
+    description:
+      - Seconds to wait after each batch (or step) once it ended and its instances are gone (the termination wait is
+        joined first), followed by the health gate. C(0) (the default) soaks and gates no batch but the canary's.
+      - The health gate goes on only once every workload whose pods the batch's drain evicted or deleted is healthy
+        again (RV(eksops.nodegroup.node_drain#module:drain.nodes.workloads)), as C(kubectl rollout status) reads
+        it - a Deployment observed, updated and back to its C(spec.replicas) available, a StatefulSet back to its
+        ready replicas and revision, any other controller with no pod Pending - and none of their pods is Pending.
+        The last batch is gated too.
+    type: int
+    default: 0
+  health_gate_timeout:
+    description:
+      - Seconds the health gate waits, after the soak, for the workloads to be healthy. Then the task fails with
+        C(HealthGateFailed) naming each workload and why (its available or ready replicas, its Pending pods and
+        the scheduler's reason); no further batch starts, and a rerun goes on with the old nodes left.
+    type: int
+    default: 600
+  canary:
+    description:
+      - Replace one old node per Availability Zone first (the plan's first in each zone, in batches of at most the
+        plan's batch size), then soak O(canary_soak_seconds) and pass the health gate before any other batch. The
+        other batches follow as planned. Under the schedule C(once) the canary's terminations are each replaced
+        (the schedule C(eks)), and the batches after them are planned from the group as the canary left it.
+      - With the surge strategy the canary is the first step (O(max_surge) new nodes and as many old ones, chosen
+        where the launch landed), not one node per zone.
+      - Needs the phase planned here (neither O(batches) nor O(steps)).
+    type: bool
+    default: false
+  canary_soak_seconds:
+    description:
+      - Seconds to soak after the canary's last batch, before its health gate (which runs even with C(0)).
+    type: int
+    default: 0
 notes:
   - Needs what M(eksops.nodegroup.node_drain) and M(eksops.nodegroup.asg_instance_terminate) need (see
     C(docs/iam-policy.json) and C(docs/rbac.yaml)), with the credentials of the controller.
@@ -273,6 +307,9 @@ replace:
         termination), C(gone) (instances terminated) and C(ended) (the batch's end), C(new_nodes_ready) for a surge
         step that launched nodes, and where the instances ran - C(availability_zones) (by instance) and
         C(group_per_az) (the group's instances per AZ, terminating ones aside, when their termination was asked).
+        A soaked and gated batch (O(batch_soak_seconds), O(canary)) also has C(canary), C(soak_seconds),
+        C(workloads) (those the gate judged), and the epoch times C(soak_started), C(soak_ended) and
+        C(gate_passed) or C(gate_failed).
       type: list
       elements: dict
     schedule:

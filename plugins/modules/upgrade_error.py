@@ -51,6 +51,7 @@ options:
       - UpgradeInProgress
       - JobStopped
       - OldInstancesLeft
+      - HealthGateFailed
   msg:
     description:
       - What failed and what to do, without the code (the result carries it beside the message).

@@ -38,6 +38,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.discove
     find_module_nodegroup,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.read_ahead import ReadAhead
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.health_gate import GATE_OPTIONS, health_gate, with_canary
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clock import clock_time
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.step_context import StepContext, group_options, validated
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import (
@@ -47,6 +48,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.lo
     ReplaceLoop,
     ReplaceState,
     StepFailed,
+    canary_first,
     planned_batches,
     planned_steps,
 )
@@ -91,6 +93,7 @@ ARGUMENT_SPEC = dict(
     schedule=dict(type="str", choices=list(schedule_ops.SCHEDULES), default=schedule_ops.SCHEDULE_DEFAULT_MODULE),
     batch_size=dict(type="int"),
     seed=dict(type="int"),
+    **GATE_OPTIONS,
     **LEASE_OPTION
 )
 
@@ -218,6 +221,8 @@ def plan_phase(params: Mapping[str, Any], clients: Clients,
     check_launch_template_unmoved(context.aws("ec2"), group.asg, group.journal())
     described = nodegroup_describe.describe_nodegroup(context, group)
     plan = described["plan"]
+    if params["canary"]:
+        plan = with_canary(plan, dict((i["instance_id"], i["availability_zone"]) for i in described["instances"]))
     node_names = dict((i["instance_id"], i["node_name"]) for i in described["instances"])
     node_names.update(params["node_names"])
     planned = dict(steps=plan["steps"]) if plan["strategy"] == "surge" else dict(batches=plan["batches"])
@@ -270,11 +275,12 @@ def old_instances_left(params: Mapping[str, Any], clients: Clients, warn: Callab
 
 
 def next_batch_source(params: Mapping[str, Any], clients: Clients, check_mode: bool, warn: Callable[[str], None],
-                      node_names: dict[str, str | None],
-                      group: NodegroupRef | None = None) -> tuple[str, Callable[[ReplaceState], Batch | None]]:
+                      node_names: dict[str, str | None], group: NodegroupRef | None = None,
+                      canary: int = 0) -> tuple[str, Callable[[ReplaceState], Batch | None]]:
     """(the schedule run, next_batch): the plan's batches (schedule eks, or check mode, which walks the plan), or
-    the live planner of the schedule once; once without the journal's start_per_az falls back to eks, warning.
-    ``group``: the node group plan_phase found (and refused if managed), else it is found here."""
+    the live planner of the schedule once, after the plan's ``canary`` first batches (issue 27 item 1); once without
+    the journal's start_per_az falls back to eks, warning. ``group``: the node group plan_phase found (and refused if
+    managed), else it is found here."""
     if params["steps"] is not None:
         return "eks", planned_steps(params["steps"], choose_after_launch=not check_mode)
     if params["schedule"] != "once" or check_mode:
@@ -287,7 +293,8 @@ def next_batch_source(params: Mapping[str, Any], clients: Clients, check_mode: b
         warn(warning)
     if schedule_run != "once":
         return schedule_run, planned_batches(params["batches"])
-    return "once", LivePlanner(params, clients, group, warn, node_names)
+    planner = LivePlanner(params, clients, group, warn, node_names)
+    return "once", canary_first(params["batches"][:canary], planner) if canary else planner
 
 
 def check_target_unmoved(ctx: StepContext, group: NodegroupRef | None) -> None:
@@ -335,16 +342,17 @@ def take_old_instances(ctx: StepContext, group: NodegroupRef | None, batch: Batc
 def replace_loop(params: Mapping[str, Any], steps: PhaseSteps, clients: Clients, check_mode: bool, diff: bool,
                  warn: Callable[[str], None], log: Callable[[str], None], progress: Callable[[str], None],
                  next_batch: Callable[[ReplaceState], Batch | None], node_names: dict[str, str | None],
-                 group: NodegroupRef | None = None) -> tuple[ReplaceLoop, Callable[[ReplaceState], Batch | None]]:
+                 group: NodegroupRef | None = None, canary: int = 0) -> tuple[ReplaceLoop, Callable[[ReplaceState], Batch | None]]:
     """(the loop with node_drain's and asg_instance_terminate's steps, run with ``steps``' options, the next_batch
     to run it with). The termination wait overlaps the next batch's drain unless the replacements gate the next
     batch (wait_for_replacements, strategy minimal, U7) or nothing is terminated (check mode). A batch's
     terminations go in up to two rounds (termination_rounds). What the next batch needs is read during the
     post-drain wait (phases/replace/read_ahead.py); ``node_names`` (instance id -> node name) is the one
     ``next_batch`` keeps up to date, ``group`` the node group the phase found (None: the first termination finds
-    it)."""
+    it); the first ``canary`` batches are the canary's, soaked and gated (phases/replace/health_gate.py)."""
     context = StepContext(params, clients, check_mode, diff, warn, log)
-    ahead = ReadAhead(context, steps.drain, next_batch if isinstance(next_batch, LivePlanner) else None, group)
+    planner = getattr(next_batch, "then", next_batch)  # a live planner, after the canary (loop.canary_first)
+    ahead = ReadAhead(context, steps.drain, planner if isinstance(planner, LivePlanner) else None, group)
     # The first batch's reads go while the phase cordons every old node (U4).
     ahead.first()
 
@@ -388,5 +396,6 @@ def replace_loop(params: Mapping[str, Any], steps: PhaseSteps, clients: Clients,
                        overlap=not (params["wait_for_replacements"] or check_mode),
                        node_names=node_names, total=len(params["steps"] if params["steps"] is not None
                                                         else params["batches"]),
-                       noun="step" if params["steps"] is not None else "batch")
+                       noun="step" if params["steps"] is not None else "batch",
+                       gate=None if check_mode else health_gate(params, clients, canary))
     return loop, ahead.next_batch(next_batch)
