@@ -22,6 +22,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.lo
     planned_batches,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.canary import canary_batches
+from ansible_collections.eksops.nodegroup.plugins.module_utils.report import timeline
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.workload_health import (
     deployment_problems,
     pending_pods,
@@ -302,3 +303,18 @@ def test_issue27_item1_the_drain_records_the_workloads_of_the_pods_it_moved():
     assert len(node_result["evicted"]) == 2
     # The ReplicaSet's pod counts for its Deployment (its pod-template-hash).
     assert node_result["workloads"] == ["Deployment default/web", "StatefulSet default/statefulset-1"]
+
+
+# -- the report ----------------------------------------------------------------------------------------------
+
+def test_issue27_item1_the_report_carries_the_soak_and_gate_of_a_gated_batch():
+    record = dict(batch=1, instance_ids=["i-1"], nodes=["node-1"], started=1000.0, drained=1010.0, accepted=1011.0,
+                  gone=1015.0, canary=True, soak_seconds=30, workloads=["Deployment default/web"],
+                  soak_started=1015.0, soak_ended=1045.0, gate_passed=1047.5)
+    batch = timeline.batch_report("upgrade", record, {"node-1": dict(evicted=["default/web-a"])})
+    assert (batch["canary"], batch["soak_seconds"], batch["gate_workloads"]) == (True, 30, ["Deployment default/web"])
+    assert (batch["soak_started_at"], batch["gate_passed_at"], batch["gate_failed_at"]) == (
+        "1970-01-01T00:16:55.000Z", "1970-01-01T00:17:27.500Z", None)
+    assert batch["waited_on"][-2:] == [dict(what="soak", seconds=30.0), dict(what="health_gate", seconds=2.5)]
+    plain = timeline.batch_report("upgrade", dict(record, soak_started=None), {})
+    assert "soak_seconds" not in plain and not [w for w in plain["waited_on"] if w["what"] == "soak"]
