@@ -53,6 +53,7 @@ def test_issue27_item1_a_workload_that_does_not_come_back_stops_the_run_and_a_re
     assert (report["error"]["phase"], report["error"]["code"]) == ("upgrade", "HealthGateFailed"), report["error"]
     assert "Deployment default/pinned (available 3/4; pending: default/pinned-" in report["error"]["msg"]
     assert "nodes are available" in report["error"]["msg"]
+    assert "it goes on with the old nodes left, soaking and gating as before" in report["error"]["resume"]
     # It stopped after the first batch, whose gate failed: no other batch started.
     [batch] = report["batches"]
     assert batch["gate_failed_at"] and batch["gate_passed_at"] is None and batch["soak_seconds"] == 1
