@@ -82,11 +82,12 @@ class ActionModule(ControllerAction):
         if plan is not None:
             self._progress(plan_line(plan))
         node_names = dict(params["node_names"])
-        # Issue 27 item 1: how many of the plan's first batches are the canary's.
-        canary = (plan or {}).get("canary_batches", 0)
-        schedule, next_batch = next_batch_source(params, clients, check_mode, warnings.append, node_names, group, canary)
+        # Issue 27 items 1 and 7: how many of the plan's first batches are the canary's, which end a zone.
+        order = plan or {}
+        schedule, next_batch = next_batch_source(params, clients, check_mode, warnings.append, node_names, group,
+                                                 order.get("canary_batches", 0))
         loop, next_batch = replace_loop(params, steps, clients, check_mode, bool(self._task.diff), warnings.append, _log,
-                                        self._progress, next_batch, node_names, group, canary)
+                                        self._progress, next_batch, node_names, group, order)
         loop.state.schedule = schedule
         return params, steps, plan, loop, next_batch
 

@@ -233,6 +233,20 @@ options:
       - Seconds to soak after the canary's last batch, before its health gate (which runs even with C(0)).
     type: int
     default: 0
+  batch_order:
+    description:
+      - C(random) (the default) replaces the old nodes in the plan's random order (SPEC U5), a batch taking nodes of
+        any zone.
+      - C(zone) (issue 27 item 7) replaces them one Availability Zone after the other (zones in name order, each
+        zone's nodes in the plan's order, after the canary when O(canary)), in batches that never mix zones, and
+        gates the last batch of each zone (a soak of O(batch_soak_seconds), then the health gate, even with C(0)),
+        so that a bad AMI hurts one zone before the run stops.
+      - C(zone) needs the phase planned here (neither O(batches) nor O(steps)) with the schedule C(eks) (every
+        termination replaced), and is refused with the surge strategy (O(max_surge)), whose steps take their old
+        nodes where Auto Scaling placed their launch so that the group ends with its zone counts.
+    type: str
+    choices: [random, zone]
+    default: random
 notes:
   - Needs what M(eksops.nodegroup.node_drain) and M(eksops.nodegroup.asg_instance_terminate) need (see
     C(docs/iam-policy.json) and C(docs/rbac.yaml)), with the credentials of the controller.

@@ -38,7 +38,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.discove
     find_module_nodegroup,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.read_ahead import ReadAhead
-from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.health_gate import GATE_OPTIONS, health_gate, with_canary
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.health_gate import GATE_OPTIONS, health_gate, ordered_plan
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clock import clock_time
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.step_context import StepContext, group_options, validated
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import (
@@ -221,8 +221,8 @@ def plan_phase(params: Mapping[str, Any], clients: Clients,
     check_launch_template_unmoved(context.aws("ec2"), group.asg, group.journal())
     described = nodegroup_describe.describe_nodegroup(context, group)
     plan = described["plan"]
-    if params["canary"]:
-        plan = with_canary(plan, dict((i["instance_id"], i["availability_zone"]) for i in described["instances"]))
+    plan = ordered_plan(plan, dict((i["instance_id"], i["availability_zone"]) for i in described["instances"]),
+                        params["canary"], params["batch_order"])
     node_names = dict((i["instance_id"], i["node_name"]) for i in described["instances"])
     node_names.update(params["node_names"])
     planned = dict(steps=plan["steps"]) if plan["strategy"] == "surge" else dict(batches=plan["batches"])
@@ -342,14 +342,14 @@ def take_old_instances(ctx: StepContext, group: NodegroupRef | None, batch: Batc
 def replace_loop(params: Mapping[str, Any], steps: PhaseSteps, clients: Clients, check_mode: bool, diff: bool,
                  warn: Callable[[str], None], log: Callable[[str], None], progress: Callable[[str], None],
                  next_batch: Callable[[ReplaceState], Batch | None], node_names: dict[str, str | None],
-                 group: NodegroupRef | None = None, canary: int = 0) -> tuple[ReplaceLoop, Callable[[ReplaceState], Batch | None]]:
+                 group: NodegroupRef | None = None, order: Mapping[str, Any] | None = None) -> tuple[ReplaceLoop, Callable[[ReplaceState], Batch | None]]:
     """(the loop with node_drain's and asg_instance_terminate's steps, run with ``steps``' options, the next_batch
     to run it with). The termination wait overlaps the next batch's drain unless the replacements gate the next
     batch (wait_for_replacements, strategy minimal, U7) or nothing is terminated (check mode). A batch's
     terminations go in up to two rounds (termination_rounds). What the next batch needs is read during the
     post-drain wait (phases/replace/read_ahead.py); ``node_names`` (instance id -> node name) is the one
     ``next_batch`` keeps up to date, ``group`` the node group the phase found (None: the first termination finds
-    it); the first ``canary`` batches are the canary's, soaked and gated (phases/replace/health_gate.py)."""
+    it); ``order`` (the plan's canary_batches, zone_ends) says which batches are gated (phases/replace/health_gate.py)."""
     context = StepContext(params, clients, check_mode, diff, warn, log)
     planner = getattr(next_batch, "then", next_batch)  # a live planner, after the canary (loop.canary_first)
     ahead = ReadAhead(context, steps.drain, planner if isinstance(planner, LivePlanner) else None, group)
@@ -397,5 +397,5 @@ def replace_loop(params: Mapping[str, Any], steps: PhaseSteps, clients: Clients,
                        node_names=node_names, total=len(params["steps"] if params["steps"] is not None
                                                         else params["batches"]),
                        noun="step" if params["steps"] is not None else "batch",
-                       gate=None if check_mode else health_gate(params, clients, canary))
+                       gate=None if check_mode else health_gate(params, clients, order or {}))
     return loop, ahead.next_batch(next_batch)

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Issue 27 item 1: the health gate's verdict (plan/workload_health.py), the canary's batches (plan/canary.py), the
+"""Issue 27 item 1: the health gate's verdict (plan/workload_health.py), the canary's batches (plan/batch_order.py), the
 gate's reads and wait (phases/replace/health_gate.py) and the loop's soak and gate after a batch (loop.py), with
 fake steps and a fake clock. The verdict reads a Deployment as `kubectl rollout status` does (kubernetes/kubectl
 pkg/polymorphichelpers/rollout_status.go), a StatefulSet by its ready replicas and revisions."""
@@ -21,7 +21,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.lo
     canary_first,
     planned_batches,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.canary import canary_batches
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.batch_order import canary_batches
 from ansible_collections.eksops.nodegroup.plugins.module_utils.report import timeline
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.workload_health import (
     deployment_problems,
@@ -114,15 +114,16 @@ def test_issue27_item1_the_canary_is_the_plans_first_node_in_each_zone_then_the_
 
 def test_issue27_item1_the_surge_canary_is_the_first_step_and_the_rolling_one_reorders_the_plan():
     rolling = dict(strategy="rolling", batch_size=2, batches=[["i-1", "i-2"], ["i-3"]])
-    planned = gates.with_canary(rolling, {"i-1": "a", "i-2": "a", "i-3": "b"})
-    assert (planned["batches"], planned["canary_batches"]) == ([["i-1", "i-3"], ["i-2"]], 1)
-    surge = gates.with_canary(dict(strategy="surge", steps=[dict(launch=1)] * 3), {})
+    planned = gates.ordered_plan(rolling, {"i-1": "a", "i-2": "a", "i-3": "b"}, True, "random")
+    assert (planned["batches"], planned["canary_batches"], planned["zone_ends"]) == ([["i-1", "i-3"], ["i-2"]], 1, [])
+    surge = gates.ordered_plan(dict(strategy="surge", steps=[dict(launch=1)] * 3), {}, True, "random")
     assert surge["canary_batches"] == 1
+    assert gates.ordered_plan(rolling, {}, False, "random") == dict(rolling, canary_batches=0, zone_ends=[])
 
 
 def test_issue27_item1_the_gate_options_are_checked_naming_the_parameter():
     params = dict(batch_soak_seconds=0, canary_soak_seconds=0, health_gate_timeout=600, canary=False, batches=None,
-                  steps=None)
+                  steps=None, batch_order="random", max_surge=None, schedule="once")
     gates.validate_gates(params)
     for name, value in (("batch_soak_seconds", -1), ("canary_soak_seconds", -5), ("health_gate_timeout", 0)):
         with pytest.raises(UpgradeError) as err:
@@ -202,7 +203,7 @@ class GatedSteps:
     def __init__(self, bad=None):
         self.events = []
         self.bad = bad
-        self.batch_soak, self.timeout, self.canary_count, self.canary_soak = 30, 60, 0, 0
+        self.batch_soak, self.timeout, self.canary_count, self.canary_soak, self.zone_ends = 30, 60, 0, 0, ()
 
     def drain(self, batch):
         self.events.append(("drain", batch.instance_ids[0]))
