@@ -139,9 +139,11 @@ def ordered_plan(plan: Mapping[str, Any], zone_of: Mapping[str, str | None], can
     the first batches are the canary's) and ``zone_ends`` (with batch_order zone, the number of each zone's last
     batch). The rolling strategies' canary: one old node per zone, in batches of the plan's batch size; the surge
     strategy's: its first step (its old nodes are chosen where its launch landed, issue 26 item 2, so one per zone
-    is not promised)."""
+    is not promised). Neither asked: the plan as it is."""
+    if not canary and batch_order != "zone":
+        return dict(plan)
     if plan["strategy"] == "surge":
-        return dict(plan, canary_batches=min(1, len(plan["steps"])) if canary else 0)
+        return dict(plan, canary_batches=min(1, len(plan["steps"])))
     first, rest = canary_batches(plan["batches"], zone_of, plan["batch_size"]) if canary else ([], plan["batches"])
     batches, zone_ends = list(first), []
     for zone in zone_batches(rest, zone_of, plan["batch_size"]) if batch_order == "zone" else [rest]:
