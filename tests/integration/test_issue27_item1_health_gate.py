@@ -4,7 +4,8 @@
 """Issue 27 item 1 on the sandbox, through the upgrade playbook: a Deployment pinned by a node label that a person
 gave the old nodes only (kubectl label node) cannot come back on the new nodes, so the soak's health gate stops the
 run with HealthGateFailed naming it and its Pending pod before the next batch; once the pin is lifted, a rerun with a
-canary soaks and gates each batch, and the report's batches and picture show the soaks."""
+canary soaks and gates each batch, and the report's batches and picture show the soaks. The surge strategy soaks and
+gates each step, its first step the canary."""
 
 from __future__ import annotations
 
@@ -81,3 +82,24 @@ def test_issue27_item1_a_workload_that_does_not_come_back_stops_the_run_and_a_re
     assert picture.count('class="soak"') >= len(report["batches"])
     sandbox_report = gated_sandbox.report()
     assert sandbox_report["pods_lost"] == [] and sandbox_report["pdb_violations"] == []
+
+
+SURGE = dict(two_az_workers("surgegate", 10, [{"kind": "Deployment", "name": "web", "replicas": 3}]))
+SURGE["nodegroups"] = [dict(SURGE["nodegroups"][0], desired_capacity=4)]
+surge_sandbox = module_sandbox(SURGE)
+
+
+def test_issue27_item1_the_surge_strategy_soaks_and_gates_each_step_its_first_the_canary(surge_sandbox, tmp_path):
+    report_path = tmp_path / "surge.json"
+    result = run_playbook(surge_sandbox, REPO_ROOT / "playbooks" / "surge_upgrade.yml", {
+        "cluster_name": "surgegate", "nodegroup_name": "workers", "kubernetes_version": "1.30", "max_surge": 2,
+        "drain_timeout": 30, "post_drain_wait": 1, "batch_soak_seconds": 1, "canary": True,
+        "canary_soak_seconds": 2, "upgrade_report_path": str(report_path)})
+    assert result.returncode == 0, result.stdout[-3000:]
+    report = json.loads(report_path.read_text())
+    steps = report["batches"]
+    assert [step["phase"] for step in steps] == ["surge_upgrade"] * len(steps) and len(steps) >= 2
+    assert [(step["canary"], step["soak_seconds"]) for step in steps] == [(True, 2)] + [(False, 1)] * (len(steps) - 1)
+    for step in steps:
+        assert step["terminated_at"] <= step["soak_started_at"] < step["soak_ended_at"] <= step["gate_passed_at"]
+    assert "step 1/%d: canary soak of 2 s started at" % len(steps) in result.stdout

@@ -12,8 +12,8 @@ import json
 from sandbox_helpers import REPO_ROOT, module_sandbox, run_playbook
 from scenarios import two_az_workers
 
-ZONED = dict(two_az_workers("zoned", 10, [{"kind": "Deployment", "name": "web", "replicas": 3,
-                                            "pdb": {"max_unavailable": 1}}]))
+WEB = {"kind": "Deployment", "name": "web", "replicas": 3, "pdb": {"max_unavailable": 1}}
+ZONED = dict(two_az_workers("zoned", 10, [WEB]))
 ZONED["nodegroups"] = [dict(ZONED["nodegroups"][0], desired_capacity=4)]
 zoned_sandbox = module_sandbox(ZONED)
 
