@@ -342,7 +342,9 @@ replace:
       type: int
     plan:
       description: The plan, when O(batches) was not given (M(eksops.nodegroup.nodegroup_info)'s
-        RV(eksops.nodegroup.nodegroup_info#module:nodegroup.plan)).
+        RV(eksops.nodegroup.nodegroup_info#module:nodegroup.plan)); with O(canary) or O(batch_order=zone) its batches
+        in that order, with C(canary_batches) (how many of the first batches are the canary's) and C(zone_ends) (the
+        number of each zone's last batch).
       returned: when planned here
       type: dict
       sample: {strategy: rolling, node_count: 6, old_count: 6, batch_size: 1, seed: 42, batches: [[i-0abc], [i-0def]]}
