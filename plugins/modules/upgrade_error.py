@@ -55,6 +55,7 @@ options:
       - MaintenanceWindowClosed
       - AlarmTriggered
       - NodesQuarantined
+      - HealthGateFailed
   msg:
     description:
       - What failed and what to do, without the code (the result carries it beside the message).

@@ -18,6 +18,11 @@ start a handle with the batch's ``never_joined``, ``availability_zones`` and ``g
 waited for, with its ``replacements`` and ``retained_instances`` (issue 26 item 4). A step that fails raises
 StepFailed with the step's result so far (the module's, which the task's result carries). The loop raises
 ReplaceFailed with what was done before the failure (ReplaceState).
+
+With a health gate (issue 27 item 1, phases/replace/health_gate.py) a gated batch is followed, once it ended, by
+a safe point: the termination wait still under way is joined (its instances are gone), the batch soaks, then the
+gate waits for the workloads its drain moved to be healthy again; its failure (HealthGateFailed) stops the loop
+before the next batch. The last batch is gated too (the scale-down follows).
 """
 
 from __future__ import annotations
@@ -163,6 +168,18 @@ def planned_steps(steps: Sequence[Mapping[str, Any]], choose_after_launch: bool 
     return next_batch
 
 
+def canary_first(canary: Sequence[Sequence[str]],
+                 then: Callable[[ReplaceState], Batch | None]) -> Callable[[ReplaceState], Batch | None]:
+    """next_batch for the canary under a live planner (issue 27 item 1): the ``canary`` batches first, each
+    termination replaced by Auto Scaling (EKS's schedule), then ``then``'s batches, planned from the group as the
+    canary left it."""
+    def next_batch(state: ReplaceState) -> Batch | None:
+        done = len(state.batches)
+        return Batch(canary[done]) if done < len(canary) else then(state)
+    next_batch.then = then
+    return next_batch
+
+
 def _names(ids: Sequence[str], node_names: Mapping[str, str | None]) -> str:
     return ", ".join(node_names.get(i) or "no node" for i in ids) or "no node"
 
@@ -210,7 +227,7 @@ class ReplaceLoop:
     def __init__(self, drain: Callable[[Batch], Drained], start: Callable[[Batch], Any], finish: Callable[[Any], Any],
                  progress: Callable[[str], None], overlap: bool,
                  node_names: Mapping[str, str | None] | None = None, total: int | None = None,
-                 clock: Callable[[], float] | None = None, noun: str = "batch") -> None:
+                 clock: Callable[[], float] | None = None, noun: str = "batch", gate: Any = None) -> None:
         self.drain = drain
         self.start = start
         self.finish = finish
@@ -221,6 +238,8 @@ class ReplaceLoop:
         self.total = total
         self.clock = clock or clocks.SYSTEM_CLOCK.time
         self.noun = noun
+        # The soak and health gate (phases/replace/health_gate.HealthGate), or None: no batch is gated.
+        self.gate = gate
         self.state = ReplaceState()
         self.pending = None
 
@@ -259,6 +278,7 @@ class ReplaceLoop:
             record["ended"] = self.clock()
             self.progress("%s ended at %s after %.1f s" % (
                 self.label(record), clock_time(record["ended"]), record["ended"] - record["started"]))
+            self.settle(record, drained.nodes)
             return
         instances = drained.instances
         record["nodes"] = [instances.get(i) for i in batch.instance_ids]
@@ -289,6 +309,36 @@ class ReplaceLoop:
             _names(batch.instance_ids, instances), "accepted the termination of" if self.overlap else "terminated",
             ", ".join(batch.instance_ids),
             " (%d decrement)" % len(batch.decrement_ids) if batch.decrement_ids else ""))
+        self.settle(record, drained.nodes)
+
+    def settle(self, record: dict[str, Any], nodes: Mapping[str, Mapping[str, Any]]) -> None:
+        """Issue 27 item 1, after a gated batch ended: join the termination wait (a safe point: its instances are
+        gone), soak, then the health gate on the workloads the drain of ``nodes`` moved (its records' workloads). Records
+        ``soak_seconds``, ``soak_started``, ``soak_ended`` and ``gate_passed`` or ``gate_failed``; a failed gate
+        raises StepFailed with HealthGateFailed."""
+        soak = self.gate.soak_for(record["batch"]) if self.gate is not None else None
+        if soak is None:
+            return
+        self.join_pending()
+        refs = sorted(set(ref for node in nodes.values() for ref in node.get("workloads") or []))
+        record.update(canary=self.gate.is_canary(record["batch"]), soak_seconds=soak, workloads=refs,
+                      soak_started=self.clock())
+        self.progress("%s: %ssoak of %d s started at %s, then the health gate (up to %d s) on %d workload(s)%s" % (
+            self.label(record), "canary " if record["canary"] else "", soak, clock_time(record["soak_started"]),
+            self.gate.timeout, len(refs), ": %s" % ", ".join(refs) if refs else ""))
+        self.gate.soak(soak)
+        record["soak_ended"] = self.clock()
+        try:
+            self.gate.wait(self.label(record), refs)
+        except UpgradeError as err:
+            record["gate_failed"] = self.clock()
+            self.progress("%s: health gate failed at %s: %s not healthy" % (
+                self.label(record), clock_time(record["gate_failed"]), ", ".join(err.details.get("workloads") or [])))
+            raise StepFailed(err) from err
+        record["gate_passed"] = self.clock()
+        self.progress("%s: health gate passed at %s after %.1f s: %d workload(s) healthy" % (
+            self.label(record), clock_time(record["gate_passed"]), record["gate_passed"] - record["soak_ended"],
+            len(refs)))
 
     def drained(self, record: dict[str, Any], batch: Batch) -> Drained:
         """The batch's drain step (a surge step's launch first); records when it ended (``drained``) and when the

@@ -118,8 +118,9 @@ class LivePlanner:
 
     def accepted(self, rounds: Sequence[Any]) -> None:
         """Auto Scaling accepted a batch's termination ``rounds`` (terminate_step.Termination, in order): the batch
-        planned ahead is the next one when they went as predicted (see the module docstring)."""
-        ahead, self._ahead = self._ahead, None
+        planned ahead is the next one when they went as predicted (see the module docstring), else none is (a batch
+        planned before a canary batch the planner did not choose, loop.canary_first, is not the next one)."""
+        ahead, self._ahead, self._next = self._ahead, None, None
         if ahead is None or not rounds:
             return
         terminated = sorted(i for r in rounds for i in r.result.get("terminated") or [])

@@ -107,10 +107,12 @@ class Quarantine:
         self.records: dict[str, dict[str, Any]] = {}
 
     def attach(self, source: Callable[[ReplaceState], Batch | None]) -> None:
-        """The live planner of the schedule once (``source``) takes no held instance, and counts each as live."""
-        if isinstance(source, LivePlanner):
+        """The live planner of the schedule once (``source``, or the one after the canary, loop.canary_first) takes
+        no held instance, and counts each as live."""
+        planner = getattr(source, "then", source)
+        if isinstance(planner, LivePlanner):
             self.live = True
-            source.excluded = lambda: self.book.excluded
+            planner.excluded = lambda: self.book.excluded
 
     def planned(self, batches: list[list[str]]) -> list[list[str]]:
         """The plan's batches without the instances held now (a rerun's carried over), empty batches dropped."""

@@ -23,20 +23,23 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.lo
 
 
 def batch_bound_seconds(drain_timeout: int, post_drain_wait: int, termination_timeout: int,
-                        node_ready_timeout: int, batch: Batch) -> int:
-    """The longest a batch may take before it fails: its drain, the post-drain wait, its termination wait, and a
-    surge step's launch first (its new nodes Ready within node_ready_timeout)."""
+                        node_ready_timeout: int, gate_seconds: int, batch: Batch) -> int:
+    """The longest a batch may take before it fails: its drain, the post-drain wait, its termination wait, a surge
+    step's launch first (its new nodes Ready within node_ready_timeout), and its soak and health gate after
+    (``gate_seconds``, issue 27 item 1)."""
     launch = node_ready_timeout if batch.desired_capacity is not None and batch.launch > 0 else 0
-    return launch + drain_timeout + post_drain_wait + termination_timeout
+    return launch + drain_timeout + post_drain_wait + termination_timeout + gate_seconds
 
 
 def expected_seconds(state: ReplaceState, bound: int) -> float:
-    """What the next batch is expected to take: the longest finished batch of this run, else ``bound``."""
-    taken = [b["ended"] - b["started"] for b in state.batches if b.get("ended") is not None]
+    """What the next batch is expected to take: the longest finished batch of this run, its soak and health gate
+    included, else ``bound``."""
+    taken = [max(b.get("gate_passed") or 0, b["ended"]) - b["started"]
+             for b in state.batches if b.get("ended") is not None]
     return max(taken) if taken else float(bound)
 
 
-class BatchGate:
+class BatchSafePoint:
     """The safe point before a batch: ``group`` the node group as last read (its Auto Scaling group is read again
     here for a pause request), ``bound`` a batch's batch_bound_seconds."""
 
@@ -64,20 +67,24 @@ class BatchGate:
 
 
 def gated_batches(next_batch: Callable[[ReplaceState], Batch | None], check_job: Callable[[str], None],
-                  gate: BatchGate) -> Callable[[ReplaceState], Batch | None]:
+                  safe_point: BatchSafePoint) -> Callable[[ReplaceState], Batch | None]:
     """``next_batch``, with the job checked before a batch is asked for (a cancelled job starts no batch, not even
-    its progress line) and the run's safe points (``gate``) before the batch it answers starts (none when no batch
-    is left: a finished phase is not stopped)."""
+    its progress line) and the run's safe points (``safe_point``) before the batch it answers starts (none when no
+    batch is left: a finished phase is not stopped)."""
     def gated(state: ReplaceState) -> Batch | None:
-        check_job("start %s %d" % (gate.noun, len(state.batches) + 1))
+        check_job("start %s %d" % (safe_point.noun, len(state.batches) + 1))
         batch = next_batch(state)
         if batch is not None:
-            gate.check(state, batch)
+            safe_point.check(state, batch)
         return batch
     return gated
 
 
 def batch_bound(params: Mapping[str, Any], drain_timeout: int, post_drain_wait: int) -> Callable[[Batch], int]:
-    """batch_bound_seconds with node_replace's timeouts."""
+    """batch_bound_seconds with node_replace's timeouts; a soak and health gate counted for every batch when any is
+    gated (the longer of the soaks)."""
+    gated = params["batch_soak_seconds"] > 0 or params["canary"] or params["batch_order"] == "zone"
+    gate_seconds = (max(params["batch_soak_seconds"], params["canary_soak_seconds"] if params["canary"] else 0)
+                    + params["health_gate_timeout"]) if gated else 0
     return lambda batch: batch_bound_seconds(drain_timeout, post_drain_wait, params["wait_timeout"],
-                                             params["node_ready_timeout"], batch)
+                                             params["node_ready_timeout"], gate_seconds, batch)
