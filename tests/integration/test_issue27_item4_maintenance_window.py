@@ -15,7 +15,8 @@ from sandbox_helpers import REPO_ROOT, module_sandbox, run_playbook
 from scenarios import two_az_workers
 from upgrade_runs import assert_upgraded, journal_phase, other_ami
 
-WINDOW = two_az_workers("window", 8, [{"kind": "Deployment", "name": "web", "replicas": 3, "pdb": {"max_unavailable": 1}}])
+WINDOW = two_az_workers("window", 10, [{"kind": "Deployment", "name": "web", "replicas": 3, "pdb": {"max_unavailable": 1}}])
+WINDOW["nodegroups"][0]["desired_capacity"] = 4
 window_sandbox = module_sandbox(WINDOW)
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
@@ -44,53 +45,75 @@ def test_issue27_item4_a_run_started_outside_its_window_changes_nothing_and_says
     assert workers_asg(window_sandbox)["LaunchTemplate"]["Version"] == version
 
 
-def test_issue27_item4_no_batch_starts_that_could_not_end_in_time_and_the_next_run_goes_on(window_sandbox, tmp_path):
-    """The first batch may take 241 s (drain_timeout 120 + post_drain_wait 1 + termination 120): with a budget of
-    200 s the scale-up (120 s at most) starts, the first batch does not."""
+def test_issue27_item4_no_phase_starts_that_could_not_end_in_time_and_the_next_run_goes_on(window_sandbox, tmp_path):
+    """Each batch waits post_drain_wait 30 s (no load balancer lets a node go sooner): four batches take 120 s or
+    more. With a budget of 240 s the start (the scale-up, 60 s, and a first batch, 60 + 30 + 60 = 150 s) fits, each
+    batch fits (the first by its bound, the others by the longest so far), the scale-down (150 s at most) after
+    them does not: the run stops before it, the old nodes all replaced, and the next run only scales down."""
     asg = workers_asg(window_sandbox)
     sizes = (asg["MinSize"], asg["MaxSize"], asg["DesiredCapacity"])
     _current, target = other_ami(window_sandbox)
-    stopped = upgrade(window_sandbox, tmp_path / "stopped.json", max_duration_seconds=200)
+    timing = {"drain_timeout": 60, "post_drain_wait": 30, "node_ready_timeout": 60}
+    stopped = upgrade(window_sandbox, tmp_path / "stopped.json", max_duration_seconds=240, **timing)
     assert stopped.returncode == 0, stopped.stdout[-3000:]
     report = json.loads((tmp_path / "stopped.json").read_text())
     assert report["status"] == "window_closed", report["error"]
-    assert report["error"]["phase"] == "upgrade" and "Stopped before batch 1" in report["error"]["msg"]
+    assert (report["error"]["phase"], report["error"]["stopped_at"]) == ("scale_down", "before phase scale_down")
     assert "max_duration_seconds ends at" in report["error"]["msg"]
-    assert journal_phase(window_sandbox) == "upgrade"
+    assert [b["batch"] for b in report["batches"]] == [1, 2, 3, 4]
+    assert journal_phase(window_sandbox) == "upgrade"  # kept; the scale-down had not started
     assert window_sandbox.report()["pods_lost"] == []
-    # Nothing of batch 1 started: no old node cordoned (U4 cordons them after the safe point), none terminated.
-    old_nodes = [n for n in window_sandbox.report()["nodegroups"]["workers"]["nodes"] if n["ami"] != target]
-    assert len(old_nodes) == 2 and [n["name"] for n in old_nodes if n["unschedulable"]] == []
-    assert "STOPPED MaintenanceWindowClosed in phase upgrade" in stopped.stdout
+    assert "STOPPED MaintenanceWindowClosed in phase scale_down" in stopped.stdout
 
     before = call_counts(window_sandbox)
-    resumed = upgrade(window_sandbox, tmp_path / "resumed.json")
+    resumed = upgrade(window_sandbox, tmp_path / "resumed.json", **timing)
     assert resumed.returncode == 0, resumed.stdout[-3000:]
-    assert json.loads((tmp_path / "resumed.json").read_text())["status"] == "succeeded"
-    # It went on from the journal's target: no new launch template version.
+    resumed_report = json.loads((tmp_path / "resumed.json").read_text())
+    assert resumed_report["status"] == "succeeded" and resumed_report["batches"] == []
+    # It went on from the journal: no new launch template version, no scale-up, no pod moved again.
     assert calls_between(before, call_counts(window_sandbox)).get("CreateLaunchTemplateVersion OK", 0) == 0
+    assert resumed_report["pods_evicted"] == 0
     assert_upgraded(window_sandbox, target, sizes)
 
 
-surge_window_sandbox = module_sandbox(two_az_workers(
-    "surgewindow", 6, [{"kind": "Deployment", "name": "web", "replicas": 2, "pdb": {"max_unavailable": 1}}]))
+def test_issue27_item4_a_budget_too_short_for_the_first_batch_is_an_input_error_before_any_change(
+        window_sandbox, tmp_path):
+    """The scale-up (120 s) and a first batch (120 + 1 + 120 s) may take 361 s: 200 s could never hold them, so
+    every run would scale up and stop; the run refuses the budget instead, naming it, and changes nothing."""
+    before = call_counts(window_sandbox)
+    result = upgrade(window_sandbox, tmp_path / "report.json", max_duration_seconds=200, kubernetes_version="1.29",
+                     allow_downgrade=True)
+    assert result.returncode != 0
+    error = json.loads((tmp_path / "report.json").read_text())["error"]
+    assert (error["code"], error["parameter"]) == ("InvalidParameter", "max_duration_seconds"), error
+    assert "max_duration_seconds leaves 200 s, and the work before the upgrade starts may take 361 s" in error["msg"]
+    assert changes_by_the_collection(before, call_counts(window_sandbox)) == {}
 
 
-def test_issue27_item4_the_surge_strategy_stops_before_a_step_that_could_not_end_in_time(surge_window_sandbox, tmp_path):
-    """A surge step may take 361 s (its launch, node_ready_timeout 120, then drain_timeout 120 + post_drain_wait 1 +
-    termination 120): with a budget of 200 s no step starts, nothing is launched, and the next run finishes."""
+SURGE_WINDOW = two_az_workers("surgewindow", 6, [{"kind": "Deployment", "name": "web", "replicas": 2,
+                                                  "pdb": {"max_unavailable": 1}}])
+SURGE_WINDOW["nodegroups"][0]["desired_capacity"] = 3
+surge_window_sandbox = module_sandbox(SURGE_WINDOW)
+
+
+def test_issue27_item4_the_surge_strategy_checks_its_steps_and_the_scale_down_against_the_budget(
+        surge_window_sandbox, tmp_path):
+    """Three surge steps, each waiting post_drain_wait 30 s: 90 s or more. With a budget of 240 s the first step
+    (its launch, 60 s, then 60 + 30 + 60 s) fits, the others by the longest so far, the scale-down (150 s at most)
+    after them does not: the run stops before it, and the next run finishes."""
     asg = workers_asg(surge_window_sandbox)
     sizes = (asg["MinSize"], asg["MaxSize"], asg["DesiredCapacity"])
     _current, target = other_ami(surge_window_sandbox)
     args = {"cluster_name": "surgewindow", "nodegroup_name": "workers", "kubernetes_version": "1.30", "max_surge": 1,
-            "max_unavailable": 0, "drain_timeout": 120, "post_drain_wait": 1, "node_ready_timeout": 120}
+            "max_unavailable": 0, "drain_timeout": 60, "post_drain_wait": 30, "node_ready_timeout": 60}
     playbook = REPO_ROOT / "playbooks" / "surge_upgrade.yml"
     stopped = run_playbook(surge_window_sandbox, playbook,
-                           dict(args, max_duration_seconds=200, upgrade_report_path=str(tmp_path / "stopped.json")))
+                           dict(args, max_duration_seconds=240, upgrade_report_path=str(tmp_path / "stopped.json")))
     assert stopped.returncode == 0, stopped.stdout[-3000:]
-    error = json.loads((tmp_path / "stopped.json").read_text())["error"]
-    assert (error["code"], error["stopped_at"]) == ("MaintenanceWindowClosed", "before step 1"), error
-    assert workers_asg(surge_window_sandbox)["DesiredCapacity"] == sizes[2]  # nothing launched
+    report = json.loads((tmp_path / "stopped.json").read_text())
+    assert (report["error"]["code"], report["error"]["stopped_at"]) == ("MaintenanceWindowClosed",
+                                                                        "before phase scale_down"), report["error"]
+    assert [b["batch"] for b in report["batches"]] == [1, 2, 3]
 
     resumed = run_playbook(surge_window_sandbox, playbook, dict(args, upgrade_report_path=str(tmp_path / "resumed.json")))
     assert resumed.returncode == 0, resumed.stdout[-3000:]

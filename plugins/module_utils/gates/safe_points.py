@@ -47,10 +47,12 @@ class SafePoints:
     before any change, naming the parameter)."""
 
     def __init__(self, alarm_names: Sequence[str], window: windows.MaintenanceWindow | None,
-                 budget_end: datetime.datetime | None, now: Callable[[], datetime.datetime] = utc_now) -> None:
+                 budget_end: datetime.datetime | None, now: Callable[[], datetime.datetime] = utc_now,
+                 budget_seconds: int | None = None) -> None:
         self.alarm_names = list(alarm_names)
         self.window = window
         self.budget_end = budget_end
+        self.budget_seconds = budget_seconds
         self.now = now
 
     @classmethod
@@ -76,7 +78,7 @@ class SafePoints:
                     raise invalid_parameter("run_started_at", "run_started_at must be an ISO 8601 UTC time "
                                             "(2026-11-29T02:00:00Z), got %r" % params["run_started_at"])
             budget_end = started + datetime.timedelta(seconds=params["max_duration_seconds"])
-        gates = cls(params.get("alarm_names") or [], window, budget_end, now)
+        gates = cls(params.get("alarm_names") or [], window, budget_end, now, params.get("max_duration_seconds"))
         if gates.alarm_names:
             gates.check_alarms_exist(cloudwatch_client())
         return gates
@@ -117,11 +119,24 @@ class SafePoints:
                 stopped_at=where, alarms=[dict(name=a["AlarmName"], state_reason=a.get("StateReason"),
                                                updated=_timestamp(a.get("StateUpdatedTimestamp"))) for a in firing])
 
+    def check_room(self, where: str, expected_seconds: float) -> None:
+        """A window or a time budget too short for the work after ``where`` stops every run there, in every window:
+        an input error, named, rather than a stop each run repeats (a run that scales up and never replaces)."""
+        for name, room in (("maintenance_window", self.window.length_seconds() if self.window else None),
+                           ("max_duration_seconds", self.budget_seconds)):
+            if room is not None and room < expected_seconds:
+                raise invalid_parameter(name, "%s leaves %d s, and the work %s may take %d s (the most its timeouts "
+                                        "allow until the run has seen a batch: drain_timeout, post_drain_wait, "
+                                        "node_ready_timeout, and any soak and health_gate_timeout): no run could "
+                                        "go on. Give it more time, or lower those timeouts." % (
+                                            name, room, where, expected_seconds))
+
     def check_time(self, where: str, expected_seconds: float) -> datetime.datetime | None:
         now = self.now()
         verdict = windows.start_verdict(now, expected_seconds, self.window, self.budget_end)
         if verdict.allowed:
             return verdict.deadline
+        self.check_room(where, expected_seconds)
         if verdict.stopped_by == windows.OUTSIDE_WINDOW:
             why = "outside the maintenance window (%s)" % self.window.describe()
         elif verdict.stopped_by == windows.WINDOW_CLOSES:
@@ -135,8 +150,8 @@ class SafePoints:
                 "%a %Y-%m-%d %H:%M"), self.window.zone_name) if verdict.next_opening is not None else "")
         raise UpgradeError(
             MAINTENANCE_WINDOW_CLOSED,
-            "Stopped %s: %s.%s The journal keeps where the upgrade stands; the upgrade playbook run again inside a "
-            "window goes on from there." % (where, why, opens),
+            "Stopped %s: %s.%s The upgrade playbook run again inside a window goes on from where this run stopped."
+            % (where, why, opens),
             stopped_at=where, stopped_by=verdict.stopped_by, now=utc_now_iso(now),
             next_window_opens=utc_now_iso(verdict.next_opening) if verdict.next_opening is not None else None)
 

@@ -11,7 +11,9 @@ day, so a window keeps its wall-clock hours across daylight saving changes (a st
 opens at the first instant after it, zoneinfo's fold=0 reading).
 
 ``max_duration_seconds`` bounds the run from its start. A piece of work (a batch, a phase) may start only when it
-can end before the earlier of the two (``deadline``), given what it is expected to take (``StartVerdict``).
+can end before the earlier of the two (``deadline``), given what it is expected to take (``StartVerdict``): the
+most its timeouts allow (``batch_bound_seconds``, ``work_bound_seconds``) until the run has seen how long its
+batches take.
 """
 
 from __future__ import annotations
@@ -79,6 +81,11 @@ class MaintenanceWindow:
             if occurrence is not None and occurrence[0] > now:
                 return occurrence[0]
         raise AssertionError("a window with days opens within a week")
+
+    def length_seconds(self) -> int:
+        """How long the window stays open, by the clock on the wall (a daylight saving change aside)."""
+        minutes = (self.end.hour * 60 + self.end.minute) - (self.start.hour * 60 + self.start.minute)
+        return (minutes if minutes > 0 else minutes + 24 * 60) * 60
 
     def describe(self) -> str:
         return "%s %s-%s %s" % (",".join(DAYS[d] for d in self.days) if len(self.days) < 7 else "every day",
@@ -155,3 +162,37 @@ def start_verdict(now: datetime.datetime, expected_seconds: float, window: Maint
     if deadline == closes:
         return StartVerdict(WINDOW_CLOSES, deadline, window.next_opening(now))
     return StartVerdict(RUN_BUDGET_ENDS, deadline)
+
+
+def batch_bound_seconds(drain_timeout: int, post_drain_wait: int, termination_timeout: int, launch_timeout: int = 0,
+                        gate_seconds: int = 0) -> int:
+    """The longest a batch may take before it fails: a surge step's launch first (``launch_timeout``: its new nodes
+    Ready), its drain, the post-drain wait, its termination wait, then its soak and health gate (``gate_seconds``,
+    issue 27 item 1)."""
+    return launch_timeout + drain_timeout + post_drain_wait + termination_timeout + gate_seconds
+
+
+def gate_bound_seconds(batch_soak_seconds: int, canary: bool, canary_soak_seconds: int, zone_order: bool,
+                       health_gate_timeout: int) -> int:
+    """The longest soak and health gate a batch may wait out: none when no batch is gated (no soak, no canary, no
+    zone order), else the longer soak and the gate's timeout."""
+    if batch_soak_seconds <= 0 and not canary and not zone_order:
+        return 0
+    return max(batch_soak_seconds, canary_soak_seconds if canary else 0) + health_gate_timeout
+
+
+# What follows each of the wrapper role's safe points before a phase (work_bound_seconds).
+WORK_AFTER = ("start", "scale_up", "scale_down")
+
+
+def work_bound_seconds(after: str, surge: bool, drain_timeout: int, post_drain_wait: int, node_ready_timeout: int,
+                       gate_seconds: int) -> int:
+    """The longest the work after the wrapper's safe point ``after`` may take before it reaches the next safe point
+    (WORK_AFTER): before the upgrade starts and before the scale-up, the scale-up (none for the surge strategy) and
+    the first batch or surge step, so that a run never scales a group up without time for one batch; before the
+    scale-down, the drain and termination of a surplus node."""
+    if after == "scale_down":
+        return drain_timeout + post_drain_wait + node_ready_timeout
+    first = batch_bound_seconds(drain_timeout, post_drain_wait, node_ready_timeout,
+                                node_ready_timeout if surge else 0, gate_seconds)
+    return first if surge else node_ready_timeout + first

@@ -421,7 +421,7 @@ def replace_loop(params: Mapping[str, Any], steps: PhaseSteps, clients: Clients,
                        noun=noun, gate=None if check_mode else health_gate(params, clients, order or {}))
     safe_point = BatchSafePoint(safe_points, context, lambda: ahead.group,
                                 batch_bound(params, steps.drain.engine.drain_timeout,
-                                            steps.drain.engine.post_drain_wait), noun)
+                                            steps.drain.engine.post_drain_wait), noun, loop.gate)
     planned = ahead.next_batch(next_batch)
     if quarantine is not None:
         planned = quarantine.next_batch(planned)

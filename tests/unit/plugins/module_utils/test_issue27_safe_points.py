@@ -148,3 +148,39 @@ def test_issue27_item3_a_pause_request_on_the_group_stops_the_run_there():
 def test_issue27_item3_a_request_written_by_hand_without_a_time_is_still_a_request():
     assert parse_pause("please stop").requested_by == "please stop"
     assert parse_pause("2026-11-28T21:00:00Z").requested_by == ""
+
+
+def test_issue27_item4_the_work_after_each_safe_point_is_bounded_by_the_run_timeouts():
+    # drain 900 + post-drain 60 + termination 900; the surge strategy's step launches first (900).
+    assert windows.batch_bound_seconds(900, 60, 900) == 1860
+    assert windows.work_bound_seconds("start", False, 900, 60, 900, 0) == 900 + 1860
+    assert windows.work_bound_seconds("scale_up", False, 900, 60, 900, 0) == 900 + 1860
+    assert windows.work_bound_seconds("start", True, 900, 60, 900, 0) == 900 + 1860
+    assert windows.work_bound_seconds("scale_down", False, 900, 60, 900, 0) == 1860
+    assert windows.work_bound_seconds("start", False, 900, 60, 900, 660) == 900 + 1860 + 660
+
+
+@pytest.mark.parametrize("soak, canary, canary_soak, zone, expected", [
+    (0, False, 0, False, 0), (60, False, 0, False, 660), (0, True, 300, False, 900), (0, False, 0, True, 600),
+    (60, True, 30, False, 660)])
+def test_issue27_item1_a_gated_batch_may_wait_its_longest_soak_and_the_gate_timeout(soak, canary, canary_soak, zone,
+                                                                                     expected):
+    assert windows.gate_bound_seconds(soak, canary, canary_soak, zone, 600) == expected
+
+
+@pytest.mark.parametrize("name, params, expected", [
+    ("max_duration_seconds", dict(max_duration_seconds=1800, run_started_at="2026-11-28T10:00:00Z"), 2760),
+    ("maintenance_window", dict(maintenance_window=dict(start="22:00", end="22:30")), 2760)])
+def test_issue27_item4_a_window_or_budget_that_no_run_could_go_on_in_is_an_input_error(name, params, expected):
+    """Reviewer's finding: a 30-minute window under the default timeouts scaled the group up and stopped before batch 1
+    in every window, green each time."""
+    gates = SafePoints.from_params(params, now=lambda: at("2026-11-28 22:00"))
+    with pytest.raises(UpgradeError) as refused:
+        gates.check_time("before the upgrade starts", expected)
+    assert refused.value.code == "InvalidParameter" and refused.value.details["parameter"] == name
+    assert "leaves 1800 s, and the work before the upgrade starts may take 2760 s" in refused.value.msg
+
+
+def test_issue27_item4_a_window_crossing_midnight_lasts_until_its_end_the_next_day():
+    assert windows.parse_window(WEEKEND_NIGHTS).length_seconds() == 6 * 3600
+    assert windows.parse_window(dict(start="02:00", end="02:00")).length_seconds() == 24 * 3600

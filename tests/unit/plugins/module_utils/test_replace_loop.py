@@ -12,12 +12,17 @@ import pytest
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host import job_guard
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.batch_safe_point import BatchSafePoint, gated_batches
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.batch_safe_point import (
+    BatchSafePoint,
+    expected_seconds,
+    gated_batches,
+)
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import (
     Batch,
     Drained,
     ReplaceFailed,
     ReplaceLoop,
+    ReplaceState,
     StepFailed,
     planned_batches,
     planned_steps,
@@ -401,3 +406,24 @@ def test_issue25_item4_an_overlapped_termination_is_timed_when_its_instances_wen
     state = loops[0].run(planned_batches([["i-1"], ["i-2"]]))
     first, second = state.batches
     assert first["accepted"] < first["gone"] < second["drained"]
+
+
+def test_issue27_a_batch_is_expected_to_take_the_longest_batch_so_far_and_its_own_soak_and_gate():
+    """Reviewer's finding: the canary's long soak made every later batch look as long; the soak that counts is the
+    batch's own, the gate's wait the longest so far (its timeout before any)."""
+    state = ReplaceState()
+    assert expected_seconds(state, 1860, None, 600) == 1860
+    assert expected_seconds(state, 1860, 60, 600) == 1860 + 60 + 600
+    state.batches.append(dict(batch=1, started=0, ended=40, soak_ended=940, gate_passed=945))  # a 900 s canary soak
+    state.batches.append(dict(batch=2, started=1000, ended=1030))
+    assert expected_seconds(state, 1860, None, 600) == 40
+    assert expected_seconds(state, 1860, 60, 600) == 40 + 60 + 5
+
+
+def test_issue27_the_safe_point_before_the_first_batch_is_checked_once():
+    gates = NoGates()
+    context = SimpleNamespace(check_mode=False, warn=[].append)
+    safe_point = BatchSafePoint(gates, context, lambda: None, lambda batch: 1560, "batch")
+    safe_point.check(ReplaceState(), Batch(["i-1"]))  # before the cordon of every old node
+    make_loop(Steps()).run(gated_batches(planned_batches([["i-1"], ["i-2"]]), lambda where: None, safe_point))
+    assert [where for where, _seconds in gates.checked] == ["before batch 1", "before batch 2"]
