@@ -28,6 +28,7 @@ RESULT_KEYS = {
     "node_replace": "replace",
     "nodegroup_info": "nodegroup",
     "nodegroup_lease": "lease",
+    "nodegroup_pause": "pause",
     "nodegroup_preflight": "preflight",
     "nodegroup_scale_restore": "restore",
     "nodegroup_setup": "setup",
