@@ -26,6 +26,7 @@ RESULT_KEYS = {
     "launch_template_version": "launch_template",
     "node_drain": "drain",
     "node_replace": "replace",
+    "nodegroup_abort": "abort",
     "nodegroup_info": "nodegroup",
     "nodegroup_lease": "lease",
     "nodegroup_pause": "pause",
