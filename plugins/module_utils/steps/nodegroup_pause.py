@@ -46,7 +46,7 @@ ARGUMENT_SPEC = dict(
     state=dict(type="str", choices=["present", "absent"], default="present"),
     requested_by=dict(type="str"),
     wait=dict(type="bool", default=False),
-    # A batch may take its drain_timeout, post_drain_wait, termination and new nodes' wait (900 s each by default).
+    # A batch may take its drain_timeout, post_drain_wait, termination and new nodes' wait (15 minutes each).
     wait_timeout=dict(type="int", default=3600),
 )
 # How often the wait reads the group's tags.
@@ -128,11 +128,16 @@ def run(module: EksopsModule, clock: Clock | None = None) -> dict[str, Any]:
     elif request is None:
         request = PauseRequest(utc_now(), (params["requested_by"] or "").strip()) if module.check_mode \
             else request_pause(autoscaling, name, params["requested_by"])
-    waited = 0.0
-    if params["state"] == "present" and params["wait"] and state["upgrade_in_progress"] and not module.check_mode:
-        state, waited = wait_stopped(autoscaling, name, params["wait_timeout"], clock or SYSTEM_CLOCK)
-    pause = dict(asg_name=name, waited_seconds=waited, **request_summary(request))
+    pause = dict(asg_name=name, waited_seconds=0.0, **request_summary(request))
     pause.update(state)
+    if params["state"] == "present" and params["wait"] and state["upgrade_in_progress"] and not module.check_mode:
+        try:
+            state, pause["waited_seconds"] = wait_stopped(autoscaling, name, params["wait_timeout"],
+                                                          clock or SYSTEM_CLOCK)
+        except UpgradeError as err:
+            # Say whether this task wrote the request: a caller that gives up (role abort_upgrade) withdraws its own.
+            module.fail_upgrade(err, changed=request != before, pause=pause)
+        pause.update(state)
     return module.with_diff(dict(changed=request != before, pause=pause),
                             before=dict(asg_name=name, **request_summary(before)),
                             after=dict(asg_name=name, **request_summary(request)))

@@ -155,3 +155,14 @@ def test_issue27_item3_request_summary_of_a_hand_written_tag():
     request = pause.parse_pause("please stop")
     assert pause.request_summary(request) == dict(requested=True, requested_at=None, requested_by="please stop")
     assert pause.request_summary(None)["requested"] is False
+
+
+def test_issue27_item3_a_timed_out_wait_says_whether_it_wrote_the_request(world, run, monkeypatch):
+    """Role abort_upgrade withdraws the request it wrote when it gives up waiting: the failure says it wrote it."""
+    upgrading(world)
+    monkeypatch.setattr(pause_step, "POLL_SECONDS", 0.2)
+    result = run(wait=True, wait_timeout=1)
+    assert result["failed"] is True and result["code"] == "WaitTimeout" and result["changed"] is True
+    assert result["pause"]["requested"] is True and pause.PAUSE_TAG in world.tags()
+    again = run(wait=True, wait_timeout=1)
+    assert again["code"] == "WaitTimeout" and again["changed"] is False
