@@ -23,19 +23,23 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
+
 from asg_helpers import asg_state, edit_journal, journal_tags
 from nodegroup_state import workers_asg
 from sandbox_helpers import REPO_ROOT, kill_playbook, run_playbook, start_playbook, wait_for
 from upgrade_runs import PLAYBOOK, RUN_TIMEOUT, assert_upgraded, other_ami, upgrade_extra_vars
 
 SCENARIO = "surge5"
+# Each case runs two to four playbooks one after the other.
+pytestmark = pytest.mark.timeout(900)
 PAUSE = REPO_ROOT / "playbooks" / "pause_upgrade.yml"
 ABORT = REPO_ROOT / "playbooks" / "abort_upgrade.yml"
 PAUSE_TAG = "eksops.nodegroup/pause"
 LEASE_TAG = "eksops.nodegroup/lease"
 GROUP = {"cluster_name": "surge5", "nodegroup_name": "workers"}
 # The post-drain wait of the upgrades paused or aborted here: long enough for another process to act between batches.
-BATCH_SECONDS = 4
+BATCH_SECONDS = 8
 
 
 def sizes(sandbox):
@@ -55,13 +59,14 @@ def start_upgrade(sandbox, tmp_path, name, target):
     return start_playbook(sandbox, PLAYBOOK, extra, start_new_session=True)
 
 
-def batches_started(sandbox, count):
-    """Until ``count`` old nodes have been cordoned by the upgrade (its batches under way)."""
-    def started():
-        nodes = sandbox.report()["nodegroups"]["workers"]["nodes"]
-        replaced = sandbox.report()["aws_calls"].get("TerminateInstanceInAutoScalingGroup 200", 0)
-        return replaced + sum(1 for node in nodes if node["unschedulable"]) >= count
-    return started
+def terminations(sandbox):
+    return sandbox.report()["aws_calls"].get("TerminateInstanceInAutoScalingGroup OK", 0)
+
+
+def batches_done(sandbox, count):
+    """Until ``count`` more old nodes are terminated than now (the sandbox counts since it started)."""
+    before = terminations(sandbox)
+    return lambda: terminations(sandbox) - before >= count
 
 
 def pause(sandbox, **extra):
@@ -72,10 +77,11 @@ def pause(sandbox, **extra):
 
 def paused_upgrade(sandbox, tmp_path, name, target, batches, **pause_extra):
     """An upgrade to ``target`` (its report ``<name>.json``) paused from another process once ``batches`` batches
-    have begun, waited until it has stopped; the pause playbook's output."""
+    have ended, waited until it has stopped; the pause playbook's output."""
+    done = batches_done(sandbox, batches)
     run = start_upgrade(sandbox, tmp_path, name, target)
     try:
-        wait_for(batches_started(sandbox, batches), 300, "batch %d" % batches)
+        wait_for(done, 300, "batch %d" % batches)
         output = pause(sandbox, **pause_extra)
         run.communicate(timeout=RUN_TIMEOUT)
     finally:
@@ -140,7 +146,7 @@ def test_issue27_item3_a_paused_run_stops_before_its_next_batch_and_a_rerun_resu
 def test_issue27_item3_abort_after_a_pause_leaves_the_group_consistent(sandbox, tmp_path):
     current, target = other_ami(sandbox)
     sizes_before = sizes(sandbox)
-    paused_upgrade(sandbox, tmp_path, "to_abort", target, 2)
+    paused_upgrade(sandbox, tmp_path, "to_abort", target, 1)
     aborted = abort(sandbox)
     assert aborted.returncode == 0, aborted.stdout[-5000:]
     assert "Aborted the upgrade of Auto Scaling group" in aborted.stdout
@@ -159,9 +165,10 @@ def test_issue27_item3_abort_after_a_pause_leaves_the_group_consistent(sandbox, 
 def test_issue27_item3_abort_with_rollback_pauses_the_live_run_and_rolls_its_nodes_back(sandbox, tmp_path):
     current, target = other_ami(sandbox)
     sizes_before = sizes(sandbox)
+    done = batches_done(sandbox, 1)
     run = start_upgrade(sandbox, tmp_path, "rolled_back", target)
     try:
-        wait_for(batches_started(sandbox, 2), 300, "the second batch")
+        wait_for(done, 300, "the first batch")
         aborted = abort(sandbox, rollback=True, upgrade_report_path=str(tmp_path / "rollback.json"))
         run.communicate(timeout=60)
     finally:
@@ -178,9 +185,9 @@ def test_issue27_item3_abort_with_rollback_pauses_the_live_run_and_rolls_its_nod
 def test_issue27_item3_an_abort_killed_in_its_rollback_is_finished_by_a_rerun(sandbox, tmp_path):
     current, target = other_ami(sandbox)
     sizes_before = sizes(sandbox)
-    paused_upgrade(sandbox, tmp_path, "killed_abort", target, 2)
-    killed = start_playbook(sandbox, ABORT, {**GROUP, "rollback": True, "drain_timeout": 60, "post_drain_wait": 1},
-                            start_new_session=True)
+    paused_upgrade(sandbox, tmp_path, "killed_abort", target, 1)
+    killed = start_playbook(sandbox, ABORT, {**GROUP, "rollback": True, "drain_timeout": 60,
+                                             "post_drain_wait": BATCH_SECONDS}, start_new_session=True)
     try:
         # Killed once the rollback's own upgrade is replacing nodes: the journal retargeted, a batch under way.
         wait_for(lambda: journal_tags(workers_asg(sandbox)).get("rollback_of") is not None
