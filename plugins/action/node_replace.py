@@ -17,8 +17,11 @@ from ansible.utils.display import Display
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import error_result
-from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import ReplaceFailed, ReplaceState
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import Batch, ReplaceFailed, ReplaceState
 from ansible_collections.eksops.nodegroup.plugins.module_utils.gates.safe_points import SafePoints
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.quarantine import start_quarantine
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.quarantine_book import check_quarantine_options
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.health_gate import validate_gates
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.phase import (
     cordon_old_nodes,
     full_argument_spec,
@@ -58,22 +61,25 @@ class ActionModule(ControllerAction):
     def _phase(self, params, clients, warnings):
         """The task result's changed, replace and, on failure, failed and the error."""
         try:
-            params, steps, plan, loop, next_batch = self._prepare(params, clients, warnings)
+            params, steps, plan, loop, next_batch, safe_point, quarantine = self._prepare(params, clients, warnings)
         except UpgradeError as err:
             clients.stop_lease_heartbeats()
             result = dict(failed=True, changed=False, replace=ReplaceState().to_dict())
             result.update(error_result(err))
             return result
         try:
-            return self._replace(params, steps, plan, clients, loop, next_batch, warnings)
+            return self._replace(params, steps, plan, clients, loop, next_batch, safe_point, quarantine, warnings)
         finally:
             clients.stop_lease_heartbeats()
 
     def _prepare(self, params, clients, warnings):
         """Every check before any change: the plan (when the task gives none, printed) and the schedule (SPEC B1).
-        Returns (params with the plan, the steps' options, the plan or None, the loop, its next_batch)."""
+        Returns (params with the plan, the steps' options, the plan or None, the loop, its next_batch, the
+        quarantine of undrainable nodes or None, issue 27 item 5)."""
         check_mode = bool(self._task.check_mode)
         validate_schedule(params)
+        check_quarantine_options(params["undrainable_nodes"], params["max_quarantined_nodes"])
+        validate_gates(params)
         # The steps' options, typed and checked once for the phase (issue 26 item 4).
         steps = step_options(params, check_mode)
         # Issue 27 items 2-4: the safe points' options, and that every alarm named exists.
@@ -83,22 +89,31 @@ class ActionModule(ControllerAction):
         if plan is not None:
             self._progress(plan_line(plan))
         node_names = dict(params["node_names"])
-        schedule, next_batch = next_batch_source(params, clients, check_mode, warnings.append, node_names, group)
-        loop, next_batch = replace_loop(params, steps, clients, check_mode, bool(self._task.diff), warnings.append, _log,
-                                        self._progress, next_batch, node_names, safe_points, group)
+        params, quarantine = start_quarantine(params, clients, node_names, self._progress, check_mode)
+        # Issue 27 items 1 and 7: how many of the plan's first batches are the canary's, which end a zone.
+        order = plan or {}
+        schedule, next_batch = next_batch_source(params, clients, check_mode, warnings.append, node_names, group,
+                                                 order.get("canary_batches", 0))
+        if quarantine is not None:
+            quarantine.attach(next_batch)
+        loop, next_batch, safe_point = replace_loop(params, steps, clients, check_mode, bool(self._task.diff),
+                                                    warnings.append, _log, self._progress, next_batch,
+                                                    node_names, safe_points, group, quarantine, order)
         loop.state.schedule = schedule
-        return params, steps, plan, loop, next_batch
+        return params, steps, plan, loop, next_batch, safe_point, quarantine
 
-    def _replace(self, params, steps, plan, clients, loop, next_batch, warnings):
-        """The phase: every old node cordoned (with cordon_old_nodes), the batches, then (when planned here) the old
-        instances left. Returns the task result's changed, replace and, on failure, failed, the error and the
-        failing step's own result."""
+    def _replace(self, params, steps, plan, clients, loop, next_batch, safe_point, quarantine, warnings):
+        """The phase: every old node cordoned (with cordon_old_nodes), the batches, the nodes still held in
+        quarantine (NodesQuarantined), then (when planned here) the old instances left. Returns the task result's
+        changed, replace and, on failure, failed, the error and the failing step's own result."""
         check_mode = bool(self._task.check_mode)
         planned = dict(plan=plan, asg_name=params["asg_name"]) if plan is not None else {}
         cordoned = None
         result = {}
         try:
-            if params["cordon_old_nodes"]:
+            if params["cordon_old_nodes"] and params["batches"]:
+                # Issue 27: a stop before the first batch leaves nothing cordoned.
+                safe_point.check(loop.state, Batch(params["batches"][0]))
                 cordoned = cordon_old_nodes(params, steps, clients, check_mode, bool(self._task.diff), warnings.append, _log)
                 if cordoned is not None:
                     loop.state.cordoned = dict(at=time.time(), nodes=sorted(cordoned["drain"]["nodes"]))
@@ -106,6 +121,8 @@ class ActionModule(ControllerAction):
                                    "batch, so that no pod moves onto a node still to be replaced" % (
                                        "would cordon" if check_mode else "cordoned", len(cordoned["drain"]["nodes"])))
             loop.run(next_batch)
+            if quarantine is not None:
+                quarantine.finish(loop.state)
             if plan is not None and not check_mode:
                 planned["old_instances_left"] = old_instances_left(params, clients, warnings.append)
         except ReplaceFailed as failure:
@@ -115,7 +132,7 @@ class ActionModule(ControllerAction):
             result.update(failed=True, replace=failure.state.to_dict())
             result.update(error_result(failure.error))
         except UpgradeError as err:
-            # The check after the loop: every batch was done.
+            # The safe point before the cordon, or the check after the loop: every batch was done.
             result.update(failed=True, replace=loop.state.to_dict())
             result.update(error_result(err))
         else:

@@ -36,11 +36,13 @@ options:
       - C(parallelism), the max_unavailable the setup phase resolved (null before it did).
       - C(started_at), C(finished_at) (UTC times), C(phase_seconds) (seconds by phase), C(check_mode).
       - C(plan), the plan of a dry run (else null); C(error), the run's error (else null), with C(code),
-        C(phase), C(msg), C(rolled_back), C(resume) and optionally C(rollback_error).
+        C(phase), C(msg), C(rolled_back), C(resume), C(stopped) (a stop at a safe point, issue 27) and optionally
+        C(rollback_error).
       - The phases' variables, null when unset - C(setup_result), C(setup_phase) (the setup task's result), C(failure_state) (the node
         group described after a failure), C(managed_update_result), C(managed_update_step),
         C(upgrade_replaced_instances), C(upgrade_never_joined), C(upgrade_drain_results) (the upgrade phase's, of
-        either strategy), C(scale_down_result), and C(scale_up_result) (may be left out).
+        either strategy), C(scale_down_result), and C(scale_up_result) (may be left out); C(upgrade_quarantined)
+        (may be left out), the nodes the upgrade phase held in quarantine (issue 27 item 5).
       - C(schedule) (the schedule the run asked the phases for, issue 11 item 1), C(upgrade_schedule) (the one the
         upgrade phase ran, after any fallback), C(upgrade_at_risk_batches) and C(upgrade_decrements) (may be left
         out).
@@ -57,8 +59,11 @@ EXAMPLES = r"""
 RETURN = r"""
 _value:
   description:
-    - The report. C(status) is C(succeeded), C(failed), C(planned) (a dry run) or C(stopped) (the cluster
-      autoscaler changed the group during the upgrade).
+    - The report. C(status) is C(succeeded), C(failed), C(planned) (a dry run), C(stopped) (the cluster
+      autoscaler changed the group during the upgrade), C(paused) (asked to pause, playbooks/pause_upgrade.yml) or
+      C(window_closed) (the maintenance window or max_duration_seconds left no time for the next batch or phase);
+      after C(paused) and C(window_closed) the upgrade playbook run again goes on, and C(error) says where it
+      stopped.
     - C(kind), C(asg_name) are what is known of the node group, also when the setup phase stopped before it
       found the group. C(eks_update) is what EKS did on a managed node group; its C(plan) is what the run did or, in
       check mode, would do (C(action) none, follow or start, and C(message)).
@@ -90,6 +95,10 @@ _value:
     - C(restored) has the sizes and processes the scale-down restored (null when it restored nothing), and in
       C(kept_sizes) the MinSize or MaxSize someone changed during the upgrade, which it kept (issue 29 item 4);
       C(error) is the run's error with a one-line C(summary).
+    - C(quarantined) lists the nodes held in quarantine (issue 27 item 5, C(undrainable_nodes=quarantine)) - each
+      with C(node), C(instance_id), C(batch), C(retried), C(evicted) (the pods its drains evicted before they
+      timed out, counted in C(pods_evicted)), C(pods) (C(pod), C(reason), C(pdb)) and C(pod_disruption_budgets);
+      empty when none is.
   type: dict
   sample:
     status: succeeded
@@ -116,6 +125,7 @@ _value:
     never_joined: []
     drained_nodes: [ip-10-0-1-1.ec2.internal, ip-10-0-2-1.ec2.internal, ip-10-0-3-1.ec2.internal]
     surplus_removed: [i-0d, i-0e]
+    quarantined: []
     surge: 6
     surge_sizing: eks
     surge_instance_minutes: 119.6
@@ -158,9 +168,14 @@ def _known(run: Mapping[str, Any], key: str, fallback: Any) -> Any:
     return fallback
 
 
+# Issue 27: a run that stopped at a safe point as asked (a pause) or as its time ran out (the maintenance window,
+# max_duration_seconds) did not fail; its error says where it stopped (its ``stopped`` flag, errors.STOPPED_CODES).
+STOPPED_STATUS = {"UpgradePaused": "paused", "MaintenanceWindowClosed": "window_closed"}
+
+
 def _status(run: Mapping[str, Any]) -> str:
     if run["error"] is not None:
-        return "failed"
+        return STOPPED_STATUS.get(run["error"]["code"], "failed") if run["error"].get("stopped") else "failed"
     if run["check_mode"]:
         return "planned"
     return "stopped" if (run["scale_down_result"] or {}).get("autoscaler_detected", False) else "succeeded"
@@ -238,10 +253,12 @@ def _error_report(error: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return dict(error, summary="%s | %s" % (summary, error["resume"]))
 
 
-def _pods(drained: Mapping[str, Mapping[str, Any]], eks_evictions: Mapping[str, Any] | None) -> dict[str, Any]:
-    """What the drains did; on a managed group, what EKS's did (null when the cluster could not be watched)."""
+def _pods(drained: Mapping[str, Mapping[str, Any]], eks_evictions: Mapping[str, Any] | None,
+          quarantined: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """What the drains did, those of the nodes still held in quarantine too (issue 27 item 5: what they evicted
+    moved); on a managed group, what EKS's did (null when the cluster could not be watched)."""
     nodes = drained.values()
-    evicted = sum(len(node["evicted"]) for node in nodes)
+    evicted = sum(len(node["evicted"]) for node in nodes) + sum(len(entry["evicted"]) for entry in quarantined)
     if eks_evictions is not None:
         evicted = evicted + eks_evictions["pods_evicted"] if eks_evictions["counted"] else None
     return dict(
@@ -341,11 +358,12 @@ def upgrade_report(run: Mapping[str, Any]) -> dict[str, Any]:
         never_joined=run["upgrade_never_joined"] or [],
         drained_nodes=list(drained),
         surplus_removed=[instance["instance_id"] for instance in (scale_down or {}).get("removed_instances", [])],
+        quarantined=list(run.get("upgrade_quarantined") or []),
     )
     report.update(_surge(run))
     report.update(_schedule(run))
     eks_evictions = _eks_evictions(run)
-    report.update(_pods(drained, eks_evictions))
+    report.update(_pods(drained, eks_evictions, report["quarantined"]))
     report.update(_disruptions(run, drained, eks_evictions))
     report.update(_timeline(run, drained))
     report.update(

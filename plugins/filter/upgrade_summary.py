@@ -157,10 +157,22 @@ def _failed_pod(pod: Mapping[str, Any]) -> str:
     return "%s (%s%s)" % (pod["pod"], pod["reason"], "; PodDisruptionBudget %s" % pod["pdb"] if pod["pdb"] else "")
 
 
+def _quarantined_line(quarantined: list[Mapping[str, Any]] | None) -> str | None:
+    """Issue 27 item 5: the nodes held in quarantine, each with the pods that held it."""
+    if not quarantined:
+        return None
+    return ("Quarantined (cordoned, labelled eksops.nodegroup/quarantined=true, instance kept; a rerun retries them): "
+            + "; ".join("node %s (%s): %s" % (entry["node"], entry["instance_id"],
+                                              ", ".join(_failed_pod(pod) for pod in entry["pods"]) or "no pod named")
+                        for entry in quarantined) + ".")
+
+
 def _error_lines(error: Mapping[str, Any] | None) -> list[str]:
     if not error:
         return []
-    lines = ['ERROR %s in phase %s (task "%s"): %s' % (error["code"], error["phase"], error["task"], error["msg"])]
+    # Issue 27: a run stopped at a safe point as asked or as its time ran out did not fail.
+    word = "STOPPED" if error.get("stopped") else "ERROR"
+    lines = ['%s %s in phase %s (task "%s"): %s' % (word, error["code"], error["phase"], error["task"], error["msg"])]
     if error.get("failed_pods"):
         lines.append("Pods that could not be removed: " + ", ".join(_failed_pod(pod) for pod in error["failed_pods"]))
     if error.get("group_state"):
@@ -192,6 +204,7 @@ def upgrade_summary(report: Mapping[str, Any], report_path: str | None = None, s
         "Preflight warnings (printed before the upgrade started): %s" % ", ".join(
             warning["check"] for warning in warnings) if warnings else None,
         _restored_line(report["restored"]),
+        _quarantined_line(report.get("quarantined")),
         "STOPPED: the cluster autoscaler changed the desired capacity during the upgrade; nothing was restored. %s"
         % stopped_advice if report["status"] == "stopped" else None,
     ])

@@ -73,6 +73,13 @@ UPGRADE_PAUSED = "UpgradePaused"
 MAINTENANCE_WINDOW_CLOSED = "MaintenanceWindowClosed"
 # Not an EKS code (issue 27 item 2): a CloudWatch alarm of alarm_names was in ALARM at a safe point.
 ALARM_TRIGGERED = "AlarmTriggered"
+# Not an EKS code (issue 27 item 5, undrainable_nodes quarantine): nodes whose drains timed out were left cordoned and
+# labelled, their instances not terminated, while the run replaced the others; they still held after one more drain
+# each (or more were held than max_quarantined_nodes allows). A rerun retries them.
+NODES_QUARANTINED = "NodesQuarantined"
+# Not an EKS code (issue 27 item 1): after a batch's soak, the workloads its drain moved were not healthy again by
+# health_gate_timeout (pods Pending, Deployments or StatefulSets below their replicas); no further batch starts.
+HEALTH_GATE_FAILED = "HealthGateFailed"
 
 # Every code above: what a failure of the collection carries (the upgrade_error action takes no other).
 CODES = (NODE_CREATION_FAILURE, POD_EVICTION_FAILURE, ASG_INSTANCE_LAUNCH_FAILURES, INSTANCE_LIMIT_EXCEEDED,
@@ -81,7 +88,8 @@ CODES = (NODE_CREATION_FAILURE, POD_EVICTION_FAILURE, ASG_INSTANCE_LAUNCH_FAILUR
          LAUNCH_TEMPLATE_VERSION_CHANGED, PREFLIGHT_BLOCKED, INSTANCE_REFRESH_IN_PROGRESS,
          OWNED_BY_INFRASTRUCTURE_AS_CODE, WARM_POOL_PRESENT, REPLACES_INSTANCES_ITSELF, TAG_LIMIT_EXCEEDED,
          MIXED_INSTANCES_UNSUPPORTED, AWS_UNREACHABLE, API_ERROR, WAIT_TIMEOUT, UPGRADE_IN_PROGRESS, JOB_STOPPED,
-         OLD_INSTANCES_LEFT, UPGRADE_PAUSED, MAINTENANCE_WINDOW_CLOSED, ALARM_TRIGGERED)
+         OLD_INSTANCES_LEFT, UPGRADE_PAUSED, MAINTENANCE_WINDOW_CLOSED, ALARM_TRIGGERED, NODES_QUARANTINED,
+         HEALTH_GATE_FAILED)
 
 # The codes of a run that stopped at a safe point because it was asked to or its time was up, not because anything
 # went wrong: the wrapper role ends such a run without failing the job, its report saying where it stopped.

@@ -247,6 +247,13 @@ drain:
           description: Pods deleted (O(delete_options.disable_eviction), or O(delete_options.force) after the timeout).
           type: list
           elements: str
+        workloads:
+          description:
+            - The workloads (C(Kind namespace/name), a ReplicaSet's Deployment by its C(pod-template-hash)) of the
+              pods evicted or deleted; a pod without a controller is in none. M(eksops.nodegroup.node_replace)'s
+              health gate judges them.
+          type: list
+          elements: str
         skipped:
           description: Pods left on the node, with the reason (DaemonSet, mirror pod, long-terminating, with
             O(delete_options.force) a workload that comes back to the node).
@@ -331,6 +338,7 @@ drain:
           changed: true
           evicted: [default/web-6d4b7-abcde]
           deleted: []
+          workloads: [Deployment default/web]
           skipped: [{pod: kube-system/aws-node-x2k9l, reason: DaemonSet-managed pod (ignore_daemonsets)}]
           failed: []
           warnings: []

@@ -199,6 +199,78 @@ options:
       - Seed of the random choice of the old instances of each batch under the schedule C(once) (the plan's
         RV(eksops.nodegroup.nodegroup_info#module:nodegroup.plan.seed)); drawn when not given.
     type: int
+  undrainable_nodes:
+    description:
+      - What a node whose drain ran out of O(delete_options.wait_timeout) with pods still held (C(PodEvictionFailure)
+        after evictions were tried - a PodDisruptionBudget that allows none, a pod that does not go) does to the run
+        (issue 27 item 5). C(fail) stops the run there, the node cordoned.
+      - C(quarantine) leaves such a node cordoned and labels it C(eksops.nodegroup/quarantined=true), the pods and
+        PodDisruptionBudgets that held it in its annotation C(eksops.nodegroup/quarantine-reason); its instance is
+        not terminated and stays in the group (a surge step keeps the node it launched for it, and the later steps
+        count it). The run goes on with the batch's other nodes and the later batches, then drains each
+        quarantined node once more, and fails with C(NodesQuarantined) naming every node, pod and budget that
+        still held. A rerun finds the labelled nodes and retries them last.
+      - A node whose pods were refused before any eviction (a bare pod, a C(karpenter.sh/do-not-disrupt) annotation;
+        only O(delete_options.force) moves them) or that a load balancer kept fails the run either way. Nothing is
+        forced unless O(delete_options.force). Not in check mode, where no drain fails.
+    type: str
+    choices: [fail, quarantine]
+    default: fail
+  max_quarantined_nodes:
+    description:
+      - With O(undrainable_nodes=quarantine), how many nodes may be held at once, those an earlier run quarantined
+        included (at least 1). The node that makes one more stops the run at once with C(NodesQuarantined), before
+        its next batch; it stays cordoned and labelled like the others.
+    type: int
+    default: 1
+  batch_soak_seconds:
+    description:
+      - Seconds to wait after each batch (or step) once it ended and its instances are gone (the termination wait is
+        joined first), followed by the health gate. C(0) (the default) soaks and gates no batch but the canary's.
+      - The health gate goes on only once every workload whose pods the batch's drain evicted or deleted is healthy
+        again (RV(eksops.nodegroup.node_drain#module:drain.nodes.workloads)), as C(kubectl rollout status) reads
+        it - a Deployment observed, updated and back to its C(spec.replicas) available, a StatefulSet back to its
+        ready replicas and revision, any other controller with no pod Pending - and none of their pods is Pending.
+        The last batch is gated too.
+    type: int
+    default: 0
+  health_gate_timeout:
+    description:
+      - Seconds the health gate waits, after the soak, for the workloads to be healthy. Then the task fails with
+        C(HealthGateFailed) naming each workload and why (its available or ready replicas, its Pending pods and
+        the scheduler's reason); no further batch starts, and a rerun goes on with the old nodes left.
+    type: int
+    default: 600
+  canary:
+    description:
+      - Replace one old node per Availability Zone first (the plan's first in each zone, in batches of at most the
+        plan's batch size), then soak O(canary_soak_seconds) and pass the health gate before any other batch. The
+        other batches follow as planned. Under the schedule C(once) the canary's terminations are each replaced
+        (the schedule C(eks)), and the batches after them are planned from the group as the canary left it.
+      - With the surge strategy the canary is the first step (O(max_surge) new nodes and as many old ones, chosen
+        where the launch landed), not one node per zone.
+      - Needs the phase planned here (neither O(batches) nor O(steps)).
+    type: bool
+    default: false
+  canary_soak_seconds:
+    description:
+      - Seconds to soak after the canary's last batch, before its health gate (which runs even with C(0)).
+    type: int
+    default: 0
+  batch_order:
+    description:
+      - C(random) (the default) replaces the old nodes in the plan's random order (SPEC U5), a batch taking nodes of
+        any zone.
+      - C(zone) (issue 27 item 7) replaces them one Availability Zone after the other (zones in name order, each
+        zone's nodes in the plan's order, after the canary when O(canary)), in batches that never mix zones, and
+        gates the last batch of each zone (a soak of O(batch_soak_seconds), then the health gate, even with C(0)),
+        so that a bad AMI hurts one zone before the run stops.
+      - C(zone) needs the phase planned here (neither O(batches) nor O(steps)) with the schedule C(eks) (every
+        termination replaced), and is refused with the surge strategy (O(max_surge)), whose steps take their old
+        nodes where Auto Scaling placed their launch so that the group ends with its zone counts.
+    type: str
+    choices: [random, zone]
+    default: random
 notes:
   - Needs what M(eksops.nodegroup.node_drain) and M(eksops.nodegroup.asg_instance_terminate) need (see
     C(docs/iam-policy.json) and C(docs/rbac.yaml)), with the credentials of the controller.
@@ -273,7 +345,13 @@ replace:
         the epoch times C(started), C(drained) (the drain ended), C(accepted) (Auto Scaling accepted the
         termination), C(gone) (instances terminated) and C(ended) (the batch's end), C(new_nodes_ready) for a surge
         step that launched nodes, and where the instances ran - C(availability_zones) (by instance) and
+        C(group_per_az) (the group's instances per AZ, terminating ones aside, when their termination was asked);
+        C(retry) (it drains quarantined nodes once more) and C(quarantined) (the nodes it held in quarantine instead
+        of terminating them; their instances left C(instance_ids)).
         C(group_per_az) (the group's instances per AZ, terminating ones aside, when their termination was asked).
+        A soaked and gated batch (O(batch_soak_seconds), O(canary)) also has C(canary), C(soak_seconds),
+        C(workloads) (those the gate judged), and the epoch times C(soak_started), C(soak_ended) and
+        C(gate_passed) or C(gate_failed).
       type: list
       elements: dict
     schedule:
@@ -283,6 +361,15 @@ replace:
       description: With O(cordon_old_nodes), when every old node was cordoned before the first batch (C(at), epoch
         time) and which (C(nodes)); else null.
       type: dict
+    quarantined:
+      description:
+        - With O(undrainable_nodes=quarantine), the nodes held in quarantine at the end, in the order held, each
+          with C(node), C(instance_id), C(batch) (the batch that held it; null for one an earlier run quarantined),
+          C(retried) (its one more drain failed too), C(evicted) (the pods its drains evicted before they timed
+          out), C(pods) (C(pod), C(reason), C(pdb) of each pod that held it) and C(pod_disruption_budgets). A node
+          whose retry drained it is in RV(replace.drained_nodes), its record with every pod the run evicted from it.
+      type: list
+      elements: dict
     at_risk_batches:
       description: The batches (1-based) flagged C(at_risk).
       type: list
@@ -292,7 +379,9 @@ replace:
       type: int
     plan:
       description: The plan, when O(batches) was not given (M(eksops.nodegroup.nodegroup_info)'s
-        RV(eksops.nodegroup.nodegroup_info#module:nodegroup.plan)).
+        RV(eksops.nodegroup.nodegroup_info#module:nodegroup.plan)); with O(canary) or O(batch_order=zone) its batches
+        in that order, with C(canary_batches) (how many of the first batches are the canary's) and C(zone_ends) (the
+        number of each zone's last batch).
       returned: when planned here
       type: dict
       sample: {strategy: rolling, node_count: 6, old_count: 6, batch_size: 1, seed: 42, batches: [[i-0abc], [i-0def]]}
@@ -334,7 +423,9 @@ termination:
 code:
   description: The failing step's code, as M(eksops.nodegroup.node_drain) or M(eksops.nodegroup.asg_instance_terminate)
     return it (C(PodEvictionFailure), C(LoadBalancerDeregistrationTimeout), C(ClusterAutoscalerActive),
-    C(UpgradeInProgress), C(NodeCreationFailure), ...).
+    C(UpgradeInProgress), C(NodeCreationFailure), ...), or C(NodesQuarantined) with O(undrainable_nodes=quarantine)
+    (the result then has C(failed_nodes), C(quarantined) as RV(replace.quarantined), C(pod_disruption_budgets) and
+    C(max_quarantined_nodes_exceeded)).
   returned: failure
   type: str
 """

@@ -54,6 +54,8 @@ options:
       - UpgradePaused
       - MaintenanceWindowClosed
       - AlarmTriggered
+      - NodesQuarantined
+      - HealthGateFailed
   msg:
     description:
       - What failed and what to do, without the code (the result carries it beside the message).

@@ -39,7 +39,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.scheduler 
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.members.instances import instance_id_of
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.watch import TRANSPORT_ERRORS, Waker, jittered, list_all, list_then_watch
-from ansible_collections.eksops.nodegroup.plugins.module_utils.members.returning_pods import Returning, ReturnTracker
+from ansible_collections.eksops.nodegroup.plugins.module_utils.members.returning_pods import Returning, ReturnTracker, workload_of, workload_ref
 
 
 REASON_DRAIN = "EksopsDrain"
@@ -387,6 +387,9 @@ class NodeDrain:
         ref = pod_ref(job.pod)
         if outcome.kind == eviction.ACCEPTED:
             (self.result.evicted if job.method == "evict" else self.result.deleted).append(ref)
+            workload = workload_of(job.pod)
+            if workload is not None:
+                self.result.workloads.add(workload_ref(workload))
             self._settle(job.pod, REQUESTED)
             return None
         if outcome.kind in (eviction.GONE, eviction.TERMINATING_NAMESPACE):

@@ -31,6 +31,9 @@ class NodeResult:
         self.changed = False
         self.evicted = []
         self.deleted = []
+        # Issue 27 item 1: the workloads ("Kind namespace/name", workload_of) of the pods evicted or deleted, which
+        # node_replace's health gate judges after the batch.
+        self.workloads = set()
         self.skipped = []
         self.failed = []
         self.warnings = []
@@ -73,7 +76,7 @@ class NodeResult:
 
     def to_dict(self) -> dict[str, Any]:
         return dict(cordoned=self.cordoned, changed=self.changed, evicted=sorted(self.evicted),
-                    deleted=sorted(self.deleted), skipped=sorted(self.skipped, key=lambda e: e["pod"]),
+                    deleted=sorted(self.deleted), workloads=sorted(self.workloads), skipped=sorted(self.skipped, key=lambda e: e["pod"]),
                     failed=sorted(self.failed, key=lambda e: e["pod"]), warnings=list(self.warnings),
                     pdb_wait_seconds=round(self.pdb_wait_seconds, 1),
                     post_drain_waited_seconds=round(self.post_drain_waited, 1), load_balancers=list(self.load_balancers),

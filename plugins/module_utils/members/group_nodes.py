@@ -45,9 +45,18 @@ def node_view(raw: dict[str, Any]) -> _Obj:
 
 def patch_node_annotations(core_v1: Any, node_name: str, annotations: Mapping[str, str | None]) -> None:
     """Merge-patch node annotations (a None value removes one); retried on 429/5xx (SPEC P3)."""
-    body = {"metadata": {"annotations": annotations}}
-    with translate_k8s_errors("annotate node %s" % node_name):
-        read_body(retry_api_call(core_v1.patch_node, node_name, body, _content_type=MERGE_PATCH,
+    patch_node_metadata(core_v1, node_name, {}, annotations)
+
+
+def patch_node_metadata(core_v1: Any, node_name: str, labels: Mapping[str, str | None],
+                        annotations: Mapping[str, str | None]) -> None:
+    """Merge-patch node labels and annotations in one request (a None value removes one); retried on 429/5xx
+    (SPEC P3)."""
+    metadata = dict(annotations=dict(annotations))
+    if labels:
+        metadata["labels"] = dict(labels)
+    with translate_k8s_errors("%s node %s" % ("label" if labels else "annotate", node_name)):
+        read_body(retry_api_call(core_v1.patch_node, node_name, {"metadata": metadata}, _content_type=MERGE_PATCH,
                                  _preload_content=False))
 
 

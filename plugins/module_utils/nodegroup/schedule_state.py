@@ -18,12 +18,13 @@ The decisions are pure functions of what the callers read; mark_surplus and read
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 import random
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan import schedule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.placement import live_per_az
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.quarantine_book import is_quarantined
 from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import cordon_nodes, uncordon_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import invalid_parameter
 from ansible_collections.eksops.nodegroup.plugins.module_utils.members.instances import described_for_join, join_instances_nodes
@@ -156,11 +157,13 @@ def capacity_accepted(journal: Journal, desired_now: int, accept_current_capacit
 
 
 def group_view(asg: Mapping[str, Any], joined: Sequence[Mapping[str, Any]], journal: Journal,
-               surplus_nodes: Iterable[str], override_images: Mapping[str, str]) -> schedule.GroupView:
+               surplus_nodes: Iterable[str], override_images: Mapping[str, str],
+               held: Collection[str] = ()) -> schedule.GroupView:
     """The schedule.GroupView of ``asg`` (one DescribeAutoScalingGroups) whose instances joined with EC2 and the
     nodes are ``joined``: terminating instances are not live, surplus ones (node names ``surplus_nodes``) are live
     but not kept, ``owed`` the replacements Auto Scaling has not launched yet; ``override_images`` as in
-    instance_choice.is_new_instance."""
+    instance_choice.is_new_instance; ``held`` old instances held in quarantine (issue 27 item 5): live, and not
+    old to replace now."""
     zones = list(asg.get("AvailabilityZones") or [])
     live = [i for i in joined if i.get("lifecycle_state") not in LEAVING_STATES]
     old, new = split_old_new(live, journal.target_launch_template_version, journal.target_image_id, override_images)
@@ -169,7 +172,7 @@ def group_view(asg: Mapping[str, Any], joined: Sequence[Mapping[str, Any]], jour
     live_counts = live_per_az(zones, live)
     owed = max(0, int(asg["DesiredCapacity"]) - sum(live_counts.values()))
     old_by_az = dict((zone, []) for zone in zones)
-    for zone, ids in by_az(old).items():
+    for zone, ids in by_az([i for i in old if i["instance_id"] not in held]).items():
         old_by_az.setdefault(zone, []).extend(ids)
     return schedule.GroupView(zones, dict(journal.start_per_az), old_by_az, live_per_az(zones, kept), live_counts,
                               owed)
@@ -235,16 +238,22 @@ def restore_choice(members: Sequence[dict[str, Any]], nodes: Iterable[Any], jour
                    group_version: int | None) -> list[dict[str, Any]]:
     """The ``count`` instances (join records of the live ``members``) the scale-down removes (U6): under the
     journal's schedule once, first the surplus this run marked (they hold no pod the upgrade moved), then, if more
-    must go, the AZ-balanced choice (planning.scale_in_choice) among the others."""
+    must go, the AZ-balanced choice (planning.scale_in_choice) among the others; a node held in quarantine (issue 27
+    item 5: a PodDisruptionBudget kept its pods, its drain would time out again) only when no other is left. Each
+    is drained before its termination (U6), never removed with its pods."""
     if count <= 0:
         return []
     chosen = []
+    nodes = list(nodes)
     if journal.schedule == "once":
         marked = marked_surplus(nodes, journal.run_id)
         chosen = [i for i in members if i.get("node_name") in marked][:count]
     picked = set(i["instance_id"] for i in chosen)
-    rest = [i for i in members if i["instance_id"] not in picked]
-    return chosen + scale_in_choice(rest, count - len(chosen), group_version)
+    held = set(n.metadata.name for n in nodes if is_quarantined(n.metadata.labels))
+    for rest in ([i for i in members if i["instance_id"] not in picked and i.get("node_name") not in held],
+                 [i for i in members if i["instance_id"] not in picked and i.get("node_name") in held]):
+        chosen += scale_in_choice(rest, count - len(chosen), group_version)
+    return chosen
 
 
 def release_surplus(core_v1: Any, nodes: Iterable[Any], run_id: str | None) -> list[str]:

@@ -58,6 +58,11 @@ def _waited_on(record: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]], re
     gone = _span(record.get("accepted"), record.get("gone"))
     if gone:
         waits.append(dict(what="replacements_ready" if replacements else "instances_terminating", seconds=gone))
+    # Issue 27 item 1: the soak, then the health gate until it passed or failed.
+    if record.get("soak_started") is not None:
+        waits.append(dict(what="soak", seconds=_span(record["soak_started"], record.get("soak_ended"))))
+        waits.append(dict(what="health_gate", seconds=_span(record.get("soak_ended"),
+                                                            record.get("gate_passed", record.get("gate_failed")))))
     return waits
 
 
@@ -78,7 +83,22 @@ def batch_report(phase: str, record: Mapping[str, Any], drained: Mapping[str, Ma
         pod_warnings=["node %s: %s" % (name, warning) for name in names for warning in
                       (drained.get(name) or {}).get("warnings") or []],
         waited_on=_waited_on(record, nodes, bool(record.get("replacements"))),
+        # Issue 27 item 5: the nodes the batch held in quarantine instead of replacing them, and whether it drained
+        # quarantined nodes once more.
+        quarantined=list(record.get("quarantined") or []), retry=bool(record.get("retry")),
+        **_soak_and_gate(record),
     )
+
+
+def _soak_and_gate(record: Mapping[str, Any]) -> dict[str, Any]:
+    """Issue 27 item 1: a gated batch's soak and health gate (none for a batch not gated): whether it was the
+    canary's, the soak asked, its times, the workloads judged and when the gate passed or failed."""
+    if record.get("soak_started") is None:
+        return {}
+    return dict(canary=bool(record.get("canary")), soak_seconds=record.get("soak_seconds"),
+                soak_started_at=iso_time(record["soak_started"]), soak_ended_at=iso_time(record.get("soak_ended")),
+                gate_workloads=list(record.get("workloads") or []), gate_passed_at=iso_time(record.get("gate_passed")),
+                gate_failed_at=iso_time(record.get("gate_failed")))
 
 
 def batch_reports(phases: Mapping[str, Sequence[Mapping[str, Any]] | None],

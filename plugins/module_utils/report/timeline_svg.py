@@ -24,7 +24,7 @@ LEFT, RIGHT, WIDTH = 170, 90, 1100
 PHASE_TOP, PHASE_HEIGHT = 60, 22
 COUNT_HEIGHT, ROW_HEIGHT, LANE_GAP = 70, 18, 24
 COLOURS = dict(old="#c0392b", new="#2471a3", drain="#f5b041", pdb="#8e44ad", terminating="#95a5a6",
-               cordon="#1c2833", phase="#eaecee")
+               cordon="#1c2833", phase="#eaecee", soak="#27ae60")
 
 
 def _el(parent: ET.Element, tag: str, title: str | None = None, text: str | None = None, **attrs: Any) -> ET.Element:
@@ -117,12 +117,26 @@ def _node_row(lane: ET.Element, batch: Mapping[str, Any], node: str, scale: _Sca
         _el(row, "path", "instance %s terminated at %.1f s" % (", ".join(batch["instance_ids"]), gone),
             d="M%s %s l6 6 m0 -6 l-6 6" % (scale.x(gone) - 3, y + 6), stroke=COLOURS["old"], stroke_width=2,
             class_="terminated")
+    _soak_mark(row, batch, scale, y)
     at = cordoned if cordoned is not None else start
     _el(row, "circle", "cordoned at %.1f s" % at, cx=scale.x(at), cy=y + 9, r=3, fill=COLOURS["cordon"],
         class_="cordon")
     moved = batch["pods_evicted"] + batch["pods_deleted_by_force"]
     last = max(t for t in (start, drained, gone) if t is not None)
     _el(row, "text", text="%d pod(s) moved" % moved, x=scale.x(last) + 6, y=y + 12, font_size=9, class_="pods-moved")
+
+
+def _soak_mark(row: ET.Element, batch: Mapping[str, Any], scale: _Scale, y: float) -> None:
+    """Issue 27 item 1: a gated batch's soak and health gate, from the soak's start to the gate's verdict."""
+    soak = scale.at(batch.get("soak_started_at"))
+    verdict = scale.at(batch.get("gate_passed_at") or batch.get("gate_failed_at") or batch.get("soak_ended_at"))
+    if soak is None or verdict is None:
+        return
+    _el(row, "rect", "%ssoak of %s s from %.1f s, health gate %s at %.1f s (%s)" % (
+        "canary " if batch.get("canary") else "", batch.get("soak_seconds"), soak,
+        "passed" if batch.get("gate_passed_at") else "failed", verdict, ", ".join(batch.get("gate_workloads") or [])
+        or "no workload moved"), x=scale.x(soak), y=y + 7, width=max(scale.x(verdict) - scale.x(soak), 1), height=4,
+        fill=COLOURS["soak"], class_="soak")
 
 
 def _lanes(svg: ET.Element, report: Mapping[str, Any], scale: _Scale, top: float, end: float) -> float:
@@ -145,10 +159,11 @@ def _lanes(svg: ET.Element, report: Mapping[str, Any], scale: _Scale, top: float
 
 def _legend(svg: ET.Element, y: float) -> None:
     items = [("old", "old nodes"), ("new", "new nodes"), ("cordon", "cordoned"), ("drain", "drain"),
-             ("pdb", "PodDisruptionBudget wait"), ("terminating", "instance terminating")]
+             ("pdb", "PodDisruptionBudget wait"), ("terminating", "instance terminating"),
+             ("soak", "soak and health gate")]
     for n, (key, words) in enumerate(items):
-        _el(svg, "rect", x=8 + 180 * n, y=y, width=12, height=12, fill=COLOURS[key])
-        _el(svg, "text", text=words, x=8 + 180 * n + 16, y=y + 10, font_size=11)
+        _el(svg, "rect", x=8 + 155 * n, y=y, width=12, height=12, fill=COLOURS[key])
+        _el(svg, "text", text=words, x=8 + 155 * n + 16, y=y + 10, font_size=11)
 
 
 def render(report: Mapping[str, Any]) -> str:

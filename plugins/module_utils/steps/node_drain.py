@@ -140,6 +140,12 @@ class DrainOutcome:
     def error(self) -> UpgradeError | None:
         return self.result.error() if self.result is not None else None
 
+    @property
+    def failed_codes(self) -> dict[str, str | None]:
+        """The failed nodes by name, each with its code (None: its pods were refused before any eviction)."""
+        nodes = self.result.nodes.values() if self.result is not None else ()
+        return dict((node.name, node.code) for node in nodes if not node.ok)
+
     def warnings(self) -> list[str]:
         """The nodes' warnings, each naming its node."""
         nodes = self.result.nodes.values() if self.result is not None else ()

@@ -31,7 +31,9 @@ PLAYBOOK = ROOT / "playbooks" / "upgrade_nodegroup.yml"
 ROLE_SPEC = ROOT / "roles" / "nodegroup_upgrade" / "meta" / "argument_specs.yml"
 # Public variables the survey leaves out, and why (docs/awx.md): credentials are AWX credentials, and the execution
 # environment's file system goes with the job (the report is in the job's artifacts).
-NOT_ASKED = {"kubeconfig", "kube_context", "upgrade_report_path"}
+# AWX's surveys ask no list or dict (issue 27): alarm_names and maintenance_window are the job template's extra
+# variables (docs/awx.md).
+NOT_ASKED = {"kubeconfig", "kube_context", "upgrade_report_path", "alarm_names", "maintenance_window"}
 # AWX's survey question types (awx/main/models/mixins.py, SurveyJobTemplateMixin) and the option types each gives.
 SURVEY_TYPES = {"text": {"str", "path"}, "integer": {"int"}, "multiplechoice": {"str", "bool"}}
 BOOLEAN_CHOICES = ["false", "true"]

@@ -33,6 +33,7 @@ RESULT_KEYS = {
     "nodegroup_preflight": "preflight",
     "nodegroup_scale_restore": "restore",
     "nodegroup_setup": "setup",
+    "upgrade_gate": "gate",
     "upgrade_report_file": "report_file",
     # It only fails: its code and parameter, as every module's failure carries them (issue 26 item 3).
     "upgrade_error": None,

@@ -18,11 +18,16 @@ start a handle with the batch's ``never_joined``, ``availability_zones`` and ``g
 waited for, with its ``replacements`` and ``retained_instances`` (issue 26 item 4). A step that fails raises
 StepFailed with the step's result so far (the module's, which the task's result carries). The loop raises
 ReplaceFailed with what was done before the failure (ReplaceState).
+
+With a health gate (issue 27 item 1, phases/replace/health_gate.py) a gated batch is followed, once it ended, by
+a safe point: the termination wait still under way is joined (its instances are gone), the batch soaks, then the
+gate waits for the workloads its drain moved to be healthy again; its failure (HealthGateFailed) stops the loop
+before the next batch. The last batch is gated too (the scale-down follows).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 import threading
@@ -40,7 +45,8 @@ class Batch:
     raises the desired capacity to ``desired_capacity``, launching ``launch`` new nodes; it may have no old
     instance to replace. ``choose_old`` (a surge step's, issue 26 item 2): its old instances are chosen once its
     launch is placed (take), ``count`` of the ``candidates``, from the group's ``end_size`` and the
-    ``next_launch`` (placement.surge_step_old); until then it has none."""
+    ``next_launch`` (placement.surge_step_old); until then it has none. ``retry``: the batch drains nodes held in
+    quarantine once more (issue 27 item 5, phases/replace/quarantine.py)."""
 
     def __init__(self, instance_ids: Sequence[str], decrement: bool = False, decrement_ids: Sequence[str] = (),
                  at_risk: bool = False, desired_capacity: int | None = None, launch: int = 0,
@@ -52,6 +58,7 @@ class Batch:
         self.desired_capacity = desired_capacity
         self.launch = launch
         self.choose_old = choose_old
+        self.retry = False
 
     @property
     def old_count(self) -> int:
@@ -64,6 +71,12 @@ class Batch:
         self.instance_ids = list(instance_ids)
         self.decrement_ids = list(instance_ids)
 
+    def take_out(self, instance_ids: Iterable[str]) -> None:
+        """Issue 27 item 5: instances held in quarantine leave the batch; its other instances go on."""
+        out = set(instance_ids)
+        self.instance_ids = [i for i in self.instance_ids if i not in out]
+        self.decrement_ids = [i for i in self.decrement_ids if i not in out]
+
     @property
     def decrement(self) -> bool:
         """Whether every termination of the batch lowers the desired capacity (Batch(..., decrement=True))."""
@@ -73,12 +86,13 @@ class Batch:
 @dataclass(frozen=True)
 class Drained:
     """What a batch's drain step did, as the loop reads it: the nodes drained, by name (each node's record as
-    node_drain returns it), the node of each of the batch's instances, and when a surge step's new nodes were Ready
-    (None: it launched none)."""
+    node_drain returns it), the node of each of the batch's instances, when a surge step's new nodes were Ready
+    (None: it launched none), and the nodes held in quarantine instead (instance id -> node; issue 27 item 5)."""
 
     nodes: Mapping[str, Mapping[str, Any]]
     instances: Mapping[str, str | None]
     new_nodes_ready: float | None = None
+    quarantined: Mapping[str, str] | None = None
 
 
 class ReplaceState:
@@ -98,11 +112,14 @@ class ReplaceState:
         self.schedule = None
         # SPEC U4: when every old node was cordoned before the first batch, and which ({at, nodes}), else None.
         self.cordoned = None
+        # Issue 27 item 5: the nodes held in quarantine (plan/quarantine_book.py Held.to_dict), in the order held.
+        self.quarantined = []
 
     def to_dict(self) -> dict[str, Any]:
         return dict(drained_nodes=dict(self.drained_nodes), replaced_instances=list(self.replaced_instances),
                     never_joined=list(self.never_joined), retained_instances=list(self.retained_instances),
                     batches=[dict(b) for b in self.batches], schedule=self.schedule, cordoned=self.cordoned,
+                    quarantined=list(self.quarantined),
                     at_risk_batches=[b["batch"] for b in self.batches if b.get("at_risk")],
                     decrements=sum(len(b.get("decrement_ids") or []) for b in self.batches))
 
@@ -148,6 +165,18 @@ def planned_steps(steps: Sequence[Mapping[str, Any]], choose_after_launch: bool 
                       next_launch=steps[done + 1]["launch"] if done + 1 < len(steps) else 0)
         return Batch([], decrement=True, desired_capacity=step["desired_capacity"], launch=step["launch"],
                      choose_old=choose)
+    return next_batch
+
+
+def canary_first(canary: Sequence[Sequence[str]],
+                 then: Callable[[ReplaceState], Batch | None]) -> Callable[[ReplaceState], Batch | None]:
+    """next_batch for the canary under a live planner (issue 27 item 1): the ``canary`` batches first, each
+    termination replaced by Auto Scaling (EKS's schedule), then ``then``'s batches, planned from the group as the
+    canary left it."""
+    def next_batch(state: ReplaceState) -> Batch | None:
+        done = len(state.batches)
+        return Batch(canary[done]) if done < len(canary) else then(state)
+    next_batch.then = then
     return next_batch
 
 
@@ -198,7 +227,7 @@ class ReplaceLoop:
     def __init__(self, drain: Callable[[Batch], Drained], start: Callable[[Batch], Any], finish: Callable[[Any], Any],
                  progress: Callable[[str], None], overlap: bool,
                  node_names: Mapping[str, str | None] | None = None, total: int | None = None,
-                 clock: Callable[[], float] | None = None, noun: str = "batch") -> None:
+                 clock: Callable[[], float] | None = None, noun: str = "batch", gate: Any = None) -> None:
         self.drain = drain
         self.start = start
         self.finish = finish
@@ -209,6 +238,8 @@ class ReplaceLoop:
         self.total = total
         self.clock = clock or clocks.SYSTEM_CLOCK.time
         self.noun = noun
+        # The soak and health gate (phases/replace/health_gate.HealthGate), or None: no batch is gated.
+        self.gate = gate
         self.state = ReplaceState()
         self.pending = None
 
@@ -235,7 +266,7 @@ class ReplaceLoop:
     def one_batch(self, batch: Batch) -> None:
         record = dict(batch=len(self.state.batches) + 1, instance_ids=list(batch.instance_ids),
                       nodes=[self.node_names.get(i) for i in batch.instance_ids], started=self.clock(),
-                      decrement_ids=list(batch.decrement_ids), at_risk=batch.at_risk)
+                      decrement_ids=list(batch.decrement_ids), at_risk=batch.at_risk, retry=batch.retry)
         self.state.batches.append(record)
         self.progress("%s started at %s: %s" % (
             self.label(record), clock_time(record["started"]),
@@ -247,6 +278,7 @@ class ReplaceLoop:
             record["ended"] = self.clock()
             self.progress("%s ended at %s after %.1f s" % (
                 self.label(record), clock_time(record["ended"]), record["ended"] - record["started"]))
+            self.settle(record, drained.nodes)
             return
         instances = drained.instances
         record["nodes"] = [instances.get(i) for i in batch.instance_ids]
@@ -277,6 +309,36 @@ class ReplaceLoop:
             _names(batch.instance_ids, instances), "accepted the termination of" if self.overlap else "terminated",
             ", ".join(batch.instance_ids),
             " (%d decrement)" % len(batch.decrement_ids) if batch.decrement_ids else ""))
+        self.settle(record, drained.nodes)
+
+    def settle(self, record: dict[str, Any], nodes: Mapping[str, Mapping[str, Any]]) -> None:
+        """Issue 27 item 1, after a gated batch ended: join the termination wait (a safe point: its instances are
+        gone), soak, then the health gate on the workloads the drain of ``nodes`` moved (its records' workloads). Records
+        ``soak_seconds``, ``soak_started``, ``soak_ended`` and ``gate_passed`` or ``gate_failed``; a failed gate
+        raises StepFailed with HealthGateFailed."""
+        soak = self.gate.soak_for(record["batch"]) if self.gate is not None else None
+        if soak is None:
+            return
+        self.join_pending()
+        refs = sorted(set(ref for node in nodes.values() for ref in node.get("workloads") or []))
+        record.update(canary=self.gate.is_canary(record["batch"]), soak_seconds=soak, workloads=refs,
+                      soak_started=self.clock())
+        self.progress("%s: %ssoak of %d s started at %s, then the health gate (up to %d s) on %d workload(s)%s" % (
+            self.label(record), "canary " if record["canary"] else "", soak, clock_time(record["soak_started"]),
+            self.gate.timeout, len(refs), ": %s" % ", ".join(refs) if refs else ""))
+        self.gate.soak(soak)
+        record["soak_ended"] = self.clock()
+        try:
+            self.gate.wait(self.label(record), refs)
+        except UpgradeError as err:
+            record["gate_failed"] = self.clock()
+            self.progress("%s: health gate failed at %s: %s not healthy" % (
+                self.label(record), clock_time(record["gate_failed"]), ", ".join(err.details.get("workloads") or [])))
+            raise StepFailed(err) from err
+        record["gate_passed"] = self.clock()
+        self.progress("%s: health gate passed at %s after %.1f s: %d workload(s) healthy" % (
+            self.label(record), clock_time(record["gate_passed"]), record["gate_passed"] - record["soak_ended"],
+            len(refs)))
 
     def drained(self, record: dict[str, Any], batch: Batch) -> Drained:
         """The batch's drain step (a surge step's launch first); records when it ended (``drained``) and when the
@@ -291,6 +353,10 @@ class ReplaceLoop:
             raise
         self.chosen(record, batch)
         record["drained"] = self.clock()
+        if output.quarantined:
+            record.update(instance_ids=list(batch.instance_ids), decrement_ids=list(batch.decrement_ids),
+                          nodes=[self.node_names.get(i) for i in batch.instance_ids],
+                          quarantined=sorted(output.quarantined.values()))
         if output.new_nodes_ready is not None:
             record["new_nodes_ready"] = output.new_nodes_ready
         self.pod_warnings(record, output.nodes)

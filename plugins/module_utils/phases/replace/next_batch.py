@@ -67,6 +67,8 @@ class LivePlanner:
         self._ahead = None   # planned during the post-drain wait, not yet confirmed by the terminations
         self._next = None    # confirmed: the next call answers it
         self.override_images: dict[str, str] | None = None  # read once, with the group (SPEC W2)
+        # Issue 27 item 5: the instances held in quarantine now; live in the group, never in a batch.
+        self.excluded: Callable[[], set[str]] = set
 
     def __call__(self, state: ReplaceState) -> Batch | None:
         del state
@@ -116,8 +118,9 @@ class LivePlanner:
 
     def accepted(self, rounds: Sequence[Any]) -> None:
         """Auto Scaling accepted a batch's termination ``rounds`` (terminate_step.Termination, in order): the batch
-        planned ahead is the next one when they went as predicted (see the module docstring)."""
-        ahead, self._ahead = self._ahead, None
+        planned ahead is the next one when they went as predicted (see the module docstring), else none is (a batch
+        planned before a canary batch the planner did not choose, loop.canary_first, is not the next one)."""
+        ahead, self._ahead, self._next = self._ahead, None, None
         if ahead is None or not rounds:
             return
         terminated = sorted(i for r in rounds for i in r.result.get("terminated") or [])
@@ -153,8 +156,10 @@ class LivePlanner:
 
     def _choose(self, asg: Mapping[str, Any], joined: Sequence[Mapping[str, Any]], nodes: Sequence[Any],
                 journal: Journal, rng: random.Random) -> schedule.ScheduledBatch | None:
+        excluded = self.excluded()
         if self.fallback:
-            return schedule_ops.eks_batch(joined, journal, self.batch_size, rng, self.override_images or {})
+            return schedule_ops.eks_batch([i for i in joined if i["instance_id"] not in excluded], journal,
+                                          self.batch_size, rng, self.override_images or {})
         surplus = schedule_ops.marked_surplus(nodes, journal.run_id)
-        view = schedule_ops.group_view(asg, joined, journal, surplus, self.override_images or {})
+        view = schedule_ops.group_view(asg, joined, journal, surplus, self.override_images or {}, excluded)
         return schedule.next_batch(view, self.batch_size, rng)

@@ -39,9 +39,16 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.discove
     find_module_nodegroup,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.read_ahead import ReadAhead
-from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.batch_gate import batch_bound, gated_batches
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.batch_safe_point import BatchSafePoint, batch_bound, gated_batches
 from ansible_collections.eksops.nodegroup.plugins.module_utils.gates.safe_points import GATE_ARGUMENT_SPEC, SafePoints
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host import job_guard
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.quarantine import Quarantine, drained_and_held
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.quarantine_book import (
+    MAX_QUARANTINED_NODES_DEFAULT,
+    UNDRAINABLE_NODES,
+    UNDRAINABLE_NODES_DEFAULT,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.health_gate import GATE_OPTIONS, health_gate, ordered_plan
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clock import clock_time
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.step_context import StepContext, group_options, validated
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import (
@@ -51,6 +58,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.lo
     ReplaceLoop,
     ReplaceState,
     StepFailed,
+    canary_first,
     planned_batches,
     planned_steps,
 )
@@ -95,8 +103,12 @@ ARGUMENT_SPEC = dict(
     schedule=dict(type="str", choices=list(schedule_ops.SCHEDULES), default=schedule_ops.SCHEDULE_DEFAULT_MODULE),
     batch_size=dict(type="int"),
     seed=dict(type="int"),
-    # Issue 27 items 2-4: what is checked before each batch (gates/safe_points.py, phases/replace/batch_gate.py).
+    undrainable_nodes=dict(type="str", choices=list(UNDRAINABLE_NODES), default=UNDRAINABLE_NODES_DEFAULT),
+    max_quarantined_nodes=dict(type="int", default=MAX_QUARANTINED_NODES_DEFAULT),
+    # Issue 27 items 2-4: what is checked before each batch (gates/safe_points.py, phases/replace/batch_safe_point.py).
     **GATE_ARGUMENT_SPEC,
+    # Issue 27 items 1 and 7: the soak and health gate, the canary, the zone order (phases/replace/health_gate.py).
+    **GATE_OPTIONS,
     **LEASE_OPTION
 )
 
@@ -233,6 +245,8 @@ def plan_phase(params: Mapping[str, Any], clients: Clients,
     check_launch_template_unmoved(context.aws("ec2"), group.asg, group.journal())
     described = nodegroup_describe.describe_nodegroup(context, group)
     plan = described["plan"]
+    plan = ordered_plan(plan, dict((i["instance_id"], i["availability_zone"]) for i in described["instances"]),
+                        params["canary"], params["batch_order"])
     node_names = dict((i["instance_id"], i["node_name"]) for i in described["instances"])
     node_names.update(params["node_names"])
     planned = dict(steps=plan["steps"]) if plan["strategy"] == "surge" else dict(batches=plan["batches"])
@@ -285,11 +299,12 @@ def old_instances_left(params: Mapping[str, Any], clients: Clients, warn: Callab
 
 
 def next_batch_source(params: Mapping[str, Any], clients: Clients, check_mode: bool, warn: Callable[[str], None],
-                      node_names: dict[str, str | None],
-                      group: NodegroupRef | None = None) -> tuple[str, Callable[[ReplaceState], Batch | None]]:
+                      node_names: dict[str, str | None], group: NodegroupRef | None = None,
+                      canary: int = 0) -> tuple[str, Callable[[ReplaceState], Batch | None]]:
     """(the schedule run, next_batch): the plan's batches (schedule eks, or check mode, which walks the plan), or
-    the live planner of the schedule once; once without the journal's start_per_az falls back to eks, warning.
-    ``group``: the node group plan_phase found (and refused if managed), else it is found here."""
+    the live planner of the schedule once, after the plan's ``canary`` first batches (issue 27 item 1); once without
+    the journal's start_per_az falls back to eks, warning. ``group``: the node group plan_phase found (and refused if
+    managed), else it is found here."""
     if params["steps"] is not None:
         return "eks", planned_steps(params["steps"], choose_after_launch=not check_mode)
     if params["schedule"] != "once" or check_mode:
@@ -302,7 +317,8 @@ def next_batch_source(params: Mapping[str, Any], clients: Clients, check_mode: b
         warn(warning)
     if schedule_run != "once":
         return schedule_run, planned_batches(params["batches"])
-    return "once", LivePlanner(params, clients, group, warn, node_names)
+    planner = LivePlanner(params, clients, group, warn, node_names)
+    return "once", canary_first(params["batches"][:canary], planner) if canary else planner
 
 
 def check_target_unmoved(ctx: StepContext, group: NodegroupRef | None) -> None:
@@ -369,17 +385,22 @@ def start_terminations(context: StepContext, terminate: terminate_step.Terminate
 def replace_loop(params: Mapping[str, Any], steps: PhaseSteps, clients: Clients, check_mode: bool, diff: bool,
                  warn: Callable[[str], None], log: Callable[[str], None], progress: Callable[[str], None],
                  next_batch: Callable[[ReplaceState], Batch | None], node_names: dict[str, str | None],
-                 safe_points: SafePoints,
-                 group: NodegroupRef | None = None) -> tuple[ReplaceLoop, Callable[[ReplaceState], Batch | None]]:
+                 safe_points: SafePoints, group: NodegroupRef | None = None, quarantine: Quarantine | None = None,
+                 order: Mapping[str, Any] | None = None
+                 ) -> tuple[ReplaceLoop, Callable[[ReplaceState], Batch | None], BatchSafePoint]:
     """(the loop with node_drain's and asg_instance_terminate's steps, run with ``steps``' options, the next_batch
-    to run it with). The termination wait overlaps the next batch's drain unless the replacements gate the next
-    batch (wait_for_replacements, strategy minimal, U7) or nothing is terminated (check mode). A batch's
-    terminations go in up to two rounds (termination_rounds). What the next batch needs is read during the
-    post-drain wait (phases/replace/read_ahead.py); ``node_names`` (instance id -> node name) is the one
+    to run it with, the safe point before a batch). The termination wait overlaps the next batch's drain unless the
+    replacements gate the next batch (wait_for_replacements, strategy minimal, U7) or nothing is terminated (check
+    mode). A batch's terminations go in up to two rounds (termination_rounds). What the next batch needs is read
+    during the post-drain wait (phases/replace/read_ahead.py); ``node_names`` (instance id -> node name) is the one
     ``next_batch`` keeps up to date, ``group`` the node group the phase found (None: the first termination finds
-    it)."""
+    it), ``quarantine`` the held nodes' (issue 27 item 5; None: a failed drain fails the run; its retries come
+    last); ``order`` (the plan's canary_batches, zone_ends) says which batches the health gate judges
+    (phases/replace/health_gate.py). The next_batch returned checks the job and ``safe_points`` before each batch,
+    retries too (phases/replace/batch_safe_point.py, issue 27 items 2-4)."""
     context = StepContext(params, clients, check_mode, diff, warn, log)
-    ahead = ReadAhead(context, steps.drain, next_batch if isinstance(next_batch, LivePlanner) else None, group)
+    planner = getattr(next_batch, "then", next_batch)  # a live planner, after the canary (loop.canary_first)
+    ahead = ReadAhead(context, steps.drain, planner if isinstance(planner, LivePlanner) else None, group)
     # The first batch's reads go while the phase cordons every old node (U4).
     ahead.first()
 
@@ -392,10 +413,7 @@ def replace_loop(params: Mapping[str, Any], steps: PhaseSteps, clients: Clients,
             return Drained({}, {}, ready)
         outcome = drain_step.drain(context, steps.drain.of_instances(batch.instance_ids),
                                    ahead.drain_inputs(batch, node_names), ahead.on_emptied(batch))
-        if outcome.error is not None:
-            # The failing step's result, as node_drain's fail_json gave it: the task's result carries it.
-            raise StepFailed(outcome.error, outcome.to_result(context))
-        return Drained(outcome.nodes, outcome.instances or {}, ready)
+        return drained_and_held(quarantine, batch, outcome, context, ready)
 
     def start(batch: Batch) -> Terminations:
         return start_terminations(context, steps.terminate, ahead, batch)
@@ -410,7 +428,11 @@ def replace_loop(params: Mapping[str, Any], steps: PhaseSteps, clients: Clients,
                        overlap=not (params["wait_for_replacements"] or check_mode),
                        node_names=node_names, total=len(params["steps"] if params["steps"] is not None
                                                         else params["batches"]),
-                       noun=noun)
-    bound = batch_bound(params, steps.drain.engine.drain_timeout, steps.drain.engine.post_drain_wait)
-    return loop, gated_batches(ahead.next_batch(next_batch), job_guard.check, safe_points, context,
-                               lambda: ahead.group, bound, noun)
+                       noun=noun, gate=None if check_mode else health_gate(params, clients, order or {}))
+    safe_point = BatchSafePoint(safe_points, context, lambda: ahead.group,
+                                batch_bound(params, steps.drain.engine.drain_timeout,
+                                            steps.drain.engine.post_drain_wait), noun)
+    planned = ahead.next_batch(next_batch)
+    if quarantine is not None:
+        planned = quarantine.next_batch(planned)
+    return loop, gated_batches(planned, job_guard.check, safe_point), safe_point

@@ -43,7 +43,9 @@ its state on moto's own objects, so moto stays the single source of truth.
       update without one), and an instance reports its WeightedCapacity and an override's ImageId (mixed_instances.py,
       which also says what such a group launches);
   (q) DescribeLaunchTemplateVersions honours ResolveAlias: an ImageId ``resolve:ssm:<parameter>`` is answered with
-      the parameter's value (moto ignores ResolveAlias); the reconciler resolves it the same way at each launch.
+      the parameter's value (moto ignores ResolveAlias); the reconciler resolves it the same way at each launch;
+  (r) PutMetricAlarm creates an alarm in INSUFFICIENT_DATA and leaves an existing alarm's state as it was (moto
+      creates every alarm OK, and resets the state of one it updates).
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ import moto
 from moto.autoscaling.exceptions import AutoscalingClientError, ValidationError
 from moto.autoscaling.models import AutoScalingBackend, FakeAutoScalingGroup, InstanceState
 from moto.autoscaling.responses import AutoScalingResponse
+from moto.cloudwatch.models import CloudWatchBackend
 from moto.core.responses import ActionResult
 from moto.core.responses import EmptyResult
 from moto.ec2.exceptions import InvalidInstanceIdError, InvalidParameterCombination, OperationNotPermitted4
@@ -931,12 +934,36 @@ def _classic_instance_state(response: ELBResponse, instance_id: str) -> dict[str
             "Description": _EC2_STATE_DESCRIPTIONS.get(state, "Instance is in stopped state.")}
 
 
+# ------------------------------------------------------------------------------------------------ (r)
+
+@_apply_once
+def correct_alarm_creation_state() -> None:
+    """(r) CloudWatch API reference, PutMetricAlarm: "When this operation creates an alarm, the alarm state is
+    immediately set to INSUFFICIENT_DATA. [...] When you update an existing alarm, its state is left unchanged, but
+    the update completely overwrites the previous configuration of the alarm." (issue 27 item 2: the alarms a run
+    watches)."""
+    put_metric_alarm = CloudWatchBackend.put_metric_alarm
+
+    def created_insufficient_data(self: CloudWatchBackend, name: str, *args: Any, **kwargs: Any) -> Any:
+        previous = self.alarms.get(name)
+        alarm = put_metric_alarm(self, name, *args, **kwargs)
+        if previous is None:
+            alarm.state_value = "INSUFFICIENT_DATA"
+        else:
+            for field in ("state_value", "state_reason", "state_reason_data", "state_updated_timestamp", "history"):
+                setattr(alarm, field, getattr(previous, field))
+        return alarm
+
+    CloudWatchBackend.put_metric_alarm = created_insufficient_data
+
+
 CORRECTIONS = (correct_az_balance, correct_capacity_limits, correct_source_version,
                correct_instance_launch_template, correct_suspended_processes, correct_scaling_activities,
                correct_instance_timing, correct_lifecycle_hooks, correct_describe_instances_consistency,
                correct_target_deregistration_delay, correct_classic_connection_draining,
                correct_instance_lifecycle_policy, correct_instance_refresh, correct_tag_limits,
-               correct_replacement_settings, _apply_once(correct_mixed_instances), correct_resolve_alias)
+               correct_replacement_settings, _apply_once(correct_mixed_instances), correct_resolve_alias,
+               correct_alarm_creation_state)
 
 
 def apply_moto_corrections() -> None:

@@ -72,7 +72,7 @@ def test_a_rolling_upgrade_adds_up_the_upgrade_and_the_scale_down():
         phase_seconds={"setup": 3.2, "scale_up": 95.7, "upgrade": 1020.4, "scale_down": 80.1}, total_seconds=1199.4,
         nodes_before=4, replaced_instances=["i-1", "i-2"],
         never_joined=[{"instance_id": "i-9", "reason": "never registered"}],
-        drained_nodes=["node-1", "node-2", "node-3"], surplus_removed=["i-20"],
+        drained_nodes=["node-1", "node-2", "node-3"], surplus_removed=["i-20"], quarantined=[],
         surge=6, surge_sizing="eks", surge_instance_minutes=119.6, schedule=None, at_risk_batches=[], decrements=0,
         surplus_marked=[], surplus_nodes_with_pods=None, pods_evicted=4,
         pods_deleted_by_force=[], pod_warnings=["w1"], pdb_wait_seconds=3.4,
@@ -316,7 +316,8 @@ def test_issue25_item4_the_report_has_per_batch_times_and_what_each_waited_on():
         waited_on=[dict(what="pod_disruption_budget", seconds=20.0),
                    dict(what="pods_terminating", seconds=20.0),
                    dict(what="load_balancer_deregistration", seconds=10.0, load_balancers=["web"]),
-                   dict(what="instances_terminating", seconds=19.0)])
+                   dict(what="instances_terminating", seconds=19.0)],
+        quarantined=[], retry=False)
     assert (second["started_at"], second["drained_at"], second["terminated_at"]) == (
         "2024-05-01T10:03:20.000Z", "2024-05-01T10:03:50.000Z", "2024-05-01T10:04:00.000Z")
     assert (second["pods_evicted"], second["pods_deleted_by_force"]) == (1, 1)
@@ -363,3 +364,30 @@ def test_issue25_item4_a_surge_step_reports_its_launch_wait_and_a_launch_only_st
     assert second["waited_on"] == [dict(what="new_nodes_ready", seconds=10.0),
                                    dict(what="pods_terminating", seconds=20.0),
                                    dict(what="instances_terminating", seconds=9.0)]
+
+
+def test_issue27_a_stop_at_a_safe_point_is_paused_or_window_closed_and_an_alarm_a_failure():
+    def status(code, stopped):
+        error = dict(ERROR, code=code, msg="Stopped before batch 2", stopped=stopped)
+        return upgrade_report(run(setup_result=setup_result(), error=error))["status"]
+
+    assert status("UpgradePaused", True) == "paused"
+    assert status("MaintenanceWindowClosed", True) == "window_closed"
+    assert status("AlarmTriggered", False) == "failed"
+    assert status("PodEvictionFailure", False) == "failed"
+
+
+def test_issue27_item5_a_batch_says_which_nodes_it_held_in_quarantine_and_a_retry_says_so():
+    held = dict(batch_record(1, "i-1", "us-east-1a", 100, 150, 151, 170, {}), instance_ids=[], nodes=[],
+                quarantined=["node-i-1"])
+    retry = dict(batch_record(2, "i-1", "us-east-1a", 200, 230, 231, 240, {}), retry=True)
+    entry = dict(node="node-i-1", instance_id="i-1", batch=1, retried=False, evicted=["a/p0"], pods=[],
+                 pod_disruption_budgets=[])
+    report = upgrade_report(run(setup_result=setup_result(), upgrade_batches=[held, retry],
+                                upgrade_drain_results={"node-i-1": drained(["a/p1"])}, upgrade_quarantined=[entry]))
+    first, second = report["batches"]
+    assert (first["instance_ids"], first["nodes"], first["quarantined"], first["retry"]) == ([], [], ["node-i-1"], False)
+    assert (second["instance_ids"], second["quarantined"], second["retry"]) == (["i-1"], [], True)
+    assert report["quarantined"] == [entry]
+    # What the held node's drain evicted before it timed out moved too.
+    assert report["pods_evicted"] == 2

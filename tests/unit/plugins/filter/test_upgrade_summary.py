@@ -193,3 +193,21 @@ def test_issue25_item4_the_summary_says_where_the_picture_is():
     lines = upgrade_summary(report(), "/tmp/upgrade-report.json", ADVICE, "/tmp/upgrade-report.svg")
     assert lines[-2:] == ["Report written to /tmp/upgrade-report.json",
                           "Timeline of the upgrade (open it in a browser): /tmp/upgrade-report.svg"]
+
+
+def test_issue27_a_stop_at_a_safe_point_reads_stopped_not_error():
+    error = dict(ERROR, code="MaintenanceWindowClosed", msg="Stopped before batch 2", stopped=True)
+    lines = upgrade_summary(report(status="window_closed", error=error))
+    assert 'STOPPED MaintenanceWindowClosed in phase upgrade (task "Drain the batch"): Stopped before batch 2' in lines
+    assert not any(line.startswith("ERROR ") for line in lines)
+
+
+def test_issue27_item5_the_summary_names_each_quarantined_node_with_its_pods_and_budgets():
+    entry = dict(node="ip-10-0-1-5", instance_id="i-5", batch=2, retried=True, evicted=[],
+                 pod_disruption_budgets=["payments/billing"],
+                 pods=[dict(pod="payments/billing-1", reason="Cannot evict pod", pdb="payments/billing")])
+    line = [line for line in upgrade_summary(report(quarantined=[entry])) if line.startswith("Quarantined")]
+    assert line == ["Quarantined (cordoned, labelled eksops.nodegroup/quarantined=true, instance kept; a rerun retries "
+                    "them): node ip-10-0-1-5 (i-5): payments/billing-1 (Cannot evict pod; PodDisruptionBudget "
+                    "payments/billing)."]
+    assert not [line for line in upgrade_summary(report()) if line.startswith("Quarantined")]

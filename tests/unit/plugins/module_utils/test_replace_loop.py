@@ -12,7 +12,7 @@ import pytest
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host import job_guard
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.batch_gate import gated_batches
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.batch_safe_point import BatchSafePoint, gated_batches
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import (
     Batch,
     Drained,
@@ -263,7 +263,7 @@ class NoGates:
 
 def gated(next_batch, guard_check, gates, check_mode=False, warnings=None):
     context = SimpleNamespace(check_mode=check_mode, warn=(warnings if warnings is not None else []).append)
-    return gated_batches(next_batch, guard_check, gates, context, lambda: None, lambda batch: 1560, "batch")
+    return gated_batches(next_batch, guard_check, BatchSafePoint(gates, context, lambda: None, lambda batch: 1560, "batch"))
 
 
 def test_no_batch_starts_once_the_controller_is_gone():

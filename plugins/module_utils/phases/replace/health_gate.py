@@ -1,0 +1,152 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""node_replace's soak, health gate, canary (issue 27 item 1) and zone order (item 7): after a batch ended and its
+instances are gone, wait ``batch_soak_seconds`` (after the canary, ``canary_soak_seconds``), then go on only once
+the workloads the batch's drain moved are healthy again (plan/workload_health.py judges), within
+``health_gate_timeout``; otherwise HealthGateFailed, naming each workload and why. The canary's last batch and,
+with ``batch_order: zone``, each zone's last batch are gated whatever the soak.
+
+The reads, per namespace the batch touched: one pod list, and one Deployment or StatefulSet list when the batch
+moved pods of that kind (list_all, retried as every read is, SPEC P3), polled with the house's one wait shape
+(host/waiter.py's Waiter) until the verdict holds or the deadline passes. A pod list groups its pods by their
+workload as the drain named them (members/returning_pods.workload_of).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import HEALTH_GATE_FAILED, UpgradeError, invalid_parameter
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host import clock as clocks
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clients import Clients
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.waiter import Backoff, Waiter
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.client import apps_v1, translate_k8s_errors
+from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.watch import list_all
+from ansible_collections.eksops.nodegroup.plugins.module_utils.members.returning_pods import workload_of, workload_ref
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.batch_order import canary_batches, zone_batches
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.workload_health import (
+    WorkloadHealth,
+    gate_failure_message,
+    parse_ref,
+    unhealthy,
+    verdict,
+)
+
+# Between two reads of the workloads: 1 s, then up to 5 s (a workload that is slow to come back is read less often).
+GATE_BACKOFF = Backoff(1.0, 5.0)
+# node_replace's options (issue 27 items 1 and 7), in phases/replace/phase.py's ARGUMENT_SPEC.
+GATE_OPTIONS = dict(
+    batch_soak_seconds=dict(type="int", default=0),
+    health_gate_timeout=dict(type="int", default=600),
+    canary=dict(type="bool", default=False),
+    canary_soak_seconds=dict(type="int", default=0),
+    batch_order=dict(type="str", choices=["random", "zone"], default="random"),
+)
+
+
+class HealthGate:
+    """The soak and gate of each batch: ``soak_for(batch)`` the seconds to soak after batch number ``batch``, or
+    None when that batch is not gated (no soak asked, and neither the canary's last batch nor a zone's last);
+    ``canary_count``: how many batches the canary is; ``zone_ends``: the numbers of the batches that end a zone
+    (batch_order zone); ``timeout``: health_gate_timeout."""
+
+    def __init__(self, core: Any, apps: Any, batch_soak: int, timeout: int, canary_count: int = 0,
+                 canary_soak: int = 0, zone_ends: Sequence[int] = (), clock: Any = None) -> None:
+        self.core = core
+        self.apps = apps
+        self.batch_soak = batch_soak
+        self.timeout = timeout
+        self.canary_count = canary_count
+        self.canary_soak = canary_soak
+        self.zone_ends = frozenset(zone_ends)
+        self.clock = clock or clocks.SYSTEM_CLOCK
+
+    def is_canary(self, batch: int) -> bool:
+        return batch <= self.canary_count
+
+    def soak_for(self, batch: int) -> int | None:
+        if batch == self.canary_count:
+            return self.canary_soak
+        return self.batch_soak if self.batch_soak > 0 or batch in self.zone_ends else None
+
+    def soak(self, seconds: float) -> None:
+        self.clock.sleep(seconds)
+
+    def wait(self, label: str, refs: Sequence[str]) -> list[WorkloadHealth]:
+        """The verdicts once every workload of ``refs`` is healthy; HealthGateFailed at the deadline."""
+        if not refs:
+            return []
+        waiter = Waiter(lambda verdicts: not unhealthy(verdicts), self.timeout, self.clock)
+
+        def failed(verdicts: Iterable[WorkloadHealth]) -> UpgradeError:
+            failing = unhealthy(verdicts)
+            return UpgradeError(HEALTH_GATE_FAILED, gate_failure_message(label, self.timeout, failing),
+                                workloads=[health.ref for health in failing])
+
+        return waiter.poll(lambda: self.read(refs), GATE_BACKOFF, on_timeout=failed)[1]
+
+    def read(self, refs: Sequence[str]) -> list[WorkloadHealth]:
+        """The verdicts of ``refs`` from one pod list per namespace and one list per owner kind they need there."""
+        owners, pods = {}, {}
+        owner_lists = {"Deployment": self.apps.list_namespaced_deployment,
+                       "StatefulSet": self.apps.list_namespaced_stateful_set}
+        parsed = [parse_ref(ref) for ref in refs]
+        for namespace in sorted(set(ns for _kind, ns, _name in parsed)):
+            with translate_k8s_errors("read the workloads of namespace %s for the health gate" % namespace):
+                for pod in list_all(self.core.list_namespaced_pod, namespace=namespace)[0]:
+                    workload = workload_of(pod)
+                    if workload is not None:
+                        pods.setdefault(workload_ref(workload), []).append(pod)
+                for kind in sorted(set(kind for kind, ns, _name in parsed if ns == namespace and kind in owner_lists)):
+                    for owner in list_all(owner_lists[kind], namespace=namespace)[0]:
+                        owners["%s %s/%s" % (kind, namespace, owner["metadata"]["name"])] = owner
+        return verdict(refs, owners, pods)
+
+
+def health_gate(params: Mapping[str, Any], clients: Clients, order: Mapping[str, Any]) -> HealthGate | None:
+    """The phase's HealthGate from node_replace's params and the plan's ``order`` (ordered_plan's; None: no batch is
+    gated, neither soak, canary nor zone order)."""
+    canary_count, zone_ends = order.get("canary_batches", 0), order.get("zone_ends", [])
+    if params["batch_soak_seconds"] <= 0 and not canary_count and not zone_ends:
+        return None
+    return HealthGate(clients.core_v1(), apps_v1(clients.k8s()), params["batch_soak_seconds"],
+                      params["health_gate_timeout"], canary_count, params["canary_soak_seconds"], zone_ends)
+
+
+def validate_gates(params: Mapping[str, Any]) -> None:
+    """The soak, gate and canary options, before any change, naming the parameter."""
+    for name, least in (("batch_soak_seconds", 0), ("canary_soak_seconds", 0), ("health_gate_timeout", 1)):
+        if params[name] < least:
+            raise invalid_parameter(name, "%s must be >= %d, got %d" % (name, least, params[name]))
+    zone = params["batch_order"] == "zone"
+    for name, asked in (("canary", params["canary"]), ("batch_order", zone)):
+        if asked and (params["batches"] is not None or params["steps"] is not None):
+            raise invalid_parameter(name, "%s needs the phase planned here, from the group's zones: give neither "
+                                    "batches nor steps with it" % name)
+    if zone and (params["max_surge"] is not None or params["schedule"] != "eks"):
+        # Issue 26 item 2: a surge step's old nodes are taken where its launch landed, so that the group ends with
+        # its AZ counts; the schedule once plans each batch's zones from the group's needs (SPEC B1).
+        raise invalid_parameter("batch_order", "batch_order zone replaces the old nodes one zone after the other, "
+                                "each termination replaced: it takes the rolling strategies with the schedule eks, "
+                                "not the surge strategy (max_surge) nor the schedule once")
+
+
+def ordered_plan(plan: Mapping[str, Any], zone_of: Mapping[str, str | None], canary: bool,
+                 batch_order: str) -> dict[str, Any]:
+    """``plan`` with its batches in the order asked (plan/batch_order.py) and how: ``canary_batches`` (how many of
+    the first batches are the canary's) and ``zone_ends`` (with batch_order zone, the number of each zone's last
+    batch). The rolling strategies' canary: one old node per zone, in batches of the plan's batch size; the surge
+    strategy's: its first step (its old nodes are chosen where its launch landed, issue 26 item 2, so one per zone
+    is not promised). Neither asked: the plan as it is."""
+    if not canary and batch_order != "zone":
+        return dict(plan)
+    if plan["strategy"] == "surge":
+        return dict(plan, canary_batches=min(1, len(plan["steps"])))
+    first, rest = canary_batches(plan["batches"], zone_of, plan["batch_size"]) if canary else ([], plan["batches"])
+    batches, zone_ends = list(first), []
+    for zone in zone_batches(rest, zone_of, plan["batch_size"]) if batch_order == "zone" else [rest]:
+        batches.extend(zone)
+        zone_ends.append(len(batches))
+    return dict(plan, batches=batches, canary_batches=len(first), zone_ends=zone_ends if batch_order == "zone" else [])

@@ -1,0 +1,224 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Issue 27 item 5: undrainable_nodes quarantine in node_replace's loop (the decisions: plan/quarantine_book.py).
+
+A batch's drain that failed only because nodes ran out of drain_timeout with pods held (quarantinable) holds those
+nodes: each is labelled eksops.nodegroup/quarantined=true with the reason in an annotation (it stays cordoned, as
+every failed drain leaves it, SPEC U5), its instance leaves the batch, which goes on with its other nodes. Held
+instances stay in the group: no later batch takes them (the plan's batches are filtered, a surge step chooses among
+the others, the live planner of the schedule once counts them as live and not old), and a surge step's desired
+capacity counts each old instance its earlier steps did not terminate, so that Auto Scaling never scales in to
+reach a size that assumed their termination. Once the source has no batch left, the held nodes are retried in
+batches of the batch size, one more drain each (the live planner plans them as any old instance; a planned retry
+keeps each one's decrement, a surge step's always decrements). A rerun finds the nodes by their label and retries
+them last in the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import StepFailed
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.step_context import StepContext
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps.node_drain import DrainOutcome
+from ansible_collections.eksops.nodegroup.plugins.module_utils.members.group_nodes import list_all_nodes, patch_node_metadata
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import Batch, Drained, ReplaceFailed, ReplaceState
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.next_batch import LivePlanner
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.quarantine_book import (
+    QUARANTINE_LABEL,
+    QUARANTINE_LABEL_VALUE,
+    QUARANTINE_REASON_ANNOTATION,
+    Held,
+    QuarantineBook,
+    describe_blockers,
+    quarantinable,
+    reason_annotation,
+    with_earlier_evictions,
+)
+
+
+def start_quarantine(params: Mapping[str, Any], clients: Any, node_names: Mapping[str, str | None],
+                     progress: Callable[[str], None], check_mode: bool) -> tuple[dict[str, Any], Quarantine | None]:
+    """(node_replace's params, the run's Quarantine or None): with undrainable_nodes quarantine (not in check mode,
+    where no drain fails), the nodes of the plan found labelled are carried over (a rerun retries them last), and
+    the plan's batches lose them."""
+    if params["undrainable_nodes"] != "quarantine" or check_mode:
+        return dict(params), None
+    surge = params["steps"] is not None
+    planned = [step["instance_ids"] for step in params["steps"]] if surge else params["batches"]
+    old = set(i for batch in planned for i in batch)
+    labelled = labelled_instances(clients.core_v1(), dict((i, n) for i, n in node_names.items() if i in old))
+    book = QuarantineBook.carried_over(params["max_quarantined_nodes"], labelled)
+    if labelled:
+        progress("quarantined by an earlier run, retried last: %s" % ", ".join(
+            "%s (%s)" % (name, i) for i, name in sorted(labelled.items())))
+    quarantine = Quarantine(book, clients.core_v1, progress, surge,
+                            params["batch_size"] or max([len(batch) for batch in planned] or [1]))
+    return (params if surge else dict(params, batches=quarantine.planned(params["batches"]))), quarantine
+
+
+def drained_and_held(quarantine: Quarantine | None, batch: Batch, outcome: DrainOutcome,
+                     context: StepContext, ready: float | None) -> Drained:
+    """``batch``'s drain as the loop reads it: its drained nodes, and those held in quarantine (issue 27 item 5),
+    taken out of the batch; a drained node that was held leaves the quarantine. A failed drain raises StepFailed with
+    the step's result, as node_drain's fail_json gave it (the task's result carries it), unless its nodes are
+    held."""
+    held = {}
+    if outcome.error is not None:
+        result = outcome.to_result(context)
+        held = quarantine.hold(batch, outcome.failed_codes, result, outcome.instances or {}) if quarantine else None
+        if held is None:
+            raise StepFailed(outcome.error, result)
+    nodes = dict((name, node) for name, node in outcome.nodes.items() if name not in held.values())
+    if quarantine is not None:
+        nodes = quarantine.released(batch, nodes)
+    return Drained(nodes, outcome.instances or {}, ready, held)
+
+
+def labelled_instances(core_v1: Any, node_names: Mapping[str, str | None]) -> dict[str, str]:
+    """The instances (of ``node_names``: instance id -> node name) whose nodes carry the quarantine label: one LIST
+    narrowed by the label on the server (SPEC P2)."""
+    labelled = set(node.metadata.name for node in list_all_nodes(
+        core_v1, "%s=%s" % (QUARANTINE_LABEL, QUARANTINE_LABEL_VALUE), purpose="list the quarantined nodes"))
+    return dict((i, name) for i, name in node_names.items() if name in labelled)
+
+
+class Quarantine:
+    """The quarantine of one node_replace run: ``book`` (the held nodes), ``core_v1()`` the Kubernetes client,
+    ``progress`` node_replace's progress lines, ``surge`` whether the batches are the surge strategy's steps,
+    ``batch_size`` the size of a retry batch; ``live`` whether the source of batches is the live planner (attach)."""
+
+    def __init__(self, book: QuarantineBook, core_v1: Callable[[], Any], progress: Callable[[str], None],
+                 surge: bool, batch_size: int) -> None:
+        self.book = book
+        self.core_v1 = core_v1
+        self.progress = progress
+        self.surge = surge
+        self.batch_size = batch_size
+        self.live = False
+        self.state: ReplaceState | None = None
+        self._source_done = False
+        self._last: tuple[Batch, int] | None = None
+        # Old instances the surge steps so far planned to terminate and did not (held, or none left to choose).
+        self.shortfall = 0
+        # The last drain record of each node held (node_drain's drain.nodes), for the run's error.
+        self.records: dict[str, dict[str, Any]] = {}
+
+    def attach(self, source: Callable[[ReplaceState], Batch | None]) -> None:
+        """The live planner of the schedule once (``source``, or the one after the canary, loop.canary_first) takes
+        no held instance, and counts each as live."""
+        planner = getattr(source, "then", source)
+        if isinstance(planner, LivePlanner):
+            self.live = True
+            planner.excluded = lambda: self.book.excluded
+
+    def planned(self, batches: list[list[str]]) -> list[list[str]]:
+        """The plan's batches without the instances held now (a rerun's carried over), empty batches dropped."""
+        excluded = self.book.excluded
+        kept = [[i for i in batch if i not in excluded] for batch in batches]
+        return [batch for batch in kept if batch]
+
+    def hold(self, batch: Batch, codes: Mapping[str, str | None], result: Mapping[str, Any],
+             instances: Mapping[str, str | None]) -> dict[str, str] | None:
+        """Quarantine the failed nodes of ``batch``'s drain (``codes``: failed node -> code; ``result``: the drain
+        step's result, whose drain.nodes are the nodes' records; ``instances``: instance id -> node), or None when
+        they are not quarantinable (the drain fails the run). Labels them, takes their instances out of the batch
+        and returns them (instance id -> node). Raises StepFailed (NodesQuarantined, with ``result``) when one
+        more is held than max_quarantined_nodes allows."""
+        if not quarantinable(codes):
+            return None
+        nodes = result["drain"]["nodes"]
+        number = len(self.state.batches) if self.state is not None else None
+        held = dict((i, name) for i, name in instances.items() if name in codes)
+        entries = [Held(i, name, decrement=i in batch.decrement_ids, blockers=tuple(nodes[name].get("failed") or ()),
+                        batch=number, evicted=tuple(nodes[name].get("evicted") or ()))
+                   for i, name in sorted(held.items())]
+        for entry in entries:
+            patch_node_metadata(self.core_v1(), entry.node, {QUARANTINE_LABEL: QUARANTINE_LABEL_VALUE},
+                                {QUARANTINE_REASON_ANNOTATION: reason_annotation(entry)})
+            self.records[entry.node] = dict(nodes[entry.node])
+        exceeded = self.book.hold(entries)
+        self._record()
+        for entry in entries:
+            retried = self.book.held[entry.instance_id].retried
+            self.progress("node %s (%s) quarantined: its drain timed out, held by %s; it stays cordoned and labelled "
+                          "%s=%s, its instance is not terminated%s" % (
+                              entry.node, entry.instance_id, describe_blockers(entry.blockers), QUARANTINE_LABEL,
+                              QUARANTINE_LABEL_VALUE, "" if exceeded or retried
+                              else "; retried once every other node is replaced"))
+        if exceeded:
+            raise StepFailed(self.book.error(exceeded=True), result)
+        batch.take_out(held)
+        return held
+
+    def released(self, batch: Batch, nodes: Mapping[str, Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+        """``batch``'s nodes were drained (``nodes``, their drain records): a retried node among them leaves the
+        quarantine, its record with the pods its earlier drains evicted. Returns the records."""
+        records = dict(nodes)
+        for held in self.book.release(batch.instance_ids):
+            if held.node in records:
+                records[held.node] = with_earlier_evictions(records[held.node], held)
+        self._record()
+        return records
+
+    def next_batch(self, source: Callable[[ReplaceState], Batch | None]) -> Callable[[ReplaceState], Batch | None]:
+        """``source``'s batches (a surge step's sized for the instances held), then the retries."""
+        def next_batch(state: ReplaceState) -> Batch | None:
+            self.state = state
+            self._count_shortfall()
+            batch = None
+            if not self._source_done:
+                batch = source(state)
+                self._source_done = batch is None and not self.live
+            if batch is None:
+                batch = self._retry(source, state)
+            # A surge step's old instances as planned, before _size_step leaves out those held.
+            self._last = (batch, batch.old_count) if batch is not None else None
+            if batch is not None and batch.desired_capacity is not None:
+                self._size_step(batch)
+            return batch
+        return next_batch
+
+    def _count_shortfall(self) -> None:
+        """The old instances the last surge step planned to terminate and did not: held, or none left to take."""
+        if self._last is not None and self._last[0].desired_capacity is not None:
+            self.shortfall += self._last[1] - len(self._last[0].instance_ids)
+
+    def _size_step(self, batch: Batch) -> None:
+        """A surge step raised by the old instances earlier steps left in the group; its old instances chosen
+        among those not held."""
+        batch.desired_capacity += self.shortfall
+        if batch.choose_old is not None:
+            excluded = self.book.excluded
+            candidates = [i for i in batch.choose_old["candidates"] if i not in excluded]
+            batch.choose_old = dict(batch.choose_old, candidates=candidates,
+                                    count=min(batch.choose_old["count"], len(candidates)),
+                                    end_size=batch.choose_old["end_size"] + self.shortfall)
+
+    def _retry(self, source: Callable[[ReplaceState], Batch | None], state: ReplaceState) -> Batch | None:
+        retry = self.book.next_retry(self.batch_size)
+        if not retry:
+            return None
+        self.progress("retrying quarantined node(s) %s: one more drain each" % ", ".join(
+            "%s (%s)" % (h.node, h.instance_id) for h in retry))
+        batch = source(state) if self.live else Batch(
+            [h.instance_id for h in retry], decrement_ids=[h.instance_id for h in retry if self.surge or h.decrement])
+        if batch is not None:
+            batch.retry = True
+        return batch
+
+    def _record(self) -> None:
+        if self.state is not None:
+            self.state.quarantined = self.book.entries()
+
+    def finish(self, state: ReplaceState) -> None:
+        """After the last batch: the state's quarantined entries; ReplaceFailed (NodesQuarantined, with the held
+        nodes' last drain records) when any is held."""
+        state.quarantined = self.book.entries()
+        error = self.book.error()
+        if error is not None:
+            held = set(h.node for h in self.book.held.values())
+            raise ReplaceFailed(error, state, dict(drain=dict(nodes=dict(
+                (name, record) for name, record in self.records.items() if name in held))))

@@ -1,0 +1,195 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Issue 27 item 5, undrainable_nodes quarantine in node_replace's loop (phases/replace/quarantine.py) with fake
+steps and a fake API server's nodes: a node whose drain timed out is labelled and left out of its batch, the run
+goes on, retries it last (one more drain), and ends NodesQuarantined naming node, pod and PodDisruptionBudget;
+max_quarantined_nodes stops the run at once; a surge step keeps the node it launched and the next steps count the
+instance left in the group; a rerun carries a labelled node over and retries it last; the schedule once's live view
+counts a held instance as live and never takes it (SPEC U5, U8, S3, B1)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.members.group_nodes import node_view
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import schedule_state as schedule_ops
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import (
+    Drained,
+    ReplaceFailed,
+    ReplaceLoop,
+    planned_batches,
+    planned_steps,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.quarantine import Quarantine
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.quarantine_book import (
+    QUARANTINE_LABEL,
+    QUARANTINE_REASON_ANNOTATION,
+    QuarantineBook,
+)
+
+from ..fakes import FakeCoreV1, node
+from .test_schedule_ops import ONCE, instance
+
+BLOCKER = dict(pod="payments/billing-1", reason="Cannot evict pod (drain_timeout=5 s)", pdb="payments/billing")
+
+
+class Run:
+    """A loop whose drains fail for the instances of ``blocked`` (instance id -> drains that fail, -1: all)."""
+
+    def __init__(self, ids, blocked, limit=2, surge=False, carried=None):
+        self.core = FakeCoreV1([node("node-" + i) for i in ids])
+        self.blocked = dict(blocked)
+        self.events, self.lines, self.desired = [], [], []
+        book = QuarantineBook.carried_over(limit, carried or {})
+        self.quarantine = Quarantine(book, lambda: self.core, self.lines.append, surge, batch_size=1)
+        self.loop = ReplaceLoop(self.drain, self.start, lambda handle: handle, self.lines.append, overlap=False,
+                                node_names=dict((i, "node-" + i) for i in ids))
+
+    def drain(self, batch):
+        if batch.desired_capacity is not None:
+            self.desired.append(batch.desired_capacity)
+        if batch.choose_old is not None:
+            batch.take(batch.choose_old["candidates"][:batch.choose_old["count"]])
+        self.events.append(("drain", tuple(batch.instance_ids), batch.retry))
+        failing = [i for i in batch.instance_ids if self.blocked.get(i, 0)]
+        for i in failing:
+            self.blocked[i] -= 1
+        instances = dict((i, "node-" + i) for i in batch.instance_ids)
+        nodes = dict((n, dict(failed=[BLOCKER] if i in failing else [], error="held" if i in failing else None,
+                              evicted=["default/web-%s-%d" % (i, len(self.events))])) for i, n in instances.items())
+        held = {}
+        if failing:
+            codes = dict(("node-" + i, "PodEvictionFailure") for i in failing)
+            held = self.quarantine.hold(batch, codes, dict(drain=dict(nodes=nodes)), instances)
+        drained = self.quarantine.released(batch, dict((n, r) for n, r in nodes.items() if n not in held.values()))
+        return Drained(drained, instances, None, held)
+
+    def start(self, batch):
+        self.events.append(("terminate", tuple(batch.instance_ids), batch.decrement))
+        return Handle()
+
+    def run(self, source):
+        state = self.loop.run(self.quarantine.next_batch(source))
+        self.quarantine.finish(state)
+        return state
+
+    def terminated(self):
+        return [i for event in self.events if event[0] == "terminate" for i in event[1]]
+
+
+class Handle:
+    never_joined, availability_zones, group_per_az, replacements, retained_instances = [], {}, {}, [], []
+
+
+def test_issue27_item5_a_held_node_is_labelled_the_run_goes_on_retries_it_last_and_fails_naming_it():
+    run = Run(["i-1", "i-2", "i-3"], {"i-2": -1})
+    with pytest.raises(ReplaceFailed) as raised:
+        run.run(planned_batches([["i-1"], ["i-2"], ["i-3"]]))
+    error = raised.value.error
+    assert error.code == "NodesQuarantined"
+    assert "node node-i-2 (i-2): payments/billing-1 (PodDisruptionBudget payments/billing)" in error.msg
+    assert run.terminated() == ["i-1", "i-3"]
+    assert [e for e in run.events if e[0] == "drain"] == [("drain", ("i-1",), False), ("drain", ("i-2",), False),
+                                                          ("drain", ("i-3",), False), ("drain", ("i-2",), True)]
+    labelled = run.core.nodes["node-i-2"]["metadata"]
+    assert labelled["labels"][QUARANTINE_LABEL] == "true"
+    assert "payments/billing" in labelled["annotations"][QUARANTINE_REASON_ANNOTATION]
+    state = raised.value.state
+    assert [(q["node"], q["batch"], q["retried"]) for q in state.quarantined] == [("node-i-2", 2, True)]
+    assert state.batches[1]["quarantined"] == ["node-i-2"] and state.batches[1]["instance_ids"] == []
+    assert state.batches[3]["retry"] is True
+    assert raised.value.failed_step["drain"]["nodes"]["node-i-2"]["failed"] == [BLOCKER]
+    assert any("quarantined" in line and "retried once every other node is replaced" in line for line in run.lines)
+
+
+def test_issue27_item5_a_retry_that_drains_the_node_terminates_it_and_the_run_succeeds():
+    run = Run(["i-1", "i-2", "i-3"], {"i-2": 1})
+    state = run.run(planned_batches([["i-1", "i-2"], ["i-3"]]))
+    assert run.terminated() == ["i-1", "i-3", "i-2"]
+    assert state.quarantined == []
+    assert state.replaced_instances == ["i-1", "i-3", "i-2"]
+    # Every pod moved off i-2's node, by the drain that timed out and by the retry.
+    assert state.drained_nodes["node-i-2"]["evicted"] == ["default/web-i-2-1", "default/web-i-2-5"]
+
+
+def test_issue27_item5_one_more_than_max_quarantined_nodes_stops_the_run_at_once():
+    run = Run(["i-1", "i-2", "i-3"], {"i-1": -1, "i-2": -1}, limit=1)
+    with pytest.raises(ReplaceFailed) as raised:
+        run.run(planned_batches([["i-1"], ["i-2"], ["i-3"]]))
+    assert raised.value.error.details["max_quarantined_nodes_exceeded"] is True
+    assert raised.value.error.details["failed_nodes"] == ["node-i-1", "node-i-2"]
+    # Stopped at once: i-3 was never drained, nothing retried, and the node that exceeded it stays labelled.
+    assert [e[1] for e in run.events if e[0] == "drain"] == [("i-1",), ("i-2",)]
+    assert run.terminated() == []
+    assert run.core.nodes["node-i-2"]["metadata"]["labels"][QUARANTINE_LABEL] == "true"
+
+
+def test_issue27_item5_a_surge_step_keeps_its_new_node_and_the_next_steps_count_the_held_instance():
+    steps = [dict(desired_capacity=4, launch=1, instance_ids=["i-a"]),
+             dict(desired_capacity=4, launch=1, instance_ids=["i-b"]),
+             dict(desired_capacity=4, launch=1, instance_ids=["i-c"])]
+    run = Run(["i-a", "i-b", "i-c"], {"i-a": 1}, surge=True)
+    run.run(planned_steps(steps))
+    # Step 1's termination of i-a did not happen: the group holds one more instance than the plan from then on, so
+    # each later step raises the desired capacity one higher (Auto Scaling never scales in an undrained node).
+    assert run.desired == [4, 5, 5]
+    assert [e for e in run.events if e[0] == "terminate"] == [("terminate", ("i-b",), True),
+                                                              ("terminate", ("i-c",), True),
+                                                              ("terminate", ("i-a",), True)]
+
+
+def test_issue27_item5_a_rerun_carries_a_labelled_node_over_and_retries_it_last():
+    run = Run(["i-1", "i-2", "i-3"], {}, carried={"i-2": "node-i-2"})
+    batches = run.quarantine.planned([["i-1", "i-2"], ["i-3"]])
+    assert batches == [["i-1"], ["i-3"]]
+    state = run.run(planned_batches(batches))
+    assert [e[1:] for e in run.events if e[0] == "drain"] == [(("i-1",), False), (("i-3",), False), (("i-2",), True)]
+    assert state.quarantined == []
+
+
+def test_issue27_item5_the_live_view_counts_a_held_instance_as_live_and_never_takes_it():
+    asg = dict(AvailabilityZones=["az-a", "az-b", "az-c"], DesiredCapacity=5)
+    joined = [instance("i-o1", "az-a", new=False), instance("i-o2", "az-b", new=False),
+              instance("i-n1", "az-a"), instance("i-n2", "az-b"), instance("i-n3", "az-c")]
+    view = schedule_ops.group_view(asg, joined, ONCE, set(), {}, held={"i-o1"})
+    assert view.old == {"az-b": ["i-o2"]}
+    assert view.live == {"az-a": 2, "az-b": 2, "az-c": 1} and view.owed == 0
+
+
+def test_issue27_item5_the_scale_down_removes_a_quarantined_node_only_when_no_other_is_left():
+    # The old node (off the group's version, so first otherwise) holds pods a budget keeps: a new node goes instead.
+    members = [instance("i-old", "az-a", new=False), instance("i-n1", "az-a"), instance("i-n2", "az-b")]
+    held = node_view(dict(metadata=dict(name="n-i-old", labels={QUARANTINE_LABEL: "true"}), spec={}, status={}))
+    eks = ONCE.replace(schedule="eks")
+    assert [i["instance_id"] for i in schedule_ops.restore_choice(members, [], eks, 1, 2)] == ["i-old"]
+    chosen = schedule_ops.restore_choice(members, [held], eks, 1, 2)
+    assert chosen[0]["instance_id"] in ("i-n1", "i-n2")
+    assert [i["instance_id"] for i in schedule_ops.restore_choice(members, [held], eks, 3, 2)][-1] == "i-old"
+
+
+def test_issue27_item5_a_surge_rerun_launches_for_a_carried_node_keeps_it_out_and_retries_it_last():
+    # The rerun's plan replaces the one old instance left, quarantined by the earlier run: its step launches, takes
+    # no old instance (the held one is left out), and the retry's termination lowers the desired capacity back.
+    steps = [dict(desired_capacity=4, launch=1, instance_ids=["i-a"])]
+    run = Run(["i-a"], {}, surge=True, carried={"i-a": "node-i-a"})
+    run.run(planned_steps(steps))
+    assert run.desired == [4]
+    assert [e[1:] for e in run.events if e[0] == "drain"] == [((), False), (("i-a",), True)]
+    assert [e for e in run.events if e[0] == "terminate"] == [("terminate", ("i-a",), True)]
+
+
+def test_issue27_item5_a_surge_step_that_found_no_old_instance_to_take_is_counted_in_the_next_step():
+    # Three steps planned for i-a, i-b, i-c; an earlier run quarantined i-a and i-b. Step 1 takes i-c; step 2
+    # finds no old instance left to take and keeps the node it launched, so step 3 raises the desired capacity one
+    # higher than planned (never below the group's size: Auto Scaling would scale in); the retries' terminations
+    # lower it back to the plan's end.
+    steps = [dict(desired_capacity=4, launch=1, instance_ids=["i-a"]),
+             dict(desired_capacity=4, launch=1, instance_ids=["i-b"]),
+             dict(desired_capacity=4, launch=1, instance_ids=["i-c"])]
+    run = Run(["i-a", "i-b", "i-c"], {}, surge=True, carried={"i-a": "node-i-a", "i-b": "node-i-b"})
+    run.run(planned_steps(steps))
+    assert run.desired == [4, 4, 5]
+    assert [e for e in run.events if e[0] == "terminate"] == [("terminate", ("i-c",), True),
+                                                              ("terminate", ("i-a",), True),
+                                                              ("terminate", ("i-b",), True)]
