@@ -121,7 +121,7 @@ def test_issue27_item3_a_paused_run_stops_before_its_next_batch_and_a_rerun_resu
     output = paused_upgrade(sandbox, tmp_path, "paused", target, 1, requested_by="item3-test")
     assert "the run is stopped" in output, output[-3000:]
     report = json.loads((tmp_path / "paused.json").read_text())
-    assert report["error"]["code"] == "UpgradePaused", report["error"]
+    assert (report["status"], report["error"]["code"]) == ("paused", "UpgradePaused"), report["error"]
     assert "item3-test" in report["error"]["msg"]
     assert 1 <= len(report["replaced_instances"]) < 5
     journal = journal_tags(workers_asg(sandbox))
