@@ -97,8 +97,8 @@ def abort(sandbox, **extra):
 
 def assert_nothing_lost(sandbox):
     report = sandbox.report()
-    assert report["pods_lost"] == [] and report["pdb_violations"] == [], (report["pods_lost"],
-                                                                           report["pdb_violations"])
+    lost, violations = report["pods_lost"], report["pdb_violations"]
+    assert lost == [] and violations == [], (lost, violations)
 
 
 def assert_consistent(sandbox, sizes_before):

@@ -258,6 +258,6 @@ def resume_line(request: PauseRequest, asg_name: str, check_mode: bool) -> str:
     """The progress line of a run that resumes a paused upgrade."""
     asked = "asked at %s" % request.asked_at() if request.asked_at() else "asked"
     by = " by %s" % request.requested_by if request.requested_by else ""
-    return "Resuming a paused upgrade: the pause %s%s %s (tag %s on Auto Scaling group %s); the upgrade goes on " \
-           "from where its journal says it stopped." % (asked, by, "would be withdrawn" if check_mode else "is withdrawn",
-                                                         PAUSE_TAG, asg_name)
+    withdrawn = "would be withdrawn" if check_mode else "is withdrawn"
+    return ("Resuming a paused upgrade: the pause %s%s %s (tag %s on Auto Scaling group %s); the upgrade goes on from "
+            "where its journal says it stopped." % (asked, by, withdrawn, PAUSE_TAG, asg_name))

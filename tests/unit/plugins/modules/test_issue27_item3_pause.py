@@ -59,8 +59,8 @@ def test_issue27_item3_the_request_is_written_where_the_run_reads_it(world, run)
     request = pause.pause_request(world.asg()["Tags"])
     assert request is not None and request.requested_by == "alice"
     assert result["pause"]["requested"] is True and result["pause"]["requested_by"] == "alice"
-    assert (result["pause"]["run_id"], result["pause"]["phase"], result["pause"]["run_live"]) == ("run-1", "upgrade",
-                                                                                                   True)
+    found = result["pause"]
+    assert (found["run_id"], found["phase"], found["run_live"]) == ("run-1", "upgrade", True)
     # The run's safe point stops on it, naming who asked.
     stop = pause.paused_error(world.asg_name, request, "before batch 2")
     assert stop.code == "UpgradePaused" and "by alice" in stop.msg
