@@ -85,6 +85,7 @@ class ActionModule(ControllerAction):
         # Issue 27 items 2-4: the safe points' options, and that every alarm named exists.
         safe_points = SafePoints.from_params(params, lambda: clients.aws("cloudwatch"))
         params, plan, group = plan_phase(params, clients, warnings.append)
+        steps = steps.of_run(params["run_id"])
         if plan is not None:
             self._progress(plan_line(plan))
         node_names = dict(params["node_names"])

@@ -5,7 +5,8 @@
 
 - ``drain_nodes(core_v1, node_names, options, *, log=None) -> DrainResult``: cordon every node, then drain them
   side by side (the composition below, as kubectl's pkg/drain/default.go);
-- ``cordon_nodes``, ``uncordon_nodes``, ``read_nodes``: from ``_drain/cordon.py``;
+- ``cordon_nodes``, ``uncordon_nodes``, ``read_nodes``, ``parse_cordon_mark`` (which run cordoned a node): from
+  ``_drain/cordon.py``;
 - ``DrainOptions``: the options with their SPEC names and defaults; ``is_mirror`` (D6) and ``pod_outlives_node``,
   for the preflight;
 - ``termination_check`` and its kin (``_drain/drained.py``): whether instances' nodes are drained, checked before
@@ -33,6 +34,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.cordon imp
     AUTOSCALER_TAINT,
     cordon,
     cordon_nodes,
+    parse_cordon_mark,
     read_nodes,
     uncordon_nodes,
 )
@@ -155,6 +157,7 @@ def drain_nodes(core_v1: Any, node_names: Iterable[str] | None, options: DrainOp
 
 __all__ = [
     "DEFAULT_OPTIONS", "DrainOptions", "DrainResult", "drain_nodes", "cordon_nodes", "uncordon_nodes", "read_nodes", "is_mirror",
+    "parse_cordon_mark",
     "AUTOSCALER_TAINT", "pod_outlives_node", "resolve_instance_nodes", "termination_check",
     "termination_problems_message", "undrained_instances", "with_blockers", "DO_NOT_DISRUPT", "disruption_annotation",
 ]

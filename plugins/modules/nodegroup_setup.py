@@ -19,8 +19,11 @@ description:
     the Auto Scaling group at it as M(eksops.nodegroup.launch_template_version) does with
     O(eksops.nodegroup.launch_template_version#module:pin_asg=true) (RV(setup.launch_template)); an EKS managed node group
     is only read, its update goes through EKS (SPEC K3). 4. When that step changed nothing and no upgrade is under
-    way, tells whether every instance runs the target already (RV(setup.on_target), SPEC K5).
-  - "The upgrade is refused before step 3, its only change: a O(release_version) for a self-managed group
+    way, tells whether every instance runs the target already (RV(setup.on_target), SPEC K5). 5. Issue 27 item 3,
+    a self-managed group whose upgrade was paused (M(eksops.nodegroup.nodegroup_pause)) is resumed - once the run
+    holds the group's lease (claimed here if step 3 did not), the pause request is withdrawn and a line says so
+    (RV(setup.resumed_pause)); a run refused with C(UpgradeInProgress) leaves the request to the live run.
+  - "The upgrade is refused before step 3, its first change: a O(release_version) for a self-managed group
     (C(InvalidParameter)), a blocking preflight finding (C(PreflightBlocked)), and, with
     O(fail_on_preflight_warnings), any preflight warning (C(InvalidParameter)). Each such message ends with
     C(Nothing was changed.)."
@@ -191,6 +194,12 @@ setup:
       returned: always
       type: bool
       sample: false
+    resumed_pause:
+      description: The pause request this run withdrew to resume the upgrade (C(requested), C(requested_at),
+        C(requested_by)), or null when the group had none.
+      returned: always
+      type: dict
+      sample: {requested: true, requested_at: "2026-11-28T21:00:00Z", requested_by: alice}
 diff:
   description: The launch template step's diff.
   returned: in diff mode, when the step ran

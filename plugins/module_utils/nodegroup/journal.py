@@ -80,13 +80,16 @@ FIELDS = (
     # it changed (recorded before the change): at the restore, a size that is neither this nor the original was
     # changed by someone else, and is kept.
     ("sizes_set", _COUNTS),
+    # Issue 27 item 3: the target version an abort with rollback=true is rolling the group back from (recorded before
+    # the journal is retargeted at previous_launch_template_version), so a rerun of the abort goes on rolling back.
+    ("rollback_of", _STR),
 )
 FIELD_NAMES = tuple(name for name, _kind in FIELDS)
 _FIELD_KINDS = dict(FIELDS)
 # Tag name -> the fields it holds. A group of several fields is written "field=value;field=value" (no value has a
 # ";" or, outside the one-field tags, a "="); each fits an Auto Scaling tag value's 256 characters.
 TAG_GROUPS = (
-    ("run", ("run_id", "phase", "strategy", "started_at", "schedule", "scale_in_protection")),
+    ("run", ("run_id", "phase", "strategy", "started_at", "schedule", "scale_in_protection", "rollback_of")),
     ("sizes", ("original_min_size", "original_max_size", "original_desired_capacity", "desired_capacity_set",
                "desired_capacity_pending", "surge")),
     ("target", ("launch_template_id", "previous_launch_template_version", "target_launch_template_version",

@@ -5,8 +5,9 @@
 launch_template_version's change, and (when that changed nothing) whether every instance runs the target already,
 each the module's own code (nodegroup_describe, preflight_step, launch_template_step) run with one Clients.
 
-Everything that refuses the upgrade is checked before the launch template step, its only change: a release
+Everything that refuses the upgrade is checked before the launch template step, its first change: a release
 version for a self-managed group, a blocking preflight finding, and preflight warnings when told to stop on them.
+Then (issue 27 item 3) a paused upgrade is resumed: its pause request withdrawn, once this run holds the lease.
 """
 
 from __future__ import annotations
@@ -24,8 +25,19 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     invalid_parameter,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.kinds import MANAGED
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.lease import LEASE_OPTION
-from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.discovery import NODEGROUP_ARGUMENT_SPEC, find_module_nodegroup
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.lease import LEASE_OPTION, claim
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.discovery import (
+    NODEGROUP_ARGUMENT_SPEC,
+    describe_asg,
+    find_module_nodegroup,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.pause import (
+    PAUSE_TAG,
+    PauseRequest,
+    clear_pause,
+    parse_pause,
+    request_summary,
+)
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import StepFailed
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.step_context import StepContext, group_options, validated
 
@@ -148,7 +160,8 @@ class SetupPhase:
         self.context = context
         self.params = context.params
         self.progress = progress
-        self.found: dict[str, Any] = dict(nodegroup=None, preflight=None, launch_template=None, on_target=False)
+        self.found: dict[str, Any] = dict(nodegroup=None, preflight=None, launch_template=None, on_target=False,
+                                          resumed_pause=None)
         self.group = None  # the node group the discovery found, for the preflight
         self.result: dict[str, Any] = dict(changed=False, setup=self.found)
 
@@ -168,6 +181,7 @@ class SetupPhase:
             self._preflight(nodegroup)
             if nodegroup["kind"] != MANAGED:
                 self._launch_template(nodegroup)
+                self._resume(nodegroup)
         except UpgradeError as err:
             raise StepFailed(err, self.result) from err
         return self.result
@@ -221,3 +235,29 @@ class SetupPhase:
             on_target = nodegroup_describe.describe_nodegroup(self._context(
                 _describe_options(self.params, asg_name=nodegroup["asg_name"], target=str(template["version"]))))
             self.found["on_target"] = not on_target["old_instances"]
+
+    def _resume(self, nodegroup: Mapping[str, Any]) -> None:
+        """Issue 27 item 3: the upgrade playbook run again resumes a paused upgrade. Its pause request is withdrawn
+        only once this run holds the group's lease (claimed here unless the launch template step did): a run refused
+        with UpgradeInProgress leaves the request to the live run it was asked of."""
+        tags = nodegroup["asg"].get("tags") or {}
+        if PAUSE_TAG not in tags:
+            return
+        request = parse_pause(tags[PAUSE_TAG])
+        autoscaling = self.context.aws("autoscaling")
+        asg = describe_asg(autoscaling, nodegroup["asg_name"])
+        claim(self.context, autoscaling, asg)
+        if not self.context.check_mode:
+            clear_pause(autoscaling, asg)
+            self.result["changed"] = True
+        self.found["resumed_pause"] = request_summary(request)
+        self.progress(resume_line(request, nodegroup["asg_name"], self.context.check_mode))
+
+
+def resume_line(request: PauseRequest, asg_name: str, check_mode: bool) -> str:
+    """The progress line of a run that resumes a paused upgrade."""
+    asked = "asked at %s" % request.asked_at() if request.asked_at() else "asked"
+    by = " by %s" % request.requested_by if request.requested_by else ""
+    withdrawn = "would be withdrawn" if check_mode else "is withdrawn"
+    return ("Resuming a paused upgrade: the pause %s%s %s (tag %s on Auto Scaling group %s); the upgrade goes on from "
+            "where its journal says it stopped." % (asked, by, withdrawn, PAUSE_TAG, asg_name))

@@ -46,6 +46,11 @@ WRITTEN = {
         "roles/nodegroup_upgrade/tasks/main.yml": 2,
         **{"roles/%s/%s" % (role, where): 1
            for role in ("nodegroup_upgrade", "upgrade", "surge_upgrade", "scale_down") for where in ROLE_COPIES},
+        # Issue 27 item 3: the abort's drains (node_ready_timeout's 900 is counted too, written beside it).
+        "playbooks/abort_upgrade.yml": 2,
+        "roles/abort_upgrade/defaults/main.yml": 2,
+        "roles/abort_upgrade/meta/argument_specs.yml": 1,
+        "roles/abort_upgrade/README.md": 2,
     },
     "post_drain_wait": {
         "plugins/module_utils/_drain/options.py": 1,
@@ -60,8 +65,10 @@ WRITTEN = {
         "playbooks/upgrade_nodegroup.yml": 1,
         "playbooks/surge_upgrade.yml": 1,
         "roles/nodegroup_upgrade/tasks/main.yml": 2,
+        "playbooks/abort_upgrade.yml": 1,
         **{"roles/%s/%s" % (role, where): 1
-           for role in ("nodegroup_upgrade", "upgrade", "surge_upgrade", "scale_down") for where in ROLE_COPIES},
+           for role in ("nodegroup_upgrade", "upgrade", "surge_upgrade", "scale_down", "abort_upgrade")
+           for where in ROLE_COPIES},
     },
     "node_ready_timeout": {
         "plugins/module_utils/nodegroup/cluster_proof.py": 1,
@@ -70,8 +77,9 @@ WRITTEN = {
         "docs/roles.md": 1,
         "playbooks/upgrade_nodegroup.yml": 1,
         "playbooks/surge_upgrade.yml": 1,
+        "playbooks/abort_upgrade.yml": 1,
         **{"roles/%s/%s" % (role, where): 1
-           for role in ("nodegroup_upgrade", "surge_upgrade", "scale_up") for where in ROLE_COPIES},
+           for role in ("nodegroup_upgrade", "surge_upgrade", "scale_up", "abort_upgrade") for where in ROLE_COPIES},
     },
     "eviction_concurrency": {
         "plugins/module_utils/_drain/options.py": 1,

@@ -12,7 +12,7 @@ StepContext over node_replace's params (host/step_context.py), and the loop read
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 import time
 
@@ -23,6 +23,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import asg_
 from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import asg_instance_terminate as terminate_step
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.placement import live_per_az, surge_step_old
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clients import Clients
+from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import DrainOptions
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.cluster_proof import NODE_READY_TIMEOUT_DEFAULT
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError, invalid_parameter
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal import Journal
@@ -158,6 +159,15 @@ class PhaseSteps:
     drain: drain_step.DrainStep
     terminate: terminate_step.TerminateStep
     surge: Mapping[str, Any] | None
+
+    def of_run(self, run_id: str | None) -> PhaseSteps:
+        """The same options, the drains marking the nodes they cordon with the upgrade's ``run_id`` (the journal's,
+        which plan_phase resolves when the task gives none), not a drain's own: an abort gives back the nodes the
+        upgrade cordoned by it (issue 27 item 3)."""
+        if not run_id or run_id == self.drain.run_id:
+            return self
+        engine = DrainOptions(**dict(self.drain.engine.as_dict(), run_id=run_id))
+        return replace(self, drain=replace(self.drain, engine=engine, run_id=run_id))
 
 
 def step_options(params: Mapping[str, Any], check_mode: bool) -> PhaseSteps:

@@ -96,7 +96,7 @@ def test_issue29_item2_the_journal_takes_six_tags_whatever_it_records():
                   suspended_processes=["AZRebalance", "AlarmNotification", "ScheduledActions", "ReplaceUnhealthy",
                                        "InstanceRefresh", "Launch", "Terminate", "HealthCheck", "AddToLoadBalancer"],
                   start_per_az=dict(("us-west-2%s" % zone, 999) for zone in "abcdef"),
-                  sizes_set=dict(min_size=999, max_size=999))
+                  sizes_set=dict(min_size=999, max_size=999), rollback_of="123457")
     longest = Journal(**fields)
     tags = longest.to_tags()
     assert len(tags) == len(jr.TAG_GROUPS) == 6 and max(len(value) for value in tags.values()) <= 256

@@ -156,3 +156,15 @@ def test_issue26_item2_a_surge_step_launches_for_the_old_instances_it_will_take_
     assert (batch.instance_ids, batch.decrement_ids) == (["i-0d", "i-0g", "i-0b"], ["i-0d", "i-0g", "i-0b"])
     assert lines[-1] == ("replacing i-0d, i-0g, i-0b, chosen from the group as the launch left it (instances per "
                          "AZ: us-west-2a 2, us-west-2b 2)")
+
+
+def test_issue27_item3_the_drains_mark_their_cordons_with_the_upgrades_run_id():
+    """The role gives no run_id: the drains marked the nodes they cordoned with an id of their own
+    ("drain-<time>"), so nothing could tell the upgrade's cordons (an abort gives them back). The journal's run id,
+    resolved with the plan, is theirs now; every other option stays."""
+    steps = step_options(params(run_id=None), check_mode=False)
+    assert steps.drain.engine.run_id.startswith("drain-")
+    ours = steps.of_run("run-9")
+    assert (ours.drain.run_id, ours.drain.engine.run_id) == ("run-9", "run-9")
+    assert ours.drain.engine.as_dict() == dict(steps.drain.engine.as_dict(), run_id="run-9")
+    assert ours.terminate == steps.terminate and steps.of_run(None) is steps
