@@ -66,7 +66,8 @@ class Held:
     """A quarantined node: its ``instance_id`` and ``node``, whether its termination lowers the desired capacity
     (``decrement``, as its batch planned it), the ``blockers`` of its last drain ({pod, reason, pdb}), the ``batch``
     that quarantined it (None: a rerun found it labelled), whether it was ``retried`` in this run, and the pods its
-    drains in this run ``evicted`` before they timed out (they moved: the report counts them)."""
+    drains in this run ``evicted`` before they timed out (they moved: the report counts them) and their
+    ``workloads`` (the health gate judges them, issue 27 item 1)."""
 
     instance_id: str
     node: str
@@ -75,6 +76,7 @@ class Held:
     batch: int | None = None
     retried: bool = False
     evicted: tuple[str, ...] = ()
+    workloads: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return dict(instance_id=self.instance_id, node=self.node, batch=self.batch, retried=self.retried,
@@ -92,8 +94,9 @@ def budgets_of(blocker: Mapping[str, Any]) -> list[str]:
 
 def with_earlier_evictions(record: Mapping[str, Any], held: Held) -> dict[str, Any]:
     """A drain record (node_drain's drain.nodes entry) of a node ``held`` in quarantine earlier in the run, with
-    the pods its earlier drains evicted: every pod the run moved off the node."""
-    return dict(record, evicted=sorted(held.evicted + tuple(record.get("evicted") or ())))
+    the pods its earlier drains evicted and their workloads: every pod the run moved off the node."""
+    return dict(record, evicted=sorted(held.evicted + tuple(record.get("evicted") or ())),
+                workloads=sorted(set(held.workloads + tuple(record.get("workloads") or ()))))
 
 
 def describe_blockers(blockers: Iterable[Mapping[str, Any]]) -> str:
@@ -132,7 +135,8 @@ class QuarantineBook:
             if entry.instance_id in self.retrying:
                 self.retrying.discard(entry.instance_id)
                 earlier = self.held[entry.instance_id]
-                entry = replace(entry, retried=True, batch=earlier.batch, evicted=earlier.evicted + entry.evicted)
+                entry = replace(entry, retried=True, batch=earlier.batch, evicted=earlier.evicted + entry.evicted,
+                                workloads=earlier.workloads + entry.workloads)
             else:
                 new = new or entry.instance_id not in self.held
             self.held[entry.instance_id] = entry

@@ -39,17 +39,40 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.quarantine_b
 )
 
 
+class CarriedOver:
+    """The nodes an earlier run held in quarantine, found by their label (instance id -> node name) with one LIST
+    read once for the run (SPEC P2), so that the plan's order (health_gate.ordered_plan, issue 27 items 1 and 7) and
+    the quarantine see the same nodes; none without undrainable_nodes quarantine or in check mode, where no drain
+    fails."""
+
+    def __init__(self, params: Mapping[str, Any], clients: Any, check_mode: bool) -> None:
+        self.active = params["undrainable_nodes"] == "quarantine" and not check_mode
+        self.core_v1 = clients.core_v1
+        self.labelled: set[str] | None = None
+
+    def __call__(self, node_names: Mapping[str, str | None]) -> dict[str, str]:
+        """Those of ``node_names`` (instance id -> node name: the plan's old instances) whose nodes carry the
+        quarantine label, narrowed by the label on the server."""
+        if not self.active:
+            return {}
+        if self.labelled is None:
+            self.labelled = set(node.metadata.name for node in list_all_nodes(
+                self.core_v1(), "%s=%s" % (QUARANTINE_LABEL, QUARANTINE_LABEL_VALUE),
+                purpose="list the quarantined nodes"))
+        return dict((i, name) for i, name in node_names.items() if name in self.labelled)
+
+
 def start_quarantine(params: Mapping[str, Any], clients: Any, node_names: Mapping[str, str | None],
-                     progress: Callable[[str], None], check_mode: bool) -> tuple[dict[str, Any], Quarantine | None]:
-    """(node_replace's params, the run's Quarantine or None): with undrainable_nodes quarantine (not in check mode,
-    where no drain fails), the nodes of the plan found labelled are carried over (a rerun retries them last), and
-    the plan's batches lose them."""
-    if params["undrainable_nodes"] != "quarantine" or check_mode:
+                     progress: Callable[[str], None], carried: CarriedOver) -> tuple[dict[str, Any], Quarantine | None]:
+    """(node_replace's params, the run's Quarantine or None): with undrainable_nodes quarantine (``carried``
+    active), the nodes of the plan found labelled are carried over (a rerun retries them last), and the plan's
+    batches lose them."""
+    if not carried.active:
         return dict(params), None
     surge = params["steps"] is not None
     planned = [step["instance_ids"] for step in params["steps"]] if surge else params["batches"]
     old = set(i for batch in planned for i in batch)
-    labelled = labelled_instances(clients.core_v1(), dict((i, n) for i, n in node_names.items() if i in old))
+    labelled = carried(dict((i, n) for i, n in node_names.items() if i in old))
     book = QuarantineBook.carried_over(params["max_quarantined_nodes"], labelled)
     if labelled:
         progress("quarantined by an earlier run, retried last: %s" % ", ".join(
@@ -62,9 +85,10 @@ def start_quarantine(params: Mapping[str, Any], clients: Any, node_names: Mappin
 def drained_and_held(quarantine: Quarantine | None, batch: Batch, outcome: DrainOutcome,
                      context: StepContext, ready: float | None) -> Drained:
     """``batch``'s drain as the loop reads it: its drained nodes, and those held in quarantine (issue 27 item 5),
-    taken out of the batch; a drained node that was held leaves the quarantine. A failed drain raises StepFailed with
-    the step's result, as node_drain's fail_json gave it (the task's result carries it), unless its nodes are
-    held."""
+    taken out of the batch; a drained node that was held leaves the quarantine. Its ``moved``: the records of every
+    node the drain moved pods off, held ones too (the health gate judges their workloads, issue 27 item 1). A failed
+    drain raises StepFailed with the step's result, as node_drain's fail_json gave it (the task's result carries
+    it), unless its nodes are held."""
     held = {}
     if outcome.error is not None:
         result = outcome.to_result(context)
@@ -74,15 +98,7 @@ def drained_and_held(quarantine: Quarantine | None, batch: Batch, outcome: Drain
     nodes = dict((name, node) for name, node in outcome.nodes.items() if name not in held.values())
     if quarantine is not None:
         nodes = quarantine.released(batch, nodes)
-    return Drained(nodes, outcome.instances or {}, ready, held)
-
-
-def labelled_instances(core_v1: Any, node_names: Mapping[str, str | None]) -> dict[str, str]:
-    """The instances (of ``node_names``: instance id -> node name) whose nodes carry the quarantine label: one LIST
-    narrowed by the label on the server (SPEC P2)."""
-    labelled = set(node.metadata.name for node in list_all_nodes(
-        core_v1, "%s=%s" % (QUARANTINE_LABEL, QUARANTINE_LABEL_VALUE), purpose="list the quarantined nodes"))
-    return dict((i, name) for i, name in node_names.items() if name in labelled)
+    return Drained(nodes, outcome.instances or {}, ready, held, moved=dict(outcome.nodes, **nodes))
 
 
 class Quarantine:
@@ -133,7 +149,8 @@ class Quarantine:
         number = len(self.state.batches) if self.state is not None else None
         held = dict((i, name) for i, name in instances.items() if name in codes)
         entries = [Held(i, name, decrement=i in batch.decrement_ids, blockers=tuple(nodes[name].get("failed") or ()),
-                        batch=number, evicted=tuple(nodes[name].get("evicted") or ()))
+                        batch=number, evicted=tuple(nodes[name].get("evicted") or ()),
+                        workloads=tuple(nodes[name].get("workloads") or ()))
                    for i, name in sorted(held.items())]
         for entry in entries:
             patch_node_metadata(self.core_v1(), entry.node, {QUARANTINE_LABEL: QUARANTINE_LABEL_VALUE},

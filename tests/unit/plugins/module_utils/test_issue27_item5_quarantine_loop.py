@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.members.group_nodes import node_view
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import schedule_state as schedule_ops
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import (
+    Batch,
     Drained,
     ReplaceFailed,
     ReplaceLoop,
+    ReplaceState,
     planned_batches,
     planned_steps,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.quarantine import Quarantine
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.quarantine import Quarantine, drained_and_held
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.quarantine_book import (
     QUARANTINE_LABEL,
     QUARANTINE_REASON_ANNOTATION,
@@ -193,3 +196,32 @@ def test_issue27_item5_a_surge_step_that_found_no_old_instance_to_take_is_counte
     assert [e for e in run.events if e[0] == "terminate"] == [("terminate", ("i-c",), True),
                                                               ("terminate", ("i-a",), True),
                                                               ("terminate", ("i-b",), True)]
+
+
+class Outcome:
+    """A drain step's outcome (steps/node_drain.DrainOutcome) as drained_and_held reads it."""
+
+    def __init__(self, nodes, codes, instances):
+        self.nodes, self.failed_codes, self.instances = nodes, codes, instances
+        self.error = UpgradeError("PodEvictionFailure", "held") if codes else None
+
+    def to_result(self, context):
+        return dict(drain=dict(nodes=self.nodes))
+
+
+def test_issue27_item5_item1_the_health_gate_judges_the_workloads_moved_off_held_nodes_too():
+    """Issue 27 items 1 and 5: the pods a timed-out drain evicted moved; the gate after the batch judges their
+    workloads, and after the retry that drains the node, those of every drain of it (SPEC U5)."""
+    run = Run(["i-1", "i-2"], {})
+    nodes = {"node-i-1": dict(evicted=["default/a-1"], workloads=["Deployment default/a"]),
+             "node-i-2": dict(evicted=["default/b-1"], workloads=["Deployment default/b"], failed=[BLOCKER])}
+    outcome = Outcome(nodes, {"node-i-2": "PodEvictionFailure"}, {"i-1": "node-i-1", "i-2": "node-i-2"})
+    drained = drained_and_held(run.quarantine, Batch(["i-1", "i-2"]), outcome, None, None)
+    assert drained.quarantined == {"i-2": "node-i-2"} and list(drained.nodes) == ["node-i-1"]
+    assert drained.workloads == ["Deployment default/a", "Deployment default/b"]
+    retry = run.quarantine.next_batch(lambda state: None)(ReplaceState())
+    assert retry.retry and retry.instance_ids == ["i-2"]
+    again = Outcome({"node-i-2": dict(evicted=["default/c-1"], workloads=["StatefulSet default/c"])}, {},
+                    {"i-2": "node-i-2"})
+    assert drained_and_held(run.quarantine, retry, again, None, None).workloads == [
+        "Deployment default/b", "StatefulSet default/c"]
