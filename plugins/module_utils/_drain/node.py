@@ -433,6 +433,8 @@ class NodeDrain:
 
     def _record_failures(self, remaining: list[PodRemoval], deadline: Deadline) -> None:
         entries = list(self.late_refused)
+        self.result.timed_out = (bool(remaining) and not entries and not self.returns.returning()
+                                 and deadline.expired(self.api.clock.now()))
         for state in remaining:
             reason = state.reason or ("still terminating" if state.state == REQUESTED else "not removed")
             if deadline.expired(self.api.clock.now()):

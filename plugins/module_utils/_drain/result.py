@@ -39,6 +39,9 @@ class NodeResult:
         self.warnings = []
         self.error = None
         self.code = None
+        # Issue 27 item 5: the node failed only because drain_timeout ran out with pods still held (no pod refused,
+        # none returning to the node): the one failure undrainable_nodes quarantine holds the node for.
+        self.timed_out = False
         self.pdb_wait_seconds = 0.0
         self.post_drain_waited = 0.0
         self.load_balancers = []   # B3: the load balancers that held the node's instance after its drain

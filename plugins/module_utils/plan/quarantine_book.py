@@ -17,7 +17,7 @@ balancer that kept a drained node (B3) fail the run as with undrainable_nodes fa
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -54,11 +54,13 @@ def check_quarantine_options(undrainable_nodes: str, max_quarantined_nodes: int)
                                 % max_quarantined_nodes)
 
 
-def quarantinable(codes: Mapping[str, str | None]) -> bool:
+def quarantinable(codes: Mapping[str, str | None], timed_out: Collection[str]) -> bool:
     """Whether a drain whose failed nodes failed with ``codes`` (node name -> NodeResult code) quarantines them:
-    only when every one of them ran out of time with pods still held (PodEvictionFailure after evictions were
-    tried); a refusal before any eviction (code None) or a load balancer's hold fails the run."""
-    return bool(codes) and all(code == POD_EVICTION_FAILURE for code in codes.values())
+    only when every one of them ran out of drain_timeout with pods still held (PodEvictionFailure, and among
+    ``timed_out``, NodeResult.timed_out); a refusal before any eviction (code None), a pod refused when it arrived
+    during the drain (D10), pods returning to the node (Z3, the drain's fail-fast) or a load balancer's hold fails
+    the run."""
+    return bool(codes) and all(code == POD_EVICTION_FAILURE and name in timed_out for name, code in codes.items())
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ them last in the same way.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import StepFailed
@@ -92,7 +92,8 @@ def drained_and_held(quarantine: Quarantine | None, batch: Batch, outcome: Drain
     held = {}
     if outcome.error is not None:
         result = outcome.to_result(context)
-        held = quarantine.hold(batch, outcome.failed_codes, result, outcome.instances or {}) if quarantine else None
+        held = quarantine.hold(batch, outcome.failed_codes, outcome.timed_out, result,
+                                                  outcome.instances or {}) if quarantine else None
         if held is None:
             raise StepFailed(outcome.error, result)
     nodes = dict((name, node) for name, node in outcome.nodes.items() if name not in held.values())
@@ -136,14 +137,15 @@ class Quarantine:
         kept = [[i for i in batch if i not in excluded] for batch in batches]
         return [batch for batch in kept if batch]
 
-    def hold(self, batch: Batch, codes: Mapping[str, str | None], result: Mapping[str, Any],
-             instances: Mapping[str, str | None]) -> dict[str, str] | None:
-        """Quarantine the failed nodes of ``batch``'s drain (``codes``: failed node -> code; ``result``: the drain
+    def hold(self, batch: Batch, codes: Mapping[str, str | None], timed_out: Collection[str],
+             result: Mapping[str, Any], instances: Mapping[str, str | None]) -> dict[str, str] | None:
+        """Quarantine the failed nodes of ``batch``'s drain (``codes``: failed node -> code; ``timed_out``: those
+        whose drain ran out of drain_timeout, quarantine_book.quarantinable; ``result``: the drain
         step's result, whose drain.nodes are the nodes' records; ``instances``: instance id -> node), or None when
         they are not quarantinable (the drain fails the run). Labels them, takes their instances out of the batch
         and returns them (instance id -> node). Raises StepFailed (NodesQuarantined, with ``result``) when one
         more is held than max_quarantined_nodes allows."""
-        if not quarantinable(codes):
+        if not quarantinable(codes, timed_out):
             return None
         nodes = result["drain"]["nodes"]
         number = len(self.state.batches) if self.state is not None else None

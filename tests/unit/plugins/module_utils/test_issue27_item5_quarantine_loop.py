@@ -64,7 +64,7 @@ class Run:
         held = {}
         if failing:
             codes = dict(("node-" + i, "PodEvictionFailure") for i in failing)
-            held = self.quarantine.hold(batch, codes, dict(drain=dict(nodes=nodes)), instances)
+            held = self.quarantine.hold(batch, codes, set(codes), dict(drain=dict(nodes=nodes)), instances)
         drained = self.quarantine.released(batch, dict((n, r) for n, r in nodes.items() if n not in held.values()))
         return Drained(drained, instances, None, held)
 
@@ -202,7 +202,7 @@ class Outcome:
     """A drain step's outcome (steps/node_drain.DrainOutcome) as drained_and_held reads it."""
 
     def __init__(self, nodes, codes, instances):
-        self.nodes, self.failed_codes, self.instances = nodes, codes, instances
+        self.nodes, self.failed_codes, self.timed_out, self.instances = nodes, codes, set(codes), instances
         self.error = UpgradeError("PodEvictionFailure", "held") if codes else None
 
     def to_result(self, context):
