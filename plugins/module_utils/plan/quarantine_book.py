@@ -167,14 +167,16 @@ class QuarantineBook:
 
     def error(self, exceeded: bool = False) -> UpgradeError | None:
         """NodesQuarantined naming every held node with its pods and budgets (None when none is held): after the
-        retries, or at once when ``exceeded`` (the node that exceeded the bound stays cordoned and labelled)."""
+        retries, or when ``exceeded``, before the next batch (the node that exceeded the bound stays cordoned and
+        labelled)."""
         if not self.held:
             return None
         names = ", ".join("node %s (%s): %s" % (h.node, h.instance_id, describe_blockers(h.blockers))
                           for h in self.held.values())
         if exceeded:
-            lead = ("%d nodes are quarantined, more than max_quarantined_nodes %d: the run stopped at once, before "
-                    "its next batch; every one stays cordoned and labelled %s=%s, its instance not terminated"
+            lead = ("%d nodes are quarantined, more than max_quarantined_nodes %d: the run stopped before its next "
+                    "batch, the other nodes of the batch that held the last one replaced; every quarantined node "
+                    "stays cordoned and labelled %s=%s, its instance not terminated"
                     % (len(self.held), self.limit, QUARANTINE_LABEL, QUARANTINE_LABEL_VALUE))
         else:
             lead = ("%d node(s) still held after one more drain each, once every other node was replaced: they stay "

@@ -122,6 +122,8 @@ class Quarantine:
         self.shortfall = 0
         # The last drain record of each node held (node_drain's drain.nodes), for the run's error.
         self.records: dict[str, dict[str, Any]] = {}
+        # The result of the drain step that held one more node than max_quarantined_nodes, or None.
+        self.exceeded: Mapping[str, Any] | None = None
 
     def attach(self, source: Callable[[ReplaceState], Batch | None]) -> None:
         """The live planner of the schedule once (``source``, or the one after the canary, loop.canary_first) takes
@@ -143,8 +145,8 @@ class Quarantine:
         whose drain ran out of drain_timeout, quarantine_book.quarantinable; ``result``: the drain
         step's result, whose drain.nodes are the nodes' records; ``instances``: instance id -> node), or None when
         they are not quarantinable (the drain fails the run). Labels them, takes their instances out of the batch
-        and returns them (instance id -> node). Raises StepFailed (NodesQuarantined, with ``result``) when one
-        more is held than max_quarantined_nodes allows."""
+        and returns them (instance id -> node). When one more is held than max_quarantined_nodes allows, the batch
+        still goes on and the run stops before the next (``exceeded``: ``result``, which the error carries)."""
         if not quarantinable(codes, timed_out):
             return None
         nodes = result["drain"]["nodes"]
@@ -168,7 +170,9 @@ class Quarantine:
                               QUARANTINE_LABEL_VALUE, "" if exceeded or retried
                               else "; retried once every other node is replaced"))
         if exceeded:
-            raise StepFailed(self.book.error(exceeded=True), result)
+            # The batch goes on with its other nodes (drained: they are terminated, not left cordoned and empty);
+            # the run stops before its next batch (next_batch).
+            self.exceeded = result
         batch.take_out(held)
         return held
 
@@ -183,9 +187,13 @@ class Quarantine:
         return records
 
     def next_batch(self, source: Callable[[ReplaceState], Batch | None]) -> Callable[[ReplaceState], Batch | None]:
-        """``source``'s batches (a surge step's sized for the instances held), then the retries."""
+        """``source``'s batches (a surge step's sized for the instances held), then the retries. Raises StepFailed
+        (NodesQuarantined, with the drain step's result) once a batch held more nodes than max_quarantined_nodes:
+        that batch ended, its other nodes replaced, and no next batch starts (not even its safe point's check)."""
         def next_batch(state: ReplaceState) -> Batch | None:
             self.state = state
+            if self.exceeded is not None:
+                raise StepFailed(self.book.error(exceeded=True), self.exceeded)
             self._count_shortfall()
             batch = None
             if not self._source_done:

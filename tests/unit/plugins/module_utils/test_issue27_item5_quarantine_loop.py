@@ -122,10 +122,26 @@ def test_issue27_item5_one_more_than_max_quarantined_nodes_stops_the_run_at_once
         run.run(planned_batches([["i-1"], ["i-2"], ["i-3"]]))
     assert raised.value.error.details["max_quarantined_nodes_exceeded"] is True
     assert raised.value.error.details["failed_nodes"] == ["node-i-1", "node-i-2"]
-    # Stopped at once: i-3 was never drained, nothing retried, and the node that exceeded it stays labelled.
+    # Stopped before the next batch: i-3 was never drained, nothing retried, the node that exceeded it labelled.
     assert [e[1] for e in run.events if e[0] == "drain"] == [("i-1",), ("i-2",)]
     assert run.terminated() == []
     assert run.core.nodes["node-i-2"]["metadata"]["labels"][QUARANTINE_LABEL] == "true"
+
+
+def test_issue27_item5_max_quarantined_nodes_exceeded_lets_the_batch_finish_and_stops_before_the_next():
+    """Issue 27 item 5 (SPEC U5): the batch's other node was drained: it is terminated and reported drained, not
+    left cordoned and empty; no later batch starts, nothing is retried."""
+    run = Run(["i-1", "i-2", "i-3", "i-4"], {"i-1": -1, "i-3": -1}, limit=1)
+    with pytest.raises(ReplaceFailed) as raised:
+        run.run(planned_batches([["i-1"], ["i-2", "i-3"], ["i-4"]]))
+    assert raised.value.error.details["max_quarantined_nodes_exceeded"] is True
+    assert raised.value.error.details["failed_nodes"] == ["node-i-1", "node-i-3"]
+    assert "before its next batch" in raised.value.error.msg
+    assert [e[1] for e in run.events if e[0] == "drain"] == [("i-1",), ("i-2", "i-3")]
+    assert run.terminated() == ["i-2"]
+    state = raised.value.state
+    assert list(state.drained_nodes) == ["node-i-2"] and state.replaced_instances == ["i-2"]
+    assert raised.value.failed_step["drain"]["nodes"]["node-i-3"]["failed"] == [BLOCKER]
 
 
 def test_issue27_item5_a_surge_step_keeps_its_new_node_and_the_next_steps_count_the_held_instance():
