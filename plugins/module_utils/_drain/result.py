@@ -54,9 +54,14 @@ class NodeResult:
     def ok(self) -> bool:
         return self.error is None
 
-    def fail_eviction(self, entries: list[dict[str, Any]], returning: Iterable[Returning], force: bool) -> None:
+    def fail_eviction(self, entries: list[dict[str, Any]], returning: Iterable[Returning], force: bool,
+                      expired: bool = False) -> None:
         """U5: the node stays cordoned; ``entries`` ({pod, reason, pdb}) could not be evicted, and the workloads
-        ``returning`` to the node (Z3) are named first with what the drain did about them."""
+        ``returning`` to the node (Z3) are named first with what the drain did about them. ``expired``: drain_timeout
+        ran out with no pod refused on arrival; the node timed out unless pods were returning to it (issue 27
+        item 5)."""
+        returning = list(returning)
+        self.timed_out = expired and not returning
         self.failed.extend(entries)
         details = describe_failed_pods(entries)
         lead = ""

@@ -60,7 +60,7 @@ def test_issue27_item5_one_more_than_allowed_exceeds_the_bound():
     assert book.hold([held("i-3", batch=3)])
     error = book.error(exceeded=True)
     assert error.code == "NodesQuarantined" and error.code in CODES
-    assert "more than max_quarantined_nodes 2" in error.msg and "stopped at once" in error.msg
+    assert "more than max_quarantined_nodes 2" in error.msg and "stopped before its next batch" in error.msg
     assert error.details["failed_nodes"] == ["node-i-1", "node-i-2", "node-i-3"]
     assert error.details["max_quarantined_nodes_exceeded"] is True
 
