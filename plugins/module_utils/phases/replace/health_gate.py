@@ -135,7 +135,8 @@ def ordered_plan(plan: Mapping[str, Any], zone_of: Mapping[str, str | None], can
     """``plan`` with its batches in the order asked (plan/batch_order.py) and how: ``canary_batches`` (how many of
     the first batches are the canary's) and ``zone_ends`` (with batch_order zone, the number of each zone's last
     batch). The instances ``held`` in quarantine by an earlier run (issue 27 item 5: retried last, after the plan)
-    leave the batches first, so that the canary is chosen and the batches numbered among those the run drains. The rolling strategies' canary: one old node per zone, in batches of the plan's batch size; the surge
+    leave the batches first, so that the canary is chosen and the batches numbered among those the run drains.
+    The rolling strategies' canary: one old node per zone, in batches of the plan's batch size; the surge
     strategy's: its first step (its old nodes are chosen where its launch landed, issue 26 item 2, so one per zone
     is not promised). Neither asked: the plan as it is."""
     if not canary and batch_order != "zone":

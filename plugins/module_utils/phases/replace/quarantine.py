@@ -93,7 +93,7 @@ def drained_and_held(quarantine: Quarantine | None, batch: Batch, outcome: Drain
     if outcome.error is not None:
         result = outcome.to_result(context)
         held = quarantine.hold(batch, outcome.failed_codes, outcome.timed_out, result,
-                                                  outcome.instances or {}) if quarantine else None
+                               outcome.instances or {}) if quarantine else None
         if held is None:
             raise StepFailed(outcome.error, result)
     nodes = dict((name, node) for name, node in outcome.nodes.items() if name not in held.values())
