@@ -19,7 +19,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import Upg
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import error_result
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import Batch, ReplaceFailed, ReplaceState
 from ansible_collections.eksops.nodegroup.plugins.module_utils.gates.safe_points import SafePoints
-from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.quarantine import start_quarantine
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.quarantine import CarriedOver, start_quarantine
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.quarantine_book import check_quarantine_options
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.health_gate import validate_gates
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.phase import (
@@ -84,16 +84,18 @@ class ActionModule(ControllerAction):
         steps = step_options(params, check_mode)
         # Issue 27 items 2-4: the safe points' options, and that every alarm named exists.
         safe_points = SafePoints.from_params(params, lambda: clients.aws("cloudwatch"))
-        params, plan, group = plan_phase(params, clients, warnings.append)
+        # Issue 27 items 1, 5 and 7: the nodes an earlier run quarantined leave the plan before it is ordered.
+        carried = CarriedOver(params, clients, check_mode)
+        params, plan, group = plan_phase(params, clients, warnings.append, carried)
         steps = steps.of_run(params["run_id"])
         if plan is not None:
             self._progress(plan_line(plan))
         node_names = dict(params["node_names"])
-        params, quarantine = start_quarantine(params, clients, node_names, self._progress, check_mode)
+        params, quarantine = start_quarantine(params, clients, node_names, self._progress, carried)
         # Issue 27 items 1 and 7: how many of the plan's first batches are the canary's, which end a zone.
         order = plan or {}
         schedule, next_batch = next_batch_source(params, clients, check_mode, warnings.append, node_names, group,
-                                                 order.get("canary_batches", 0))
+                                                 order)
         if quarantine is not None:
             quarantine.attach(next_batch)
         loop, next_batch, safe_point = replace_loop(params, steps, clients, check_mode, bool(self._task.diff),
@@ -112,8 +114,9 @@ class ActionModule(ControllerAction):
         result = {}
         try:
             if params["cordon_old_nodes"] and params["batches"]:
-                # Issue 27: a stop before the first batch leaves nothing cordoned.
-                safe_point.check(loop.state, Batch(params["batches"][0]))
+                # Issue 27: a stop before the first batch leaves nothing cordoned (the batch placed in the plan's
+                # order: its soak and gate count).
+                safe_point.check(loop.state, Batch(params["batches"][0]).ordered(1, plan))
                 cordoned = cordon_old_nodes(params, steps, clients, check_mode, bool(self._task.diff), warnings.append, _log)
                 if cordoned is not None:
                     loop.state.cordoned = dict(at=time.time(), nodes=sorted(cordoned["drain"]["nodes"]))

@@ -219,8 +219,8 @@ options:
   max_quarantined_nodes:
     description:
       - With O(undrainable_nodes=quarantine), how many nodes may be held at once, those an earlier run quarantined
-        included (at least 1). The node that makes one more stops the run at once with C(NodesQuarantined), before
-        its next batch; it stays cordoned and labelled like the others.
+        included (at least 1). The node that makes one more stops the run with C(NodesQuarantined) once the other
+        nodes of its batch are replaced, before the next batch; it stays cordoned and labelled like the others.
     type: int
     default: 1
   batch_soak_seconds:

@@ -105,8 +105,11 @@ def test_issue27_item5_one_more_than_max_quarantined_nodes_stops_a_surge_upgrade
     sandbox = quarantine_sandbox
     current, target = other_ami(sandbox)
     del current
-    # Two pods of web on two nodes, each alone under a budget that allows no eviction (kubectl label, kubectl create
-    # pdb --min-available 1), as two single replicas would be.
+    # Two pods of web on two nodes, each alone under a budget that allows no eviction (kubectl delete pdb web,
+    # kubectl label, kubectl create pdb --min-available 1), as two single replicas would be. Web's own budget goes
+    # first: a pod under two budgets is refused at once (the eviction subresource's 500), not held until the
+    # drain times out, and that fails the run instead of quarantining (docs/roles.md).
+    sandbox.policy_v1().delete_namespaced_pod_disruption_budget("web", "default")
     by_node = {}
     for pod in pods_of(sandbox, "web-"):
         by_node.setdefault(pod.spec.node_name, pod)
@@ -122,8 +125,9 @@ def test_issue27_item5_one_more_than_max_quarantined_nodes_stops_a_surge_upgrade
                              allow_downgrade=True, max_surge=1, max_unavailable=0, max_quarantined_nodes=1)
     assert result.returncode != 0, result.stdout[-3000:]
     error = report["error"]
-    assert error["code"] == "NodesQuarantined", error
-    assert "more than max_quarantined_nodes 1" in error["msg"] and "stopped at once" in error["msg"], error["msg"]
+    assert error["code"] == "NodesQuarantined", error["msg"]
+    assert "more than max_quarantined_nodes 1" in error["msg"] and "stopped before its next batch" in error["msg"], \
+        error["msg"]
     assert sorted(entry["node"] for entry in report["quarantined"]) == held_nodes
     assert quarantined_nodes(sandbox) == held_nodes
     state = sandbox.report()

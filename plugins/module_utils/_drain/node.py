@@ -432,10 +432,10 @@ class NodeDrain:
         return outcome
 
     def _record_failures(self, remaining: list[PodRemoval], deadline: Deadline) -> None:
-        entries = list(self.late_refused)
+        entries, expired = list(self.late_refused), deadline.expired(self.api.clock.now())
         for state in remaining:
             reason = state.reason or ("still terminating" if state.state == REQUESTED else "not removed")
-            if deadline.expired(self.api.clock.now()):
+            if expired:
                 reason = "%s (drain_timeout=%d s)" % (reason, self.options.drain_timeout)
             elif state.state != SETTLED_FAILED and self.returns.returning():
                 reason = "%s when the drain stopped" % reason
@@ -447,4 +447,4 @@ class NodeDrain:
                 names = matching_pdbs(state.pod, self.api.pdbs_in(namespace))
                 pdb = ",".join(names) or None
             entries.append(dict(pod=pod_ref(state.pod), reason=reason, pdb=pdb))
-        self.result.fail_eviction(entries, self.returns.returning(), self.options.force)
+        self.result.fail_eviction(entries, self.returns.returning(), self.options.force, expired and not self.late_refused)

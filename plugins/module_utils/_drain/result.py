@@ -39,6 +39,9 @@ class NodeResult:
         self.warnings = []
         self.error = None
         self.code = None
+        # Issue 27 item 5: the node failed only because drain_timeout ran out with pods still held (no pod refused,
+        # none returning to the node): the one failure undrainable_nodes quarantine holds the node for.
+        self.timed_out = False
         self.pdb_wait_seconds = 0.0
         self.post_drain_waited = 0.0
         self.load_balancers = []   # B3: the load balancers that held the node's instance after its drain
@@ -51,9 +54,14 @@ class NodeResult:
     def ok(self) -> bool:
         return self.error is None
 
-    def fail_eviction(self, entries: list[dict[str, Any]], returning: Iterable[Returning], force: bool) -> None:
+    def fail_eviction(self, entries: list[dict[str, Any]], returning: Iterable[Returning], force: bool,
+                      expired: bool = False) -> None:
         """U5: the node stays cordoned; ``entries`` ({pod, reason, pdb}) could not be evicted, and the workloads
-        ``returning`` to the node (Z3) are named first with what the drain did about them."""
+        ``returning`` to the node (Z3) are named first with what the drain did about them. ``expired``: drain_timeout
+        ran out with no pod refused on arrival; the node timed out unless pods were returning to it (issue 27
+        item 5)."""
+        returning = list(returning)
+        self.timed_out = expired and not returning
         self.failed.extend(entries)
         details = describe_failed_pods(entries)
         lead = ""

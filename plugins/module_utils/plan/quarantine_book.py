@@ -17,7 +17,7 @@ balancer that kept a drained node (B3) fail the run as with undrainable_nodes fa
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -54,11 +54,13 @@ def check_quarantine_options(undrainable_nodes: str, max_quarantined_nodes: int)
                                 % max_quarantined_nodes)
 
 
-def quarantinable(codes: Mapping[str, str | None]) -> bool:
+def quarantinable(codes: Mapping[str, str | None], timed_out: Collection[str]) -> bool:
     """Whether a drain whose failed nodes failed with ``codes`` (node name -> NodeResult code) quarantines them:
-    only when every one of them ran out of time with pods still held (PodEvictionFailure after evictions were
-    tried); a refusal before any eviction (code None) or a load balancer's hold fails the run."""
-    return bool(codes) and all(code == POD_EVICTION_FAILURE for code in codes.values())
+    only when every one of them ran out of drain_timeout with pods still held (PodEvictionFailure, and among
+    ``timed_out``, NodeResult.timed_out); a refusal before any eviction (code None), a pod refused when it arrived
+    during the drain (D10), pods returning to the node (Z3, the drain's fail-fast) or a load balancer's hold fails
+    the run."""
+    return bool(codes) and all(code == POD_EVICTION_FAILURE and name in timed_out for name, code in codes.items())
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,8 @@ class Held:
     """A quarantined node: its ``instance_id`` and ``node``, whether its termination lowers the desired capacity
     (``decrement``, as its batch planned it), the ``blockers`` of its last drain ({pod, reason, pdb}), the ``batch``
     that quarantined it (None: a rerun found it labelled), whether it was ``retried`` in this run, and the pods its
-    drains in this run ``evicted`` before they timed out (they moved: the report counts them)."""
+    drains in this run ``evicted`` before they timed out (they moved: the report counts them) and their
+    ``workloads`` (the health gate judges them, issue 27 item 1)."""
 
     instance_id: str
     node: str
@@ -75,6 +78,7 @@ class Held:
     batch: int | None = None
     retried: bool = False
     evicted: tuple[str, ...] = ()
+    workloads: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return dict(instance_id=self.instance_id, node=self.node, batch=self.batch, retried=self.retried,
@@ -92,8 +96,9 @@ def budgets_of(blocker: Mapping[str, Any]) -> list[str]:
 
 def with_earlier_evictions(record: Mapping[str, Any], held: Held) -> dict[str, Any]:
     """A drain record (node_drain's drain.nodes entry) of a node ``held`` in quarantine earlier in the run, with
-    the pods its earlier drains evicted: every pod the run moved off the node."""
-    return dict(record, evicted=sorted(held.evicted + tuple(record.get("evicted") or ())))
+    the pods its earlier drains evicted and their workloads: every pod the run moved off the node."""
+    return dict(record, evicted=sorted(held.evicted + tuple(record.get("evicted") or ())),
+                workloads=sorted(set(held.workloads + tuple(record.get("workloads") or ()))))
 
 
 def describe_blockers(blockers: Iterable[Mapping[str, Any]]) -> str:
@@ -132,7 +137,8 @@ class QuarantineBook:
             if entry.instance_id in self.retrying:
                 self.retrying.discard(entry.instance_id)
                 earlier = self.held[entry.instance_id]
-                entry = replace(entry, retried=True, batch=earlier.batch, evicted=earlier.evicted + entry.evicted)
+                entry = replace(entry, retried=True, batch=earlier.batch, evicted=earlier.evicted + entry.evicted,
+                                workloads=earlier.workloads + entry.workloads)
             else:
                 new = new or entry.instance_id not in self.held
             self.held[entry.instance_id] = entry
@@ -161,14 +167,16 @@ class QuarantineBook:
 
     def error(self, exceeded: bool = False) -> UpgradeError | None:
         """NodesQuarantined naming every held node with its pods and budgets (None when none is held): after the
-        retries, or at once when ``exceeded`` (the node that exceeded the bound stays cordoned and labelled)."""
+        retries, or when ``exceeded``, before the next batch (the node that exceeded the bound stays cordoned and
+        labelled)."""
         if not self.held:
             return None
         names = ", ".join("node %s (%s): %s" % (h.node, h.instance_id, describe_blockers(h.blockers))
                           for h in self.held.values())
         if exceeded:
-            lead = ("%d nodes are quarantined, more than max_quarantined_nodes %d: the run stopped at once, before "
-                    "its next batch; every one stays cordoned and labelled %s=%s, its instance not terminated"
+            lead = ("%d nodes are quarantined, more than max_quarantined_nodes %d: the run stopped before its next "
+                    "batch, the other nodes of the batch that held the last one replaced; every quarantined node "
+                    "stays cordoned and labelled %s=%s, its instance not terminated"
                     % (len(self.held), self.limit, QUARANTINE_LABEL, QUARANTINE_LABEL_VALUE))
         else:
             lead = ("%d node(s) still held after one more drain each, once every other node was replaced: they stay "

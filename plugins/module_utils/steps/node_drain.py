@@ -146,6 +146,12 @@ class DrainOutcome:
         nodes = self.result.nodes.values() if self.result is not None else ()
         return dict((node.name, node.code) for node in nodes if not node.ok)
 
+    @property
+    def timed_out(self) -> set[str]:
+        """The failed nodes whose drain ran out of drain_timeout with pods still held (NodeResult.timed_out)."""
+        nodes = self.result.nodes.values() if self.result is not None else ()
+        return set(node.name for node in nodes if not node.ok and node.timed_out)
+
     def warnings(self) -> list[str]:
         """The nodes' warnings, each naming its node."""
         nodes = self.result.nodes.values() if self.result is not None else ()

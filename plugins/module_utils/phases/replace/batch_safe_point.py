@@ -60,7 +60,7 @@ class BatchSafePoint:
         known = self.group()
         asg = describe_asg(self.context.aws("autoscaling"), known.asg_name) if known is not None else None
         gate = self.health_gate
-        expected = expected_seconds(state, self.bound(batch), gate.soak_for(number) if gate is not None else None,
+        expected = expected_seconds(state, self.bound(batch), gate.soak_for(batch) if gate is not None else None,
                                     gate.timeout if gate is not None else 0)
         try:
             self.safe_points.check("before %s %d" % (self.noun, number), expected, asg,

@@ -15,7 +15,7 @@ workload as the drain named them (members/returning_pods.workload_of).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import HEALTH_GATE_FAILED, UpgradeError, invalid_parameter
@@ -25,6 +25,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.host.waiter impor
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.client import apps_v1, translate_k8s_errors
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.watch import list_all
 from ansible_collections.eksops.nodegroup.plugins.module_utils.members.returning_pods import workload_of, workload_ref
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import Batch
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.batch_order import canary_batches, zone_batches
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.workload_health import (
     WorkloadHealth,
@@ -47,29 +48,26 @@ GATE_OPTIONS = dict(
 
 
 class HealthGate:
-    """The soak and gate of each batch: ``soak_for(batch)`` the seconds to soak after batch number ``batch``, or
-    None when that batch is not gated (no soak asked, and neither the canary's last batch nor a zone's last);
-    ``canary_count``: how many batches the canary is; ``zone_ends``: the numbers of the batches that end a zone
-    (batch_order zone); ``timeout``: health_gate_timeout."""
+    """The soak and gate of each batch (``soak_for``); ``timeout``: health_gate_timeout."""
 
-    def __init__(self, core: Any, apps: Any, batch_soak: int, timeout: int, canary_count: int = 0,
-                 canary_soak: int = 0, zone_ends: Sequence[int] = (), clock: Any = None) -> None:
+    def __init__(self, core: Any, apps: Any, batch_soak: int, timeout: int, canary_soak: int = 0,
+                 clock: Any = None) -> None:
         self.core = core
         self.apps = apps
         self.batch_soak = batch_soak
         self.timeout = timeout
-        self.canary_count = canary_count
         self.canary_soak = canary_soak
-        self.zone_ends = frozenset(zone_ends)
         self.clock = clock or clocks.SYSTEM_CLOCK
 
-    def is_canary(self, batch: int) -> bool:
-        return batch <= self.canary_count
-
-    def soak_for(self, batch: int) -> int | None:
-        if batch == self.canary_count:
+    def soak_for(self, batch: Batch) -> int | None:
+        """The seconds to soak after ``batch`` before its gate, or None when it is not gated: the canary's last
+        batch soaks canary_soak_seconds; a zone's last batch (batch_order zone) and a retry of nodes held in
+        quarantine (issue 27 item 5: its drain moved pods too) are gated whatever batch_soak_seconds; any other
+        batch when batch_soak_seconds is asked. Decided by what the batch is (Batch.ordered, Batch.retry), not by
+        its number, which a run's quarantined nodes shift."""
+        if batch.gate_after == "canary":
             return self.canary_soak
-        return self.batch_soak if self.batch_soak > 0 or batch in self.zone_ends else None
+        return self.batch_soak if self.batch_soak > 0 or batch.gate_after == "zone" or batch.retry else None
 
     def soak(self, seconds: float) -> None:
         self.clock.sleep(seconds)
@@ -108,11 +106,10 @@ class HealthGate:
 def health_gate(params: Mapping[str, Any], clients: Clients, order: Mapping[str, Any]) -> HealthGate | None:
     """The phase's HealthGate from node_replace's params and the plan's ``order`` (ordered_plan's; None: no batch is
     gated, neither soak, canary nor zone order)."""
-    canary_count, zone_ends = order.get("canary_batches", 0), order.get("zone_ends", [])
-    if params["batch_soak_seconds"] <= 0 and not canary_count and not zone_ends:
+    if params["batch_soak_seconds"] <= 0 and not order.get("canary_batches") and not order.get("zone_ends"):
         return None
     return HealthGate(clients.core_v1(), apps_v1(clients.k8s()), params["batch_soak_seconds"],
-                      params["health_gate_timeout"], canary_count, params["canary_soak_seconds"], zone_ends)
+                      params["health_gate_timeout"], params["canary_soak_seconds"])
 
 
 def validate_gates(params: Mapping[str, Any]) -> None:
@@ -134,17 +131,21 @@ def validate_gates(params: Mapping[str, Any]) -> None:
 
 
 def ordered_plan(plan: Mapping[str, Any], zone_of: Mapping[str, str | None], canary: bool,
-                 batch_order: str) -> dict[str, Any]:
+                 batch_order: str, held: Collection[str] = ()) -> dict[str, Any]:
     """``plan`` with its batches in the order asked (plan/batch_order.py) and how: ``canary_batches`` (how many of
     the first batches are the canary's) and ``zone_ends`` (with batch_order zone, the number of each zone's last
-    batch). The rolling strategies' canary: one old node per zone, in batches of the plan's batch size; the surge
+    batch). The instances ``held`` in quarantine by an earlier run (issue 27 item 5: retried last, after the plan)
+    leave the batches first, so that the canary is chosen and the batches numbered among those the run drains.
+    The rolling strategies' canary: one old node per zone, in batches of the plan's batch size; the surge
     strategy's: its first step (its old nodes are chosen where its launch landed, issue 26 item 2, so one per zone
     is not promised). Neither asked: the plan as it is."""
     if not canary and batch_order != "zone":
         return dict(plan)
     if plan["strategy"] == "surge":
         return dict(plan, canary_batches=min(1, len(plan["steps"])))
-    first, rest = canary_batches(plan["batches"], zone_of, plan["batch_size"]) if canary else ([], plan["batches"])
+    kept = [[i for i in batch if i not in held] for batch in plan["batches"]]
+    kept = [batch for batch in kept if batch]
+    first, rest = canary_batches(kept, zone_of, plan["batch_size"]) if canary else ([], kept)
     batches, zone_ends = list(first), []
     for zone in zone_batches(rest, zone_of, plan["batch_size"]) if batch_order == "zone" else [rest]:
         batches.extend(zone)

@@ -46,7 +46,10 @@ class Batch:
     instance to replace. ``choose_old`` (a surge step's, issue 26 item 2): its old instances are chosen once its
     launch is placed (take), ``count`` of the ``candidates``, from the group's ``end_size`` and the
     ``next_launch`` (placement.surge_step_old); until then it has none. ``retry``: the batch drains nodes held in
-    quarantine once more (issue 27 item 5, phases/replace/quarantine.py)."""
+    quarantine once more (issue 27 item 5, phases/replace/quarantine.py). Where it stands in the plan's order
+    (issue 27 items 1 and 7, set by ``ordered``): ``canary``, one of the canary's batches, and ``gate_after``,
+    "canary" for the canary's last batch, "zone" for a zone's last (batch_order zone), else None; the health gate
+    (phases/replace/health_gate.HealthGate.soak_for) reads them."""
 
     def __init__(self, instance_ids: Sequence[str], decrement: bool = False, decrement_ids: Sequence[str] = (),
                  at_risk: bool = False, desired_capacity: int | None = None, launch: int = 0,
@@ -59,6 +62,17 @@ class Batch:
         self.launch = launch
         self.choose_old = choose_old
         self.retry = False
+        self.canary = False
+        self.gate_after = None
+
+    def ordered(self, number: int, order: Mapping[str, Any] | None) -> Batch:
+        """The batch as number ``number`` of a plan ordered as ``order`` says (health_gate.ordered_plan's
+        ``canary_batches`` and ``zone_ends``, computed on the batches the run drains); returns it."""
+        canary = (order or {}).get("canary_batches", 0)
+        self.canary = number <= canary
+        self.gate_after = ("canary" if number == canary else
+                           "zone" if number in (order or {}).get("zone_ends", ()) else None)
+        return self
 
     @property
     def old_count(self) -> int:
@@ -87,12 +101,21 @@ class Batch:
 class Drained:
     """What a batch's drain step did, as the loop reads it: the nodes drained, by name (each node's record as
     node_drain returns it), the node of each of the batch's instances, when a surge step's new nodes were Ready
-    (None: it launched none), and the nodes held in quarantine instead (instance id -> node; issue 27 item 5)."""
+    (None: it launched none), the nodes held in quarantine instead (instance id -> node; issue 27 item 5), and
+    ``moved``: the records of every node the drain moved pods off, held ones too (None: ``nodes``), whose workloads
+    the health gate judges (issue 27 item 1)."""
 
     nodes: Mapping[str, Mapping[str, Any]]
     instances: Mapping[str, str | None]
     new_nodes_ready: float | None = None
     quarantined: Mapping[str, str] | None = None
+    moved: Mapping[str, Mapping[str, Any]] | None = None
+
+    @property
+    def workloads(self) -> list[str]:
+        """The workloads the drain moved pods of (node_drain's records' workloads), held nodes' too."""
+        records = self.moved if self.moved is not None else self.nodes
+        return sorted(set(ref for node in records.values() for ref in node.get("workloads") or []))
 
 
 class ReplaceState:
@@ -134,20 +157,24 @@ class ReplaceFailed(Exception):
         self.failed_step = dict(failed_step)
 
 
-def planned_batches(batches: Sequence[Sequence[str]], decrement: bool = False) -> Callable[[ReplaceState], Batch | None]:
-    """next_batch for a precomputed plan: batch k is the plan's k-th, whatever the live state."""
+def planned_batches(batches: Sequence[Sequence[str]], decrement: bool = False,
+                    order: Mapping[str, Any] | None = None) -> Callable[[ReplaceState], Batch | None]:
+    """next_batch for a precomputed plan: batch k is the plan's k-th, whatever the live state, placed in the
+    plan's ``order`` (Batch.ordered)."""
     def next_batch(state: ReplaceState) -> Batch | None:
         done = len(state.batches)
-        return Batch(batches[done], decrement) if done < len(batches) else None
+        return Batch(batches[done], decrement).ordered(done + 1, order) if done < len(batches) else None
     return next_batch
 
 
-def planned_steps(steps: Sequence[Mapping[str, Any]], choose_after_launch: bool = True) -> Callable[[ReplaceState], Batch | None]:
+def planned_steps(steps: Sequence[Mapping[str, Any]], choose_after_launch: bool = True,
+                  order: Mapping[str, Any] | None = None) -> Callable[[ReplaceState], Batch | None]:
     """next_batch for the surge strategy's steps (parallelism.place_surge_steps): step k raises the desired capacity to
     its ``desired_capacity``, launching its ``launch`` new nodes, then as many old instances as its ``instance_ids``
     go, each termination lowering the desired capacity (SPEC S3). Which ones is chosen once the launch is placed
     (Batch.choose_old, issue 26 item 2), among the plan's old instances no step has replaced yet; without
-    ``choose_after_launch`` (check mode: nothing is launched) they are the step's ``instance_ids``."""
+    ``choose_after_launch`` (check mode: nothing is launched) they are the step's ``instance_ids``. ``order``: the
+    plan's canary (its first step, Batch.ordered)."""
     # The group's size once the last step's old instances are gone.
     end_size = steps[-1]["desired_capacity"] - len(steps[-1]["instance_ids"]) if steps else 0
 
@@ -158,13 +185,13 @@ def planned_steps(steps: Sequence[Mapping[str, Any]], choose_after_launch: bool 
         step = steps[done]
         if not choose_after_launch:
             return Batch(step["instance_ids"], decrement=True, desired_capacity=step["desired_capacity"],
-                         launch=step["launch"])
+                         launch=step["launch"]).ordered(done + 1, order)
         replaced = set(state.replaced_instances)
         choose = dict(candidates=[i for planned in steps for i in planned["instance_ids"] if i not in replaced],
                       count=len(step["instance_ids"]), end_size=end_size,
                       next_launch=steps[done + 1]["launch"] if done + 1 < len(steps) else 0)
         return Batch([], decrement=True, desired_capacity=step["desired_capacity"], launch=step["launch"],
-                     choose_old=choose)
+                     choose_old=choose).ordered(done + 1, order)
     return next_batch
 
 
@@ -175,7 +202,8 @@ def canary_first(canary: Sequence[Sequence[str]],
     canary left it."""
     def next_batch(state: ReplaceState) -> Batch | None:
         done = len(state.batches)
-        return Batch(canary[done]) if done < len(canary) else then(state)
+        return Batch(canary[done]).ordered(done + 1, dict(canary_batches=len(canary))) if done < len(canary) \
+            else then(state)
     next_batch.then = then
     return next_batch
 
@@ -278,7 +306,7 @@ class ReplaceLoop:
             record["ended"] = self.clock()
             self.progress("%s ended at %s after %.1f s" % (
                 self.label(record), clock_time(record["ended"]), record["ended"] - record["started"]))
-            self.settle(record, drained.nodes)
+            self.settle(record, batch, drained.workloads)
             return
         instances = drained.instances
         record["nodes"] = [instances.get(i) for i in batch.instance_ids]
@@ -309,19 +337,19 @@ class ReplaceLoop:
             _names(batch.instance_ids, instances), "accepted the termination of" if self.overlap else "terminated",
             ", ".join(batch.instance_ids),
             " (%d decrement)" % len(batch.decrement_ids) if batch.decrement_ids else ""))
-        self.settle(record, drained.nodes)
+        self.settle(record, batch, drained.workloads)
 
-    def settle(self, record: dict[str, Any], nodes: Mapping[str, Mapping[str, Any]]) -> None:
-        """Issue 27 item 1, after a gated batch ended: join the termination wait (a safe point: its instances are
-        gone), soak, then the health gate on the workloads the drain of ``nodes`` moved (its records' workloads). Records
-        ``soak_seconds``, ``soak_started``, ``soak_ended`` and ``gate_passed`` or ``gate_failed``; a failed gate
-        raises StepFailed with HealthGateFailed."""
-        soak = self.gate.soak_for(record["batch"]) if self.gate is not None else None
+    def settle(self, record: dict[str, Any], batch: Batch, refs: Sequence[str]) -> None:
+        """Issue 27 item 1, after ``batch`` ended, when the gate says it is gated (HealthGate.soak_for): join the
+        termination wait (a safe point: its instances are gone), soak, then the health gate on ``refs``, the
+        workloads its drain moved (Drained.workloads). Records ``soak_seconds``, ``soak_started``, ``soak_ended``
+        and ``gate_passed`` or ``gate_failed``; a failed gate raises StepFailed with HealthGateFailed."""
+        soak = self.gate.soak_for(batch) if self.gate is not None else None
         if soak is None:
             return
         self.join_pending()
-        refs = sorted(set(ref for node in nodes.values() for ref in node.get("workloads") or []))
-        record.update(canary=self.gate.is_canary(record["batch"]), soak_seconds=soak, workloads=refs,
+        refs = list(refs)
+        record.update(canary=batch.canary, soak_seconds=soak, workloads=refs,
                       soak_started=self.clock())
         self.progress("%s: %ssoak of %d s started at %s, then the health gate (up to %d s) on %d workload(s)%s" % (
             self.label(record), "canary " if record["canary"] else "", soak, clock_time(record["soak_started"]),

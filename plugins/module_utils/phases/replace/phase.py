@@ -226,14 +226,16 @@ class Terminations:
         return [i for r in self.rounds for i in r.retained_instances]
 
 
-def plan_phase(params: Mapping[str, Any], clients: Clients,
-               warn: Callable[[str], None]) -> tuple[dict[str, Any], dict[str, Any] | None, NodegroupRef | None]:
+def plan_phase(params: Mapping[str, Any], clients: Clients, warn: Callable[[str], None],
+               held: Callable[[Mapping[str, str | None]], Mapping[str, str]] = lambda names: {}
+               ) -> tuple[dict[str, Any], dict[str, Any] | None, NodegroupRef | None]:
     """(node_replace's params with the plan filled in, the plan or None, the node group found or None). With
     ``batches`` or ``steps`` given they are the plan. Without, the phase is planned here as nodegroup_info plans it
     (nodegroup_describe, from the planning options, the journal's run id and the batch size, seed and node names of
     the plan): one process for the phase (issue 11 item 4); with ``max_surge``, the surge strategy's steps (issue 26
     item 2: one replace path for both strategies). A managed node group is refused (SPEC K3): EKS replaces its
-    nodes."""
+    nodes. ``held(node_names)``: the plan's instances an earlier run held in quarantine (quarantine.CarriedOver),
+    left out before the plan is ordered (issue 27 items 1, 5 and 7)."""
     if params["batches"] is not None or params["steps"] is not None:
         return dict(params), None, None
     options = group_options(params, lease=False)
@@ -245,9 +247,12 @@ def plan_phase(params: Mapping[str, Any], clients: Clients,
     check_launch_template_unmoved(context.aws("ec2"), group.asg, group.journal())
     described = nodegroup_describe.describe_nodegroup(context, group)
     plan = described["plan"]
-    plan = ordered_plan(plan, dict((i["instance_id"], i["availability_zone"]) for i in described["instances"]),
-                        params["canary"], params["batch_order"])
     node_names = dict((i["instance_id"], i["node_name"]) for i in described["instances"])
+    planned = [step["instance_ids"] for step in plan["steps"]] if plan["strategy"] == "surge" else plan["batches"]
+    old = set(i for batch in planned for i in batch)
+    plan = ordered_plan(plan, dict((i["instance_id"], i["availability_zone"]) for i in described["instances"]),
+                        params["canary"], params["batch_order"],
+                        held(dict((i, n) for i, n in node_names.items() if i in old)))
     node_names.update(params["node_names"])
     planned = dict(steps=plan["steps"]) if plan["strategy"] == "surge" else dict(batches=plan["batches"])
     return dict(params, batch_size=params["batch_size"] or plan["batch_size"], **planned,
@@ -300,15 +305,16 @@ def old_instances_left(params: Mapping[str, Any], clients: Clients, warn: Callab
 
 def next_batch_source(params: Mapping[str, Any], clients: Clients, check_mode: bool, warn: Callable[[str], None],
                       node_names: dict[str, str | None], group: NodegroupRef | None = None,
-                      canary: int = 0) -> tuple[str, Callable[[ReplaceState], Batch | None]]:
+                      order: Mapping[str, Any] | None = None) -> tuple[str, Callable[[ReplaceState], Batch | None]]:
     """(the schedule run, next_batch): the plan's batches (schedule eks, or check mode, which walks the plan), or
-    the live planner of the schedule once, after the plan's ``canary`` first batches (issue 27 item 1); once without
+    the live planner of the schedule once, after the plan's canary batches (issue 27 item 1); ``order``: the plan's
+    canary_batches and zone_ends (health_gate.ordered_plan), which place each planned batch (Batch.ordered); once without
     the journal's start_per_az falls back to eks, warning. ``group``: the node group plan_phase found (and refused if
     managed), else it is found here."""
     if params["steps"] is not None:
-        return "eks", planned_steps(params["steps"], choose_after_launch=not check_mode)
+        return "eks", planned_steps(params["steps"], choose_after_launch=not check_mode, order=order)
     if params["schedule"] != "once" or check_mode:
-        return params["schedule"], planned_batches(params["batches"])
+        return params["schedule"], planned_batches(params["batches"], order=order)
     if group is None:
         group = find_module_nodegroup(StepContext(params, clients, check_mode, False, warn, lambda line: None),
                                       refuse_managed="terminate instances through its Auto Scaling group")
@@ -316,8 +322,9 @@ def next_batch_source(params: Mapping[str, Any], clients: Clients, check_mode: b
     if warning:
         warn(warning)
     if schedule_run != "once":
-        return schedule_run, planned_batches(params["batches"])
+        return schedule_run, planned_batches(params["batches"], order=order)
     planner = LivePlanner(params, clients, group, warn, node_names)
+    canary = (order or {}).get("canary_batches", 0)
     return "once", canary_first(params["batches"][:canary], planner) if canary else planner
 
 

@@ -17,7 +17,7 @@ them last in the same way.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import StepFailed
@@ -39,17 +39,40 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.quarantine_b
 )
 
 
+class CarriedOver:
+    """The nodes an earlier run held in quarantine, found by their label (instance id -> node name) with one LIST
+    read once for the run (SPEC P2), so that the plan's order (health_gate.ordered_plan, issue 27 items 1 and 7) and
+    the quarantine see the same nodes; none without undrainable_nodes quarantine or in check mode, where no drain
+    fails."""
+
+    def __init__(self, params: Mapping[str, Any], clients: Any, check_mode: bool) -> None:
+        self.active = params["undrainable_nodes"] == "quarantine" and not check_mode
+        self.core_v1 = clients.core_v1
+        self.labelled: set[str] | None = None
+
+    def __call__(self, node_names: Mapping[str, str | None]) -> dict[str, str]:
+        """Those of ``node_names`` (instance id -> node name: the plan's old instances) whose nodes carry the
+        quarantine label, narrowed by the label on the server."""
+        if not self.active:
+            return {}
+        if self.labelled is None:
+            self.labelled = set(node.metadata.name for node in list_all_nodes(
+                self.core_v1(), "%s=%s" % (QUARANTINE_LABEL, QUARANTINE_LABEL_VALUE),
+                purpose="list the quarantined nodes"))
+        return dict((i, name) for i, name in node_names.items() if name in self.labelled)
+
+
 def start_quarantine(params: Mapping[str, Any], clients: Any, node_names: Mapping[str, str | None],
-                     progress: Callable[[str], None], check_mode: bool) -> tuple[dict[str, Any], Quarantine | None]:
-    """(node_replace's params, the run's Quarantine or None): with undrainable_nodes quarantine (not in check mode,
-    where no drain fails), the nodes of the plan found labelled are carried over (a rerun retries them last), and
-    the plan's batches lose them."""
-    if params["undrainable_nodes"] != "quarantine" or check_mode:
+                     progress: Callable[[str], None], carried: CarriedOver) -> tuple[dict[str, Any], Quarantine | None]:
+    """(node_replace's params, the run's Quarantine or None): with undrainable_nodes quarantine (``carried``
+    active), the nodes of the plan found labelled are carried over (a rerun retries them last), and the plan's
+    batches lose them."""
+    if not carried.active:
         return dict(params), None
     surge = params["steps"] is not None
     planned = [step["instance_ids"] for step in params["steps"]] if surge else params["batches"]
     old = set(i for batch in planned for i in batch)
-    labelled = labelled_instances(clients.core_v1(), dict((i, n) for i, n in node_names.items() if i in old))
+    labelled = carried(dict((i, n) for i, n in node_names.items() if i in old))
     book = QuarantineBook.carried_over(params["max_quarantined_nodes"], labelled)
     if labelled:
         progress("quarantined by an earlier run, retried last: %s" % ", ".join(
@@ -62,27 +85,21 @@ def start_quarantine(params: Mapping[str, Any], clients: Any, node_names: Mappin
 def drained_and_held(quarantine: Quarantine | None, batch: Batch, outcome: DrainOutcome,
                      context: StepContext, ready: float | None) -> Drained:
     """``batch``'s drain as the loop reads it: its drained nodes, and those held in quarantine (issue 27 item 5),
-    taken out of the batch; a drained node that was held leaves the quarantine. A failed drain raises StepFailed with
-    the step's result, as node_drain's fail_json gave it (the task's result carries it), unless its nodes are
-    held."""
+    taken out of the batch; a drained node that was held leaves the quarantine. Its ``moved``: the records of every
+    node the drain moved pods off, held ones too (the health gate judges their workloads, issue 27 item 1). A failed
+    drain raises StepFailed with the step's result, as node_drain's fail_json gave it (the task's result carries
+    it), unless its nodes are held."""
     held = {}
     if outcome.error is not None:
         result = outcome.to_result(context)
-        held = quarantine.hold(batch, outcome.failed_codes, result, outcome.instances or {}) if quarantine else None
+        held = quarantine.hold(batch, outcome.failed_codes, outcome.timed_out, result,
+                               outcome.instances or {}) if quarantine else None
         if held is None:
             raise StepFailed(outcome.error, result)
     nodes = dict((name, node) for name, node in outcome.nodes.items() if name not in held.values())
     if quarantine is not None:
         nodes = quarantine.released(batch, nodes)
-    return Drained(nodes, outcome.instances or {}, ready, held)
-
-
-def labelled_instances(core_v1: Any, node_names: Mapping[str, str | None]) -> dict[str, str]:
-    """The instances (of ``node_names``: instance id -> node name) whose nodes carry the quarantine label: one LIST
-    narrowed by the label on the server (SPEC P2)."""
-    labelled = set(node.metadata.name for node in list_all_nodes(
-        core_v1, "%s=%s" % (QUARANTINE_LABEL, QUARANTINE_LABEL_VALUE), purpose="list the quarantined nodes"))
-    return dict((i, name) for i, name in node_names.items() if name in labelled)
+    return Drained(nodes, outcome.instances or {}, ready, held, moved=dict(outcome.nodes, **nodes))
 
 
 class Quarantine:
@@ -105,6 +122,8 @@ class Quarantine:
         self.shortfall = 0
         # The last drain record of each node held (node_drain's drain.nodes), for the run's error.
         self.records: dict[str, dict[str, Any]] = {}
+        # The result of the drain step that held one more node than max_quarantined_nodes, or None.
+        self.exceeded: Mapping[str, Any] | None = None
 
     def attach(self, source: Callable[[ReplaceState], Batch | None]) -> None:
         """The live planner of the schedule once (``source``, or the one after the canary, loop.canary_first) takes
@@ -120,20 +139,22 @@ class Quarantine:
         kept = [[i for i in batch if i not in excluded] for batch in batches]
         return [batch for batch in kept if batch]
 
-    def hold(self, batch: Batch, codes: Mapping[str, str | None], result: Mapping[str, Any],
-             instances: Mapping[str, str | None]) -> dict[str, str] | None:
-        """Quarantine the failed nodes of ``batch``'s drain (``codes``: failed node -> code; ``result``: the drain
+    def hold(self, batch: Batch, codes: Mapping[str, str | None], timed_out: Collection[str],
+             result: Mapping[str, Any], instances: Mapping[str, str | None]) -> dict[str, str] | None:
+        """Quarantine the failed nodes of ``batch``'s drain (``codes``: failed node -> code; ``timed_out``: those
+        whose drain ran out of drain_timeout, quarantine_book.quarantinable; ``result``: the drain
         step's result, whose drain.nodes are the nodes' records; ``instances``: instance id -> node), or None when
         they are not quarantinable (the drain fails the run). Labels them, takes their instances out of the batch
-        and returns them (instance id -> node). Raises StepFailed (NodesQuarantined, with ``result``) when one
-        more is held than max_quarantined_nodes allows."""
-        if not quarantinable(codes):
+        and returns them (instance id -> node). When one more is held than max_quarantined_nodes allows, the batch
+        still goes on and the run stops before the next (``exceeded``: ``result``, which the error carries)."""
+        if not quarantinable(codes, timed_out):
             return None
         nodes = result["drain"]["nodes"]
         number = len(self.state.batches) if self.state is not None else None
         held = dict((i, name) for i, name in instances.items() if name in codes)
         entries = [Held(i, name, decrement=i in batch.decrement_ids, blockers=tuple(nodes[name].get("failed") or ()),
-                        batch=number, evicted=tuple(nodes[name].get("evicted") or ()))
+                        batch=number, evicted=tuple(nodes[name].get("evicted") or ()),
+                        workloads=tuple(nodes[name].get("workloads") or ()))
                    for i, name in sorted(held.items())]
         for entry in entries:
             patch_node_metadata(self.core_v1(), entry.node, {QUARANTINE_LABEL: QUARANTINE_LABEL_VALUE},
@@ -149,7 +170,9 @@ class Quarantine:
                               QUARANTINE_LABEL_VALUE, "" if exceeded or retried
                               else "; retried once every other node is replaced"))
         if exceeded:
-            raise StepFailed(self.book.error(exceeded=True), result)
+            # The batch goes on with its other nodes (drained: they are terminated, not left cordoned and empty);
+            # the run stops before its next batch (next_batch).
+            self.exceeded = result
         batch.take_out(held)
         return held
 
@@ -164,9 +187,13 @@ class Quarantine:
         return records
 
     def next_batch(self, source: Callable[[ReplaceState], Batch | None]) -> Callable[[ReplaceState], Batch | None]:
-        """``source``'s batches (a surge step's sized for the instances held), then the retries."""
+        """``source``'s batches (a surge step's sized for the instances held), then the retries. Raises StepFailed
+        (NodesQuarantined, with the drain step's result) once a batch held more nodes than max_quarantined_nodes:
+        that batch ended, its other nodes replaced, and no next batch starts (not even its safe point's check)."""
         def next_batch(state: ReplaceState) -> Batch | None:
             self.state = state
+            if self.exceeded is not None:
+                raise StepFailed(self.book.error(exceeded=True), self.exceeded)
             self._count_shortfall()
             batch = None
             if not self._source_done:

@@ -181,11 +181,43 @@ def test_issue27_item1_a_workload_not_back_by_the_timeout_fails_the_gate_naming_
     assert "Deployment default/web (available 2/3; pending: default/web-5d8f7-a (0/4 nodes are available))" in err.value.msg
 
 
+def batches(count, order):
+    return [Batch(["i-%d" % n]).ordered(n, order) for n in range(1, count + 1)]
+
+
 def test_issue27_item1_which_batches_soak_and_gate():
-    assert [gates.HealthGate(None, None, 30, 60).soak_for(n) for n in (1, 2)] == [30, 30]
-    canary = gates.HealthGate(None, None, 0, 60, canary_count=2, canary_soak=120)
-    assert [canary.soak_for(n) for n in (1, 2, 3)] == [None, 120, None]
-    assert [canary.is_canary(n) for n in (2, 3)] == [True, False]
+    assert [gates.HealthGate(None, None, 30, 60).soak_for(b) for b in batches(2, {})] == [30, 30]
+    canary = gates.HealthGate(None, None, 0, 60, canary_soak=120)
+    placed = batches(3, dict(canary_batches=2))
+    assert [canary.soak_for(b) for b in placed] == [None, 120, None]
+    assert [b.canary for b in placed] == [True, True, False]
+
+
+def test_issue27_item1_item5_a_retry_of_quarantined_nodes_is_gated_whenever_a_gate_is_asked():
+    """Issue 27 items 1 and 5: a retry comes after the plan, outside its canary and zone ends; its drain moved pods
+    too, so any gate asked (here the canary's, batch_soak_seconds 0) gates it."""
+    retry = Batch(["i-9"]).ordered(7, dict(canary_batches=2, zone_ends=[4, 6]))
+    assert gates.HealthGate(None, None, 0, 60, canary_soak=120).soak_for(retry) is None
+    retry.retry = True
+    assert gates.HealthGate(None, None, 0, 60, canary_soak=120).soak_for(retry) == 0
+
+
+def test_issue27_item1_item5_a_carried_over_node_leaves_the_plan_before_its_order_is_decided():
+    """Issue 27 items 1, 5 and 7 (SPEC U5): with zone order and batch size 1 and node a2 held by an earlier run, the
+    zone ends are numbered among the batches the run drains (a1 | b1 b2 | c1 c2 -> 1, 3, 5), and a held node is
+    never a zone's canary (b2 stands in for b1)."""
+    zone = {"a1": "a", "a2": "a", "b1": "b", "b2": "b", "c1": "c", "c2": "c"}
+    plan = dict(strategy="rolling", batch_size=1, batches=[[i] for i in sorted(zone)])
+    zoned = gates.ordered_plan(plan, zone, False, "zone", held={"a2"})
+    assert (zoned["batches"], zoned["zone_ends"]) == ([["a1"], ["b1"], ["b2"], ["c1"], ["c2"]], [1, 3, 5])
+    canary = gates.ordered_plan(plan, zone, True, "random", held={"b1"})
+    assert (canary["batches"][:3], canary["canary_batches"]) == ([["a1"], ["b2"], ["c1"]], 3)
+    source = planned_batches(zoned["batches"], order=zoned)
+    state, gated = ReplaceState(), []
+    for number in range(1, 6):
+        gated.append(gates.HealthGate(None, None, 0, 60).soak_for(source(state)) is not None)
+        state.batches.append(dict(batch=number))
+    assert gated == [True, False, True, False, True]
 
 
 # -- the loop's soak and gate --------------------------------------------------------------------------------
@@ -203,7 +235,7 @@ class GatedSteps:
     def __init__(self, bad=None):
         self.events = []
         self.bad = bad
-        self.batch_soak, self.timeout, self.canary_count, self.canary_soak, self.zone_ends = 30, 60, 0, 0, ()
+        self.batch_soak, self.timeout, self.canary_soak = 30, 60, 0
 
     def drain(self, batch):
         self.events.append(("drain", batch.instance_ids[0]))
@@ -221,7 +253,6 @@ class GatedSteps:
 
     # The gate (HealthGate's interface).
     soak_for = gates.HealthGate.soak_for
-    is_canary = gates.HealthGate.is_canary
 
     def soak(self, seconds):
         self.events.append(("soak", seconds))

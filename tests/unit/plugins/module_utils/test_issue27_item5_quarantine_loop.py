@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.members.group_nodes import node_view
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import schedule_state as schedule_ops
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import (
+    Batch,
     Drained,
     ReplaceFailed,
     ReplaceLoop,
+    ReplaceState,
     planned_batches,
     planned_steps,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.quarantine import Quarantine
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.quarantine import Quarantine, drained_and_held
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.quarantine_book import (
     QUARANTINE_LABEL,
     QUARANTINE_REASON_ANNOTATION,
@@ -61,7 +64,7 @@ class Run:
         held = {}
         if failing:
             codes = dict(("node-" + i, "PodEvictionFailure") for i in failing)
-            held = self.quarantine.hold(batch, codes, dict(drain=dict(nodes=nodes)), instances)
+            held = self.quarantine.hold(batch, codes, set(codes), dict(drain=dict(nodes=nodes)), instances)
         drained = self.quarantine.released(batch, dict((n, r) for n, r in nodes.items() if n not in held.values()))
         return Drained(drained, instances, None, held)
 
@@ -119,10 +122,26 @@ def test_issue27_item5_one_more_than_max_quarantined_nodes_stops_the_run_at_once
         run.run(planned_batches([["i-1"], ["i-2"], ["i-3"]]))
     assert raised.value.error.details["max_quarantined_nodes_exceeded"] is True
     assert raised.value.error.details["failed_nodes"] == ["node-i-1", "node-i-2"]
-    # Stopped at once: i-3 was never drained, nothing retried, and the node that exceeded it stays labelled.
+    # Stopped before the next batch: i-3 was never drained, nothing retried, the node that exceeded it labelled.
     assert [e[1] for e in run.events if e[0] == "drain"] == [("i-1",), ("i-2",)]
     assert run.terminated() == []
     assert run.core.nodes["node-i-2"]["metadata"]["labels"][QUARANTINE_LABEL] == "true"
+
+
+def test_issue27_item5_max_quarantined_nodes_exceeded_lets_the_batch_finish_and_stops_before_the_next():
+    """Issue 27 item 5 (SPEC U5): the batch's other node was drained: it is terminated and reported drained, not
+    left cordoned and empty; no later batch starts, nothing is retried."""
+    run = Run(["i-1", "i-2", "i-3", "i-4"], {"i-1": -1, "i-3": -1}, limit=1)
+    with pytest.raises(ReplaceFailed) as raised:
+        run.run(planned_batches([["i-1"], ["i-2", "i-3"], ["i-4"]]))
+    assert raised.value.error.details["max_quarantined_nodes_exceeded"] is True
+    assert raised.value.error.details["failed_nodes"] == ["node-i-1", "node-i-3"]
+    assert "before its next batch" in raised.value.error.msg
+    assert [e[1] for e in run.events if e[0] == "drain"] == [("i-1",), ("i-2", "i-3")]
+    assert run.terminated() == ["i-2"]
+    state = raised.value.state
+    assert list(state.drained_nodes) == ["node-i-2"] and state.replaced_instances == ["i-2"]
+    assert raised.value.failed_step["drain"]["nodes"]["node-i-3"]["failed"] == [BLOCKER]
 
 
 def test_issue27_item5_a_surge_step_keeps_its_new_node_and_the_next_steps_count_the_held_instance():
@@ -193,3 +212,32 @@ def test_issue27_item5_a_surge_step_that_found_no_old_instance_to_take_is_counte
     assert [e for e in run.events if e[0] == "terminate"] == [("terminate", ("i-c",), True),
                                                               ("terminate", ("i-a",), True),
                                                               ("terminate", ("i-b",), True)]
+
+
+class Outcome:
+    """A drain step's outcome (steps/node_drain.DrainOutcome) as drained_and_held reads it."""
+
+    def __init__(self, nodes, codes, instances):
+        self.nodes, self.failed_codes, self.timed_out, self.instances = nodes, codes, set(codes), instances
+        self.error = UpgradeError("PodEvictionFailure", "held") if codes else None
+
+    def to_result(self, context):
+        return dict(drain=dict(nodes=self.nodes))
+
+
+def test_issue27_item5_item1_the_health_gate_judges_the_workloads_moved_off_held_nodes_too():
+    """Issue 27 items 1 and 5: the pods a timed-out drain evicted moved; the gate after the batch judges their
+    workloads, and after the retry that drains the node, those of every drain of it (SPEC U5)."""
+    run = Run(["i-1", "i-2"], {})
+    nodes = {"node-i-1": dict(evicted=["default/a-1"], workloads=["Deployment default/a"]),
+             "node-i-2": dict(evicted=["default/b-1"], workloads=["Deployment default/b"], failed=[BLOCKER])}
+    outcome = Outcome(nodes, {"node-i-2": "PodEvictionFailure"}, {"i-1": "node-i-1", "i-2": "node-i-2"})
+    drained = drained_and_held(run.quarantine, Batch(["i-1", "i-2"]), outcome, None, None)
+    assert drained.quarantined == {"i-2": "node-i-2"} and list(drained.nodes) == ["node-i-1"]
+    assert drained.workloads == ["Deployment default/a", "Deployment default/b"]
+    retry = run.quarantine.next_batch(lambda state: None)(ReplaceState())
+    assert retry.retry and retry.instance_ids == ["i-2"]
+    again = Outcome({"node-i-2": dict(evicted=["default/c-1"], workloads=["StatefulSet default/c"])}, {},
+                    {"i-2": "node-i-2"})
+    assert drained_and_held(run.quarantine, retry, again, None, None).workloads == [
+        "Deployment default/b", "StatefulSet default/c"]

@@ -29,12 +29,20 @@ def held(instance_id, batch=1, blockers=(BILLING,), decrement=False):
 
 
 def test_issue27_item5_only_a_drain_that_timed_out_quarantines():
-    assert quarantinable({"n1": "PodEvictionFailure"})
-    assert quarantinable({"n1": "PodEvictionFailure", "n2": "PodEvictionFailure"})
+    assert quarantinable({"n1": "PodEvictionFailure"}, {"n1"})
+    assert quarantinable({"n1": "PodEvictionFailure", "n2": "PodEvictionFailure"}, {"n1", "n2"})
     # A refusal before any eviction (a bare pod, do-not-disrupt: no code) and a load balancer's hold fail the run.
-    assert not quarantinable({"n1": None})
-    assert not quarantinable({"n1": "PodEvictionFailure", "n2": "LoadBalancerDeregistrationTimeout"})
-    assert not quarantinable({})
+    assert not quarantinable({"n1": None}, set())
+    assert not quarantinable({"n1": "PodEvictionFailure", "n2": "LoadBalancerDeregistrationTimeout"}, {"n1"})
+    assert not quarantinable({}, set())
+
+
+def test_issue27_item5_a_pod_eviction_failure_before_the_timeout_does_not_quarantine():
+    """Issue 27 item 5 (SPEC D10, Z3): a pod refused when it arrived during the drain, or pods returning to the
+    node (the drain's fail-fast), fail with PodEvictionFailure too, before drain_timeout ran out: no retry would
+    drain the node, the run fails as with undrainable_nodes fail."""
+    assert not quarantinable({"n1": "PodEvictionFailure"}, set())
+    assert not quarantinable({"n1": "PodEvictionFailure", "n2": "PodEvictionFailure"}, {"n1"})
 
 
 def test_issue27_item5_options_are_refused_naming_the_parameter():
@@ -52,7 +60,7 @@ def test_issue27_item5_one_more_than_allowed_exceeds_the_bound():
     assert book.hold([held("i-3", batch=3)])
     error = book.error(exceeded=True)
     assert error.code == "NodesQuarantined" and error.code in CODES
-    assert "more than max_quarantined_nodes 2" in error.msg and "stopped at once" in error.msg
+    assert "more than max_quarantined_nodes 2" in error.msg and "stopped before its next batch" in error.msg
     assert error.details["failed_nodes"] == ["node-i-1", "node-i-2", "node-i-3"]
     assert error.details["max_quarantined_nodes_exceeded"] is True
 

@@ -11,6 +11,7 @@ import pytest
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import INVALID_PARAMETER, UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace import health_gate as gates
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import Batch
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.batch_order import zone_batches
 
 ZONE = {"i-1": "us-west-2b", "i-2": "us-west-2a", "i-3": "us-west-2b", "i-4": "us-west-2a", "i-5": "us-west-2c",
@@ -35,10 +36,11 @@ def test_issue27_item7_the_plan_in_zone_order_gates_the_end_of_each_zone_after_t
 
 
 def test_issue27_item7_each_zones_last_batch_is_gated_even_without_a_soak():
-    gate = gates.HealthGate(None, None, 0, 60, zone_ends=[2, 5])
-    assert [gate.soak_for(n) for n in range(1, 6)] == [None, 0, None, None, 0]
-    soaked = gates.HealthGate(None, None, 45, 60, zone_ends=[2])
-    assert [soaked.soak_for(n) for n in (1, 2)] == [45, 45]
+    gate = gates.HealthGate(None, None, 0, 60)
+    placed = [Batch(["i-%d" % n]).ordered(n, dict(zone_ends=[2, 5])) for n in range(1, 6)]
+    assert [gate.soak_for(b) for b in placed] == [None, 0, None, None, 0]
+    soaked = gates.HealthGate(None, None, 45, 60)
+    assert [soaked.soak_for(b) for b in placed[:2]] == [45, 45]
 
 
 PARAMS = dict(batch_soak_seconds=0, canary_soak_seconds=0, health_gate_timeout=600, canary=False, batches=None,

@@ -295,6 +295,8 @@ def test_item7_Z3_without_force_the_node_fails_fast_naming_the_deployment_and_wh
     failed = dict((f["pod"], f["reason"]) for f in node_result["failed"])
     expected = "Deployment default/everywhere came back to the cordoned node; not evicted again"
     assert failed[returning["pods"][0]] == expected
+    # Issue 27 item 5: a fail-fast, not a drain that ran out of time: undrainable_nodes quarantine does not hold it.
+    assert result.nodes["node-a"].timed_out is False
     assert cluster.nodes["node-a"]["spec"]["unschedulable"] is True
     assert LEFT_PODS_ANNOTATION not in cluster.nodes["node-a"]["metadata"].get("annotations", {})
     assert "EksopsDrainFailed" in cluster.event_reasons()

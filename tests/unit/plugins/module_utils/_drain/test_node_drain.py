@@ -246,6 +246,8 @@ def test_D13_D14_pdb_blocked_until_timeout_fails_naming_pod_and_pdb():
     assert err.code == "PodEvictionFailure" and "default/web-0" in err.msg and "web-pdb" in err.msg
     assert cluster.nodes["node-a"]["spec"]["unschedulable"] is True
     assert ("default", "web-0") in cluster.pods.objects and not cluster.verbs("delete")
+    # Issue 27 item 5: the one failure undrainable_nodes quarantine holds a node for.
+    assert result.nodes["node-a"].timed_out is True
 
 
 def test_D14_force_deletes_what_remains_after_the_timeout():
@@ -400,6 +402,8 @@ def test_D8_D10_a_bare_pod_bound_to_the_node_mid_drain_fails_the_node_naming_it(
     assert failed.pop("default/debug") == "pod not managed by a controller (use force); it arrived during the drain"
     # the drain stops at the refusal (D10): the pod still stopping is reported as such
     assert failed == {"default/web-0": "still terminating when a pod that arrived was refused"}
+    # Issue 27 item 5: refused before drain_timeout ran out, the node is not quarantined.
+    assert result.nodes["node-a"].timed_out is False
     assert "default/debug" in err.msg
     assert [r[2] for r in cluster.verbs("evict")] == ["default/web-0"]
     assert ("default", "debug") in cluster.pods.objects
