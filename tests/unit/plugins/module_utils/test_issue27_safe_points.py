@@ -163,8 +163,8 @@ def test_issue27_item4_the_work_after_each_safe_point_is_bounded_by_the_run_time
 @pytest.mark.parametrize("soak, canary, canary_soak, zone, expected", [
     (0, False, 0, False, 0), (60, False, 0, False, 660), (0, True, 300, False, 900), (0, False, 0, True, 600),
     (60, True, 30, False, 660)])
-def test_issue27_item1_a_gated_batch_may_wait_its_longest_soak_and_the_gate_timeout(soak, canary, canary_soak, zone,
-                                                                                     expected):
+def test_issue27_item1_a_gated_batch_may_wait_its_longest_soak_and_the_gate_timeout(
+        soak, canary, canary_soak, zone, expected):
     assert windows.gate_bound_seconds(soak, canary, canary_soak, zone, 600) == expected
 
 
