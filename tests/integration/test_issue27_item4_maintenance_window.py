@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Issue 27 item 4 on the sandbox, through the upgrade playbook: a run started outside its maintenance window changes
 nothing and says when the next window opens; a run whose next batch could not end within max_duration_seconds stops
-at that safe point without failing the job, and the next run goes on from the journal, nothing lost."""
+at that safe point without failing the job, and the next run goes on from the journal, nothing lost. The surge
+strategy's and an EKS managed group's: test_issue27_item4_surge_and_managed_windows.py."""
 
 from __future__ import annotations
 
@@ -88,48 +89,3 @@ def test_issue27_item4_a_budget_too_short_for_the_first_batch_is_an_input_error_
     assert (error["code"], error["parameter"]) == ("InvalidParameter", "max_duration_seconds"), error
     assert "max_duration_seconds leaves 200 s, and the work before the upgrade starts may take 361 s" in error["msg"]
     assert changes_by_the_collection(before, call_counts(window_sandbox)) == {}
-
-
-SURGE_WINDOW = two_az_workers("surgewindow", 6, [{"kind": "Deployment", "name": "web", "replicas": 2,
-                                                  "pdb": {"max_unavailable": 1}}])
-SURGE_WINDOW["nodegroups"][0]["desired_capacity"] = 3
-surge_window_sandbox = module_sandbox(SURGE_WINDOW)
-
-
-def test_issue27_item4_the_surge_strategy_checks_its_steps_and_the_scale_down_against_the_budget(
-        surge_window_sandbox, tmp_path):
-    """Three surge steps, each waiting post_drain_wait 30 s: 90 s or more. With a budget of 240 s the first step
-    (its launch, 60 s, then 60 + 30 + 60 s) fits, the others by the longest so far, the scale-down (150 s at most)
-    after them does not: the run stops before it, and the next run finishes."""
-    asg = workers_asg(surge_window_sandbox)
-    sizes = (asg["MinSize"], asg["MaxSize"], asg["DesiredCapacity"])
-    _current, target = other_ami(surge_window_sandbox)
-    args = {"cluster_name": "surgewindow", "nodegroup_name": "workers", "kubernetes_version": "1.30", "max_surge": 1,
-            "max_unavailable": 0, "drain_timeout": 60, "post_drain_wait": 30, "node_ready_timeout": 60}
-    playbook = REPO_ROOT / "playbooks" / "surge_upgrade.yml"
-    stopped = run_playbook(surge_window_sandbox, playbook,
-                           dict(args, max_duration_seconds=240, upgrade_report_path=str(tmp_path / "stopped.json")))
-    assert stopped.returncode == 0, stopped.stdout[-3000:]
-    report = json.loads((tmp_path / "stopped.json").read_text())
-    assert (report["error"]["code"], report["error"]["stopped_at"]) == ("MaintenanceWindowClosed",
-                                                                        "before phase scale_down"), report["error"]
-    assert [b["batch"] for b in report["batches"]] == [1, 2, 3]
-
-    resumed = run_playbook(surge_window_sandbox, playbook, dict(args, upgrade_report_path=str(tmp_path / "resumed.json")))
-    assert resumed.returncode == 0, resumed.stdout[-3000:]
-    assert_upgraded(surge_window_sandbox, target, sizes)
-
-
-managed_window_sandbox = module_sandbox("managed")
-
-
-def test_issue27_item4_an_eks_managed_group_outside_its_window_starts_no_eks_update(managed_window_sandbox, tmp_path):
-    tomorrow = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=1)).date()
-    before = call_counts(managed_window_sandbox)
-    result = run_playbook(managed_window_sandbox, REPO_ROOT / "playbooks" / "upgrade_nodegroup.yml", {
-        "cluster_name": "managed", "nodegroup_name": "workers", "kubernetes_version": "1.30",
-        "maintenance_window": {"days": [DAYS[tomorrow.weekday()]], "start": "01:00", "end": "03:00"},
-        "upgrade_report_path": str(tmp_path / "report.json")})
-    assert result.returncode == 0, result.stdout[-3000:]
-    assert json.loads((tmp_path / "report.json").read_text())["status"] == "window_closed"
-    assert changes_by_the_collection(before, call_counts(managed_window_sandbox)) == {}
