@@ -48,8 +48,10 @@ class SafePoints:
 
     def __init__(self, alarm_names: Sequence[str], window: windows.MaintenanceWindow | None,
                  budget_end: datetime.datetime | None, now: Callable[[], datetime.datetime] = utc_now,
-                 budget_seconds: int | None = None) -> None:
+                 budget_seconds: int | None = None, cloudwatch_client: Callable[[], Any] | None = None) -> None:
         self.alarm_names = list(alarm_names)
+        # The CloudWatch client's factory, called only when alarm_names is set.
+        self.cloudwatch_client = cloudwatch_client
         self.window = window
         self.budget_end = budget_end
         self.budget_seconds = budget_seconds
@@ -78,7 +80,8 @@ class SafePoints:
                     raise invalid_parameter("run_started_at", "run_started_at must be an ISO 8601 UTC time "
                                             "(2026-11-29T02:00:00Z), got %r" % params["run_started_at"])
             budget_end = started + datetime.timedelta(seconds=params["max_duration_seconds"])
-        gates = cls(params.get("alarm_names") or [], window, budget_end, now, params.get("max_duration_seconds"))
+        gates = cls(params.get("alarm_names") or [], window, budget_end, now, params.get("max_duration_seconds"),
+                    cloudwatch_client)
         if gates.alarm_names:
             gates.check_alarms_exist(cloudwatch_client())
         return gates
@@ -93,13 +96,13 @@ class SafePoints:
             raise invalid_parameter("alarm_names", "alarm_names: CloudWatch has no alarm named %s in this region"
                                     % ", ".join(unknown), unknown_alarms=unknown)
 
-    def check(self, where: str, expected_seconds: float, asg: Mapping[str, Any] | None = None,
-              cloudwatch_client: Callable[[], Any] | None = None) -> datetime.datetime | None:
+    def check(self, where: str, expected_seconds: float,
+              asg: Mapping[str, Any] | None = None) -> datetime.datetime | None:
         """Raise the stop due at the safe point ``where`` ("before batch 3") for work expected to take
         ``expected_seconds``: an alarm in ALARM, a pause asked on ``asg`` (its description; None: not read here),
         the window or the run's time. Returns the deadline the work must end by (None: unbounded)."""
         if self.alarm_names:
-            self.check_alarms(cloudwatch_client(), where)
+            self.check_alarms(self.cloudwatch_client(), where)
         request = pause_request((asg or {}).get("Tags"))
         if request is not None:
             raise paused_error(asg["AutoScalingGroupName"], request, where)

@@ -42,7 +42,7 @@ def run(module: Any) -> dict[str, Any]:
     if params["check_pause"]:
         group = find_module_nodegroup(module)
         asg = None if group.kind == kinds.MANAGED else group.asg
-    deadline = safe_points.check(params["where"], params["expected_seconds"], asg, cloudwatch)
+    deadline = safe_points.check(params["where"], params["expected_seconds"], asg)
     return dict(changed=False, gate=dict(where=params["where"], checked_at=utc_now_iso(),
                                          deadline=utc_now_iso(deadline) if deadline is not None else None,
                                          alarms=list(safe_points.alarm_names)))

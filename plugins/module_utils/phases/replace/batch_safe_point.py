@@ -63,8 +63,7 @@ class BatchSafePoint:
         expected = expected_seconds(state, self.bound(batch), gate.soak_for(batch) if gate is not None else None,
                                     gate.timeout if gate is not None else 0)
         try:
-            self.safe_points.check("before %s %d" % (self.noun, number), expected, asg,
-                                   lambda: self.context.aws("cloudwatch"))
+            self.safe_points.check("before %s %d" % (self.noun, number), expected, asg)
         except UpgradeError as stop:
             if not self.context.check_mode or stop.code == INVALID_PARAMETER:
                 raise

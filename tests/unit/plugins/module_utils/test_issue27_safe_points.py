@@ -120,12 +120,12 @@ def test_issue27_item2_an_alarm_in_alarm_stops_the_run_naming_it_and_its_reason(
         alarm(cloudwatch, "api-latency", "ALARM", "p99 above 2 s")
         gates = SafePoints.from_params(dict(alarm_names=["api-5xx", "api-latency"]), lambda: cloudwatch)
         with pytest.raises(UpgradeError) as stopped:
-            gates.check("before batch 2", 0, None, lambda: cloudwatch)
+            gates.check("before batch 2", 0)
         assert stopped.value.code == "AlarmTriggered" and not stopped.value.details.get("stopped")
         assert [a["name"] for a in stopped.value.details["alarms"]] == ["api-latency"]
         assert "api-latency: p99 above 2 s" in stopped.value.msg
         cloudwatch.set_alarm_state(AlarmName="api-latency", StateValue="OK", StateReason="recovered")
-        assert gates.check("before batch 2", 0, None, lambda: cloudwatch) is None
+        assert gates.check("before batch 2", 0) is None
 
 
 def test_issue27_item2_an_alarm_cloudwatch_does_not_know_is_refused_before_any_change():

@@ -260,7 +260,7 @@ class NoGates:
         self.checked = []
         self.stop_before = stop_before
 
-    def check(self, where, expected_seconds, asg=None, cloudwatch_client=None):
+    def check(self, where, expected_seconds, asg=None):
         self.checked.append((where, expected_seconds))
         if int(where.split()[-1]) in self.stop_before:
             raise UpgradeError("UpgradePaused", "Paused %s" % where)
