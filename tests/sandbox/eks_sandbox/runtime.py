@@ -125,6 +125,10 @@ class Sandbox:
     def start(self) -> None:
         """Start everything and seed the scenario; returns before the cluster is ready (see wait_ready)."""
         self.state_dir.mkdir(parents=True, exist_ok=True)
+        # Imported here, before the clock starts (moto takes seconds to import): the CLI's report/down read state
+        # files through this module without loading moto.
+        from . import aws, kube, lb_controllers  # noqa: F401 (clusters.py uses them)
+
         began = time.monotonic()
         first = self.clusters[0]
         self.aws_endpoint = first.start_aws(None, self.recorder)
