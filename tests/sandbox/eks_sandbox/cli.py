@@ -230,7 +230,7 @@ def _running_url(state_dir: Path) -> str:
 def cmd_apply(args: argparse.Namespace) -> int:
     """The node group's owner applies its code (a terraform apply, a CloudFormation stack update: aws/owners.py)."""
     url = _running_url(Path(args.state_dir).resolve())
-    body = {"nodegroup": args.nodegroup, "ami": args.ami,
+    body = {"nodegroup": args.nodegroup, "cluster": args.cluster, "ami": args.ami,
             "instance_refresh": None if args.instance_refresh is None else args.instance_refresh == "on"}
     request = urllib.request.Request(url + "/apply", data=json.dumps(body).encode(), method="POST",
                                      headers={"Content-Type": "application/json"})
@@ -343,6 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
                                               "CloudFormation stack update)")
     apply.add_argument("--state-dir", required=True)
     apply.add_argument("--nodegroup", required=True)
+    apply.add_argument("--cluster", help="the node group's cluster (required when the scenario has clusters:)")
     apply.add_argument("--ami", help="the AMI (name or id) the code now names; default: unchanged")
     apply.add_argument("--instance-refresh", choices=["on", "off"],
                        help="terraform-aws-eks's instance_refresh, or the stack's AutoScalingRollingUpdate policy "

@@ -5,7 +5,8 @@
 
 Start-up order: moto, the Kubernetes API server and the control server start listening; the state files
 (kubeconfig, env) are written so `eks-sandbox up` can poll `/healthz`; AWS is seeded (it needs the API
-server's URL and CA for the EKS cluster record), then Kubernetes; then the controller loop runs.
+server's URL and CA for the EKS cluster record), then Kubernetes; then the controller loop runs. A scenario of
+several clusters runs one ClusterRuntime per cluster (clusters.py): one moto server for all, one API server each.
 
 The sandbox is *ready* once every node group runs its initial instances, their Nodes are Ready and every
 workload of the scenario is fully Ready: tests start from a settled cluster. Only then are faults armed
@@ -25,14 +26,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .clusters import SANDBOX_WIDE_REPORT_KEYS, ClusterRuntime, FleetInstances, write_fleet_kubeconfig
 from .faults import Faults
-from .observer import Observer
 from .recorder import Recorder
+from .scenario.loader import cluster_scenarios
 
 if TYPE_CHECKING:
     from .aws import AwsSim
     from .kube import KubeSim
     from .lb_controllers import LoadBalancerControllers
+    from .observer import Observer
 
 __all__ = ["Sandbox", "write_env_file", "read_env_file", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"]
 
@@ -65,17 +68,16 @@ def read_env_file(path: Path) -> dict[str, str]:
 
 
 class Sandbox:
-    """One simulated EKS cluster, run by this process."""
+    """The simulated EKS cluster (or clusters: README "Several clusters") run by this process."""
 
     def __init__(self, scenario: dict[str, Any], state_dir: str | os.PathLike):
         self.scenario = scenario
         self.state_dir = Path(state_dir).resolve()
-        self.recorder = Recorder()
+        self.recorder = Recorder()  # a single cluster's; with several, the AWS calls (each cluster has its own)
         self.faults = Faults(scenario["faults"], scenario["seed"], armed=False)
-        self.observer = Observer(scenario, self.recorder)
-        self.aws: AwsSim | None = None
-        self.kube: KubeSim | None = None
-        self.load_balancers: LoadBalancerControllers | None = None
+        self.multi_cluster = "clusters" in scenario
+        self.clusters = [ClusterRuntime(part, Recorder() if self.multi_cluster else self.recorder, self.faults)
+                         for part in cluster_scenarios(scenario)]
         self.aws_endpoint: str | None = None
         self.started_at = time.time()
         self.ready_at: float | None = None
@@ -89,6 +91,12 @@ class Sandbox:
         self._errors_lock = threading.Lock()
         self._controller_errors: dict[str, dict[str, Any]] = {}
         self._loop_stats = {"passes": 0, "overruns": 0, "pass_seconds_max": 0.0}
+
+    # The first cluster's parts (a single-cluster sandbox's only ones), as tests and benchmarks reach them.
+    aws: AwsSim | None = property(lambda self: self.clusters[0].aws)
+    kube: KubeSim | None = property(lambda self: self.clusters[0].kube)
+    load_balancers: LoadBalancerControllers | None = property(lambda self: self.clusters[0].load_balancers)
+    observer: Observer = property(lambda self: self.clusters[0].observer)
 
     # --------------------------------------------------------------------------------------------- lifecycle
 
@@ -105,7 +113,7 @@ class Sandbox:
 
     def env(self) -> dict[str, str]:
         """What a client needs to reach this sandbox (the content of DIR/env)."""
-        region = self.scenario["region"]
+        region = self.clusters[0].scenario["region"]
         return {"AWS_ENDPOINT_URL": self.aws_endpoint or "",
                 "AWS_ACCESS_KEY_ID": AWS_ACCESS_KEY_ID,
                 "AWS_SECRET_ACCESS_KEY": AWS_SECRET_ACCESS_KEY,
@@ -117,29 +125,45 @@ class Sandbox:
     def start(self) -> None:
         """Start everything and seed the scenario; returns before the cluster is ready (see wait_ready)."""
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        # Imported here: the CLI's report/down read state files through this module without loading moto.
-        from .aws import AwsSim
-        from .kube import KubeSim
-        from .lb_controllers import LoadBalancerControllers
+        # Imported here, before the clock starts (moto takes seconds to import): the CLI's report/down read state
+        # files through this module without loading moto.
+        from . import aws, kube, lb_controllers  # noqa: F401 (clusters.py uses them)
 
         began = time.monotonic()
-        self.aws = AwsSim(self.scenario, self.recorder, self.faults)
-        self.aws_endpoint = self.aws.start()
-        self.kube = KubeSim(self.scenario, self.aws, self.recorder, self.faults, str(self.state_dir))
-        self.aws.eks.attach_kube(self.kube.api)  # EKS drains managed nodes through the cluster's API
-        self.load_balancers = LoadBalancerControllers(self.scenario, self.aws, self.recorder)
-        self.kube.start()
+        first = self.clusters[0]
+        self.aws_endpoint = first.start_aws(None, self.recorder)
+        for cluster in self.clusters[1:]:
+            cluster.start_aws(first, self.recorder)
+        for cluster in self.clusters:
+            if self.multi_cluster:  # each API server's TLS files in a directory of its own
+                cluster.start_kube(FleetInstances(cluster, self.clusters), self.state_dir / "clusters" / cluster.name)
+            else:
+                cluster.start_kube(cluster.aws, self.state_dir)
         self._start_control_server()
-        self.kube.write_kubeconfig(str(self.kubeconfig_path))
+        if self.multi_cluster:
+            write_fleet_kubeconfig(self.kubeconfig_path, self.clusters)
+        else:
+            first.kube.write_kubeconfig(str(self.kubeconfig_path))
         write_env_file(self.state_dir / ENV_FILE, self.env())
-        log.info("listening: aws %s, kubernetes %s, control %s", self.aws_endpoint, self.kube.url, self.control_url)
+        log.info("listening: aws %s, kubernetes %s, control %s", self.aws_endpoint,
+                 ", ".join(cluster.kube.url for cluster in self.clusters), self.control_url)
         self._readiness_detail = "seeding"
-        self.aws.seed(self.kube.url, self.kube.ca_pem)
-        self.kube.seed()
+        for cluster in self.clusters:
+            cluster.seed()
         log.info("scenario %s seeded in %.2f s", self.scenario["name"], time.monotonic() - began)
         self._readiness_detail = "waiting for the first controller pass"
         self._loop_thread = threading.Thread(target=self._controller_loop, name="controller-loop", daemon=True)
         self._loop_thread.start()
+
+    def cluster_named(self, name: str | None) -> ClusterRuntime:
+        """The cluster of that name; None names a single-cluster sandbox's cluster (ValueError otherwise)."""
+        if name is None and not self.multi_cluster:
+            return self.clusters[0]
+        for cluster in self.clusters:
+            if cluster.name == name:
+                return cluster
+        raise ValueError(f"no cluster {name!r} in the sandbox (clusters: "
+                         f"{', '.join(cluster.name for cluster in self.clusters)})")
 
     def wait_ready(self, timeout: float) -> bool:
         return self._ready.wait(timeout)
@@ -161,14 +185,8 @@ class Sandbox:
             self._control.shutdown()
             self._control.server_close()
             self._control = None
-        for name, part in (("kubernetes", self.kube), ("aws", self.aws)):
-            if part is None:
-                continue
-            try:
-                part.stop()
-            except Exception:  # keep stopping the rest; the process is going away anyway
-                log.exception("stopping %s failed", name)
-        self.kube = self.aws = None
+        for cluster in reversed(self.clusters):  # the first cluster's AwsSim, which serves them all, last
+            cluster.stop(log)
 
     # --------------------------------------------------------------------------------------------- controller loop
 
@@ -178,9 +196,8 @@ class Sandbox:
         next_sample = 0.0
         while not self._stopping.is_set():
             began = time.monotonic()
-            self._guarded("aws.tick", self.aws.tick)
-            self._guarded("kube.tick", self.kube.tick)
-            self._guarded("load_balancers.tick", self._tick_load_balancers)
+            for cluster in self.clusters:
+                cluster.tick(self._guarded)
             if not self._ready.is_set():
                 self._guarded("readiness", self._check_ready)
             elif began >= next_sample:
@@ -206,24 +223,12 @@ class Sandbox:
             if count <= _TRACEBACKS_LOGGED_IN_FULL or count % _TRACEBACK_EVERY == 0:
                 log.error("%s failed (%d times so far):\n%s", where, count, traceback.format_exc())
 
-    def _tick_load_balancers(self) -> None:
-        """The AWS Load Balancer Controller and the service controller (lb_controllers.py): after the kubelets and
-        EC2 have moved, so a node's new label or an instance's termination is seen in the same pass."""
-        if not self.scenario["load_balancers"]:
-            return
-        from .kube.resources import NODES
-
-        with self.kube.store.lock:
-            nodes = [dict(node) for node in self.kube.store.items(NODES)]
-        self.load_balancers.tick(nodes, self.aws.instances())
-
     def _sample(self) -> None:
-        instances = self.aws.instances()
-        self.observer.sample(self.kube.snapshot(instances), instances)
+        for cluster in self.clusters:
+            cluster.sample()
 
     def _check_ready(self) -> None:
-        instances = self.aws.instances()
-        detail = self._unsettled(instances, self.kube.snapshot(instances))
+        detail = self._unsettled()
         if detail:
             self._readiness_detail = detail
             self._settled_passes = 0
@@ -239,56 +244,35 @@ class Sandbox:
         log.info("sandbox ready in %.2f s", self.ready_at - self.started_at)
         self._ready.set()
 
-    def _unsettled(self, instances: list[dict[str, Any]], snapshot: dict[str, Any]) -> str:
-        """What the cluster still waits for before it counts as settled ("" when settled)."""
-        waiting = []
-        ready_nodes = {n["instance_id"] for n in snapshot["nodes"] if n["ready"]}
-        for nodegroup in self.scenario["nodegroups"]:
-            mine = [i for i in instances if i["nodegroup"] == nodegroup["name"] and i["state"] != "terminated"]
-            running = [i for i in mine if i["state"] == "running"]
-            ready = [i for i in running if i["instance_id"] in ready_nodes]
-            want = nodegroup["desired_capacity"]
-            if len(running) != want or len(mine) != want or len(ready) != want:
-                waiting.append(f"nodegroup {nodegroup['name']}: {len(running)}/{want} instances running, "
-                               f"{len(ready)}/{want} nodes Ready")
-        if self.load_balancers is not None and self.load_balancers.unsettled():
-            waiting.append(self.load_balancers.unsettled())
-        for workload in self.scenario["workloads"]:
-            key = f"{workload['namespace']}/{workload['name']}"
-            seen = snapshot["workloads"].get(key)
-            if seen is None:
-                waiting.append(f"{key}: not created yet")
-                continue
-            want = {"Deployment": workload["replicas"], "Pod": 1}.get(workload["kind"], seen["replicas"] or 0)
-            if seen["ready"] < want:
-                waiting.append(f"{key}: {seen['ready']}/{want} ready")
-        return "; ".join(waiting)
+    def _unsettled(self) -> str:
+        """What the clusters still wait for before the sandbox counts as settled ("" when settled)."""
+        if not self.multi_cluster:
+            return self.clusters[0].unsettled()
+        return "; ".join(f"cluster {cluster.name}: {detail}" for cluster in self.clusters
+                         for detail in [cluster.unsettled()] if detail)
 
     # --------------------------------------------------------------------------------------------- report
 
     def report(self) -> dict[str, Any]:
-        instances = self.aws.instances()
-        snapshot = self.kube.snapshot(instances)
-        asg_views = {}
-        for nodegroup in self.scenario["nodegroups"]:
-            try:
-                asg_views[nodegroup["name"]] = self.aws.asg_view(nodegroup["name"])
-            except Exception as exc:  # e.g. a test deleted the group: report it rather than fail the report
-                asg_views[nodegroup["name"]] = {"error": f"{type(exc).__name__}: {exc}"}
+        """The report (README "Report"); with several clusters, one section per cluster under `clusters`."""
         with self._errors_lock:
             errors = {where: dict(entry) for where, entry in self._controller_errors.items()}
         extra = {"started_at": round(self.started_at, 3),
                  "ready_at": None if self.ready_at is None else round(self.ready_at, 3),
                  "faults": self.faults.fired_counts(),
-                 "controller": {**self._loop_stats, "errors": errors},
-                 "events_dropped": self.recorder.events_dropped()}
-        extra.update(self.load_balancers.report())
-        report = self.observer.report(snapshot, asg_views, instances, extra)
-        for name, view in report["nodegroups"].items():
-            eks_view = self.aws.eks.view(name)
-            if eks_view is not None:  # managed node groups: what EKS says about them
-                view["eks"] = eks_view
-        return report
+                 "controller": {**self._loop_stats, "errors": errors}}
+        if not self.multi_cluster:
+            return self.clusters[0].report(extra)
+        sections = {}
+        for cluster in self.clusters:
+            section = cluster.report({})
+            for key in SANDBOX_WIDE_REPORT_KEYS:
+                section.pop(key, None)
+            sections[cluster.name] = {"region": cluster.scenario["region"], "arn": cluster.aws.cluster_arn,
+                                      "endpoint": cluster.kube.url, **section}
+        return {"scenario": self.scenario["name"], "time": round(time.time(), 3), **extra,
+                "aws_calls": self.recorder.aws_calls(), "aws_calls_by_agent": self.recorder.aws_calls_by_agent(),
+                "clusters": sections}
 
     # --------------------------------------------------------------------------------------------- control server
 
@@ -325,7 +309,8 @@ class Sandbox:
                     return
                 try:
                     body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-                    done = sandbox.aws.apply_owner(body["nodegroup"], body.get("ami"), body.get("instance_refresh"))
+                    cluster = sandbox.cluster_named(body.get("cluster"))
+                    done = cluster.aws.apply_owner(body["nodegroup"], body.get("ami"), body.get("instance_refresh"))
                 except (KeyError, ValueError) as exc:
                     self._reply(400, {"error": f"{type(exc).__name__}: {exc}"})
                     return

@@ -14,7 +14,7 @@ import pytest
 from eks_sandbox.conventions import node_group_labels
 from eks_sandbox.kube.seed import workload_object
 from eks_sandbox.scenario.fields import ScenarioError
-from eks_sandbox.scenario.loader import load_scenario
+from eks_sandbox.scenario.loader import cluster_scenarios, load_scenario
 from eks_sandbox.scenario.schema import DEFAULT_TIMINGS, generated_ami_id
 
 SCENARIOS_DIR = Path(__file__).resolve().parents[1] / "scenarios"
@@ -47,7 +47,7 @@ def test_defaults_are_filled_exactly_as_documented():
     assert scenario["nodegroups"][0] == {
         "name": "workers", "ami": AMI_129, "instance_type": "m5.large",
         "availability_zones": ["us-west-2a", "us-west-2b", "us-west-2c"], "min_size": 3, "max_size": 12,
-        "desired_capacity": 6, "max_pods": 110, "labels": {}, "taints": [], "kind": "self_managed",
+        "desired_capacity": 6, "max_pods": 110, "labels": {}, "taints": [], "tags": {}, "kind": "self_managed",
         "convention": "terraform", "launch_template": None, "update_config": None, "mixed_instances": None}
     assert scenario["workloads"][0] == {
         "kind": "Deployment", "name": "web", "namespace": "default", "replicas": 4, "labels": {"app": "web"},
@@ -383,7 +383,7 @@ def test_shipped_scenarios_load_and_can_be_upgraded(path):
     # Each one starts on a 1.29 AMI and has a recommended 1.30 AMI to upgrade to.
     recommended = {a["kubernetes_version"] for a in scenario["amis"] if a["recommended"]}
     assert "1.30" in recommended
-    for nodegroup in scenario["nodegroups"]:
+    for nodegroup in (ng for cluster in cluster_scenarios(scenario) for ng in cluster["nodegroups"]):
         assert next(a for a in scenario["amis"] if a["name"] == nodegroup["ami"])["kubernetes_version"] == "1.29"
 
 

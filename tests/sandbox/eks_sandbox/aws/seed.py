@@ -42,11 +42,11 @@ def recommended_parameter_name(kubernetes_version: str, family: str, value: str 
     return f"/aws/service/eks/optimized-ami/{kubernetes_version}/{family}/recommended/{value}"
 
 
-def seed_network(ec2: EC2Backend, cluster: str, zones: list[str]) -> tuple[str, dict[str, str]]:
+def seed_network(ec2: EC2Backend, cluster: str, zones: list[str], cidr: str = VPC_CIDR) -> tuple[str, dict[str, str]]:
     """A VPC with one subnet per AZ; returns (vpc id, {az: subnet id})."""
-    vpc = ec2.create_vpc(VPC_CIDR)
+    vpc = ec2.create_vpc(cidr)
     vpc.add_tags({"Name": f"{cluster}-vpc"})
-    blocks = ipaddress.IPv4Network(VPC_CIDR).subnets(new_prefix=SUBNET_PREFIX)
+    blocks = ipaddress.IPv4Network(cidr).subnets(new_prefix=SUBNET_PREFIX)
     subnets = {}
     for zone, block in zip(zones, blocks):
         subnet = ec2.create_subnet(vpc.id, str(block), availability_zone=zone)
@@ -123,7 +123,10 @@ def seed_self_managed_nodegroup(ec2: EC2Backend, autoscaling: AutoScalingBackend
         vpc_zone_identifier=",".join(subnets[z] for z in nodegroup["availability_zones"]),
         default_cooldown=None, health_check_period=None, health_check_type=None, load_balancers=[],
         target_group_arns=[], placement_group=None, termination_policies=[],
-        tags=[{"Key": k, "Value": v, "PropagateAtLaunch": True} for k, v in made.asg_tags.items()])
+        # The scenario's tags too, propagated at launch as the tools do (eksctl's nodeGroups[].tags, terraform-aws-eks's
+        # self-managed-node-group `tags`, CloudFormation stack tags); the tool's own tags win a clash.
+        tags=[{"Key": k, "Value": v, "PropagateAtLaunch": True}
+              for k, v in {**nodegroup["tags"], **made.asg_tags}.items()])
 
 
 def mixed_instances_policy(scenario: dict[str, Any], nodegroup: dict[str, Any],

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import threading
 import time
@@ -21,13 +22,13 @@ from moto.elbv2.models import elbv2_backends
 from moto.moto_api._internal import moto_api_backend
 from moto.ssm.models import ssm_backends
 
-from ..eks import EksNodegroups
+from ..eks import EksNodegroups, EksRouter
 from .capacity import CapacityReconciler, launch_template_version_of
 from .instance_refresh import advance_refreshes, describe_instance_refreshes
 from .owners import Owner, owner_of
 from .load_balancers import seed_load_balancers
 from .moto_patches import LIVE_LIFECYCLE_STATES, apply_moto_corrections, suspended_process_names
-from .seed import seed_amis, seed_cluster, seed_network, seed_self_managed_nodegroup, seed_ssm_parameters
+from .seed import VPC_CIDR, seed_amis, seed_cluster, seed_network, seed_self_managed_nodegroup, seed_ssm_parameters
 from .server import AwsRequestMiddleware, LockedMotoServer
 
 __all__ = ["AwsSim", "DUMMY_CREDENTIALS", "TERMINATED_RETENTION_SECONDS"]
@@ -43,7 +44,9 @@ class AwsSim:
     """moto's server on 127.0.0.1 plus what the AWS services do on their own (see capacity.py).
 
     Every request moto serves, and every instances()/tick()/asg_view() call, holds `lock`. moto's state is
-    process-wide and start() resets it, so a process runs one AwsSim at a time.
+    process-wide and start() resets it, so a process runs one AwsSim at a time. A sandbox of several clusters runs
+    one AwsSim per cluster: the first starts the server, the others join it (start(server_of=...)) and share its
+    lock; the first AwsSim of each region plays EC2 and Auto Scaling for the whole region (region_leader).
     """
 
     _running: "AwsSim | None" = None  # moto's state is process-wide: one started AwsSim at a time
@@ -69,11 +72,22 @@ class AwsSim:
         self._clients: dict[tuple[str, str], Any] = {}
         # The scenario's load balancers as seeded: {name: {type, arn (target groups), port}}.
         self.load_balancers: dict[str, dict[str, Any]] = {}
+        self.eks_router: EksRouter | None = None  # the server's: which cluster answers an EKS node-group request
+        self.region_leader = True  # False when another cluster's AwsSim plays EC2 and Auto Scaling in this region
+        self._region_leaders: dict[str, AwsSim] = {}  # the server's AwsSim: the leader of each region
+        self._vpcs_by_region: dict[str, int] = {}  # the server's AwsSim: how many clusters each region has
+        # Each cluster of a region its own VPC range (10.<n>.0.0/16, the first cluster's 10.0.0.0/16), so that node
+        # names (ip-<address>.<region>.compute.internal) tell a region's clusters apart.
+        self.vpc_cidr = VPC_CIDR
 
     # ------------------------------------------------------------------------------------------- lifecycle
 
-    def start(self) -> str:
-        """Apply the moto corrections, reset moto's state and serve it on a free port; returns the URL."""
+    def start(self, server_of: "AwsSim | None" = None, calls_recorder: Any = None) -> str:
+        """Apply the moto corrections, reset moto's state and serve it on a free port; returns the URL. AWS calls are
+        recorded on `calls_recorder` (default: this AwsSim's recorder). With `server_of` (a started AwsSim), serve
+        this cluster through that one's server instead (_join)."""
+        if server_of is not None:
+            return self._join(server_of)
         with AwsSim._running_lock:
             if AwsSim._running is not None:
                 raise RuntimeError("another AwsSim is running in this process (moto's state is process-wide): "
@@ -91,11 +105,36 @@ class AwsSim:
                 not_visible_for=self.faults.instance_not_visible)
             self.eks = EksNodegroups(self.scenario, self.lock, self.recorder, self._ec2, self._autoscaling,
                                      eks_backends[DEFAULT_ACCOUNT_ID][self.region])
+        self.eks_router = EksRouter(self.eks)
+        self._region_leaders = {self.region: self}
+        self._vpcs_by_region = {self.region: 1}
+        recorder = calls_recorder or self.recorder
         self._server = LockedMotoServer(
-            lambda app: AwsRequestMiddleware(app, self.lock, self.recorder, self.faults, self.eks))
+            lambda app: AwsRequestMiddleware(app, self.lock, recorder, self.faults, self.eks_router))
         self._server.start()
         host, port = self._server.get_host_and_port()
         self.endpoint_url = f"http://{host}:{port}"
+        return self.endpoint_url
+
+    def _join(self, server: "AwsSim") -> str:
+        """Serve one more cluster through `server`'s moto server (moto holds every region): its lock, its request
+        middleware (EKS node-group requests are routed to this cluster's EksNodegroups by region and cluster name),
+        and, in a region it already serves, its region leader's capacity reconciler."""
+        self.lock = server.lock
+        self.endpoint_url = server.endpoint_url
+        leader = server._region_leaders.setdefault(self.region, self)
+        self.region_leader = leader is self
+        taken = server._vpcs_by_region.get(self.region, 0)
+        server._vpcs_by_region[self.region] = taken + 1
+        self.vpc_cidr = str(ipaddress.IPv4Network(VPC_CIDR).network_address + (taken << 16)) + "/16"
+        with self.lock:
+            self._reconciler = CapacityReconciler(
+                self._ec2, self.region, self.scenario["timings"], self.faults.launch_failure,
+                self.recorder.event, self._launch_retry_seconds,
+                not_visible_for=self.faults.instance_not_visible) if self.region_leader else leader._reconciler
+            self.eks = EksNodegroups(self.scenario, self.lock, self.recorder, self._ec2, self._autoscaling,
+                                     eks_backends[DEFAULT_ACCOUNT_ID][self.region])
+        server.eks_router.add(self.eks)
         return self.endpoint_url
 
     def stop(self) -> None:
@@ -121,6 +160,11 @@ class AwsSim:
             self._clients[key] = boto3.client(service, endpoint_url=self.endpoint_url, region_name=self.region,
                                               config=Config(**config) if config else None, **DUMMY_CREDENTIALS)
         return self._clients[key]
+
+    @property
+    def cluster_arn(self) -> str:
+        """The EKS cluster's ARN (moto's and EKS's form: arn:aws:eks:<region>:<account>:cluster/<name>)."""
+        return f"arn:aws:eks:{self.region}:{DEFAULT_ACCOUNT_ID}:cluster/{self.scenario['cluster']['name']}"
 
     @property
     def _ec2(self) -> Any:
@@ -149,9 +193,10 @@ class AwsSim:
         cluster = scenario["cluster"]["name"]
         eks = eks_backends[DEFAULT_ACCOUNT_ID][self.region]
         with self.lock:
-            vpc_id, subnets = seed_network(self._ec2, cluster, scenario["availability_zones"])
-            seed_amis(self._ec2, scenario["amis"], scenario["availability_zones"][0])
-            seed_ssm_parameters(ssm_backends[DEFAULT_ACCOUNT_ID][self.region], scenario["amis"])
+            vpc_id, subnets = seed_network(self._ec2, cluster, scenario["availability_zones"], self.vpc_cidr)
+            if self.region_leader:  # the scenario's AMIs and SSM parameters exist once in each region
+                seed_amis(self._ec2, scenario["amis"], scenario["availability_zones"][0])
+                seed_ssm_parameters(ssm_backends[DEFAULT_ACCOUNT_ID][self.region], scenario["amis"])
             seed_cluster(eks, scenario, vpc_id, list(subnets.values()), kube_url, kube_ca_pem)
             self.load_balancers = seed_load_balancers(self.elbv2, self.elb, scenario, vpc_id, subnets)
             now = time.monotonic()
@@ -195,12 +240,16 @@ class AwsSim:
 
     def tick(self) -> None:
         """Advance instance states, fire due autoscaler faults, let EKS work on its node groups, end the lifecycle
-        actions whose timeout passed, run instance refreshes, reconcile every group's desired capacity."""
+        actions whose timeout passed, run instance refreshes, reconcile every group's desired capacity (EC2 and Auto
+        Scaling: for the whole region, by its leader only)."""
         with self.lock:
             now = time.monotonic()
-            self._reconciler.advance_instances(now)
+            if self.region_leader:
+                self._reconciler.advance_instances(now)
             self._fire_autoscaler_faults()
             self.eks.tick()
+            if not self.region_leader:
+                return
             for group in list(self._autoscaling.autoscaling_groups.values()):
                 self._reconciler.advance_lifecycle_actions(group, now)
                 advance_refreshes(group, launch_template_version_of(group))

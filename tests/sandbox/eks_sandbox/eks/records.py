@@ -139,8 +139,10 @@ class ManagedNodegroup:
             "labels": dict(self.labels), "taints": [dict(t) for t in self.taints],
             "resources": {"autoScalingGroups": [{"name": self.asg_name}]},
             "health": {"issues": [dict(i, resourceIds=list(i["resourceIds"])) for i in self.health_issues]},
-            "updateConfig": dict(self.update_config), "tags": {},
+            "updateConfig": dict(self.update_config), "tags": dict(self.spec["tags"]),
         }
+        # tags: the node group's own (CreateNodegroup's tags); EKS does not propagate them to the Auto Scaling group
+        # or its instances (EKS user guide "Tagging your Amazon EKS resources").
         # botocore: instanceTypes and diskSize are null for a node group deployed with a launch template, and
         # launchTemplate is "the launch template that was used" (only then).
         if with_template:

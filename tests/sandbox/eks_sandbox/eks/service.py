@@ -53,6 +53,14 @@ class EksNodegroups:
         self._version_updates: dict[str, VersionUpdate] = {}
         self._rng = random.Random(scenario["seed"])  # "It randomly selects a node": reproducibly
 
+    @property
+    def region(self) -> str:
+        return self.eks.region_name
+
+    @property
+    def cluster_name(self) -> str:
+        return self.scenario["cluster"]["name"]
+
     # ------------------------------------------------------------------------------------------ entry points
 
     def create_nodegroup(self, nodegroup: dict[str, Any], subnets: dict[str, str], kube_url: str,

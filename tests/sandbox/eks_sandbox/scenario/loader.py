@@ -23,31 +23,74 @@ from .fields import ScenarioError, Section, join_path, type_name
 from .schema import (check_zone, normalize_fault, read_ami, read_cluster, read_load_balancer, read_nodegroup, read_timings,
                      read_workload)
 
-__all__ = ["load_scenario"]
+__all__ = ["load_scenario", "cluster_scenarios"]
 
 
 def load_scenario(path_or_dict: Any) -> dict[str, Any]:
-    """Validate a scenario (YAML file path or mapping) and return it with every default filled."""
+    """Validate a scenario (YAML file path or mapping) and return it with every default filled.
+
+    A scenario with `clusters:` describes several clusters (README "Several clusters"): its loaded form has the
+    shared keys (name, seed, timings, amis, faults) and `clusters`, each entry with every key; cluster_scenarios
+    gives each cluster's single-cluster loaded form, which the simulators read.
+    """
     top = Section(_load_raw(path_or_dict), "")
     name = top.string("name", required=True)
-    region = top.string("region", "us-west-2")
-    _check_region(top, region)
-    zones = _availability_zones(top, region)
-    scenario: dict[str, Any] = {
-        "name": name,
-        "region": region,
-        "seed": top.integer("seed", 0, minimum=None),
-        "cluster": read_cluster(top.section("cluster"), name),
-        "availability_zones": zones,
-        "timings": read_timings(top.section("timings")),
-    }
-    scenario["amis"] = _amis(top)
-    scenario["nodegroups"] = _nodegroups(top, zones, scenario["amis"])
-    scenario["workloads"] = _workloads(top, scenario["nodegroups"])
-    scenario["faults"] = _faults(top, zones, scenario["nodegroups"])
-    scenario["load_balancers"] = _load_balancers(top, scenario["nodegroups"])
+    shared = {"name": name, "seed": top.integer("seed", 0, minimum=None),
+              "timings": read_timings(top.section("timings")), "amis": _amis(top)}
+    if not top.has("clusters"):
+        scenario = {**shared, **_cluster_part(top, shared, read_cluster(top.section("cluster"), name))}
+        scenario["faults"] = _faults(top, scenario["availability_zones"], scenario["nodegroups"])
+        top.finish()
+        return {key: scenario[key] for key in _SINGLE_CLUSTER_KEYS}
+    for key in _PER_CLUSTER_KEYS:
+        if top.has(key):
+            raise ScenarioError(f"{top.path_of(key)}: not allowed with clusters (give it per cluster)")
+    clusters: list[dict[str, Any]] = []
+    for path, raw in top.items("clusters"):
+        section = Section(raw, path)
+        cluster = _cluster_part(section, shared, read_cluster(section, name, finish=False))
+        _check_unique(section.path_of("name"), "cluster name", cluster["cluster"]["name"],
+                      (c["cluster"]["name"] for c in clusters))
+        section.finish()
+        clusters.append(cluster)
+    if not clusters:
+        raise ScenarioError("clusters: at least one cluster is required")
+    faults = _faults(top, [z for c in clusters for z in c["availability_zones"]],
+                     [ng for c in clusters for ng in c["nodegroups"]])
     top.finish()
-    return scenario
+    return {**shared, "faults": faults,
+            "clusters": [{**c.pop("cluster"), **c} for c in clusters]}
+
+
+# The loaded form of one cluster, in this order (what every simulator reads); _PER_CLUSTER_KEYS are the keys a
+# multi-cluster scenario gives per cluster instead (its clusters[] entries take name, kubernetes_version and tls
+# flat, in place of cluster:).
+_SINGLE_CLUSTER_KEYS = ("name", "region", "seed", "cluster", "availability_zones", "timings", "amis", "nodegroups",
+                        "workloads", "faults", "load_balancers")
+_PER_CLUSTER_KEYS = ("region", "cluster", "availability_zones", "nodegroups", "workloads", "load_balancers")
+
+
+def cluster_scenarios(scenario: dict[str, Any]) -> list[dict[str, Any]]:
+    """The single-cluster loaded forms of a loaded scenario: itself, or one per entry of `clusters` (with the shared
+    keys; its faults are the whole scenario's)."""
+    if "clusters" not in scenario:
+        return [scenario]
+    parts = []
+    for entry in scenario["clusters"]:
+        cluster = {key: entry[key] for key in ("name", "kubernetes_version", "tls")}
+        merged = {**scenario, **entry, "name": scenario["name"], "cluster": cluster}
+        parts.append({key: merged[key] for key in _SINGLE_CLUSTER_KEYS})
+    return parts
+
+
+def _cluster_part(section: Section, shared: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:
+    """What one cluster's section holds: its region and zones, node groups, workloads and load balancers."""
+    region = section.string("region", "us-west-2")
+    _check_region(section, region)
+    zones = _availability_zones(section, region)
+    nodegroups = _nodegroups(section, zones, shared["amis"])
+    return {"region": region, "cluster": cluster, "availability_zones": zones, "nodegroups": nodegroups,
+            "workloads": _workloads(section, nodegroups), "load_balancers": _load_balancers(section, nodegroups)}
 
 
 def _load_raw(path_or_dict: Any) -> dict:
@@ -84,7 +127,7 @@ def _availability_zones(top: Section, region: str) -> list[str]:
     if not top.has("availability_zones"):
         return [f"{region}{suffix}" for suffix in "abc"]
     if not items:
-        raise ScenarioError("availability_zones: at least one availability zone is required")
+        raise ScenarioError(f"{top.path_of('availability_zones')}: at least one availability zone is required")
     zones = []
     for path, zone in items:
         if not isinstance(zone, str) or not zone.startswith(region):

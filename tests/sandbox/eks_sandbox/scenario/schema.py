@@ -95,11 +95,14 @@ def check_zone(path: str, zone: Any, zones: list[str]) -> None:
 
 # ----------------------------------------------------------------------------------------------------- cluster
 
-def read_cluster(section: Section, scenario_name: str) -> dict[str, Any]:
-    cluster = {"name": section.string("name", scenario_name),
+def read_cluster(section: Section, scenario_name: str, finish: bool = True) -> dict[str, Any]:
+    """The cluster: `cluster:` of a single-cluster scenario, or (finish=False: the entry has more keys) one entry
+    of `clusters:`, whose name is required."""
+    cluster = {"name": section.string("name", scenario_name, required=not finish),
                "kubernetes_version": section.string("kubernetes_version", "1.30"),
                "tls": section.boolean("tls", True)}
-    section.finish()
+    if finish:
+        section.finish()
     return cluster
 
 
@@ -152,6 +155,7 @@ def read_nodegroup(section: Section, zones: list[str], amis: list[dict[str, Any]
                  "max_pods": section.integer("max_pods", 110, minimum=1),
                  "labels": section.string_map("labels"),
                  "taints": _taints(section),
+                 "tags": section.string_map("tags"),
                  "kind": section.string("kind", "self_managed", choices=NODEGROUP_KINDS)}
     nodegroup.update(_kind_settings(section, nodegroup["kind"]))
     nodegroup["mixed_instances"] = _mixed_instances(section, nodegroup["kind"], amis)
