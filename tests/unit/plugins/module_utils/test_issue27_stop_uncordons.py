@@ -34,7 +34,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.quarantine_b
 from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import asg_instance_terminate as terminate_step
 from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import node_drain as drain_step
 
-from ..fakes import FakeCluster, ec2_node
+from ..fakes import FakeCluster, api_error, ec2_node
 from ..modules.test_node_replace import params
 
 RUN = "run-1"
@@ -162,6 +162,19 @@ def test_issue27_a_stop_with_nothing_of_the_run_cordoned_keeps_its_message():
     """The minimal and surge strategies cordon no node ahead of its batch: nothing to give back, nothing said."""
     stop, cluster, _warnings = stop_before_batch_3(Stops("UpgradePaused"), workers(), run_id="run-9")
     assert stop.msg == "Stopped before batch 3: asked." and stop.details["uncordoned_nodes"] == []
+    assert "old-3" in unschedulable(cluster)
+
+
+def test_issue27_a_stop_whose_uncordon_fails_stays_a_stop_and_says_the_nodes_may_stay_cordoned(monkeypatch):
+    def refused(self, name, body, _content_type=None, _preload_content=True):
+        raise api_error(403)
+
+    monkeypatch.setattr(FakeCluster, "patch_node", refused)
+    stop, cluster, _warnings = stop_before_batch_3(Stops("MaintenanceWindowClosed"), workers())
+    assert stop.code == "MaintenanceWindowClosed" and stop.details["uncordoned_nodes"] == []
+    assert "uncordon nodes failed: 403" in stop.details["uncordon_error"]
+    assert stop.msg.startswith("Stopped before batch 3: asked. The old nodes this run cordoned may stay cordoned "
+                               "until the run resumes: uncordoning old-3, old-4 failed: ")
     assert "old-3" in unschedulable(cluster)
 
 
