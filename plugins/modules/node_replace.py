@@ -96,6 +96,11 @@ options:
         C(node.kubernetes.io/exclude-from-external-load-balancers=true) (SPEC U4), as
         M(eksops.nodegroup.node_drain) does with O(eksops.nodegroup.node_drain#module:state=cordon).
       - Not for the minimal strategy (SPEC U7), which adds no capacity first.
+      - A stop at the safe point before a later batch (C(UpgradePaused), C(MaintenanceWindowClosed),
+        C(AlarmTriggered)) uncordons the nodes cordoned by the run and not drained (the cordoned-by mark of its
+        O(run_id)) until a rerun cordons them again, and names them in the failure's C(uncordoned_nodes); the
+        nodes of instances leaving the group, those held in quarantine and the surplus nodes of O(schedule=once)
+        stay cordoned.
     type: bool
     default: false
   steps:

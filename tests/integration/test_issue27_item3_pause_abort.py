@@ -115,7 +115,8 @@ def assert_consistent(sandbox, sizes_before):
     assert_nothing_lost(sandbox)
 
 
-def test_issue27_item3_a_paused_run_stops_before_its_next_batch_and_a_rerun_resumes_it(sandbox, tmp_path):
+def test_issue27_item3_a_paused_run_stops_before_its_next_batch_the_stop_uncordons_its_old_nodes_and_a_rerun_resumes_it(
+        sandbox, tmp_path):
     current, target = other_ami(sandbox)
     sizes_before = sizes(sandbox)
     output = paused_upgrade(sandbox, tmp_path, "paused", target, 1, requested_by="item3-test")
@@ -126,11 +127,15 @@ def test_issue27_item3_a_paused_run_stops_before_its_next_batch_and_a_rerun_resu
     assert 1 <= len(report["replaced_instances"]) < 5
     journal = journal_tags(workers_asg(sandbox))
     assert journal["phase"] == "upgrade" and "lease" not in journal and PAUSE_TAG in our_tags(sandbox)
-    # Stopped at a safe point: every node that is left is Ready, the old ones still cordoned as the upgrade phase
-    # cordons them all before its first drain (SPEC U4), holding their pods; nothing lost.
+    # Stopped at a safe point: every node that is left is Ready; the old ones, which the upgrade phase cordoned
+    # before its first drain (SPEC U4), are uncordoned until the run resumes, holding their pods; nothing lost.
     nodes = sandbox.report()["nodegroups"]["workers"]["nodes"]
     assert all(node["ready"] for node in nodes)
-    assert all(node["unschedulable"] for node in nodes if node["ami"] == current)
+    old = sorted(node["name"] for node in nodes if node["ami"] == current)
+    assert old and not any(node["unschedulable"] for node in nodes if node["ami"] == current)
+    assert report["error"]["uncordoned_nodes"] == old
+    assert "%d old nodes this run cordoned and did not drain (%s) are uncordoned until the run resumes" % (
+        len(old), ", ".join(old)) in report["error"]["msg"]
     assert_nothing_lost(sandbox)
 
     rerun = run_playbook(sandbox, PLAYBOOK, upgrade_extra_vars(target, tmp_path / "resumed.json", "surge5",
@@ -139,6 +144,8 @@ def test_issue27_item3_a_paused_run_stops_before_its_next_batch_and_a_rerun_resu
     assert "Resuming a paused upgrade: the pause asked at" in rerun.stdout and "by item3-test" in rerun.stdout
     resumed = json.loads((tmp_path / "resumed.json").read_text())
     assert resumed["status"] == "succeeded"
+    # The resumed run cordoned them again before its first drain (SPEC U4).
+    assert set(old) <= set(resumed["timeline"]["cordoned"]["nodes"])
     assert len(report["replaced_instances"]) + len(resumed["replaced_instances"]) == 5
     assert_upgraded(sandbox, target, sizes_before)
 

@@ -328,10 +328,13 @@ def next_batch_source(params: Mapping[str, Any], clients: Clients, check_mode: b
     return "once", canary_first(params["batches"][:canary], planner) if canary else planner
 
 
-def check_target_unmoved(ctx: StepContext, group: NodegroupRef | None) -> None:
+def check_target_unmoved(ctx: StepContext, group: NodegroupRef | None, asg: Mapping[str, Any] | None = None) -> None:
     """Issue 29 item 4, before each batch's first change: the group still launches from its journal's target
-    (LaunchTemplateVersionChanged otherwise). ``group``: the node group as last read, else it is found here."""
-    asg = describe_asg(ctx.aws("autoscaling"), group.asg_name) if group is not None else find_module_nodegroup(ctx).asg
+    (LaunchTemplateVersionChanged otherwise). ``asg``: its Auto Scaling group as the batch's safe point just read
+    it (BatchSafePoint.take_group), else it is read here; ``group``: the node group as last read, else it is found
+    here."""
+    if asg is None:
+        asg = describe_asg(ctx.aws("autoscaling"), group.asg_name) if group is not None else find_module_nodegroup(ctx).asg
     check_launch_template_unmoved(ctx.aws("ec2"), asg, Journal.from_tags(asg.get("Tags"), asg["AutoScalingGroupName"]))
 
 
@@ -410,9 +413,15 @@ def replace_loop(params: Mapping[str, Any], steps: PhaseSteps, clients: Clients,
     ahead = ReadAhead(context, steps.drain, planner if isinstance(planner, LivePlanner) else None, group)
     # The first batch's reads go while the phase cordons every old node (U4).
     ahead.first()
+    noun = "step" if params["steps"] is not None else "batch"
+    gate = None if check_mode else health_gate(params, clients, order or {})
+    safe_point = BatchSafePoint(safe_points, context, lambda: ahead.group,
+                                batch_bound(params, steps.drain.engine.drain_timeout,
+                                            steps.drain.engine.post_drain_wait), noun, gate, steps.drain.engine.run_id)
 
     def drain(batch: Batch) -> Drained:
-        check_target_unmoved(context, ahead.group)
+        # The group its safe point read (a pause request) serves the launch template check: one read per batch.
+        check_target_unmoved(context, ahead.group, safe_point.take_group())
         ready = launch_new_nodes(steps.surge, batch, context, progress) if batch.desired_capacity is not None else None
         if batch.choose_old is not None:
             take_old_instances(context, ahead.group, batch, progress)
@@ -430,15 +439,11 @@ def replace_loop(params: Mapping[str, Any], steps: PhaseSteps, clients: Clients,
             terminate_step.finish_termination(context, termination)
         return terminations
 
-    noun = "step" if params["steps"] is not None else "batch"
     loop = ReplaceLoop(_guarded(drain), _guarded(start), _guarded(finish), progress,
                        overlap=not (params["wait_for_replacements"] or check_mode),
                        node_names=node_names, total=len(params["steps"] if params["steps"] is not None
                                                         else params["batches"]),
-                       noun=noun, gate=None if check_mode else health_gate(params, clients, order or {}))
-    safe_point = BatchSafePoint(safe_points, context, lambda: ahead.group,
-                                batch_bound(params, steps.drain.engine.drain_timeout,
-                                            steps.drain.engine.post_drain_wait), noun, loop.gate)
+                       noun=noun, gate=gate)
     planned = ahead.next_batch(next_batch)
     if quarantine is not None:
         planned = quarantine.next_batch(planned)

@@ -80,7 +80,7 @@ def test_issue26_item4_the_steps_options_are_typed_once_and_no_argument_spec_run
 
     monkeypatch.setattr(drain_step, "drain", drain)
     monkeypatch.setattr(terminate_step, "start_termination", start_termination)
-    monkeypatch.setattr(replace_steps, "check_target_unmoved", lambda ctx, group: None)
+    monkeypatch.setattr(replace_steps, "check_target_unmoved", lambda ctx, group, asg=None: None)
     monkeypatch.setattr(step_context, "ArgumentSpecValidator", lambda spec: pytest.fail("argument spec run per batch"))
     loop, _next, _gate = replace_steps.replace_loop(params(), steps, clients=SimpleNamespace(lease_heartbeats={}),
                                                     check_mode=False, diff=False, warn=[].append,
