@@ -55,19 +55,25 @@ def pause(sandbox, **extra):
     return result.stdout
 
 
-def paused_upgrade(sandbox, tmp_path, name, target, batches, **pause_extra):
-    """An upgrade to ``target`` (its report ``<name>.json``) paused from another process once ``batches`` batches
-    have ended, waited until it has stopped; the pause playbook's output."""
+def upgrade_acted_on(sandbox, tmp_path, name, target, act, batches=1, timeout=RUN_TIMEOUT):
+    """An upgrade to ``target`` (its report ``<name>.json``, start_upgrade) on which another process acts once
+    ``batches`` batches have ended: ``act()``, then the run waited for (``timeout``); what ``act()`` returned."""
     done = batches_done(sandbox, batches)
     run = start_upgrade(sandbox, tmp_path, name, target)
     try:
         wait_for(done, 300, "batch %d" % batches)
-        output = pause(sandbox, **pause_extra)
-        run.communicate(timeout=RUN_TIMEOUT)
+        acted = act()
+        run.communicate(timeout=timeout)
     finally:
         if run.poll() is None:
             kill_playbook(run, sandbox)
-    return output
+    return acted
+
+
+def paused_upgrade(sandbox, tmp_path, name, target, batches, **pause_extra):
+    """An upgrade to ``target`` (its report ``<name>.json``) paused from another process once ``batches`` batches
+    have ended, waited until it has stopped; the pause playbook's output."""
+    return upgrade_acted_on(sandbox, tmp_path, name, target, lambda: pause(sandbox, **pause_extra), batches)
 
 
 def abort(sandbox, **extra):

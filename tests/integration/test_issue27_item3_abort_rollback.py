@@ -25,10 +25,9 @@ from pause_abort_runs import (
     GROUP,
     abort,
     assert_consistent,
-    batches_done,
     paused_upgrade,
     sizes,
-    start_upgrade,
+    upgrade_acted_on,
 )
 from sandbox_helpers import kill_playbook, start_playbook, wait_for
 from upgrade_runs import assert_upgraded, end_the_killed_runs_lease, other_ami
@@ -41,15 +40,8 @@ pytestmark = pytest.mark.timeout(600)
 def test_issue27_item3_abort_with_rollback_pauses_the_live_run_and_rolls_its_nodes_back(sandbox, tmp_path):
     current, target = other_ami(sandbox)
     sizes_before = sizes(sandbox)
-    done = batches_done(sandbox, 1)
-    run = start_upgrade(sandbox, tmp_path, "rolled_back", target)
-    try:
-        wait_for(done, 300, "the first batch")
-        aborted = abort(sandbox, rollback=True, upgrade_report_path=str(tmp_path / "rollback.json"))
-        run.communicate(timeout=60)
-    finally:
-        if run.poll() is None:
-            kill_playbook(run, sandbox)
+    aborted = upgrade_acted_on(sandbox, tmp_path, "rolled_back", target, lambda: abort(
+        sandbox, rollback=True, upgrade_report_path=str(tmp_path / "rollback.json")), timeout=60)
     assert aborted.returncode == 0, aborted.stdout[-6000:]
     stopped = json.loads((tmp_path / "rolled_back.json").read_text())
     assert stopped["error"]["code"] == "UpgradePaused" and "abort_upgrade" in stopped["error"]["msg"]

@@ -27,11 +27,10 @@ from pause_abort_runs import (
     PAUSE,
     PAUSE_TAG,
     assert_nothing_lost,
-    batches_done,
     our_tags,
     paused_upgrade,
     sizes,
-    start_upgrade,
+    upgrade_acted_on,
 )
 from sandbox_helpers import kill_playbook, run_playbook, start_playbook, wait_for
 from upgrade_runs import PLAYBOOK, RUN_TIMEOUT, assert_upgraded, other_ami, upgrade_extra_vars
@@ -81,10 +80,8 @@ def test_issue27_item3_a_cancelled_pause_leaves_its_request_and_the_rerun_clears
     AWX's cancel does, test_job_cancel.py) once its request is on the group and while it waits for the run."""
     _current, target = other_ami(sandbox)
     sizes_before = sizes(sandbox)
-    done = batches_done(sandbox, 1)
-    run = start_upgrade(sandbox, tmp_path, "pause_cancelled", target)
-    try:
-        wait_for(done, 300, "the first batch")
+
+    def cancelled_pause():
         pausing = start_playbook(sandbox, PAUSE, {**GROUP, "wait": True, "wait_timeout": 300, "requested_by": "awx"},
                                  start_new_session=True)
         try:
@@ -92,12 +89,11 @@ def test_issue27_item3_a_cancelled_pause_leaves_its_request_and_the_rerun_clears
         finally:
             kill_playbook(pausing, sandbox)
         output = pausing.communicate(timeout=60)[0]
-        # Killed while it waited: it never saw the run stop.
-        assert pausing.returncode == -signal.SIGKILL and "the run is stopped" not in output, output[-3000:]
-        run.communicate(timeout=RUN_TIMEOUT)
-    finally:
-        if run.poll() is None:
-            kill_playbook(run, sandbox)
+        return pausing.returncode, output
+
+    returncode, output = upgrade_acted_on(sandbox, tmp_path, "pause_cancelled", target, cancelled_pause)
+    # Killed while it waited: it never saw the run stop.
+    assert returncode == -signal.SIGKILL and "the run is stopped" not in output, output[-3000:]
     stopped = json.loads((tmp_path / "pause_cancelled.json").read_text())
     assert (stopped["status"], stopped["error"]["code"]) == ("paused", "UpgradePaused"), stopped["error"]
     assert PAUSE_TAG in our_tags(sandbox) and "lease" not in journal_tags(workers_asg(sandbox))

@@ -59,8 +59,8 @@ def managed_abort_refusal(group: NodegroupRef) -> UpgradeError:
         now = ("EKS's update of it is under way (status UPDATING): wait until it has ended (the node group ACTIVE "
                "again, aws eks describe-nodegroup), then")
     else:
-        now = "No EKS update of it is under way (status %s, release %s):" % (managed.get("status"),
-                                                                           managed.get("releaseVersion"))
+        now = "No EKS update of it is under way (status %s, release %s):" % (
+            managed.get("status"), managed.get("releaseVersion"))
     return invalid_parameter(
         "nodegroup_name", "Node group %s of cluster %s is an EKS managed node group: EKS runs its update and offers no "
         "cancel of it (EKS's CancelUpdate cancels only an Auto Mode cluster's VersionRollback), this collection writes "
