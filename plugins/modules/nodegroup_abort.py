@@ -20,14 +20,17 @@ description:
     drained, and a node drained but not terminated (a run killed in between) takes pods again.
   - With O(rollback=true), it also records in the journal the target it rolls back from (C(rollback_of)), before
     the role points the group back at the version the upgrade started from (RV(abort.rollback_version)), so that a
-    rerun of the abort goes on rolling back. An upgrade that started from its own target
+    rerun of the abort goes on rolling back. An upgrade that had changed no node yet (its journal still in setup,
+    never scaled) has nothing to roll back (RV(abort.nothing_to_roll_back)) - no C(rollback_of) is recorded, and the
+    role only points the group back and restores it. Once it has scaled, an upgrade that started from its own target
     (C(use_current_launch_template)) has nothing to roll back to, and O(rollback=true) is refused for it.
   - The rest of the abort is the role's - the restore (M(eksops.nodegroup.nodegroup_scale_restore)), or for a
     rollback, M(eksops.nodegroup.launch_template_version) and the upgrade run again. Rerun after a kill, each step
     finishes what it left.
   - A group without an upgrade journal has nothing to abort - nothing is changed. An EKS managed node group is
-    refused with C(InvalidParameter) (SPEC K3) - EKS runs its update and offers no cancel of it; the message says
-    how to roll it back once EKS's update has ended.
+    refused with C(InvalidParameter) (SPEC K3) - EKS runs its update and offers no cancel of it (its C(CancelUpdate)
+    cancels only an Auto Mode cluster's C(VersionRollback)); the message says whether EKS's update is still under
+    way and how to roll the group back once it has ended.
 author:
   - eksops.nodegroup maintainers (@eksops)
 options:
@@ -92,6 +95,10 @@ abort:
       description: With O(rollback=true), the launch template version the upgrade started from, to roll back to.
       type: str
       sample: "3"
+    nothing_to_roll_back:
+      description: With O(rollback=true), whether the upgrade had changed no node yet (its journal in setup, never
+        scaled) - the group is only to be pointed back at RV(abort.rollback_version) and restored, no node replaced.
+      type: bool
     uncordoned_nodes:
       description: The nodes the upgrade's run had cordoned that were (in check mode, would be) uncordoned.
       type: list

@@ -25,6 +25,7 @@ from upgrade_runs import (
     JOURNAL_PREFIX,
     RUN_TIMEOUT,
     assert_upgraded,
+    end_the_killed_runs_lease,
     journal_phase,
     other_ami,
     playbook_command,
@@ -57,15 +58,6 @@ JOURNAL_PHASE_AT_KILL = {"scale_up": "scale_up", "upgrade": "upgrade", "scale_do
 
 def _asg(sandbox: SandboxHandle) -> dict:
     return workers_asg(sandbox)
-
-
-def _end_the_killed_runs_lease(sandbox: SandboxHandle) -> None:
-    """A killed run keeps its lease on the group until it ends, 60 s at most (issue 10 item 21), and the rerun is
-    refused until then. The person who knows the run is gone (AWX shows it cancelled) may delete the tag to rerun
-    at once, as the docs say; these tests do that rather than wait (the expiry itself: test_lease.py)."""
-    name = _asg(sandbox)["AutoScalingGroupName"]
-    sandbox.client("autoscaling").delete_tags(Tags=[dict(
-        ResourceId=name, ResourceType="auto-scaling-group", Key=JOURNAL_PREFIX + "lease")])
 
 
 def _run_and_kill(sandbox: SandboxHandle, command: list[str], marker: str, phase_at_kill: str | None,
@@ -107,7 +99,7 @@ def test_rerun_after_sigkill_in_phase_finishes_the_upgrade(sandbox, tmp_path, ph
     if phase in JOURNAL_PHASE_AT_KILL:
         assert journal_phase(sandbox) == JOURNAL_PHASE_AT_KILL[phase]
 
-    _end_the_killed_runs_lease(sandbox)
+    end_the_killed_runs_lease(sandbox)
     rerun = subprocess.run(command, capture_output=True, text=True, env=ansible_env(sandbox), cwd=REPO_ROOT,
                            timeout=RUN_TIMEOUT, check=False)
     assert rerun.returncode == 0, rerun.stdout[-5000:] + rerun.stderr[-2000:]
@@ -153,7 +145,7 @@ def _kill_in_scale_up_then_rerun(sandbox: SandboxHandle, tmp_path: Path, between
     assert journal_phase(sandbox) == "scale_up"
     if between is not None:
         between()
-    _end_the_killed_runs_lease(sandbox)
+    end_the_killed_runs_lease(sandbox)
     rerun = subprocess.run(command, capture_output=True, text=True, env=ansible_env(sandbox), cwd=REPO_ROOT,
                            timeout=RUN_TIMEOUT, check=False)
     assert rerun.returncode != 0, rerun.stdout[-5000:]

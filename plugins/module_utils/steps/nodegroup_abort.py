@@ -49,14 +49,26 @@ ARGUMENT_SPEC = dict(NODEGROUP_ARGUMENT_SPEC, rollback=dict(type="bool", default
 
 
 def managed_abort_refusal(group: NodegroupRef) -> UpgradeError:
-    """SPEC K3: EKS runs a managed group's update; this collection keeps no journal there to restore from."""
+    """SPEC K3: EKS runs a managed group's update; this collection keeps no journal there to restore from, and EKS
+    records no release to go back to: an update's params (DescribeUpdate) name the version and release it goes to,
+    not the ones before. EKS's CancelUpdate cancels only an Auto Mode cluster's VersionRollback ("CancelUpdate",
+    Amazon EKS API Reference). What can be done is named: wait for EKS's update (DescribeNodegroup's status), then
+    an update to the release the group ran before."""
+    managed = group.managed or {}
+    if managed.get("status") == "UPDATING":
+        now = ("EKS's update of it is under way (status UPDATING): wait until it has ended (the node group ACTIVE "
+               "again, aws eks describe-nodegroup), then")
+    else:
+        now = "No EKS update of it is under way (status %s, release %s):" % (
+            managed.get("status"), managed.get("releaseVersion"))
     return invalid_parameter(
         "nodegroup_name", "Node group %s of cluster %s is an EKS managed node group: EKS runs its update and offers no "
-        "cancel of an update under way (it ends as successful or failed by itself), and this collection writes no "
-        "journal on its Auto Scaling group (%s) to restore from. To roll it back, once EKS's update has ended, run "
+        "cancel of it (EKS's CancelUpdate cancels only an Auto Mode cluster's VersionRollback), this collection writes "
+        "no journal on its Auto Scaling group (%s) to restore from, and EKS records no release to go back to (an "
+        "update's params name only the version and release it goes to). %s to roll it back, run "
         "playbooks/upgrade_nodegroup.yml with release_version set to the AMI release it ran before (an "
         "UpdateNodegroupVersion that EKS runs as any other update). Nothing was changed."
-        % (group.nodegroup_name, group.cluster_name, group.asg_name), kind=group.kind, asg_name=group.asg_name)
+        % (group.nodegroup_name, group.cluster_name, group.asg_name, now), kind=group.kind, asg_name=group.asg_name)
 
 
 def run_cordons(nodes: Iterable[Any], run_id: str | None) -> list[str]:
@@ -72,10 +84,18 @@ def run_cordons(nodes: Iterable[Any], run_id: str | None) -> list[str]:
     return sorted(cordoned)
 
 
+def nothing_to_roll_back(journal: Journal) -> bool:
+    """Whether the upgrade has changed no node yet: its journal still in setup and never scaled (asg_surge records
+    desired_capacity_set before the first surge, scale-up or batch of either strategy; a journal retargeted back to
+    setup keeps it), and not a rollback's own (rollback_of). Its setup pointed the group at the target and may have
+    suspended processes: the rollback is to point it back and restore, with no node to replace."""
+    return journal.phase == "setup" and journal.desired_capacity_set is None and journal.rollback_of is None
+
+
 def rollback_journal(journal: Journal, asg_name: str) -> Journal:
     """The journal of a rollback: rollback_of recorded, once (a rerun finds it there). Refused, naming rollback,
     when the journal records no other version the upgrade started from (use_current_launch_template)."""
-    if journal.rollback_of is not None:
+    if journal.rollback_of is not None or nothing_to_roll_back(journal):
         return journal
     previous, target = journal.previous_launch_template_version, journal.target_launch_template_version
     if not previous or str(previous) == str(target):
@@ -95,7 +115,8 @@ def run(module: EksopsModule) -> dict[str, Any]:
         raise managed_abort_refusal(group)
     autoscaling, asg, name = module.aws("autoscaling"), group.asg, group.asg_name
     journal = group.journal()
-    abort = dict(asg_name=name, journal=None, rollback_version=None, uncordoned_nodes=[], pause_withdrawn=False)
+    abort = dict(asg_name=name, journal=None, rollback_version=None, uncordoned_nodes=[], pause_withdrawn=False,
+                 nothing_to_roll_back=False)
     if journal is None:
         return dict(changed=False, abort=abort)
     updated = rollback_journal(journal, name) if params["rollback"] else journal
@@ -104,7 +125,8 @@ def run(module: EksopsModule) -> dict[str, Any]:
     names = run_cordons(list_nodegroup_nodes(module.core_v1(), group), journal.run_id)
     abort.update(journal=updated.to_dict(), uncordoned_nodes=names,
                  pause_withdrawn=pause_request(asg.get("Tags")) is not None,
-                 rollback_version=updated.previous_launch_template_version if params["rollback"] else None)
+                 rollback_version=updated.previous_launch_template_version if params["rollback"] else None,
+                 nothing_to_roll_back=params["rollback"] and nothing_to_roll_back(journal))
     if not module.check_mode:
         if abort["pause_withdrawn"]:
             clear_pause(autoscaling, asg)

@@ -16,6 +16,7 @@ from moto import mock_aws
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import EksopsModule
 from ansible_collections.eksops.nodegroup.plugins.module_utils.members.group_nodes import node_view
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import lease, pause
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.discovery import NodegroupRef
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal import (
     CORDONED_BY_ANNOTATION,
     SURPLUS_ANNOTATION,
@@ -144,3 +145,52 @@ def test_issue27_item3_k3_a_managed_group_is_refused_saying_what_eks_allows(caps
     assert result["failed"] is True and result["parameter"] == "nodegroup_name"
     assert "no cancel" in result["msg"] and "release_version" in result["msg"]
     assert result["msg"].endswith("Nothing was changed.")
+
+
+@pytest.mark.parametrize("status, says", [
+    ("UPDATING", "EKS's update of it is under way (status UPDATING): wait until it has ended"),
+    ("ACTIVE", "No EKS update of it is under way (status ACTIVE, release 1.30.0-20240615): to roll it back"),
+])
+def test_issue27_item3_k3_the_managed_refusal_says_whether_to_wait_for_eks_and_what_to_run(status, says):
+    """EKS cancels no node group update (CancelUpdate: an Auto Mode cluster's VersionRollback only) and records no
+    release to go back to: the refusal says, from DescribeNodegroup, whether to wait for EKS's update first."""
+    group = NodegroupRef(CLUSTER, NODEGROUP, MANAGED, {"AutoScalingGroupName": "eks-workers-1"},
+                         managed={"status": status, "releaseVersion": "1.30.0-20240615"})
+    error = abort_step.managed_abort_refusal(group)
+    assert says in str(error) and "CancelUpdate" in str(error) and "release_version" in str(error)
+
+
+def journal_in(world, **changes):
+    journal = read_journal(world.autoscaling, world.asg_name)
+    write_journal(world.autoscaling, world.asg_name, journal.replace(**changes), previous=journal)
+
+
+def test_issue27_item3_rollback_from_phase_setup_has_nothing_to_roll_back(world, run):
+    """An upgrade stopped in its setup (its journal never scaled: no surge, no batch) changed no node: the rollback
+    points the group back and restores it (the role), without rollback_of, so no upgrade (and no surge) is run."""
+    journal_in(world, phase="setup")
+    result, uncordoned = run(rollback=True)
+    assert result["abort"]["nothing_to_roll_back"] is True and result["abort"]["rollback_version"] == "1"
+    assert uncordoned == [(["old-cordoned", "old-label-only"], "run-1")]
+    assert read_journal(world.autoscaling, world.asg_name).rollback_of is None
+    # Killed once pointed back (the journal retargeted at version 1 by launch_template_version), the rerun finds
+    # nothing to roll back still, where an upgrade to its own version would be refused.
+    journal = read_journal(world.autoscaling, world.asg_name)
+    write_journal(world.autoscaling, world.asg_name, journal.retargeted(journal.launch_template_id, "1", None, "2"),
+                  previous=journal)
+    again, _uncordoned = run(rollback=True)
+    assert again["abort"]["nothing_to_roll_back"] is True and again["abort"]["rollback_version"] == "1"
+
+
+@pytest.mark.parametrize("changes", [
+    # Retargeted back to setup after a scale-up (force_new_target): the nodes of the first target are to roll back.
+    dict(phase="setup", desired_capacity_set=3),
+    # The rollback's own journal, retargeted at the version it rolls back to.
+    dict(phase="setup", rollback_of="3"),
+    dict(phase="upgrade"),
+])
+def test_issue27_item3_rollback_after_a_scale_up_replaces_nodes(world, run, changes):
+    journal_in(world, **changes)
+    result, _uncordoned = run(rollback=True)
+    assert result["abort"]["nothing_to_roll_back"] is False and result["abort"]["rollback_version"] == "1"
+    assert read_journal(world.autoscaling, world.asg_name).rollback_of is not None
