@@ -21,7 +21,7 @@ any point finishes the abort. A group without a journal has nothing to abort. An
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import parse_cordon_mark, uncordon_nodes
@@ -41,6 +41,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.kinds i
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.lease import LEASE_OPTION, claim
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.pause import clear_pause, pause_request
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.schedule_state import marked_surplus
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.instance_choice import LEAVING_STATES
 
 if TYPE_CHECKING:
     from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import EksopsModule
@@ -84,18 +85,24 @@ def run_cordons(nodes: Iterable[Any], run_id: str | None) -> list[str]:
     return sorted(cordoned)
 
 
-def nothing_to_roll_back(journal: Journal) -> bool:
+def nothing_to_roll_back(journal: Journal, instances: Iterable[Mapping[str, Any]]) -> bool:
     """Whether the upgrade has changed no node yet: its journal still in setup and never scaled (asg_surge records
     desired_capacity_set before the first surge, scale-up or batch of either strategy; a journal retargeted back to
-    setup keeps it), and not a rollback's own (rollback_of). Its setup pointed the group at the target and may have
-    suspended processes: the rollback is to point it back and restore, with no node to replace."""
-    return journal.phase == "setup" and journal.desired_capacity_set is None and journal.rollback_of is None
+    setup keeps it), not a rollback's own (rollback_of), and every instance of the group (``instances``, the Auto
+    Scaling group's) that is not leaving it launched from the version the upgrade started from: once setup pointed
+    the group at the target, any launch (a cluster autoscaler's scale-out, a health replacement) runs the target,
+    and such a node is to roll back. Its setup may also have suspended processes: the rollback is then to point the
+    group back and restore it, with no node to replace."""
+    previous = str(journal.previous_launch_template_version)
+    return journal.phase == "setup" and journal.desired_capacity_set is None and journal.rollback_of is None and all(
+        str((instance.get("LaunchTemplate") or {}).get("Version")) == previous
+        for instance in instances if instance.get("LifecycleState") not in LEAVING_STATES)
 
 
-def rollback_journal(journal: Journal, asg_name: str) -> Journal:
+def rollback_journal(journal: Journal, asg: Mapping[str, Any]) -> Journal:
     """The journal of a rollback: rollback_of recorded, once (a rerun finds it there). Refused, naming rollback,
     when the journal records no other version the upgrade started from (use_current_launch_template)."""
-    if journal.rollback_of is not None or nothing_to_roll_back(journal):
+    if journal.rollback_of is not None or nothing_to_roll_back(journal, asg.get("Instances", [])):
         return journal
     previous, target = journal.previous_launch_template_version, journal.target_launch_template_version
     if not previous or str(previous) == str(target):
@@ -103,7 +110,7 @@ def rollback_journal(journal: Journal, asg_name: str) -> Journal:
             "rollback", "The upgrade of Auto Scaling group %s (run %s) records no launch template version before its "
             "target %s (an upgrade to the version the group already used, use_current_launch_template): there is "
             "nothing to roll back to. Abort without rollback to restore the group. Nothing was changed."
-            % (asg_name, journal.run_id, target), journal=journal.to_dict())
+            % (asg["AutoScalingGroupName"], journal.run_id, target), journal=journal.to_dict())
     return journal.replace(rollback_of=str(target))
 
 
@@ -119,14 +126,14 @@ def run(module: EksopsModule) -> dict[str, Any]:
                  nothing_to_roll_back=False)
     if journal is None:
         return dict(changed=False, abort=abort)
-    updated = rollback_journal(journal, name) if params["rollback"] else journal
+    updated = rollback_journal(journal, asg) if params["rollback"] else journal
     # From here the abort changes the group: the lease first (UpgradeInProgress while a live run holds it).
     claim(module, autoscaling, asg)
     names = run_cordons(list_nodegroup_nodes(module.core_v1(), group), journal.run_id)
     abort.update(journal=updated.to_dict(), uncordoned_nodes=names,
                  pause_withdrawn=pause_request(asg.get("Tags")) is not None,
                  rollback_version=updated.previous_launch_template_version if params["rollback"] else None,
-                 nothing_to_roll_back=params["rollback"] and nothing_to_roll_back(journal))
+                 nothing_to_roll_back=params["rollback"] and nothing_to_roll_back(journal, asg.get("Instances", [])))
     if not module.check_mode:
         if abort["pause_withdrawn"]:
             clear_pause(autoscaling, asg)

@@ -194,3 +194,18 @@ def test_issue27_item3_rollback_after_a_scale_up_replaces_nodes(world, run, chan
     result, _uncordoned = run(rollback=True)
     assert result["abort"]["nothing_to_roll_back"] is False and result["abort"]["rollback_version"] == "1"
     assert read_journal(world.autoscaling, world.asg_name).rollback_of is not None
+
+
+@pytest.mark.parametrize("versions, nothing", [
+    (["1", "1"], True),
+    # Launched once setup pointed the group at the target (a cluster autoscaler's scale-out): it runs the target.
+    (["1", "2"], False),
+])
+def test_issue27_item3_rollback_from_phase_setup_replaces_a_node_launched_from_the_target(versions, nothing):
+    journal = Journal.start(**dict(JOURNAL, phase="setup"))
+    instances = [dict(InstanceId="i-%d" % index, LifecycleState="InService",
+                      LaunchTemplate=dict(LaunchTemplateId="lt-1", Version=version))
+                 for index, version in enumerate(versions)]
+    # An instance leaving the group is not rolled back: it is going.
+    leaving = dict(InstanceId="i-leaving", LifecycleState="Terminating", LaunchTemplate=dict(Version="2"))
+    assert abort_step.nothing_to_roll_back(journal, instances + [leaving]) is nothing
