@@ -29,6 +29,8 @@ from typing import Any
 import datetime
 import re
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.workload_health import any_batch_gated
+
 try:
     import zoneinfo
 except ImportError:  # Python < 3.9: no controller Python ansible-core supports, but the sanity tests import it
@@ -203,9 +205,9 @@ def batch_bound_seconds(drain_timeout: int, post_drain_wait: int, termination_ti
 
 def gate_bound_seconds(batch_soak_seconds: int, canary: bool, canary_soak_seconds: int, zone_order: bool,
                        health_gate_timeout: int) -> int:
-    """The longest soak and health gate a batch may wait out: none when no batch is gated (no soak, no canary, no
-    zone order), else the longer soak and the gate's timeout."""
-    if batch_soak_seconds <= 0 and not canary and not zone_order:
+    """The longest soak and health gate a batch may wait out: none when no batch is gated (any_batch_gated: no
+    soak, no canary, no zone order), else the longer soak and the gate's timeout."""
+    if not any_batch_gated(batch_soak_seconds, canary, zone_order):
         return 0
     return max(batch_soak_seconds, canary_soak_seconds if canary else 0) + health_gate_timeout
 

@@ -53,6 +53,15 @@ class WorkloadHealth:
         return "%s (%s)" % (self.ref, "; ".join(parts))
 
 
+def any_batch_gated(batch_soak_seconds: int, canary: bool, zone_order: bool) -> bool:
+    """Whether the health gate judges any batch of a run (issue 27 items 1 and 7): every batch with a soak
+    (``batch_soak_seconds`` > 0), the canary's last batch with ``canary``, each zone's last batch with
+    ``zone_order`` (batch_order zone). The wrapper's time bounds ask it of the options (a canary asked:
+    maintenance_window.gate_bound_seconds), node_replace of its plan (canary batches planned:
+    phases/replace/health_gate.health_gate)."""
+    return batch_soak_seconds > 0 or canary or zone_order
+
+
 def parse_ref(ref: str) -> tuple[str, str, str]:
     """(kind, namespace, name) of ``Kind namespace/name`` (workload_ref's form)."""
     kind, _space, rest = ref.partition(" ")

@@ -29,6 +29,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.lo
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.batch_order import canary_batches, zone_batches
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.workload_health import (
     WorkloadHealth,
+    any_batch_gated,
     gate_failure_message,
     parse_ref,
     unhealthy,
@@ -105,8 +106,9 @@ class HealthGate:
 
 def health_gate(params: Mapping[str, Any], clients: Clients, order: Mapping[str, Any]) -> HealthGate | None:
     """The phase's HealthGate from node_replace's params and the plan's ``order`` (ordered_plan's; None: no batch is
-    gated, neither soak, canary nor zone order)."""
-    if params["batch_soak_seconds"] <= 0 and not order.get("canary_batches") and not order.get("zone_ends"):
+    gated, neither soak, canary batches nor zone ends planned: any_batch_gated)."""
+    if not any_batch_gated(params["batch_soak_seconds"], bool(order.get("canary_batches")),
+                           bool(order.get("zone_ends"))):
         return None
     return HealthGate(clients.core_v1(), apps_v1(clients.k8s()), params["batch_soak_seconds"],
                       params["health_gate_timeout"], params["canary_soak_seconds"])
