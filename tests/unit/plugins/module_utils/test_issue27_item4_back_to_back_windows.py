@@ -8,20 +8,13 @@ window 00:00-00:00 every day was refused as too short for a batch longer than 24
 
 from __future__ import annotations
 
-import datetime
-
 import pytest
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.gates.safe_points import SafePoints
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan import maintenance_window as windows
 
-UTC = datetime.timezone.utc
-
-
-def at(text):
-    return datetime.datetime.strptime(text, "%Y-%m-%d %H:%M").replace(tzinfo=UTC)
-
+from .test_issue27_safe_points import at
 
 # 2026-11-28 is a Saturday: Saturday's and Sunday's windows, a day each, from Saturday 22:00 to Monday 22:00.
 WEEKEND = dict(days=["sat", "sun"], start="22:00", end="22:00")
@@ -33,13 +26,9 @@ def test_issue27_item4_back_to_back_windows_let_a_batch_cross_their_seam():
 
 
 def test_issue27_item4_back_to_back_windows_close_at_the_end_of_their_span_and_the_next_opening_follows_it():
-    gates = SafePoints([], windows.parse_window(WEEKEND), None, now=lambda: at("2026-11-30 21:30"))
-    with pytest.raises(UpgradeError) as stopped:
-        gates.check_time("before batch 3", 3600)
-    assert stopped.value.details["stopped_by"] == windows.WINDOW_CLOSES
-    assert "closes at 2026-11-30T22:00:00Z" in stopped.value.msg
-    # Not Sunday 22:00, inside the span that just closed: the next Saturday's window.
-    assert stopped.value.details["next_window_opens"] == "2026-12-05T22:00:00Z"
+    verdict = windows.start_verdict(at("2026-11-30 21:30"), 3600, windows.parse_window(WEEKEND), None)
+    # The next opening is not Sunday 22:00, inside the span that just closed, but the next Saturday's.
+    assert verdict == windows.StartVerdict(windows.WINDOW_CLOSES, at("2026-11-30 22:00"), at("2026-12-05 22:00"))
 
 
 def test_issue27_item4_back_to_back_windows_every_day_are_always_open():
