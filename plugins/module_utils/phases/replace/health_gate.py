@@ -186,8 +186,8 @@ def health_gate(params: Mapping[str, Any], clients: Clients, order: Mapping[str,
 
 def phase_gates(params: Mapping[str, Any], clients: Clients, order: Mapping[str, Any], check_mode: bool,
                 autoscaling: Callable[[], Any], group: Callable[[], NodegroupRef], progress: Callable[[str], None]
-                ) -> tuple[HealthGate | None, Callable[[Callable[[ReplaceState], Batch | None]],
-                                                 Callable[[ReplaceState], Batch | None]]]:
+                ) -> tuple[HealthGate | None,
+                           Callable[[Callable[[ReplaceState], Batch | None]], Callable[[ReplaceState], Batch | None]]]:
     """(node_replace's HealthGate, None when no batch is gated; what wraps its next_batch: judged_again_first, with
     that gate or, when the run gates no batch, one of health_gate_timeout), a failed gate remembered in the journal
     (GateRecord over ``autoscaling`` and ``group``). Neither in check mode, which waits for nothing."""
