@@ -20,7 +20,8 @@ options:
       - When work may run, weekly. Keys C(days) (C(mon) to C(sun); default every day), C(start) and C(end) (C(HH:MM),
         24-hour; an C(end) at or before C(start) closes the window the next day) and C(time_zone) (IANA, default
         C(UTC)). Work that could not end before the window closes does not start, and the run stops with
-        C(MaintenanceWindowClosed), saying when the next window opens.
+        C(MaintenanceWindowClosed), saying when the next window opens. Windows back to back (C(end) equal to
+        C(start) on consecutive days) are one, closing when the last of them does; every day, they never close.
     type: dict
   max_duration_seconds:
     description:

@@ -243,7 +243,9 @@ options:
     description:
       - Seconds the health gate waits, after the soak, for the workloads to be healthy. Then the task fails with
         C(HealthGateFailed) naming each workload and why (its available or ready replicas, its Pending pods and
-        the scheduler's reason); no further batch starts, and a rerun goes on with the old nodes left.
+        the scheduler's reason); no further batch starts, and a rerun goes on with the old nodes left. The journal
+        records those workloads, and a rerun judges them again, up to this timeout, before its first batch; it
+        stops with C(HealthGateFailed) again, draining nothing, while they are not healthy.
     type: int
     default: 600
   canary:

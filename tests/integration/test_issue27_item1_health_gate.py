@@ -3,8 +3,9 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Issue 27 item 1 on the sandbox, through the upgrade playbook: a Deployment pinned by a node label that a person
 gave the old nodes only (kubectl label node) cannot come back on the new nodes, so the soak's health gate stops the
-run with HealthGateFailed naming it and its Pending pod before the next batch; once the pin is lifted, a rerun with a
-canary soaks and gates each batch, and the report's batches and picture show the soaks. The surge strategy soaks and
+run with HealthGateFailed naming it and its Pending pod before the next batch, and the journal records it; once the
+pin is lifted, a rerun with a canary first judges it again, then soaks and gates each batch, and the report's
+batches and picture show the soaks. The surge strategy soaks and
 gates each step, its first step the canary."""
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ def test_issue27_item1_a_workload_that_does_not_come_back_stops_the_run_and_a_re
     assert batch["gate_failed_at"] and batch["gate_passed_at"] is None and batch["soak_seconds"] == 1
     assert "Deployment default/pinned" in batch["gate_workloads"]
     assert "health gate failed at" in failed.stdout
+    # The journal remembers what failed, for the rerun to judge first.
+    [group] = gated_sandbox.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"]
+    assert {t["Key"]: t["Value"] for t in group["Tags"]}["eksops.nodegroup/health_gate"] == "Deployment default/pinned"
 
     # The remedy: the workload no longer needs the old nodes' label.
     apps.patch_namespaced_deployment("pinned", "default", {"spec": {"template": {"spec": {"nodeSelector": None}}}})
@@ -78,6 +82,9 @@ def test_issue27_item1_a_workload_that_does_not_come_back_stops_the_run_and_a_re
         soak = next(w["seconds"] for w in batch["waited_on"] if w["what"] == "soak")
         assert soak >= batch["soak_seconds"] - 0.1, batch
     assert "canary soak of 3 s started at" in passed.stdout and "health gate passed at" in passed.stdout
+    assert ("an earlier run's health gate failed on 1 workload(s): judged again (up to 600 s) before any batch "
+            "starts: Deployment default/pinned") in passed.stdout
+    assert "the health gate an earlier run failed passed after" in passed.stdout
     picture = (tmp_path / "passed.svg").read_text()
     assert picture.count('class="soak"') >= len(report["batches"])
     sandbox_report = gated_sandbox.report()

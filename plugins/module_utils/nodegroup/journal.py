@@ -3,9 +3,10 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The upgrade journal: what an upgrade changed, recorded on the ASG as tags before the change is made.
 
-Six tags (TAG_GROUPS), so that it fits Auto Scaling's 50 tags beside the owner's (SPEC W3) and a person can still
+Seven tags (TAG_GROUPS), so that it fits Auto Scaling's 50 tags beside the owner's (SPEC W3) and a person can still
 read it in the console: ``eksops.nodegroup/run``, ``/sizes`` and ``/target`` hold ``field=value`` pairs joined by
-``;``; ``/suspended_processes``, ``/start_per_az`` and ``/sizes_set`` one field each. A journal an earlier release
+``;``; ``/suspended_processes``, ``/start_per_az``, ``/sizes_set`` and ``/health_gate`` (only while a failed health
+gate is not judged again) one field each. A journal an earlier release
 wrote, one tag per field, is read all the same and replaced at the next write. A rerun after a crash reads it and
 resumes; scale-down reads it to restore. Nodes we cordoned carry the annotation CORDONED_BY_ANNOTATION instead (node
 state lives on nodes): the run id and what that run set (drain.py).
@@ -83,6 +84,9 @@ FIELDS = (
     # Issue 27 item 3: the target version an abort with rollback=true is rolling the group back from (recorded before
     # the journal is retargeted at previous_launch_template_version), so a rerun of the abort goes on rolling back.
     ("rollback_of", _STR),
+    # Issue 27 item 1: the workloads a failed health gate left unhealthy (plan/workload_health.record_failed_gate),
+    # which a rerun judges again before its next batch; unset once they pass.
+    ("health_gate_failed", _STR),
 )
 FIELD_NAMES = tuple(name for name, _kind in FIELDS)
 _FIELD_KINDS = dict(FIELDS)
@@ -97,6 +101,7 @@ TAG_GROUPS = (
     ("suspended_processes", ("suspended_processes",)),
     ("start_per_az", ("start_per_az",)),
     ("sizes_set", ("sizes_set",)),
+    ("health_gate", ("health_gate_failed",)),
 )
 # The tags of an earlier release's journal, one per field, that no TAG_GROUPS tag reuses.
 LEGACY_KEYS = tuple(TAG_PREFIX + name for name in FIELD_NAMES if name not in dict(TAG_GROUPS))

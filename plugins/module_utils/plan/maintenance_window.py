@@ -10,6 +10,11 @@ maintenance configurations let a window cross midnight. Local times are read as 
 day, so a window keeps its wall-clock hours across daylight saving changes (a start that the spring change skips
 opens at the first instant after it, zoneinfo's fold=0 reading).
 
+Windows back to back are one open span: a window that ends as the next one opens (every day 00:00-00:00; sat and
+sun 22:00-22:00, open from Saturday 22:00 to Monday 22:00) or after it (a daylight saving change can make the
+next day's window open before this one's wall-clock end) does not close in between, so work may run across the
+seam. Windows of every day that end where the next one opens are always open (no close).
+
 ``max_duration_seconds`` bounds the run from its start. A piece of work (a batch, a phase) may start only when it
 can end before the earlier of the two (``deadline``), given what it is expected to take (``StartVerdict``): the
 most its timeouts allow (``batch_bound_seconds``, ``work_bound_seconds``) until the run has seen how long its
@@ -19,10 +24,12 @@ batches take.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 import datetime
 import re
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.workload_health import any_batch_gated
 
 try:
     import zoneinfo
@@ -33,6 +40,8 @@ DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 _HH_MM = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
 # Far enough to meet the next opening of any window: every window opens at least once a week.
 _DAYS_AHEAD = 8
+# Where length_seconds reads the wall clock's week.
+_A_MONDAY = datetime.date(2024, 1, 1)
 
 
 class WindowSpecError(ValueError):
@@ -63,14 +72,26 @@ class MaintenanceWindow:
         closes = datetime.datetime.combine(end_day, self.end, tzinfo=self.zone)
         return opens.astimezone(datetime.timezone.utc), closes.astimezone(datetime.timezone.utc)
 
-    def open_at(self, now: datetime.datetime) -> tuple[datetime.datetime, datetime.datetime] | None:
-        """(opened, closes) of the window open at ``now`` (aware), else None. Yesterday's window may still be open
-        (one that crosses midnight)."""
+    def _span_closes(self, day: datetime.date, closes: datetime.datetime) -> datetime.datetime | None:
+        """When the open span of the window that opens on local ``day`` and closes at ``closes`` ends: the windows
+        of the following days that open by the time it closes (back to back) extend it. None: it never closes (the
+        walk met a week of windows back to back, which repeats every week)."""
+        for ahead in range(1, _DAYS_AHEAD):
+            following = self._occurrence(day + datetime.timedelta(days=ahead))
+            if following is None or following[0] > closes:
+                return closes
+            closes = max(closes, following[1])
+        return None
+
+    def open_at(self, now: datetime.datetime) -> tuple[datetime.datetime, datetime.datetime | None] | None:
+        """(opened, closes) of the window open at ``now`` (aware), else None; ``closes`` is the end of its open
+        span (windows back to back merged; None: always open). Yesterday's window may still be open (one that
+        crosses midnight)."""
         today = now.astimezone(self.zone).date()
         for day in (today - datetime.timedelta(days=1), today):
             occurrence = self._occurrence(day)
             if occurrence is not None and occurrence[0] <= now < occurrence[1]:
-                return occurrence
+                return occurrence[0], self._span_closes(day, occurrence[1])
         return None
 
     def next_opening(self, now: datetime.datetime) -> datetime.datetime:
@@ -82,10 +103,19 @@ class MaintenanceWindow:
                 return occurrence[0]
         raise AssertionError("a window with days opens within a week")
 
-    def length_seconds(self) -> int:
-        """How long the window stays open, by the clock on the wall (a daylight saving change aside)."""
-        minutes = (self.end.hour * 60 + self.end.minute) - (self.start.hour * 60 + self.start.minute)
-        return (minutes if minutes > 0 else minutes + 24 * 60) * 60
+    def length_seconds(self) -> int | None:
+        """How long the window stays open at most, its windows back to back merged, by the clock on the wall (a
+        daylight saving change aside: read in a week of UTC); None: always open."""
+        wall = replace(self, zone=datetime.timezone.utc)
+        longest = 0
+        for weekday in self.days:
+            day = _A_MONDAY + datetime.timedelta(days=weekday)
+            opens, closes = wall._occurrence(day)
+            closes = wall._span_closes(day, closes)
+            if closes is None:
+                return None
+            longest = max(longest, int((closes - opens).total_seconds()))
+        return longest
 
     def describe(self) -> str:
         return "%s %s-%s %s" % (",".join(DAYS[d] for d in self.days) if len(self.days) < 7 else "every day",
@@ -160,7 +190,8 @@ def start_verdict(now: datetime.datetime, expected_seconds: float, window: Maint
     if deadline is None or now + datetime.timedelta(seconds=max(0.0, expected_seconds)) <= deadline:
         return StartVerdict(None, deadline)
     if deadline == closes:
-        return StartVerdict(WINDOW_CLOSES, deadline, window.next_opening(now))
+        # The next window after this span: those before it closes are back to back with it.
+        return StartVerdict(WINDOW_CLOSES, deadline, window.next_opening(closes))
     return StartVerdict(RUN_BUDGET_ENDS, deadline)
 
 
@@ -174,9 +205,9 @@ def batch_bound_seconds(drain_timeout: int, post_drain_wait: int, termination_ti
 
 def gate_bound_seconds(batch_soak_seconds: int, canary: bool, canary_soak_seconds: int, zone_order: bool,
                        health_gate_timeout: int) -> int:
-    """The longest soak and health gate a batch may wait out: none when no batch is gated (no soak, no canary, no
-    zone order), else the longer soak and the gate's timeout."""
-    if batch_soak_seconds <= 0 and not canary and not zone_order:
+    """The longest soak and health gate a batch may wait out: none when no batch is gated (any_batch_gated: no
+    soak, no canary, no zone order), else the longer soak and the gate's timeout."""
+    if not any_batch_gated(batch_soak_seconds, canary, zone_order):
         return 0
     return max(batch_soak_seconds, canary_soak_seconds if canary else 0) + health_gate_timeout
 

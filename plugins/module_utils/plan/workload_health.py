@@ -53,6 +53,15 @@ class WorkloadHealth:
         return "%s (%s)" % (self.ref, "; ".join(parts))
 
 
+def any_batch_gated(batch_soak_seconds: int, canary: bool, zone_order: bool) -> bool:
+    """Whether the health gate judges any batch of a run (issue 27 items 1 and 7): every batch with a soak
+    (``batch_soak_seconds`` > 0), the canary's last batch with ``canary``, each zone's last batch with
+    ``zone_order`` (batch_order zone). The wrapper's time bounds ask it of the options (a canary asked:
+    maintenance_window.gate_bound_seconds), node_replace of its plan (canary batches planned:
+    phases/replace/health_gate.health_gate)."""
+    return batch_soak_seconds > 0 or canary or zone_order
+
+
 def parse_ref(ref: str) -> tuple[str, str, str]:
     """(kind, namespace, name) of ``Kind namespace/name`` (workload_ref's form)."""
     kind, _space, rest = ref.partition(" ")
@@ -155,3 +164,23 @@ def gate_failure_message(label: str, timeout: float, failing: Sequence[WorkloadH
     return ("%s: %d workload(s) the batch moved were not healthy again within health_gate_timeout %d s, so no "
             "further batch starts: %s. Fix them (or what keeps them off the new nodes) and rerun: it goes on with the "
             "old nodes left" % (label, len(failing), timeout, "; ".join(h.describe() for h in failing)))
+
+
+def record_failed_gate(refs: Sequence[str], length: int) -> str:
+    """The journal's record of a failed gate (its health_gate_failed field, one Auto Scaling tag value of at most
+    ``length`` characters): the workloads ``refs`` left unhealthy, comma-separated, as many as fit, then ``+N`` for
+    the N left out."""
+    refs = sorted(set(refs))
+    for kept in range(len(refs), -1, -1):
+        left = len(refs) - kept
+        value = ",".join(refs[:kept] + (["+%d" % left] if left else []))
+        if len(value) <= length:
+            return value
+    raise ValueError("a record of %d characters holds no count" % length)
+
+
+def recorded_gate(value: str | None) -> tuple[list[str], int]:
+    """(the workloads, how many more it left out) of a failed gate's record (record_failed_gate); none: no record."""
+    items = [item for item in (value or "").split(",") if item]
+    left = [item for item in items if item.startswith("+") and item[1:].isdigit()]
+    return [item for item in items if item not in left], sum(int(item[1:]) for item in left)

@@ -7,6 +7,11 @@ the workloads the batch's drain moved are healthy again (plan/workload_health.py
 ``health_gate_timeout``; otherwise HealthGateFailed, naming each workload and why. The canary's last batch and,
 with ``batch_order: zone``, each zone's last batch are gated whatever the soak.
 
+A failed gate is remembered (GateRecord): the journal records the workloads it left unhealthy, and a rerun judges
+them again before its first batch (judged_again_first), with the loop's gate or, when the rerun gates no batch, one
+of health_gate_timeout: passed, the record is cleared and the run goes on; failed, HealthGateFailed again, and
+nothing more is drained.
+
 The reads, per namespace the batch touched: one pod list, and one Deployment or StatefulSet list when the batch
 moved pods of that kind (list_all, retried as every read is, SPEC P3), polled with the house's one wait shape
 (host/waiter.py's Waiter) until the verdict holds or the deadline passes. A pod list groups its pods by their
@@ -15,7 +20,7 @@ workload as the drain named them (members/returning_pods.workload_of).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import HEALTH_GATE_FAILED, UpgradeError, invalid_parameter
@@ -25,12 +30,21 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.host.waiter impor
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.client import apps_v1, translate_k8s_errors
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.watch import list_all
 from ansible_collections.eksops.nodegroup.plugins.module_utils.members.returning_pods import workload_of, workload_ref
-from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import Batch
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.discovery import NodegroupRef
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal import (
+    MAX_TAG_VALUE_LENGTH,
+    read_journal,
+    write_journal,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import Batch, ReplaceState
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.batch_order import canary_batches, zone_batches
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.workload_health import (
     WorkloadHealth,
+    any_batch_gated,
     gate_failure_message,
     parse_ref,
+    record_failed_gate,
+    recorded_gate,
     unhealthy,
     verdict,
 )
@@ -47,17 +61,54 @@ GATE_OPTIONS = dict(
 )
 
 
+class GateRecord:
+    """A failed gate in the journal (its health_gate_failed field, tag eksops.nodegroup/health_gate): the workloads
+    it left unhealthy, as many as a tag value holds (workload_health.record_failed_gate). ``autoscaling()``: the
+    client; ``group()``: the node group as the run last read it, whose journal says what an earlier run recorded."""
+
+    def __init__(self, autoscaling: Callable[[], Any], group: Callable[[], NodegroupRef]) -> None:
+        self.autoscaling = autoscaling
+        self.group = group
+
+    def recorded(self) -> tuple[list[str], int]:
+        """(the workloads an earlier run's failed gate recorded, how many more it could not record)."""
+        journal = self.group().journal()
+        return recorded_gate(journal.health_gate_failed if journal is not None else None)
+
+    def failed(self, refs: Sequence[str]) -> None:
+        self._write(record_failed_gate(refs, MAX_TAG_VALUE_LENGTH))
+
+    def passed(self) -> None:
+        self._write(None)
+
+    def _write(self, value: str | None) -> None:
+        """The journal as it is now, with ``value`` recorded (None: the record removed); nothing without a journal
+        (node_replace run on its own, outside an upgrade: no rerun resumes it)."""
+        name = self.group().asg_name
+        journal = read_journal(self.autoscaling(), name)
+        if journal is not None and journal.health_gate_failed != value:
+            write_journal(self.autoscaling(), name, journal.replace(health_gate_failed=value), previous=journal)
+
+
 class HealthGate:
-    """The soak and gate of each batch (``soak_for``); ``timeout``: health_gate_timeout."""
+    """The soak and gate of each batch (``soak_for``); ``timeout``: health_gate_timeout; ``record``: where a failed
+    gate is remembered (None: it is not)."""
 
     def __init__(self, core: Any, apps: Any, batch_soak: int, timeout: int, canary_soak: int = 0,
-                 clock: Any = None) -> None:
+                 clock: Any = None, record: GateRecord | None = None) -> None:
         self.core = core
         self.apps = apps
         self.batch_soak = batch_soak
         self.timeout = timeout
         self.canary_soak = canary_soak
         self.clock = clock or clocks.SYSTEM_CLOCK
+        self.record = record
+
+    @classmethod
+    def of(cls, params: Mapping[str, Any], clients: Clients, record: GateRecord | None = None) -> HealthGate:
+        """The gate node_replace's ``params`` ask for."""
+        return cls(clients.core_v1(), apps_v1(clients.k8s()), params["batch_soak_seconds"],
+                   params["health_gate_timeout"], params["canary_soak_seconds"], record=record)
 
     def soak_for(self, batch: Batch) -> int | None:
         """The seconds to soak after ``batch`` before its gate, or None when it is not gated: the canary's last
@@ -80,10 +131,30 @@ class HealthGate:
 
         def failed(verdicts: Iterable[WorkloadHealth]) -> UpgradeError:
             failing = unhealthy(verdicts)
-            return UpgradeError(HEALTH_GATE_FAILED, gate_failure_message(label, self.timeout, failing),
-                                workloads=[health.ref for health in failing])
+            message = gate_failure_message(label, self.timeout, failing)
+            try:
+                if self.record is not None:
+                    self.record.failed([health.ref for health in failing])
+            except UpgradeError as err:
+                message += (". The journal could not record them (%s): a rerun does not judge them again before "
+                            "its first batch" % err.msg)
+            return UpgradeError(HEALTH_GATE_FAILED, message, workloads=[health.ref for health in failing])
 
         return waiter.poll(lambda: self.read(refs), GATE_BACKOFF, on_timeout=failed)[1]
+
+    def judge_again(self, refs: Sequence[str], left_out: int, progress: Callable[[str], None]) -> None:
+        """Before a rerun's first batch: ``refs``, the workloads an earlier run's failed gate recorded (``left_out``
+        more it could not), judged again (``wait``); passed, the record is removed; failed, HealthGateFailed names
+        them (recorded again)."""
+        started = self.clock.now()
+        progress("an earlier run's health gate failed on %d workload(s): judged again (up to %d s) before any "
+                 "batch starts: %s%s" % (len(refs), self.timeout, ", ".join(refs), (
+                     "; %d more it failed on are not judged again (the journal's tag holds %d characters)"
+                     % (left_out, MAX_TAG_VALUE_LENGTH)) if left_out else ""))
+        self.wait("Before the first batch, the health gate an earlier run failed, judged again", refs)
+        self.record.passed()
+        progress("the health gate an earlier run failed passed after %.1f s: %d workload(s) healthy" % (
+            self.clock.now() - started, len(refs)))
 
     def read(self, refs: Sequence[str]) -> list[WorkloadHealth]:
         """The verdicts of ``refs`` from one pod list per namespace and one list per owner kind they need there."""
@@ -103,13 +174,47 @@ class HealthGate:
         return verdict(refs, owners, pods)
 
 
-def health_gate(params: Mapping[str, Any], clients: Clients, order: Mapping[str, Any]) -> HealthGate | None:
+def health_gate(params: Mapping[str, Any], clients: Clients, order: Mapping[str, Any],
+                record: GateRecord | None = None) -> HealthGate | None:
     """The phase's HealthGate from node_replace's params and the plan's ``order`` (ordered_plan's; None: no batch is
-    gated, neither soak, canary nor zone order)."""
-    if params["batch_soak_seconds"] <= 0 and not order.get("canary_batches") and not order.get("zone_ends"):
+    gated, neither soak, canary batches nor zone ends planned: any_batch_gated), remembering a failure in ``record``."""
+    if not any_batch_gated(params["batch_soak_seconds"], bool(order.get("canary_batches")),
+                           bool(order.get("zone_ends"))):
         return None
-    return HealthGate(clients.core_v1(), apps_v1(clients.k8s()), params["batch_soak_seconds"],
-                      params["health_gate_timeout"], params["canary_soak_seconds"])
+    return HealthGate.of(params, clients, record)
+
+
+def phase_gates(params: Mapping[str, Any], clients: Clients, order: Mapping[str, Any], check_mode: bool,
+                autoscaling: Callable[[], Any], group: Callable[[], NodegroupRef], progress: Callable[[str], None]
+                ) -> tuple[HealthGate | None,
+                           Callable[[Callable[[ReplaceState], Batch | None]], Callable[[ReplaceState], Batch | None]]]:
+    """(node_replace's HealthGate, None when no batch is gated; what wraps its next_batch: judged_again_first, with
+    that gate or, when the run gates no batch, one of health_gate_timeout), a failed gate remembered in the journal
+    (GateRecord over ``autoscaling`` and ``group``). Neither in check mode, which waits for nothing."""
+    if check_mode:
+        return None, lambda source: source
+    record = GateRecord(autoscaling, group)
+    gate = health_gate(params, clients, order, record)
+    return gate, lambda source: judged_again_first(record, lambda: gate or HealthGate.of(params, clients, record),
+                                                   source, progress)
+
+
+def judged_again_first(record: GateRecord, gate: Callable[[], HealthGate],
+                       source: Callable[[ReplaceState], Batch | None],
+                       progress: Callable[[str], None]) -> Callable[[ReplaceState], Batch | None]:
+    """next_batch ``source``, once what an earlier run's failed gate left in ``record`` was judged again by
+    ``gate()`` (HealthGate.judge_again), before the first batch is asked for: even with none left (the scale-down
+    follows)."""
+    judged = []
+
+    def next_batch(state: ReplaceState) -> Batch | None:
+        if not judged:
+            refs, left_out = record.recorded()
+            if refs:
+                gate().judge_again(refs, left_out, progress)
+            judged.append(True)
+        return source(state)
+    return next_batch
 
 
 def validate_gates(params: Mapping[str, Any]) -> None:

@@ -48,7 +48,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.quarantine_b
     UNDRAINABLE_NODES,
     UNDRAINABLE_NODES_DEFAULT,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.health_gate import GATE_OPTIONS, health_gate, ordered_plan
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.health_gate import GATE_OPTIONS, ordered_plan, phase_gates
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clock import clock_time
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.step_context import StepContext, group_options, validated
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import (
@@ -404,17 +404,17 @@ def replace_loop(params: Mapping[str, Any], steps: PhaseSteps, clients: Clients,
     mode). A batch's terminations go in up to two rounds (termination_rounds). What the next batch needs is read
     during the post-drain wait (phases/replace/read_ahead.py); ``node_names`` (instance id -> node name) is the one
     ``next_batch`` keeps up to date, ``group`` the node group the phase found (None: the first termination finds
-    it), ``quarantine`` the held nodes' (issue 27 item 5; None: a failed drain fails the run; its retries come
-    last); ``order`` (the plan's canary_batches, zone_ends) says which batches the health gate judges
-    (phases/replace/health_gate.py). The next_batch returned checks the job and ``safe_points`` before each batch,
-    retries too (phases/replace/batch_safe_point.py, issue 27 items 2-4)."""
+    it), ``quarantine`` the held nodes' (issue 27 item 5; None: a failed drain fails the run; retries last);
+    ``order`` (canary_batches, zone_ends) which batches the health gate judges (health_gate.py: first, what a failed
+    gate recorded). The next_batch returned checks the job and ``safe_points`` before each batch (batch_safe_point)."""
     context = StepContext(params, clients, check_mode, diff, warn, log)
     planner = getattr(next_batch, "then", next_batch)  # a live planner, after the canary (loop.canary_first)
     ahead = ReadAhead(context, steps.drain, planner if isinstance(planner, LivePlanner) else None, group)
     # The first batch's reads go while the phase cordons every old node (U4).
     ahead.first()
     noun = "step" if params["steps"] is not None else "batch"
-    gate = None if check_mode else health_gate(params, clients, order or {})
+    gate, judged_first = phase_gates(params, clients, order or {}, check_mode, lambda: context.aws("autoscaling"),
+                                     lambda: ahead.group or find_module_nodegroup(context), progress)
     safe_point = BatchSafePoint(safe_points, context, lambda: ahead.group,
                                 batch_bound(params, steps.drain.engine.drain_timeout,
                                             steps.drain.engine.post_drain_wait), noun, gate, steps.drain.engine.run_id)
@@ -447,4 +447,4 @@ def replace_loop(params: Mapping[str, Any], steps: PhaseSteps, clients: Clients,
     planned = ahead.next_batch(next_batch)
     if quarantine is not None:
         planned = quarantine.next_batch(planned)
-    return loop, gated_batches(planned, job_guard.check, safe_point), safe_point
+    return loop, gated_batches(judged_first(planned), job_guard.check, safe_point), safe_point

@@ -183,4 +183,4 @@ def test_issue27_item4_a_window_or_budget_that_no_run_could_go_on_in_is_an_input
 
 def test_issue27_item4_a_window_crossing_midnight_lasts_until_its_end_the_next_day():
     assert windows.parse_window(WEEKEND_NIGHTS).length_seconds() == 6 * 3600
-    assert windows.parse_window(dict(start="02:00", end="02:00")).length_seconds() == 24 * 3600
+    assert windows.parse_window(dict(days=["sat"], start="02:00", end="02:00")).length_seconds() == 24 * 3600

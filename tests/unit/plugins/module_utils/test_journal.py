@@ -14,6 +14,7 @@ from moto import mock_aws
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import journal as jr
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal import Journal
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.workload_health import record_failed_gate
 
 from ..moto_nodegroup import ASG_NAME, TERRAFORM, MotoNodegroup, self_managed_tags
 
@@ -86,9 +87,10 @@ def test_corrupt_tags_fail_clearly(key, value):
     assert key in raised.value.msg and ASG_NAME in raised.value.msg
 
 
-def test_issue29_item2_the_journal_takes_six_tags_whatever_it_records():
+def test_issue29_item2_the_journal_takes_seven_tags_whatever_it_records():
     """W3: the journal was one tag per field (18 with the lease's 19 of Auto Scaling's 50), so a group with more than
-    31 tags of its own could not be upgraded; grouped, it takes six, each within the 256 characters of a value."""
+    31 tags of its own could not be upgraded; grouped, it takes seven (the seventh, issue 27 item 1, only while a
+    failed health gate is not judged again), each within the 256 characters of a value."""
     fields = dict(FULL)
     fields.update(run_id="f" * 32, desired_capacity_pending=11, scale_in_protection="theirs",
                   launch_template_id="lt-0123456789abcdef0", target_image_id="ami-0123456789abcdef0",
@@ -96,10 +98,12 @@ def test_issue29_item2_the_journal_takes_six_tags_whatever_it_records():
                   suspended_processes=["AZRebalance", "AlarmNotification", "ScheduledActions", "ReplaceUnhealthy",
                                        "InstanceRefresh", "Launch", "Terminate", "HealthCheck", "AddToLoadBalancer"],
                   start_per_az=dict(("us-west-2%s" % zone, 999) for zone in "abcdef"),
-                  sizes_set=dict(min_size=999, max_size=999), rollback_of="123457")
+                  sizes_set=dict(min_size=999, max_size=999), rollback_of="123457",
+                  health_gate_failed=record_failed_gate(["Deployment ns-%02d/web-frontend" % n for n in range(40)],
+                                                        jr.MAX_TAG_VALUE_LENGTH))
     longest = Journal(**fields)
     tags = longest.to_tags()
-    assert len(tags) == len(jr.TAG_GROUPS) == 6 and max(len(value) for value in tags.values()) <= 256
+    assert len(tags) == len(jr.TAG_GROUPS) == 7 and max(len(value) for value in tags.values()) <= 256
     assert Journal.from_tags(tags) == longest
 
 
