@@ -150,6 +150,12 @@ class QuarantineBook:
         self.retrying.difference_update(h.instance_id for h in released)
         return released
 
+    def without_held(self, batches: Sequence[Sequence[str]]) -> list[list[str]]:
+        """``batches`` without the instances no batch may take now (a rerun's carried over), empty ones dropped."""
+        excluded = self.excluded
+        kept = [[i for i in batch if i not in excluded] for batch in batches]
+        return [batch for batch in kept if batch]
+
     @property
     def excluded(self) -> set[str]:
         """The instances no batch may take now: held and not being retried."""

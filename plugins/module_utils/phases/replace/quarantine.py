@@ -135,9 +135,7 @@ class Quarantine:
 
     def planned(self, batches: list[list[str]]) -> list[list[str]]:
         """The plan's batches without the instances held now (a rerun's carried over), empty batches dropped."""
-        excluded = self.book.excluded
-        kept = [[i for i in batch if i not in excluded] for batch in batches]
-        return [batch for batch in kept if batch]
+        return self.book.without_held(batches)
 
     def hold(self, batch: Batch, codes: Mapping[str, str | None], timed_out: Collection[str],
              result: Mapping[str, Any], instances: Mapping[str, str | None]) -> dict[str, str] | None:
