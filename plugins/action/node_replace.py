@@ -91,7 +91,8 @@ class ActionModule(ControllerAction):
         if plan is not None:
             self._progress(plan_line(plan))
         node_names = dict(params["node_names"])
-        params, quarantine = start_quarantine(params, clients, node_names, self._progress, carried)
+        params, quarantine = start_quarantine(params, clients, node_names, self._progress, carried,
+                                              steps.drain.engine.run_id)
         # Issue 27 items 1 and 7: how many of the plan's first batches are the canary's, which end a zone.
         order = plan or {}
         schedule, next_batch = next_batch_source(params, clients, check_mode, warnings.append, node_names, group,

@@ -95,8 +95,8 @@ def preview_lines(preview: Mapping[str, Any], limit: int, force: bool, drain_tim
                      % drain_timeout)
     if preview["held"]:
         lines.append("quarantine: the preflight finds a PodDisruptionBudget that never allows an eviction on %s: "
-                     "each drain would run out of drain_timeout (%d s) and its node be quarantined (cordoned, "
-                     "labelled, its instance kept) instead of failing the run, and drained once more after every "
+                     "each drain would run out of drain_timeout (%d s) and its node be quarantined (labelled, its "
+                     "instance kept) instead of failing the run, and drained once more after every "
                      "other node; a node still held then ends the run with NodesQuarantined."
                      % (_named(preview["held"]), drain_timeout))
     if preview["refused"]:
