@@ -85,7 +85,7 @@ class ActionModule(ControllerAction):
         # Issue 27 items 2-4: the safe points' options, and that every alarm named exists.
         safe_points = SafePoints.from_params(params, lambda: clients.aws("cloudwatch"))
         # Issue 27 items 1, 5 and 7: the nodes an earlier run quarantined leave the plan before it is ordered.
-        carried = CarriedOver(params, clients, check_mode)
+        carried = CarriedOver(params, clients)
         params, plan, group = plan_phase(params, clients, warnings.append, carried)
         steps = steps.of_run(params["run_id"])
         if plan is not None:

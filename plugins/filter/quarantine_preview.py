@@ -41,7 +41,7 @@ EXAMPLES = r"""
   ansible.builtin.debug:
     msg: >-
       {{ (dict(batches=plan.batches, instances=info.nodegroup.instances, findings=preflight.warnings_found,
-         max_quarantined_nodes=2, force=false, drain_timeout=900) | eksops.nodegroup.quarantine_preview).lines }}
+         max_quarantined_nodes=2, force=false, drain_timeout=600) | eksops.nodegroup.quarantine_preview).lines }}
 """
 
 RETURN = r"""

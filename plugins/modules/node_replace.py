@@ -212,7 +212,8 @@ options:
         still held. A rerun finds the labelled nodes and retries them last.
       - A node whose pods were refused before any eviction (a bare pod, a C(karpenter.sh/do-not-disrupt) annotation;
         only O(delete_options.force) moves them) or that a load balancer kept fails the run either way. Nothing is
-        forced unless O(delete_options.force). Not in check mode, where no drain fails.
+        forced unless O(delete_options.force). In check mode, where no drain fails, the nodes an earlier run
+        quarantined are left out of the batches and retried last, as the run does.
     type: str
     choices: [fail, quarantine]
     default: fail

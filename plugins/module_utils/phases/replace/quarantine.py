@@ -43,11 +43,11 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.quarantine_b
 class CarriedOver:
     """The nodes an earlier run held in quarantine, found by their label (instance id -> node name) with one LIST
     read once for the run (SPEC P2), so that the plan's order (health_gate.ordered_plan, issue 27 items 1 and 7) and
-    the quarantine see the same nodes; none without undrainable_nodes quarantine or in check mode, where no drain
-    fails."""
+    the quarantine see the same nodes; none without undrainable_nodes quarantine. Check mode reads them too: its
+    plan leaves them out and retries them last, as the run does (issue 10 item 9), though no drain fails there."""
 
-    def __init__(self, params: Mapping[str, Any], clients: Any, check_mode: bool) -> None:
-        self.active = params["undrainable_nodes"] == "quarantine" and not check_mode
+    def __init__(self, params: Mapping[str, Any], clients: Any) -> None:
+        self.active = params["undrainable_nodes"] == "quarantine"
         self.core_v1 = clients.core_v1
         self.labelled: set[str] | None = None
 
@@ -215,6 +215,9 @@ class Quarantine:
             if not self._source_done:
                 batch = source(state)
                 self._source_done = batch is None and not self.live
+                if batch is not None:
+                    # Check mode's surge steps name their old instances (nothing launched to choose them by).
+                    batch.take_out(self.book.excluded)
             if batch is None:
                 batch = self._retry(source, state)
             # A surge step's old instances as planned, before _size_step leaves out those held.

@@ -10,6 +10,8 @@ counts a held instance as live and never takes it (SPEC U5, U8, S3, B1)."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
@@ -26,6 +28,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.lo
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.cordon import EXCLUDE_LB_LABEL, cordon_patch
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.quarantine import (
+    CarriedOver,
     Quarantine,
     drained_and_held,
     start_quarantine,
@@ -290,10 +293,23 @@ def test_issue27_item5_only_a_run_that_adds_no_node_in_a_held_ones_place_uncordo
     base = dict(steps=None, batches=[["i-1"], ["i-2"]], max_quarantined_nodes=1, batch_size=1)
     surge_steps = [dict(instance_ids=["i-1"]), dict(instance_ids=["i-2"])]
     for cordon_old_nodes, steps, expected in ((False, None, "run-1"), (True, None, None), (False, surge_steps, None)):
-        quarantine = start_quarantine(dict(base, cordon_old_nodes=cordon_old_nodes, steps=steps), FakeClients(), {},
-                                      print, Carried(), "run-1")[1]
+        quarantine = start_quarantine(dict(base, cordon_old_nodes=cordon_old_nodes, steps=steps),
+                                      SimpleNamespace(core_v1=None), {}, print, Carried(), "run-1")[1]
         assert (quarantine.uncordon_run_id, quarantine.book.cordoned) == (expected, expected is None)
 
 
-class FakeClients:
-    core_v1 = None
+def test_issue27_item5_check_mode_leaves_an_earlier_runs_quarantined_node_out_and_retries_it_last():
+    """Issue 10 item 9 (check mode shows the real plan): the nodes an earlier run quarantined are read in check mode
+    too, left out of the plan's batches, and a check-mode surge step, which names its old instances (nothing
+    launched to choose them by), does not take them either; each is retried last, as the run does."""
+    core = FakeCoreV1([node("node-i-1", labels={QUARANTINE_LABEL: "true"}), node("node-i-2")])
+    clients = SimpleNamespace(core_v1=lambda: core)
+    params = dict(undrainable_nodes="quarantine", steps=None, batches=[["i-1"], ["i-2"]], max_quarantined_nodes=1,
+                  batch_size=1, cordon_old_nodes=True)
+    names = {"i-1": "node-i-1", "i-2": "node-i-2"}
+    planned, quarantine = start_quarantine(params, clients, names, print, CarriedOver(params, clients))
+    assert planned["batches"] == [["i-2"]] and list(quarantine.book.held) == ["i-1"]
+    steps = [dict(desired_capacity=3, launch=1, instance_ids=["i-1", "i-2"])]
+    run = Run(["i-1", "i-2"], {}, surge=True, carried={"i-1": "node-i-1"})
+    run.run(planned_steps(steps, choose_after_launch=False))
+    assert [e[1:] for e in run.events if e[0] == "drain"] == [(("i-2",), False), (("i-1",), True)]
