@@ -87,8 +87,8 @@ def preview_lines(preview: Mapping[str, Any], limit: int, force: bool, drain_tim
     lines = []
     if preview["carried"]:
         lines.append("quarantine: held by an earlier run (labelled %s=%s), left out of the batches above and drained "
-                     "once more after every other node: %s." % (QUARANTINE_LABEL, QUARANTINE_LABEL_VALUE,
-                                                                 _named(preview["carried"])))
+                     "once more after every other node: %s."
+                     % (QUARANTINE_LABEL, QUARANTINE_LABEL_VALUE, _named(preview["carried"])))
     if force:
         lines.append("quarantine: with force a budget's pods are deleted once drain_timeout (%d s) runs out and "
                      "pods that ask not to be disrupted are evicted: no other node is expected to be quarantined."

@@ -261,8 +261,9 @@ def test_issue27_item5_with_update_strategy_minimal_a_held_node_is_given_back_to
     """SPEC U7: update_strategy minimal cordons no old node before its batch and adds no node first, and a held
     node's instance is not terminated, so no replacement comes for it. Left cordoned, the room it had was missing
     for the pods the later batches evict: on the sandbox's group of two the other node's drain found nowhere to
-    put web's second pod, its budget held that node too, and the run stopped with both cordoned. The held node is uncordoned (its drain's cordon undone, the load balancer label too), labelled, and
-    retried last; the other node is terminated and replaced (no decrement)."""
+    put web's second pod, its budget held that node too, and the run stopped with both cordoned. The held node is
+    uncordoned (its drain's cordon undone, the load balancer label too), labelled, and retried last; the other
+    node is terminated and replaced (no decrement)."""
     run = Run(["i-1", "i-2"], {"i-1": -1}, limit=1, uncordon_run_id="run-1")
     with pytest.raises(ReplaceFailed) as raised:
         run.run(planned_batches([["i-1"], ["i-2"]]))
