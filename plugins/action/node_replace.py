@@ -85,13 +85,14 @@ class ActionModule(ControllerAction):
         # Issue 27 items 2-4: the safe points' options, and that every alarm named exists.
         safe_points = SafePoints.from_params(params, lambda: clients.aws("cloudwatch"))
         # Issue 27 items 1, 5 and 7: the nodes an earlier run quarantined leave the plan before it is ordered.
-        carried = CarriedOver(params, clients, check_mode)
+        carried = CarriedOver(params, clients)
         params, plan, group = plan_phase(params, clients, warnings.append, carried)
         steps = steps.of_run(params["run_id"])
         if plan is not None:
             self._progress(plan_line(plan))
         node_names = dict(params["node_names"])
-        params, quarantine = start_quarantine(params, clients, node_names, self._progress, carried)
+        params, quarantine = start_quarantine(params, clients, node_names, self._progress, carried,
+                                              steps.drain.engine.run_id)
         # Issue 27 items 1 and 7: how many of the plan's first batches are the canary's, which end a zone.
         order = plan or {}
         schedule, next_batch = next_batch_source(params, clients, check_mode, warnings.append, node_names, group,

@@ -209,7 +209,8 @@ options:
       - What a node whose drain ran out of O(delete_options.wait_timeout) with pods still held (C(PodEvictionFailure)
         after evictions were tried - a PodDisruptionBudget that allows none, a pod that does not go) does to the run
         (issue 27 item 5). C(fail) stops the run there, the node cordoned.
-      - C(quarantine) leaves such a node cordoned and labels it C(eksops.nodegroup/quarantined=true), the pods and
+      - C(quarantine) leaves such a node cordoned (uncordoned when the run cordons no old node first and launches no
+        node for it - O(update_strategy=minimal)) and labels it C(eksops.nodegroup/quarantined=true), the pods and
         PodDisruptionBudgets that held it in its annotation C(eksops.nodegroup/quarantine-reason); its instance is
         not terminated and stays in the group (a surge step keeps the node it launched for it, and the later steps
         count it). The run goes on with the batch's other nodes and the later batches, then drains each
@@ -217,7 +218,8 @@ options:
         still held. A rerun finds the labelled nodes and retries them last.
       - A node whose pods were refused before any eviction (a bare pod, a C(karpenter.sh/do-not-disrupt) annotation;
         only O(delete_options.force) moves them) or that a load balancer kept fails the run either way. Nothing is
-        forced unless O(delete_options.force). Not in check mode, where no drain fails.
+        forced unless O(delete_options.force). In check mode, where no drain fails, the nodes an earlier run
+        quarantined are left out of the batches and retried last, as the run does.
     type: str
     choices: [fail, quarantine]
     default: fail

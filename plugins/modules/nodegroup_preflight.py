@@ -75,8 +75,9 @@ preflight:
   contains:
     warnings_found:
       description:
-        - Each finding, with the check that raised it, the object, a sentence for a person, and C(blocking) (true when
-          the upgrade must not start).
+        - Each finding, with the check that raised it, the object, a sentence for a person, C(blocking) (true when
+          the upgrade must not start) and C(nodes), the node group's nodes it concerns (a pod's node, the nodes a
+          Deployment's pods run on; none for a load balancer).
       returned: always
       type: list
       elements: dict
@@ -87,6 +88,7 @@ preflight:
           name: billing
           message: "Deployment payments/billing has 1 replica: it is unavailable while its node drains."
           blocking: false
+          nodes: [ip-10-0-1-23.us-west-2.compute.internal]
     blocking:
       description: The findings with C(blocking) true; the upgrade stops before any change while there are any.
       returned: always

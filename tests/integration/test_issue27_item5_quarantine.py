@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 
-from nodegroup_state import workers_asg
+from nodegroup_state import call_counts, changes_by_the_collection, workers_asg
 from sandbox_helpers import REPO_ROOT, module_sandbox, run_playbook, wait_for
 from upgrade_runs import JOURNAL_PREFIX, other_ami
 
@@ -56,6 +56,26 @@ def quarantined_nodes(sandbox):
     return sorted(n.metadata.name for n in sandbox.core_v1().list_node(label_selector=LABEL + "=true").items)
 
 
+def test_issue27_item5_a_dry_run_previews_the_node_its_budget_would_hold_in_quarantine(quarantine_sandbox, tmp_path):
+    """Check mode shows the real plan (issue 10 item 9): with undrainable_nodes quarantine, the dry run names the
+    node billing's budget would hold until drain_timeout, quarantined instead of failing the run, within
+    max_quarantined_nodes; nothing changed. The next test's run quarantines that node."""
+    sandbox = quarantine_sandbox
+    held_node = pods_of(sandbox, "billing-")[0].spec.node_name
+    before = call_counts(sandbox)
+    result = run_playbook(sandbox, REPO_ROOT / "playbooks" / "upgrade_nodegroup.yml", dict(
+        DRAIN, cluster_name="quarantine", nodegroup_name="workers", kubernetes_version="1.30",
+        max_quarantined_nodes=1, upgrade_report_path=str(tmp_path / "dry.json")), check=True)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert changes_by_the_collection(before, call_counts(sandbox)) == {}
+    preview = json.loads((tmp_path / "dry.json").read_text())["plan"]["quarantine"]
+    assert [(h["node"], h["by"]) for h in preview["held"]] == [(held_node, ["PodDisruptionBudget default/billing"])]
+    assert (preview["carried"], preview["exceeded_batch"], preview["failed_batch"]) == ([], None, None)
+    shown = " ".join(result.stdout.split())
+    assert "each drain would run out of drain_timeout (5 s) and its node be quarantined" in shown, shown[-3000:]
+    assert "at most 1 node(s) held at once, within max_quarantined_nodes 1" in shown
+
+
 def test_issue27_item5_a_node_held_by_its_budget_is_quarantined_the_others_replaced_and_a_rerun_finishes(
         quarantine_sandbox, tmp_path):
     sandbox = quarantine_sandbox
@@ -81,6 +101,15 @@ def test_issue27_item5_a_node_held_by_its_budget_is_quarantined_the_others_repla
     assert entry["instance_id"] in [i["InstanceId"] for i in workers_asg(sandbox)["Instances"]]
     assert len([n for n in nodes if n["ami"] == held[0]["ami"]]) == 1
     assert state["pods_lost"] == [] and state["pdb_violations"] == []
+
+    # A dry run now leaves the quarantined node out of the batches: the rerun retries it last.
+    result = run_playbook(sandbox, REPO_ROOT / "playbooks" / "upgrade_nodegroup.yml", dict(
+        DRAIN, cluster_name="quarantine", nodegroup_name="workers", kubernetes_version="1.30",
+        max_quarantined_nodes=1, upgrade_report_path=str(tmp_path / "dry.json")), check=True)
+    assert result.returncode == 0, result.stdout[-3000:]
+    plan = json.loads((tmp_path / "dry.json").read_text())["plan"]
+    assert (plan["batches"], plan["quarantine"]["carried"]) == ([], [dict(instance_id=entry["instance_id"],
+                                                                          node=held_node)])
 
     # Freed as a person would: a second replica, so that the budget allows one eviction.
     sandbox.apps_v1().patch_namespaced_deployment("billing", "default", {"spec": {"replicas": 2}})

@@ -117,11 +117,13 @@ def reason_annotation(held: Held) -> str:
 class QuarantineBook:
     """The nodes held in quarantine during one run, in the order they were held, with the bound ``limit``
     (max_quarantined_nodes): the number held at once, carried-over ones included (``carried``: found labelled
-    by a rerun, retried last like the others; they never stop a run by themselves)."""
+    by a rerun, retried last like the others; they never stop a run by themselves). ``cordoned``: whether a held
+    node stays cordoned (not when the run added no node in its place, update_strategy minimal, SPEC U7)."""
 
     limit: int
     held: dict[str, Held] = field(default_factory=dict)
     retrying: set[str] = field(default_factory=set)
+    cordoned: bool = True
 
     @classmethod
     def carried_over(cls, limit: int, labelled: Mapping[str, str]) -> QuarantineBook:
@@ -150,6 +152,12 @@ class QuarantineBook:
         self.retrying.difference_update(h.instance_id for h in released)
         return released
 
+    def without_held(self, batches: Sequence[Sequence[str]]) -> list[list[str]]:
+        """``batches`` without the instances no batch may take now (a rerun's carried over), empty ones dropped."""
+        excluded = self.excluded
+        kept = [[i for i in batch if i not in excluded] for batch in batches]
+        return [batch for batch in kept if batch]
+
     @property
     def excluded(self) -> set[str]:
         """The instances no batch may take now: held and not being retried."""
@@ -173,15 +181,15 @@ class QuarantineBook:
             return None
         names = ", ".join("node %s (%s): %s" % (h.node, h.instance_id, describe_blockers(h.blockers))
                           for h in self.held.values())
+        label = "labelled %s=%s" % (QUARANTINE_LABEL, QUARANTINE_LABEL_VALUE)
+        kept = "cordoned and " + label if self.cordoned else label + " (uncordoned: the run added no node in its place)"
         if exceeded:
             lead = ("%d nodes are quarantined, more than max_quarantined_nodes %d: the run stopped before its next "
                     "batch, the other nodes of the batch that held the last one replaced; every quarantined node "
-                    "stays cordoned and labelled %s=%s, its instance not terminated"
-                    % (len(self.held), self.limit, QUARANTINE_LABEL, QUARANTINE_LABEL_VALUE))
+                    "stays %s, its instance not terminated" % (len(self.held), self.limit, kept))
         else:
             lead = ("%d node(s) still held after one more drain each, once every other node was replaced: they stay "
-                    "cordoned and labelled %s=%s, their instances not terminated"
-                    % (len(self.held), QUARANTINE_LABEL, QUARANTINE_LABEL_VALUE))
+                    "%s, their instances not terminated" % (len(self.held), kept))
         budgets = sorted(set(name for h in self.held.values() for b in h.blockers for name in budgets_of(b)))
         return UpgradeError(
             NODES_QUARANTINED,

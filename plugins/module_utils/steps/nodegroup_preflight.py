@@ -9,6 +9,7 @@ options, ARGUMENT_SPEC), ``aws(service)``, ``k8s()``, ``core_v1()`` and ``warn``
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 import re
@@ -46,9 +47,11 @@ def _ref(obj: dict[str, Any]) -> str:
     return "%s/%s" % (_meta(obj).get("namespace"), _meta(obj).get("name"))
 
 
-def _finding(check: str, kind: str, obj: dict[str, Any], message: str) -> dict[str, Any]:
+def _finding(check: str, kind: str, obj: dict[str, Any], message: str, nodes: Iterable[str | None] = ()) -> dict[str, Any]:
+    """A finding on ``obj``; ``nodes``: the node group's nodes it concerns (the dry run's quarantine preview reads
+    them, issue 27 item 5)."""
     return dict(check=check, kind=kind, namespace=_meta(obj).get("namespace"), name=_meta(obj).get("name"),
-                message=message, blocking=check in BLOCKING_CHECKS)
+                message=message, blocking=check in BLOCKING_CHECKS, nodes=sorted(set(n for n in nodes if n)))
 
 
 def node_findings(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -64,18 +67,18 @@ def node_findings(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "Node %s carries the %s taint: the cluster autoscaler is draining it and will terminate its "
                 "instance, lowering the group's desired capacity. The upgrade does not start while it does: wait "
                 "until the node is gone (or the autoscaler gave it up), or pause the autoscaler's scale-down, then "
-                "rerun." % (name, AUTOSCALER_TAINT)))
+                "rerun." % (name, AUTOSCALER_TAINT), [name]))
         elif AUTOSCALER_CANDIDATE_TAINT in taints:
             findings.append(_finding(
                 "autoscaler_candidate", "Node", node,
                 "Node %s carries the %s taint: the cluster autoscaler may remove it soon, and the upgrade would "
-                "stop with ClusterAutoscalerActive if it does." % (name, AUTOSCALER_CANDIDATE_TAINT)))
+                "stop with ClusterAutoscalerActive if it does." % (name, AUTOSCALER_CANDIDATE_TAINT), [name]))
         annotation = disruption_annotation(node, asks=(DO_NOT_DISRUPT,))
         if annotation is not None:
             findings.append(_finding(
                 "do_not_disrupt", "Node", node,
                 "Node %s is annotated %s: its drain refuses to evict its pods (PodEvictionFailure naming the "
-                "annotation) unless force, which evicts them." % (name, annotation)))
+                "annotation) unless force, which evicts them." % (name, annotation), [name]))
     return findings
 
 
@@ -105,16 +108,17 @@ def pod_findings(pod: dict[str, Any]) -> list[dict[str, Any]]:
     """Findings on one pod (SPEC Z1, Z2; issue 27 item 6): no controller, a preStop hook longer than the grace
     period, an annotation that asks not to disrupt it."""
     findings = []
+    nodes = [(pod.get("spec") or {}).get("nodeName")]
     if not _controlled(pod) and not is_mirror(pod):
         findings.append(_finding("unmanaged_pod", "Pod", pod,
                                  "Pod %s has no controller: only force removes it, and nothing recreates it."
-                                 % _ref(pod)))
+                                 % _ref(pod), nodes))
     annotation = disruption_annotation(pod) if pod_outlives_node(pod) else None
     if annotation is not None:
         findings.append(_finding(
             "do_not_disrupt", "Pod", pod,
             "Pod %s is annotated %s: its node's drain refuses to evict it (PodEvictionFailure naming it) "
-            "unless force, which evicts it." % (_ref(pod), annotation)))
+            "unless force, which evicts it." % (_ref(pod), annotation), nodes))
     spec = pod.get("spec") or {}
     grace = spec.get("terminationGracePeriodSeconds", 30)
     for container in spec.get("containers") or []:
@@ -123,7 +127,7 @@ def pod_findings(pod: dict[str, Any]) -> list[dict[str, Any]]:
             findings.append(_finding(
                 "prestop_exceeds_grace", "Pod", pod,
                 "Pod %s: the preStop hook of container %s sleeps %d s, not less than its grace period of %d s; "
-                "it is killed before the hook ends." % (_ref(pod), container.get("name"), sleep, grace)))
+                "it is killed before the hook ends." % (_ref(pod), container.get("name"), sleep, grace), nodes))
     return findings
 
 
@@ -131,16 +135,19 @@ def preflight_findings(pods: list[dict[str, Any]], deployments: list[dict[str, A
                        pdbs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Findings (SPEC Z1-Z3) for the Deployments with pods in ``pods`` and for ``pods`` themselves (raw dicts)."""
     findings = []
-    labels_by_namespace = {}
+    by_namespace = {}
     for pod in pods:
-        labels_by_namespace.setdefault(_meta(pod).get("namespace"), []).append(_meta(pod).get("labels") or {})
+        by_namespace.setdefault(_meta(pod).get("namespace"), []).append(
+            (_meta(pod).get("labels") or {}, (pod.get("spec") or {}).get("nodeName")))
         findings.extend(pod_findings(pod))
 
     for deployment in sorted(deployments, key=_ref):
         namespace = _meta(deployment).get("namespace")
         spec = deployment.get("spec") or {}
         selector = spec.get("selector")
-        if not any(selector_matches(selector, labels) for labels in labels_by_namespace.get(namespace, [])):
+        # The nodes of the group its pods run on.
+        nodes = [node for labels, node in by_namespace.get(namespace, []) if selector_matches(selector, labels)]
+        if not nodes:
             continue
         replicas = spec.get("replicas", 1)
         template = spec.get("template") or {}
@@ -151,29 +158,29 @@ def preflight_findings(pods: list[dict[str, Any]], deployments: list[dict[str, A
         name = _ref(deployment)
         if replicas == 1:
             findings.append(_finding("single_replica", "Deployment", deployment,
-                                     "Deployment %s has 1 replica: it is unavailable while its node drains." % name))
+                                     "Deployment %s has 1 replica: it is unavailable while its node drains." % name, nodes))
         elif not budgets:
             findings.append(_finding("no_pdb", "Deployment", deployment,
                                      "Deployment %s (%d replicas) has no PodDisruptionBudget: all its pods on a "
-                                     "batch of nodes may be evicted at once." % (name, replicas)))
+                                     "batch of nodes may be evicted at once." % (name, replicas), nodes))
         if len(budgets) > 1:
             findings.append(_finding("multiple_pdbs", "Deployment", deployment,
                                      "Deployment %s is selected by %d PodDisruptionBudgets (%s): every eviction "
                                      "fails, the drain fails with PodEvictionFailure unless force."
-                                     % (name, len(budgets), ", ".join(_meta(b).get("name") for b in budgets))))
+                                     % (name, len(budgets), ", ".join(_meta(b).get("name") for b in budgets)), nodes))
         for budget in budgets:
             if _pdb_blocks_every_eviction(budget, replicas):
                 findings.append(_finding("blocking_pdb", "PodDisruptionBudget", budget,
                                          "PodDisruptionBudget %s never allows an eviction of Deployment %s (%d "
                                          "replicas): the drain fails with PodEvictionFailure unless force."
-                                         % (_ref(budget), name, replicas)))
+                                         % (_ref(budget), name, replicas), nodes))
         tolerations = (template.get("spec") or {}).get("tolerations") or []
         if any(t.get("operator") == "Exists" and not t.get("key") for t in tolerations):
             findings.append(_finding("tolerates_all", "Deployment", deployment,
                                      "Deployment %s tolerates every taint, the cordon's too: whether its evicted "
                                      "pods land back on the cordoned node is the scheduler's choice. If they do, the "
                                      "drain stops evicting them and fails with PodEvictionFailure unless force; if "
-                                     "the scheduler places them elsewhere, the drain succeeds." % name))
+                                     "the scheduler places them elsewhere, the drain succeeds." % name, nodes))
     return findings
 
 
@@ -197,7 +204,7 @@ def load_balancer_findings(module: Any, asg: dict[str, Any]) -> list[dict[str, A
                                          "; ".join(sorted(set(balancers.unreadable.values()))), seconds))
     go_on = module.params["ignore_load_balancer_timeout"]
     return [dict(check="load_balancer_delay", kind=holder["kind"], namespace=None, name=holder["name"],
-                 blocking=not go_on,
+                 blocking=not go_on, nodes=[],
                  message="The %s %s drains deregistered instances for %d s, longer than post_drain_wait (%d s): %s"
                          % (holder["kind"], holder["name"], holder["delay_seconds"], seconds,
                             "nodes it still holds are terminated anyway (ignore_load_balancer_timeout)." if go_on else

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import uncordon_nodes
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import StepFailed
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.step_context import StepContext
 from ansible_collections.eksops.nodegroup.plugins.module_utils.steps.node_drain import DrainOutcome
@@ -42,11 +43,11 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.quarantine_b
 class CarriedOver:
     """The nodes an earlier run held in quarantine, found by their label (instance id -> node name) with one LIST
     read once for the run (SPEC P2), so that the plan's order (health_gate.ordered_plan, issue 27 items 1 and 7) and
-    the quarantine see the same nodes; none without undrainable_nodes quarantine or in check mode, where no drain
-    fails."""
+    the quarantine see the same nodes; none without undrainable_nodes quarantine. Check mode reads them too: its
+    plan leaves them out and retries them last, as the run does (issue 10 item 9), though no drain fails there."""
 
-    def __init__(self, params: Mapping[str, Any], clients: Any, check_mode: bool) -> None:
-        self.active = params["undrainable_nodes"] == "quarantine" and not check_mode
+    def __init__(self, params: Mapping[str, Any], clients: Any) -> None:
+        self.active = params["undrainable_nodes"] == "quarantine"
         self.core_v1 = clients.core_v1
         self.labelled: set[str] | None = None
 
@@ -63,10 +64,12 @@ class CarriedOver:
 
 
 def start_quarantine(params: Mapping[str, Any], clients: Any, node_names: Mapping[str, str | None],
-                     progress: Callable[[str], None], carried: CarriedOver) -> tuple[dict[str, Any], Quarantine | None]:
+                     progress: Callable[[str], None], carried: CarriedOver,
+                     run_id: str | None = None) -> tuple[dict[str, Any], Quarantine | None]:
     """(node_replace's params, the run's Quarantine or None): with undrainable_nodes quarantine (``carried``
     active), the nodes of the plan found labelled are carried over (a rerun retries them last), and the plan's
-    batches lose them."""
+    batches lose them. ``run_id``: the one the drains cordon with (a held node's cordon is undone by it when the
+    run cordons no old node before its batch, Quarantine)."""
     if not carried.active:
         return dict(params), None
     surge = params["steps"] is not None
@@ -78,7 +81,8 @@ def start_quarantine(params: Mapping[str, Any], clients: Any, node_names: Mappin
         progress("quarantined by an earlier run, retried last: %s" % ", ".join(
             "%s (%s)" % (name, i) for i, name in sorted(labelled.items())))
     quarantine = Quarantine(book, clients.core_v1, progress, surge,
-                            params["batch_size"] or max([len(batch) for batch in planned] or [1]))
+                            params["batch_size"] or max([len(batch) for batch in planned] or [1]),
+                            uncordon_run_id=run_id if not surge and not params["cordon_old_nodes"] else None)
     return (params if surge else dict(params, batches=quarantine.planned(params["batches"]))), quarantine
 
 
@@ -105,11 +109,21 @@ def drained_and_held(quarantine: Quarantine | None, batch: Batch, outcome: Drain
 class Quarantine:
     """The quarantine of one node_replace run: ``book`` (the held nodes), ``core_v1()`` the Kubernetes client,
     ``progress`` node_replace's progress lines, ``surge`` whether the batches are the surge strategy's steps,
-    ``batch_size`` the size of a retry batch; ``live`` whether the source of batches is the live planner (attach)."""
+    ``batch_size`` the size of a retry batch; ``live`` whether the source of batches is the live planner (attach).
+
+    ``uncordon_run_id``: a run that cordons no old node before its batch and adds no node for a held one
+    (update_strategy minimal, SPEC U7: no capacity first, and a held node's instance is not terminated, so no
+    replacement comes for it) gives a held node back to the scheduler, as every old node not yet drained is, by
+    undoing the cordon its drain set with this run id; left cordoned, the room it had would be missing for the pods
+    the later batches evict (on a group of two, the other node's drain found nowhere to put them, and their budget
+    held that node too). Its retry cordons it again. None: the node stays cordoned (the default strategy cordoned
+    every old node before the first batch, U4; a surge step keeps the node it launched)."""
 
     def __init__(self, book: QuarantineBook, core_v1: Callable[[], Any], progress: Callable[[str], None],
-                 surge: bool, batch_size: int) -> None:
+                 surge: bool, batch_size: int, uncordon_run_id: str | None = None) -> None:
         self.book = book
+        self.uncordon_run_id = uncordon_run_id
+        book.cordoned = uncordon_run_id is None
         self.core_v1 = core_v1
         self.progress = progress
         self.surge = surge
@@ -135,9 +149,7 @@ class Quarantine:
 
     def planned(self, batches: list[list[str]]) -> list[list[str]]:
         """The plan's batches without the instances held now (a rerun's carried over), empty batches dropped."""
-        excluded = self.book.excluded
-        kept = [[i for i in batch if i not in excluded] for batch in batches]
-        return [batch for batch in kept if batch]
+        return self.book.without_held(batches)
 
     def hold(self, batch: Batch, codes: Mapping[str, str | None], timed_out: Collection[str],
              result: Mapping[str, Any], instances: Mapping[str, str | None]) -> dict[str, str] | None:
@@ -160,14 +172,18 @@ class Quarantine:
             patch_node_metadata(self.core_v1(), entry.node, {QUARANTINE_LABEL: QUARANTINE_LABEL_VALUE},
                                 {QUARANTINE_REASON_ANNOTATION: reason_annotation(entry)})
             self.records[entry.node] = dict(nodes[entry.node])
+        if self.uncordon_run_id is not None:
+            uncordon_nodes(self.core_v1(), [entry.node for entry in entries], run_id=self.uncordon_run_id)
         exceeded = self.book.hold(entries)
         self._record()
         for entry in entries:
             retried = self.book.held[entry.instance_id].retried
-            self.progress("node %s (%s) quarantined: its drain timed out, held by %s; it stays cordoned and labelled "
-                          "%s=%s, its instance is not terminated%s" % (
-                              entry.node, entry.instance_id, describe_blockers(entry.blockers), QUARANTINE_LABEL,
-                              QUARANTINE_LABEL_VALUE, "" if exceeded or retried
+            self.progress("node %s (%s) quarantined: its drain timed out, held by %s; it %s labelled %s=%s, its "
+                          "instance is not terminated%s" % (
+                              entry.node, entry.instance_id, describe_blockers(entry.blockers),
+                              "stays cordoned and" if self.book.cordoned else
+                              "is uncordoned (the run added no node in its place) and",
+                              QUARANTINE_LABEL, QUARANTINE_LABEL_VALUE, "" if exceeded or retried
                               else "; retried once every other node is replaced"))
         if exceeded:
             # The batch goes on with its other nodes (drained: they are terminated, not left cordoned and empty);
@@ -199,6 +215,9 @@ class Quarantine:
             if not self._source_done:
                 batch = source(state)
                 self._source_done = batch is None and not self.live
+                if batch is not None:
+                    # Check mode's surge steps name their old instances (nothing launched to choose them by).
+                    batch.take_out(self.book.excluded)
             if batch is None:
                 batch = self._retry(source, state)
             # A surge step's old instances as planned, before _size_step leaves out those held.

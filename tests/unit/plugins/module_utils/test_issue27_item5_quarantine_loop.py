@@ -10,6 +10,8 @@ counts a held instance as live and never takes it (SPEC U5, U8, S3, B1)."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
@@ -24,7 +26,13 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.lo
     planned_batches,
     planned_steps,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.quarantine import Quarantine, drained_and_held
+from ansible_collections.eksops.nodegroup.plugins.module_utils._drain.cordon import EXCLUDE_LB_LABEL, cordon_patch
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.quarantine import (
+    CarriedOver,
+    Quarantine,
+    drained_and_held,
+    start_quarantine,
+)
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.quarantine_book import (
     QUARANTINE_LABEL,
     QUARANTINE_REASON_ANNOTATION,
@@ -40,12 +48,13 @@ BLOCKER = dict(pod="payments/billing-1", reason="Cannot evict pod (drain_timeout
 class Run:
     """A loop whose drains fail for the instances of ``blocked`` (instance id -> drains that fail, -1: all)."""
 
-    def __init__(self, ids, blocked, limit=2, surge=False, carried=None):
+    def __init__(self, ids, blocked, limit=2, surge=False, carried=None, uncordon_run_id=None):
         self.core = FakeCoreV1([node("node-" + i) for i in ids])
         self.blocked = dict(blocked)
         self.events, self.lines, self.desired = [], [], []
         book = QuarantineBook.carried_over(limit, carried or {})
-        self.quarantine = Quarantine(book, lambda: self.core, self.lines.append, surge, batch_size=1)
+        self.quarantine = Quarantine(book, lambda: self.core, self.lines.append, surge, batch_size=1,
+                                     uncordon_run_id=uncordon_run_id)
         self.loop = ReplaceLoop(self.drain, self.start, lambda handle: handle, self.lines.append, overlap=False,
                                 node_names=dict((i, "node-" + i) for i in ids))
 
@@ -55,6 +64,11 @@ class Run:
         if batch.choose_old is not None:
             batch.take(batch.choose_old["candidates"][:batch.choose_old["count"]])
         self.events.append(("drain", tuple(batch.instance_ids), batch.retry))
+        for i in batch.instance_ids:
+            # The drain cordons its nodes and labels them out of the load balancers, marked with its run id.
+            patch = cordon_patch(self.core.nodes["node-" + i], "run-1", True)
+            if patch is not None:
+                self.core.patch_node("node-" + i, patch, "application/merge-patch+json")
         failing = [i for i in batch.instance_ids if self.blocked.get(i, 0)]
         for i in failing:
             self.blocked[i] -= 1
@@ -241,3 +255,62 @@ def test_issue27_item5_item1_the_health_gate_judges_the_workloads_moved_off_held
                     {"i-2": "node-i-2"})
     assert drained_and_held(run.quarantine, retry, again, None, None).workloads == [
         "Deployment default/b", "StatefulSet default/c"]
+
+
+def test_issue27_item5_with_update_strategy_minimal_a_held_node_is_given_back_to_the_scheduler():
+    """SPEC U7: update_strategy minimal cordons no old node before its batch and adds no node first, and a held
+    node's instance is not terminated, so no replacement comes for it. Left cordoned, the room it had was missing
+    for the pods the later batches evict: on the sandbox's group of two the other node's drain found nowhere to
+    put web's second pod, its budget held that node too, and the run stopped with both cordoned. The held node is
+    uncordoned (its drain's cordon undone, the load balancer label too), labelled, and retried last; the other
+    node is terminated and replaced (no decrement)."""
+    run = Run(["i-1", "i-2"], {"i-1": -1}, limit=1, uncordon_run_id="run-1")
+    with pytest.raises(ReplaceFailed) as raised:
+        run.run(planned_batches([["i-1"], ["i-2"]]))
+    held = run.core.nodes["node-i-1"]
+    assert not held["spec"].get("unschedulable") and EXCLUDE_LB_LABEL not in held["metadata"]["labels"]
+    assert held["metadata"]["labels"][QUARANTINE_LABEL] == "true"
+    assert run.core.nodes["node-i-2"]["spec"]["unschedulable"] is True
+    assert [e for e in run.events if e[0] == "terminate"] == [("terminate", ("i-2",), False)]
+    assert [e[2] for e in run.events if e[0] == "drain"] == [False, False, True]
+    error = raised.value.error
+    assert error.code == "NodesQuarantined" and "cordoned" not in error.msg.replace("uncordoned", "")
+    assert "labelled eksops.nodegroup/quarantined=true (uncordoned: the run added no node in its place)" in error.msg
+    assert any("node node-i-1 (i-1) quarantined" in line and "is uncordoned" in line for line in run.lines)
+
+
+class Carried:
+    """CarriedOver of a first run: active, no node labelled yet."""
+
+    active = True
+
+    def __call__(self, node_names):
+        return {}
+
+
+def test_issue27_item5_only_a_run_that_adds_no_node_in_a_held_ones_place_uncordons_it():
+    """The default strategy cordoned every old node before the first batch (U4), a surge step keeps the node it
+    launched (S3): their held nodes stay cordoned; minimal's (no cordon first, no surge) are given back."""
+    base = dict(steps=None, batches=[["i-1"], ["i-2"]], max_quarantined_nodes=1, batch_size=1)
+    surge_steps = [dict(instance_ids=["i-1"]), dict(instance_ids=["i-2"])]
+    for cordon_old_nodes, steps, expected in ((False, None, "run-1"), (True, None, None), (False, surge_steps, None)):
+        quarantine = start_quarantine(dict(base, cordon_old_nodes=cordon_old_nodes, steps=steps),
+                                      SimpleNamespace(core_v1=None), {}, print, Carried(), "run-1")[1]
+        assert (quarantine.uncordon_run_id, quarantine.book.cordoned) == (expected, expected is None)
+
+
+def test_issue27_item5_check_mode_leaves_an_earlier_runs_quarantined_node_out_and_retries_it_last():
+    """Issue 10 item 9 (check mode shows the real plan): the nodes an earlier run quarantined are read in check mode
+    too, left out of the plan's batches, and a check-mode surge step, which names its old instances (nothing
+    launched to choose them by), does not take them either; each is retried last, as the run does."""
+    core = FakeCoreV1([node("node-i-1", labels={QUARANTINE_LABEL: "true"}), node("node-i-2")])
+    clients = SimpleNamespace(core_v1=lambda: core)
+    params = dict(undrainable_nodes="quarantine", steps=None, batches=[["i-1"], ["i-2"]], max_quarantined_nodes=1,
+                  batch_size=1, cordon_old_nodes=True)
+    names = {"i-1": "node-i-1", "i-2": "node-i-2"}
+    planned, quarantine = start_quarantine(params, clients, names, print, CarriedOver(params, clients))
+    assert planned["batches"] == [["i-2"]] and list(quarantine.book.held) == ["i-1"]
+    steps = [dict(desired_capacity=3, launch=1, instance_ids=["i-1", "i-2"])]
+    run = Run(["i-1", "i-2"], {}, surge=True, carried={"i-1": "node-i-1"})
+    run.run(planned_steps(steps, choose_after_launch=False))
+    assert [e[1:] for e in run.events if e[0] == "drain"] == [(("i-2",), False), (("i-1",), True)]

@@ -136,6 +136,21 @@ def test_issue27_item6_pods_and_nodes_that_ask_not_to_be_disrupted_are_named():
         ("do_not_disrupt", "Node", "n1")]
 
 
+def test_issue27_item5_each_finding_names_the_nodes_it_concerns():
+    """Issue 27 item 5: the dry run's quarantine preview tells which old nodes a budget that never allows an
+    eviction, or a pod refused before any eviction, would hold: a pod's finding names its node, a Deployment's and
+    its budget's the nodes its pods run on, a node's the node."""
+    pods = [pod("billing-1", "billing"), pod("billing-2", "billing"), pod("debug", owned=False)]
+    for one, node_name in zip(pods, ["n1", "n2", "n3"]):
+        one["spec"]["nodeName"] = node_name
+    findings = preflight_findings(pods, [deployment("billing", 2)], [pdb("billing", "billing", minAvailable=2)])
+    assert [(f["check"], f["name"], f["nodes"]) for f in findings] == [
+        ("unmanaged_pod", "debug", ["n3"]), ("blocking_pdb", "billing", ["n1", "n2"])]
+    node = tainted("n4")
+    node["metadata"]["annotations"] = {"karpenter.sh/do-not-disrupt": "true"}
+    assert [f["nodes"] for f in node_findings([node])] == [["n4"]]
+
+
 def tainted(name, *keys):
     return {"metadata": {"name": name}, "spec": {"taints": [{"key": k, "effect": "NoSchedule"} for k in keys]}}
 
