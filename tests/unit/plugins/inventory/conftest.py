@@ -113,6 +113,7 @@ def inventory(plugin_module, tmp_path, monkeypatch, fleet):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.setenv("AWS_REGION", "us-west-2")
+
     def parse(config, cache=True, data=None):
         path = tmp_path / "fleet.eks_nodegroups.yml"
         path.write_text(yaml.safe_dump(dict(config, plugin=PLUGIN)))

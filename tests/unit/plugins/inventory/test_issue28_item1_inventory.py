@@ -106,10 +106,10 @@ def discovery_bound(clusters, managed, auto_scaling_groups, launch_templates, im
 
 
 @pytest.mark.parametrize("groups_per_cluster", [1, 40])
-def test_issue28_item1_discovery_cost_grows_with_clusters_not_with_auto_scaling_groups(inventory, fleet,
-                                                                                      groups_per_cluster):
+def test_issue28_item1_discovery_cost_grows_with_clusters_not_with_auto_scaling_groups(
+        inventory, fleet, groups_per_cluster):
     """3 clusters of us-east-2, each with one managed group and ``groups_per_cluster`` self-managed ones on one launch
-    template: 120 groups cost what 3 do but one more page of DescribeAutoScalingGroups."""
+    template: 120 self-managed groups cost what 3 do but one more page of DescribeAutoScalingGroups."""
     for index in range(3):
         cluster = "fleet-%d" % index
         fleet.cluster("us-east-2", cluster)
