@@ -12,7 +12,6 @@ import math
 
 import boto3
 import pytest
-from ansible.errors import AnsibleParserError
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.discovery import find_nodegroup
 
@@ -124,23 +123,23 @@ def test_issue28_item1_discovery_cost_grows_with_clusters_not_with_auto_scaling_
     assert plugin.requests["us-east-2"] == discovery_bound(3, 3, 3 * groups_per_cluster, 3, 3)
 
 
-def test_issue28_item1_two_nodegroups_under_one_host_name_fail_naming_both(inventory, fleet):
+def test_issue28_item1_two_nodegroups_under_one_host_name_fail_naming_both(inventory, fleet, plugin_module):
     """A second plain group named workers in prod-a: both would be host prod-a/workers."""
     lt_id, _image = fleet.launch_template("us-west-2", "workers-blue")
     fleet.self_managed("us-west-2", "workers-blue", self_managed_tags(TERRAFORM, "prod-a", "workers"), lt_id)
-    with pytest.raises(AnsibleParserError, match="host prod-a/workers would be two node groups: .*workers-2024.*"
-                       "workers-blue"):
+    with pytest.raises(plugin_module.AnsibleParserError,
+                       match="host prod-a/workers would be two node groups: .*workers-2024.*workers-blue"):
         inventory(dict(clusters=["prod-a"]))
     data, _plugin = inventory(dict(clusters=["prod-a"], hostname="cluster_name ~ '/' ~ asg_name"))
     assert "prod-a/workers-blue" in data.hosts and "prod-a/workers-2024061512000012340000000b" in data.hosts
 
 
-def test_issue28_item1_a_host_of_another_source_is_not_overwritten(inventory, fleet):
+def test_issue28_item1_a_host_of_another_source_is_not_overwritten(inventory, fleet, plugin_module):
     """Two files of an inventory directory (two accounts, say) that name one host differently fail too."""
     data, _plugin = inventory(dict(regions=["us-east-1"]))
     fleet.cluster("us-west-2", "prod-c")
     fleet.managed("us-west-2", "prod-c", "api", {})
-    with pytest.raises(AnsibleParserError, match="host prod-c/api would be two node groups"):
+    with pytest.raises(plugin_module.AnsibleParserError, match="host prod-c/api would be two node groups"):
         inventory(dict(regions=["us-west-2"]), data=data)
 
 
