@@ -152,7 +152,6 @@ from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructa
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws.session import (
     HAS_BOTO3,
-    USER_AGENT_EXTRA,
     aws_client,
     aws_session,
 )
@@ -207,7 +206,6 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
     def aws_params(self) -> dict[str, Any]:
         """The AWS options, with an assumed role's credentials in place of the caller's when assume_role_arn is set."""
         params = dict((name, self.get_option(name)) for name in CREDENTIAL_OPTIONS)
-        params["aws_config"] = dict(user_agent_extra="%s/inventory" % USER_AGENT_EXTRA)
         role = self.get_option("assume_role_arn")
         if role:
             sts = aws_client(dict(params, region=params["region"] or (self.get_option("regions") or [None])[0]), "sts")
