@@ -32,6 +32,13 @@ def describe_auto_scaling_groups(autoscaling: Any, asg_names: Iterable[str]) -> 
                     AutoScalingGroupNames=list(asg_names))
 
 
+@aws_call("describe every Auto Scaling group of the region")
+def describe_all_auto_scaling_groups(autoscaling: Any) -> list[dict[str, Any]]:
+    """Every group of the account and region, in pages of 100 (the most DescribeAutoScalingGroups returns)."""
+    return paginate(autoscaling, "describe_auto_scaling_groups", "AutoScalingGroups",
+                    PaginationConfig=dict(PageSize=100))
+
+
 def _tag_filters(tags: Mapping[str, str | None]) -> list[dict[str, Any]]:
     return [dict(Name="tag-key", Values=[key]) if value is None else dict(Name="tag:%s" % key, Values=[value])
             for key, value in tags.items()]

@@ -46,3 +46,16 @@ def update_nodegroup_config(eks: Any, request: Mapping[str, Any]) -> dict[str, A
 def update_nodegroup_version(eks: Any, request: Mapping[str, Any]) -> dict[str, Any]:
     """UpdateNodegroupVersion with ``request`` (clusterName, nodegroupName, ...); returns the update started."""
     return eks.update_nodegroup_version(**request)["update"]
+
+
+@aws_call("list the EKS clusters")
+def list_clusters(eks: Any) -> list[str]:
+    """The names of the region's clusters (all pages of 100, the most ListClusters returns)."""
+    return paginate(eks, "list_clusters", "clusters", PaginationConfig=dict(PageSize=100))
+
+
+@aws_call("list the managed node groups of cluster {cluster_name}")
+def list_nodegroups(eks: Any, cluster_name: str) -> list[str]:
+    """The names of the cluster's EKS managed node groups (all pages of 100, the most ListNodegroups returns)."""
+    return paginate(eks, "list_nodegroups", "nodegroups", clusterName=cluster_name,
+                    PaginationConfig=dict(PageSize=100))

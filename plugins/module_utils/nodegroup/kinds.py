@@ -85,6 +85,22 @@ def self_managed_match(asg_name: str, tags: Mapping[str, str], cluster_name: str
     return asg_name == nodegroup_name or terraform_name_prefixed(asg_name, nodegroup_name)
 
 
+def self_managed_name(asg_name: str, tags: Mapping[str, str], cluster_name: str) -> str:
+    """The node-group name discovery finds a self-managed group of ``cluster_name`` by (the inverse of
+    self_managed_match, and eksctl's tag): eksctl's nodegroup-name tag; the CloudFormation template's
+    Name=<cluster>-<nodegroup>-Node; terraform-aws-eks's Name=<nodegroup>; else the group's own name."""
+    told = tagged_nodegroup(tags)
+    if told:
+        return told
+    name = tags.get(NAME_TAG) or ""
+    node_suffix = "-Node"
+    cloudformation_prefix = cluster_name + "-"
+    if name.startswith(cloudformation_prefix) and name.endswith(node_suffix) \
+            and len(name) > len(cloudformation_prefix) + len(node_suffix):
+        return name[len(cloudformation_prefix):-len(node_suffix)]
+    return name or asg_name
+
+
 def terraform_name_prefixed(name: str, prefix: str) -> bool:
     """Whether ``name`` is what terraform's ``name_prefix = "<prefix>-"`` makes of ``prefix``."""
     return bool(prefix) and name.startswith(prefix) and bool(_TERRAFORM_SUFFIX.match(name[len(prefix):]))

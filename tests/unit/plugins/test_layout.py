@@ -41,7 +41,7 @@ TYPED_API = re.compile(r"^(ApiClient|[A-Z]\w*Api)$")
 AWS_SERVICES = ("autoscaling", "cloudwatch", "ec2", "eks", "ssm", "sts")
 # One file per service in module_utils/aws/, beside the client factory (client.py) and the answers' shapes.
 AWS_CALLS = frozenset("module_utils/aws/%s.py" % service
-                      for service in ("autoscaling", "cloudwatch", "ec2", "eks", "elb", "elbv2", "ssm"))
+                      for service in ("autoscaling", "cloudwatch", "ec2", "eks", "elb", "elbv2", "ssm", "sts"))
 OPERATION_NAME_CALLS = frozenset(["paginate", "get_paginator"])
 
 # Still over the bar (issue 12 splits them next): lines today.

@@ -82,6 +82,8 @@ PLACEHOLDERS = {
     "ClusterName": "prod",
     "LaunchTemplateId": "lt-0123456789abcdef0",
     "NodeRoleName": "prod-workers-node-role",
+    "RoleAccount": "210987654321",
+    "InventoryRoleName": "eks-fleet-inventory",
 }
 PLACEHOLDER_RE = re.compile(r"\$\{([A-Za-z]+)\}")
 READ_PREFIXES = ("Describe", "List", "Get")

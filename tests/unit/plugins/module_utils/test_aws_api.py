@@ -18,7 +18,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import autoscaling, ec2, eks, elb, elbv2, ssm
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import autoscaling, ec2, eks, elb, elbv2, ssm, sts
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
 
 ASG = "workers"
@@ -29,6 +29,7 @@ GROUP = {"AutoScalingGroupName": ASG, "MinSize": 1, "MaxSize": 3, "DesiredCapaci
 UPDATE = {"id": "u-1", "status": "InProgress", "type": "VersionUpdate"}
 NAMES = {"clusterName": "prod", "nodegroupName": "ng-1"}
 LT_SPEC = {"LaunchTemplateId": LT, "Version": "4"}
+ROLE_ARN = "arn:aws:iam::210987654321:role/eks-fleet-inventory"
 TG_ARN = "arn:aws:elasticloadbalancing:us-west-2:123456789012:targetgroup/k8s-default-web/0123456789abcdef"
 DRAINING_TARGET = {"Target": {"Id": "i-1", "Port": 30080},
                    "TargetHealth": {"State": "draining", "Reason": "Target.DeregistrationInProgress"}}
@@ -50,6 +51,8 @@ CASES = [
     (autoscaling, "describe_auto_scaling_groups", (["a", "b"],), "describe_auto_scaling_groups",
      {"AutoScalingGroupNames": ["a", "b"]}, {"AutoScalingGroups": [GROUP]}, [GROUP],
      "describe Auto Scaling groups a, b"),
+    (autoscaling, "describe_all_auto_scaling_groups", (), "describe_auto_scaling_groups", {"MaxRecords": 100},
+     {"AutoScalingGroups": [GROUP]}, [GROUP], "describe every Auto Scaling group of the region"),
     (autoscaling, "find_auto_scaling_groups", ({"alpha.eksctl.io/cluster-name": "prod",
                                                 "kubernetes.io/cluster/prod": None},), "describe_auto_scaling_groups",
      {"Filters": [{"Name": "tag:alpha.eksctl.io/cluster-name", "Values": ["prod"]},
@@ -107,6 +110,13 @@ CASES = [
     (ec2, "describe_launch_template_version", (LT, 4), "describe_launch_template_versions",
      {"LaunchTemplateId": LT, "Versions": ["4"], "ResolveAlias": False}, {"LaunchTemplateVersions": [{"VersionNumber": 4}]},
      {"VersionNumber": 4}, "describe version 4 of launch template %s" % LT),
+    (ec2, "describe_launch_template_versions", (LT, ["$Latest", "4", "$Latest"]), "describe_launch_template_versions",
+     {"LaunchTemplateId": LT, "Versions": ["$Latest", "4"], "ResolveAlias": True},
+     {"LaunchTemplateVersions": [{"VersionNumber": 7}, {"VersionNumber": 4}]},
+     [{"VersionNumber": 7}, {"VersionNumber": 4}], "describe versions $Latest, 4, $Latest of launch template %s" % LT),
+    (ec2, "describe_images", (["ami-1", "ami-2"],), "describe_images",
+     {"Filters": [{"Name": "image-id", "Values": ["ami-1", "ami-2"]}]}, {"Images": [{"ImageId": "ami-1"}]},
+     [{"ImageId": "ami-1"}], "describe 2 AMIs"),
     (ec2, "describe_image", ("ami-1",), "describe_images", {"ImageIds": ["ami-1"]}, {"Images": []}, None,
      "describe AMI ami-1"),
     (ec2, "describe_instance_type_architectures", (["m5.large", "m6g.large", "m5.large"],), "describe_instance_types",
@@ -125,6 +135,10 @@ CASES = [
      {"name": "prod"}, "describe EKS cluster prod"),
     (eks, "describe_nodegroup", ("prod", "ng-1"), "describe_nodegroup", NAMES, {"nodegroup": {"nodegroupName": "ng-1"}},
      {"nodegroupName": "ng-1"}, "describe EKS node group ng-1"),
+    (eks, "list_clusters", (), "list_clusters", {"maxResults": 100}, {"clusters": ["prod", "dev"]}, ["prod", "dev"],
+     "list the EKS clusters"),
+    (eks, "list_nodegroups", ("prod",), "list_nodegroups", {"clusterName": "prod", "maxResults": 100},
+     {"nodegroups": ["ng-1"]}, ["ng-1"], "list the managed node groups of cluster prod"),
     (eks, "describe_update", ("prod", "ng-1", "u-1"), "describe_update",
      {"name": "prod", "nodegroupName": "ng-1", "updateId": "u-1"}, {"update": UPDATE}, UPDATE,
      "describe update u-1 of node group ng-1"),
@@ -161,6 +175,11 @@ CASES = [
      {"ConnectionDraining": {"Enabled": True, "Timeout": 5}}, "describe the attributes of Classic Load Balancer web"),
     (ssm, "get_parameter", ("/aws/service/eks/x",), "get_parameter", {"Name": "/aws/service/eks/x"},
      {"Parameter": {"Value": "ami-9\n"}}, "ami-9", "read SSM parameter /aws/service/eks/x"),
+    (sts, "assume_role", (ROLE_ARN, "inventory"), "assume_role", {"RoleArn": ROLE_ARN, "RoleSessionName": "inventory"},
+     {"Credentials": {"AccessKeyId": "ASIA0123456789ABCDEF", "SecretAccessKey": "secret", "SessionToken": "token",
+                      "Expiration": datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)}},
+     {"access_key": "ASIA0123456789ABCDEF", "secret_key": "secret", "session_token": "token"},
+     "assume role %s" % ROLE_ARN),
 ]
 IDS = ["%s.%s-%d" % (case[0].__name__.rsplit(".", 1)[-1], case[1], index) for index, case in enumerate(CASES)]
 
@@ -173,7 +192,7 @@ def stubbed(module):
 
 def test_every_aws_api_function_has_a_case():
     functions = set()
-    for module in (autoscaling, ec2, eks, elb, elbv2, ssm):
+    for module in (autoscaling, ec2, eks, elb, elbv2, ssm, sts):
         functions.update((module, name) for name, value in vars(module).items()
                          if inspect.isfunction(value) and value.__module__ == module.__name__
                          and not name.startswith("_"))

@@ -117,3 +117,24 @@ def test_node_selector_and_expected_labels_per_kind(kind, selector, expected):
     assert (label is None) == (selector is None)
     if label is not None:
         assert "%s=%s" % label == selector
+
+
+@pytest.mark.parametrize("asg_name, tags, nodegroup", [
+    # terraform-aws-eks self-managed-node-group: Name=<name>, the group <name>-<name_prefix suffix>
+    ("workers-2024061512000012340000000b", {"Name": "workers", "kubernetes.io/cluster/prod": "owned"}, "workers"),
+    # the CloudFormation node group template: Name=<cluster>-<nodegroup>-Node
+    ("prod-web-NodeGroup-9X4T2B7QK1LD", {"Name": "prod-web-Node", "kubernetes.io/cluster/prod": "owned"}, "web"),
+    # another tool's plain group without a Name tag: its own name
+    ("gpu-pool", {"kubernetes.io/cluster/prod": "owned"}, "gpu-pool"),
+    # a Name tag that only looks like the template's: "prod--Node" names no node group, so the tag is the name
+    ("odd", {"Name": "prod--Node", "kubernetes.io/cluster/prod": "owned"}, "prod--Node"),
+])
+def test_issue28_item1_self_managed_name_is_the_name_discovery_finds_the_group_by(asg_name, tags, nodegroup):
+    assert kinds.self_managed_name(asg_name, tags, "prod") == nodegroup
+    assert kinds.self_managed_match(asg_name, tags, "prod", nodegroup)
+
+
+def test_issue28_item1_an_eksctl_group_is_named_by_its_nodegroup_tag():
+    tags = {"alpha.eksctl.io/cluster-name": "prod", "alpha.eksctl.io/nodegroup-name": "batch",
+            "Name": "prod-batch-Node", "kubernetes.io/cluster/prod": "owned"}
+    assert kinds.self_managed_name("eksctl-prod-nodegroup-batch-NodeGroup-1", tags, "prod") == "batch"
