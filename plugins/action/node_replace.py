@@ -141,8 +141,10 @@ class ActionModule(ControllerAction):
             result.update(error_result(err))
         else:
             result["replace"] = loop.state.to_dict()
-        # Each batch cordons, drains and terminates (or would, in check mode); so does the cordon of every old node.
-        result["changed"] = bool(result["replace"]["batches"] or (cordoned or {}).get("changed"))
+        # Each batch cordons, drains and terminates (or would, in check mode); so does the cordon of every old node;
+        # a stop at a safe point may give back old nodes (uncordoned_nodes), a rerun's before its first batch too.
+        result["changed"] = bool(result["replace"]["batches"] or (cordoned or {}).get("changed")
+                                 or result.get("uncordoned_nodes"))
         result["replace"].update(planned)
         return result
 

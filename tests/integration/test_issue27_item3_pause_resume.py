@@ -68,7 +68,7 @@ def test_issue27_item3_a_paused_run_stops_before_its_next_batch_the_stop_uncordo
     old = sorted(node["name"] for node in nodes if node["ami"] == current)
     assert old and not any(node["unschedulable"] for node in nodes if node["ami"] == current)
     assert report["error"]["uncordoned_nodes"] == old
-    assert "%d old nodes this run cordoned and did not drain (%s) are uncordoned until the run resumes" % (
+    assert "%d old nodes this run cordoned and has not replaced yet (%s) are uncordoned until the run resumes" % (
         len(old), ", ".join(old)) in report["error"]["msg"]
     assert_nothing_lost(sandbox)
 

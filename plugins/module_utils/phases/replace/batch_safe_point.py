@@ -11,7 +11,7 @@ A batch that stops there has not started: nothing of it is cordoned, drained or 
 batch's termination wait is joined before the phase ends (ReplaceLoop.run), so the journal says where to go on.
 
 A stop there (a pause, the window or the run's time, an alarm: RELEASING_CODES) gives back the old nodes the run
-cordoned and did not drain (SPEC U4 cordons them all before the first drain): a stop may last until the next window,
+cordoned and has not replaced yet (SPEC U4 cordons them all before the first drain): a stop may last until the next window,
 a week later, and cordoned nodes hold no new pod meanwhile, so pending pods would make a cluster autoscaler grow the
 group. No drain is under way at a safe point (the previous batch's drain ended before its terminations were asked
 for); its nodes, whose instances are leaving the group, stay cordoned, and so do the nodes held in quarantine and the
@@ -24,7 +24,7 @@ DescribeAutoScalingGroups per batch, not two.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import uncordon_nodes
@@ -69,12 +69,14 @@ def expected_seconds(state: ReplaceState, bound: int, soak: int | None, gate_tim
     return work + soak + (max(waits) if waits else gate_timeout)
 
 
-def cordons_to_release(nodes: Sequence[Any], run_id: str | None) -> list[str]:
+def cordons_to_release(nodes: Sequence[Any], run_id: str | None, drained: Collection[str] = ()) -> list[str]:
     """The names of the nodes a stop gives back, of ``nodes`` (node_view objects of the group's instances that are
     not leaving it): those run ``run_id`` cordoned (nodegroup_abort.run_cordons: not its surplus nodes), except the
-    ones held in quarantine, whose cordon is the quarantine (issue 27 item 5)."""
+    ones held in quarantine, whose cordon is the quarantine (issue 27 item 5), and those this run drained
+    (``drained``): their instances go, though a group read just after the termination was asked for may still say
+    InService."""
     held = set(node.metadata.name for node in nodes if is_quarantined(node.metadata.labels))
-    return [name for name in run_cordons(nodes, run_id) if name not in held]
+    return [name for name in run_cordons(nodes, run_id) if name not in held and name not in drained]
 
 
 def released_stop(stop: UpgradeError, names: Sequence[str], failure: UpgradeError | None = None) -> UpgradeError:
@@ -86,7 +88,7 @@ def released_stop(stop: UpgradeError, names: Sequence[str], failure: UpgradeErro
                             "uncordoning %s failed: %s" % (stop.msg, ", ".join(names) or "them", failure.msg), **details)
     if not names:
         return UpgradeError(stop.code, stop.msg, **details)
-    return UpgradeError(stop.code, "%s %d old node%s this run cordoned and did not drain (%s) %s uncordoned until the "
+    return UpgradeError(stop.code, "%s %d old node%s this run cordoned and has not replaced yet (%s) %s uncordoned until the "
                         "run resumes, which cordons them again before its next drain." % (
                             stop.msg, len(names), "s" if len(names) > 1 else "", ", ".join(names),
                             "are" if len(names) > 1 else "is"), **details)
@@ -130,7 +132,7 @@ class BatchSafePoint:
                 # A dry run shows the whole plan, and where the run would stop.
                 self.context.warn("a run would stop here: %s" % stop.msg)
             elif stop.code in RELEASING_CODES and self.run_id is not None:
-                raise self.release(stop, known) from None
+                raise self.release(stop, known, state.drained_nodes) from None
             else:
                 raise
         self.checked = number
@@ -141,15 +143,16 @@ class BatchSafePoint:
         asg, self.asg = self.asg, None
         return asg
 
-    def release(self, stop: UpgradeError, known: NodegroupRef | None) -> UpgradeError:
-        """``stop``, once the old nodes the run cordoned and did not drain are uncordoned (cordons_to_release)."""
+    def release(self, stop: UpgradeError, known: NodegroupRef | None, drained: Collection[str]) -> UpgradeError:
+        """``stop``, once the old nodes the run cordoned and has not replaced yet are uncordoned (cordons_to_release;
+        ``drained``: the nodes this run drained)."""
         group = known.with_asg(self.asg) if known is not None else find_module_nodegroup(self.context)
         staying = dict(group.asg, Instances=[i for i in group.asg.get("Instances", [])
                                              if i.get("LifecycleState") not in LEAVING_STATES])
         names = []
         try:
             names = cordons_to_release(list_nodegroup_nodes(self.context.core_v1(), group.with_asg(staying)),
-                                       self.run_id)
+                                       self.run_id, drained)
             if names:
                 uncordon_nodes(self.context.core_v1(), names, run_id=self.run_id, log=self.context.log)
         except UpgradeError as failure:

@@ -2,7 +2,7 @@
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Issue 27 (progress note, lane A): a run that stops at a safe point after the cordon of every old node (SPEC U4)
-gives back the old nodes it cordoned and did not drain, so that they do not stay unschedulable until the next run
+gives back the old nodes it cordoned and has not replaced yet, so that they do not stay unschedulable until the next run
 (a window a week later, a cluster autoscaler growing the group for the pods they would have held); and the group one
 safe point reads serves its batch's launch template check: one DescribeAutoScalingGroups per batch, not two."""
 
@@ -119,13 +119,16 @@ def test_issue27_stop_uncordons_only_the_old_nodes_the_run_cordoned_and_did_not_
     assert cordons_to_release(views, RUN) == ["drained-2", "old-3", "old-4"]
     assert cordons_to_release(views, "run-0") == ["other-run"]
     assert cordons_to_release(views, None) == []
+    # A node this run drained stays cordoned, though a group read just after its termination was asked for may still
+    # say InService.
+    assert cordons_to_release(views, RUN, drained={"old-3": {}}) == ["drained-2", "old-4"]
 
 
 def test_issue27_a_pause_after_the_cordon_stop_uncordons_the_old_nodes_and_says_so():
     stop, cluster, _warnings = stop_before_batch_3(SafePoints([], None, None),
                                                    workers([dict(Key=PAUSE_TAG, Value="2026-11-28T21:00:00Z alice")]))
     assert stop.code == "UpgradePaused" and stop.details["uncordoned_nodes"] == ["old-3", "old-4"]
-    assert stop.msg.endswith("2 old nodes this run cordoned and did not drain (old-3, old-4) are uncordoned until "
+    assert stop.msg.endswith("2 old nodes this run cordoned and has not replaced yet (old-3, old-4) are uncordoned until "
                              "the run resumes, which cordons them again before its next drain.")
     # Batch 2's node (its instance leaving), the node held in quarantine, the surplus node and another run's
     # cordon stay as they were; the old nodes lost the run's mark and the load balancer label with the cordon.
@@ -206,3 +209,4 @@ def test_issue27_one_describe_auto_scaling_groups_per_batch_serves_its_safe_poin
     state = loop.run(next_batch)
     assert state.replaced_instances == ["i-3", "i-4"]
     assert autoscaling.described == 2 and checked == [group.asg, group.asg]
+
