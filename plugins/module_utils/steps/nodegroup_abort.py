@@ -88,15 +88,17 @@ def run_cordons(nodes: Iterable[Any], run_id: str | None) -> list[str]:
 def nothing_to_roll_back(journal: Journal, instances: Iterable[Mapping[str, Any]]) -> bool:
     """Whether the upgrade has changed no node yet: its journal still in setup and never scaled (asg_surge records
     desired_capacity_set before the first surge, scale-up or batch of either strategy; a journal retargeted back to
-    setup keeps it), not a rollback's own (rollback_of), and every instance of the group (``instances``, the Auto
-    Scaling group's) that is not leaving it launched from the version the upgrade started from: once setup pointed
-    the group at the target, any launch (a cluster autoscaler's scale-out, a health replacement) runs the target,
-    and such a node is to roll back. Its setup may also have suspended processes: the rollback is then to point the
-    group back and restore it, with no node to replace."""
-    previous = str(journal.previous_launch_template_version)
-    return journal.phase == "setup" and journal.desired_capacity_set is None and journal.rollback_of is None and all(
-        str((instance.get("LaunchTemplate") or {}).get("Version")) == previous
-        for instance in instances if instance.get("LifecycleState") not in LEAVING_STATES)
+    setup keeps it), not a rollback's own (rollback_of), and no instance of the group (``instances``, the Auto
+    Scaling group's) that is not leaving it launched from the target: once setup pointed the group at the target,
+    any launch (a cluster autoscaler's scale-out, a health replacement) runs it, and such a node is to roll back.
+    A journal already pointed back (its target the version it started from: a rerun of this abort after a kill)
+    has none either. The rollback is then to point the group back and restore it (setup may have suspended
+    processes), with no node to replace."""
+    target = str(journal.target_launch_template_version)
+    return journal.phase == "setup" and journal.desired_capacity_set is None and journal.rollback_of is None and (
+        target == str(journal.previous_launch_template_version) or not any(
+            str((instance.get("LaunchTemplate") or {}).get("Version")) == target
+            for instance in instances if instance.get("LifecycleState") not in LEAVING_STATES))
 
 
 def rollback_journal(journal: Journal, asg: Mapping[str, Any]) -> Journal:
