@@ -119,6 +119,7 @@ def inventory(plugin_module, tmp_path, monkeypatch, fleet):
         path.write_text(yaml.safe_dump(dict(config, plugin=PLUGIN)))
         plugin = plugin_module.InventoryModule()
         plugin._load_name = PLUGIN
+        plugin._redirected_names = [PLUGIN]  # what the plugin loader sets (ansible-core 2.16 reads it)
         assert plugin.verify_file(str(path))
         data = data or InventoryData()
         plugin.parse(data, DataLoader(), str(path), cache=cache)
