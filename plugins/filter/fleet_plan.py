@@ -1,0 +1,102 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import UpgradeError
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.fleet import HOST_VARIABLES, fleet_plan as plan_fleet
+
+DOCUMENTATION = r"""
+---
+name: fleet_plan
+short_description: The waves of a fleet upgrade - its hosts in order and the play's serial batches
+version_added: 0.1.0
+description:
+  - C(playbooks/upgrade_fleet.yml) (issue 28 item 2) runs its waves as Ansible's C(serial) batches of one play.
+    This filter orders the fleet's hosts and sizes the batches, each a I(step) of one ring holding at most
+    O(per_cluster_concurrency) node groups of each cluster, the cluster's groups in the order O(first_nodegroups)
+    declares (module_utils/plan/fleet.py).
+  - A host's ring is its host variable C(upgrade_ring), else its node group's tag C(upgrade-ring)
+    (C(nodegroup_tags), from the C(eksops.nodegroup.eks_nodegroups) inventory).
+author:
+  - eksops.nodegroup maintainers (@eksops)
+options:
+  _input:
+    description:
+      - The fleet's host names (C(ansible_play_hosts_all)).
+    type: list
+    elements: str
+    required: true
+  hostvars:
+    description:
+      - C(hostvars).
+    type: dict
+    required: true
+  rings:
+    description:
+      - The rings, in the order they go.
+    type: list
+    elements: str
+    required: true
+  first_nodegroups:
+    description:
+      - Shell patterns of node group names that go first in their cluster, in this order.
+    type: list
+    elements: str
+    required: true
+  per_cluster_concurrency:
+    description:
+      - How many node groups of one cluster upgrade at once.
+    type: int
+    required: true
+"""
+
+EXAMPLES = r"""
+- name: Plan the waves
+  ansible.builtin.set_fact:
+    fleet_plan: "{{ ansible_play_hosts_all | eksops.nodegroup.fleet_plan(hostvars, ['canary', 'ring1'], ['system*'], 1) }}"
+  run_once: true
+"""
+
+RETURN = r"""
+_value:
+  description:
+    - C(hosts) in the order of the waves, C(serial) the size of each step, C(steps) each C({ring, hosts,
+      bake_after}) (C(bake_after) - the previous ring's hosts on a ring's first step, else empty), C(regions) (by
+      region, the node groups as module C(eksops.nodegroup.fleet_targets) takes them), and C(error)
+      (null, or C({parameter, msg}) when the fleet cannot be planned; nothing else is set then).
+  type: dict
+"""
+
+
+def _ring(variables: Mapping[str, Any]) -> Any:
+    if variables.get("upgrade_ring"):
+        return variables["upgrade_ring"]
+    return (variables.get("nodegroup_tags") or {}).get("upgrade-ring")
+
+
+def fleet_plan(hosts: Sequence[str], hostvars: Mapping[str, Any], rings: Sequence[str], first_nodegroups: Sequence[str],
+               per_cluster_concurrency: Any) -> dict[str, Any]:
+    fleet = {}
+    regions: dict[str, list[dict[str, Any]]] = {}
+    for name in hosts:
+        variables = hostvars[name]
+        fleet[name] = dict((key, variables.get(key)) for key in HOST_VARIABLES + ("cluster_arn",))
+        fleet[name]["ring"] = _ring(variables)
+        regions.setdefault(variables.get("aws_region"), []).append(dict(
+            host=name, kind=variables.get("kind"), nodegroup_image_name=variables.get("nodegroup_image_name"),
+            nodegroup_ami_type=variables.get("nodegroup_ami_type")))
+    try:
+        plan = plan_fleet(fleet, list(rings), list(first_nodegroups), int(per_cluster_concurrency))
+    except UpgradeError as err:
+        return dict(error=dict(parameter=err.details.get("parameter"), msg=err.msg))
+    return dict(plan, regions=regions, error=None)
+
+
+class FilterModule(object):
+    def filters(self) -> dict[str, Callable[..., Any]]:
+        return {"fleet_plan": fleet_plan}

@@ -1,0 +1,152 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The fleet playbook's plan and report (issue 28 item 2), pure: which node group goes in which wave, and one row
+per node group at the end.
+
+Ansible runs the waves: the plan orders the hosts and sizes the play's ``serial`` batches, so that each batch (a
+*step*) holds node groups of one ring only, and of each cluster at most ``per_cluster_concurrency``, in the
+cluster's declared order (``first_nodegroups``, shell patterns of node group names, then the others by name). The
+rings go in ``fleet_rings`` order; the first step of each ring after the first is baked before (``bake_after``:
+the previous ring's hosts). ``max_fail_percentage`` on the play then stops every later step when one fails.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import invalid_parameter
+
+# What a host of the fleet must carry: the eks_nodegroups inventory's host variables (docs/inventory.md).
+HOST_VARIABLES = ("cluster_name", "nodegroup_name", "aws_region")
+
+
+def _cluster_key(host: Mapping[str, Any]) -> str:
+    """A cluster by its ARN (unique across accounts and regions) when the inventory gives it."""
+    return host.get("cluster_arn") or "%s/%s" % (host["aws_region"], host["cluster_name"])
+
+
+def _order_key(name: str, first: Sequence[str]) -> tuple[int, str]:
+    """A node group's place in its cluster: the index of the first pattern of ``first`` its name matches (the
+    others after them), then its name."""
+    for index, pattern in enumerate(first):
+        if fnmatch.fnmatchcase(name, pattern):
+            return index, name
+    return len(first), name
+
+
+def check_fleet(hosts: Mapping[str, Mapping[str, Any]], rings: Sequence[str], per_cluster_concurrency: int) -> None:
+    """Refuse, naming the parameter, what cannot be planned: no ring, a concurrency below 1, a host that is no
+    node group of the inventory, or one whose ring is not in ``rings``."""
+    if not rings or len(set(rings)) != len(rings):
+        raise invalid_parameter("fleet_rings", "fleet_rings must list the rings in the order they go, each once, got "
+                                "%r" % (list(rings),))
+    if per_cluster_concurrency < 1:
+        raise invalid_parameter("per_cluster_concurrency", "per_cluster_concurrency must be >= 1, got %d"
+                                % per_cluster_concurrency)
+    missing = sorted(name for name, host in hosts.items() if any(not host.get(key) for key in HOST_VARIABLES))
+    if missing:
+        raise invalid_parameter("hosts", "host(s) %s lack %s: the fleet's hosts are the node groups of the "
+                                "eksops.nodegroup.eks_nodegroups inventory (or give them these host variables); "
+                                "leave others out with --limit" % (", ".join(missing), ", ".join(HOST_VARIABLES)))
+    outside = sorted("%s (%s)" % (name, host.get("ring")) for name, host in hosts.items() if host.get("ring") not in rings)
+    if outside:
+        raise invalid_parameter("fleet_rings", "node group(s) %s are in no ring of fleet_rings %s (their ring: host "
+                                "variable upgrade_ring, else the tag upgrade-ring): tag them, add their ring to "
+                                "fleet_rings, or leave them out with --limit" % (", ".join(outside), list(rings)))
+
+
+def fleet_plan(hosts: Mapping[str, Mapping[str, Any]], rings: Sequence[str], first: Sequence[str],
+               per_cluster_concurrency: int) -> dict[str, Any]:
+    """The waves: ``{hosts, serial, steps}``; ``hosts`` in the order the play takes them, ``serial`` the size of
+    each step, ``steps`` each ``{ring, hosts, bake_after}`` (``bake_after``: the previous ring's hosts, on a
+    ring's first step after the first ring; else empty). ``hosts`` maps each host to ``ring``,
+    ``cluster_name``, ``nodegroup_name``, ``aws_region`` (``cluster_arn`` optional). check_fleet refuses first."""
+    check_fleet(hosts, rings, per_cluster_concurrency)
+    steps: list[dict[str, Any]] = []
+    previous: list[str] = []
+    for ring in rings:
+        clusters: dict[str, list[str]] = {}
+        for name in sorted(hosts):
+            if hosts[name]["ring"] == ring:
+                clusters.setdefault(_cluster_key(hosts[name]), []).append(name)
+        for names in clusters.values():
+            names.sort(key=lambda name: _order_key(hosts[name]["nodegroup_name"], first))
+        depth = max((len(names) for names in clusters.values()), default=0)
+        ring_hosts: list[str] = []
+        for start in range(0, depth, per_cluster_concurrency):
+            step = [name for key in sorted(clusters) for name in clusters[key][start:start + per_cluster_concurrency]]
+            steps.append(dict(ring=ring, hosts=step, bake_after=previous if not ring_hosts else []))
+            ring_hosts.extend(step)
+        if ring_hosts:
+            previous = ring_hosts
+    return dict(hosts=[name for step in steps for name in step["hosts"]],
+                serial=[len(step["hosts"]) for step in steps], steps=steps)
+
+
+def step_of(plan: Mapping[str, Any], host: str) -> int:
+    """The index of the step ``host`` is in."""
+    for index, step in enumerate(plan["steps"]):
+        if host in step["hosts"]:
+            return index
+    raise ValueError("host %s is not in the fleet plan" % host)
+
+
+def _row(host: str, ring: str, step: int, report: Mapping[str, Any] | None, paths: Mapping[str, Any]) -> dict[str, Any]:
+    error = (report or {}).get("error") or {}
+    return dict(host=host, ring=ring, wave=step + 1,
+                cluster_name=(report or {}).get("cluster_name"), nodegroup_name=(report or {}).get("nodegroup_name"),
+                status=report["status"] if report else "not_started",
+                started_at=(report or {}).get("started_at"), finished_at=(report or {}).get("finished_at"),
+                total_seconds=(report or {}).get("total_seconds"), phase_seconds=(report or {}).get("phase_seconds"),
+                pods_evicted=(report or {}).get("pods_evicted"),
+                error_code=error.get("code"), error=error.get("summary") or error.get("msg"),
+                report_path=paths.get("report_path"), timeline_path=paths.get("timeline_path"))
+
+
+def fleet_report(plan: Mapping[str, Any], reports: Mapping[str, Mapping[str, Any] | None],
+                 paths: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The fleet's report: one row per node group of the plan, in its order - its wrapper report's outcome
+    (``reports``: by host, None for a host whose step never ran), durations, pods moved and error code, and where
+    its JSON report and timeline picture are (``paths``: by host) - with ``status`` (succeeded when every row did,
+    halted when a step failed and later ones never ran, else failed), ``halted_at`` (the failed step's wave
+    number and hosts) and counts by row status."""
+    rows = []
+    for index, step in enumerate(plan["steps"]):
+        for host in step["hosts"]:
+            rows.append(_row(host, step["ring"], index, reports.get(host), paths.get(host) or {}))
+    failed = [row for row in rows if row["status"] not in ("succeeded", "not_started")]
+    first_failed = min((row["wave"] for row in failed), default=None)
+    not_started = [row for row in rows if row["status"] == "not_started"]
+    status = "succeeded" if not failed and not not_started else "halted" if failed and not_started else "failed"
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row["status"]] = counts.get(row["status"], 0) + 1
+    return dict(status=status, counts=counts, rows=rows,
+                halted_at=None if first_failed is None else dict(
+                    wave=first_failed, ring=plan["steps"][first_failed - 1]["ring"],
+                    failed=[row["host"] for row in failed if row["wave"] == first_failed]))
+
+
+def bake_problem(read: Mapping[str, Any]) -> str:
+    """What is wrong with a node group of the previous ring after the bake, from module nodegroup_info's result
+    (``item``: its host), or an empty string when it is healthy: every instance in service on the target, its node
+    registered, Ready and schedulable."""
+    host = read.get("item")
+    if read.get("failed"):
+        return "%s could not be read (%s)" % (host, read.get("msg"))
+    group = read["nodegroup"]
+    problems = []
+    if group["old_instances"]:
+        problems.append("%d instance(s) not on the target (%s)" % (len(group["old_instances"]),
+                                                                  ", ".join(group["old_instances"])))
+    for instance in group["instances"]:
+        if instance.get("lifecycle_state") != "InService" or not instance.get("node_name") or not instance.get("ready"):
+            problems.append("instance %s %s, node %s %s" % (
+                instance["instance_id"], instance.get("lifecycle_state"), instance.get("node_name") or "not registered",
+                "Ready" if instance.get("ready") else "not Ready"))
+        elif instance.get("unschedulable"):
+            problems.append("node %s cordoned" % instance["node_name"])
+    return "%s: %s" % (host, "; ".join(problems)) if problems else ""

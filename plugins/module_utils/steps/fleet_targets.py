@@ -1,0 +1,75 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the eksops.nodegroup project
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""fleet_targets' body (issue 28 item 2): the target of every node group of a fleet, read from SSM once, so that
+a new recommendation published while the fleet's waves run cannot give two groups of one family two AMIs. The
+SSM parameter of each group is the one the single-group path reads (nodegroup/amis.py eks_ami_ssm_parameter for a
+self-managed group's AMI family, managed/target.py release_version_ssm_parameter for a managed group's amiType);
+each distinct parameter is read once. Read-only."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import ssm as ssm_api
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import NOT_FOUND, UpgradeError, invalid_parameter
+from ansible_collections.eksops.nodegroup.plugins.module_utils.managed.target import (
+    release_in_image_name,
+    release_version_ssm_parameter,
+)
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup import kinds
+from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.amis import check_kubernetes_version, eks_ami_ssm_parameter
+
+ARGUMENT_SPEC = dict(
+    kubernetes_version=dict(type="str", required=True),
+    nodegroups=dict(type="list", elements="dict", required=True, options=dict(
+        host=dict(type="str", required=True),
+        kind=dict(type="str", required=True, choices=[kinds.MANAGED, kinds.SELF_MANAGED_EKSCTL, kinds.SELF_MANAGED]),
+        nodegroup_image_name=dict(type="str"),
+        nodegroup_ami_type=dict(type="str"),
+    )),
+)
+
+
+def target_parameter(nodegroup: Mapping[str, Any], kubernetes_version: str) -> tuple[str, str]:
+    """(the playbook's target option, the SSM parameter holding its value) for one node group of the fleet:
+    release_version for an EKS managed group (what EKS would pick for kubernetes_version), image_id for a
+    self-managed one (the recommended AMI of its AMI's family)."""
+    host = nodegroup["host"]
+    if nodegroup["kind"] != kinds.MANAGED:
+        try:
+            return "image_id", eks_ami_ssm_parameter(nodegroup.get("nodegroup_image_name"), kubernetes_version)
+        except UpgradeError as err:
+            raise invalid_parameter("kubernetes_version", "%s: %s" % (host, err.msg))
+    ami_type = nodegroup.get("nodegroup_ami_type")
+    parameter = release_version_ssm_parameter(ami_type, kubernetes_version)
+    if parameter is None or release_in_image_name(ami_type):
+        raise invalid_parameter(
+            "kubernetes_version", "%s: EKS managed node group of amiType %s, whose release the fleet cannot read from "
+            "SSM (a CUSTOM AMI comes from its launch template; a Windows release from its AMI's name): upgrade it on "
+            "its own (playbooks/upgrade_nodegroup.yml with launch_template_version or release_version) and leave it "
+            "out of the fleet with --limit" % (host, ami_type))
+    return "release_version", parameter
+
+
+def run(module: Any) -> dict[str, Any]:
+    """The task result: nothing changed; ``fleet_targets``: ``targets`` by host, each ``{option, value,
+    ssm_parameter}``, and ``parameters``, each SSM parameter read once and its value."""
+    version = module.params["kubernetes_version"]
+    check_kubernetes_version(version)
+    wanted = dict((nodegroup["host"], target_parameter(nodegroup, version)) for nodegroup in module.params["nodegroups"])
+    values: dict[str, str] = {}
+    for name in sorted(set(parameter for _option, parameter in wanted.values())):
+        try:
+            values[name] = ssm_api.get_parameter(module.aws("ssm"), name)
+        except UpgradeError as err:
+            if err.code == NOT_FOUND:
+                hosts = sorted(host for host, (_option, parameter) in wanted.items() if parameter == name)
+                raise invalid_parameter("kubernetes_version", "Nothing is published for Kubernetes %s "
+                                        "(kubernetes_version) for %s: SSM parameter %s does not exist"
+                                        % (version, ", ".join(hosts), name), ssm_parameter=name)
+            raise
+    targets = dict((host, dict(option=option, value=values[parameter], ssm_parameter=parameter))
+                   for host, (option, parameter) in wanted.items())
+    return dict(changed=False, fleet_targets=dict(targets=targets, parameters=values))
