@@ -61,7 +61,7 @@ def check_fleet(hosts: Mapping[str, Mapping[str, Any]], rings: Sequence[str], pe
 def fleet_plan(hosts: Mapping[str, Mapping[str, Any]], rings: Sequence[str], first: Sequence[str],
                per_cluster_concurrency: int) -> dict[str, Any]:
     """The waves: ``{hosts, serial, steps}``; ``hosts`` in the order the play takes them, ``serial`` the size of
-    each step, ``steps`` each ``{ring, hosts, bake_after}`` (``bake_after``: the previous ring's hosts, on a
+    each step, ``steps`` each ``{wave, ring, hosts, bake_after}`` (``wave``: its number, from 1) (``bake_after``: the previous ring's hosts, on a
     ring's first step after the first ring; else empty). ``hosts`` maps each host to ``ring``,
     ``cluster_name``, ``nodegroup_name``, ``aws_region`` (``cluster_arn`` optional). check_fleet refuses first."""
     check_fleet(hosts, rings, per_cluster_concurrency)
@@ -78,7 +78,7 @@ def fleet_plan(hosts: Mapping[str, Mapping[str, Any]], rings: Sequence[str], fir
         ring_hosts: list[str] = []
         for start in range(0, depth, per_cluster_concurrency):
             step = [name for key in sorted(clusters) for name in clusters[key][start:start + per_cluster_concurrency]]
-            steps.append(dict(ring=ring, hosts=step, bake_after=previous if not ring_hosts else []))
+            steps.append(dict(wave=len(steps) + 1, ring=ring, hosts=step, bake_after=previous if not ring_hosts else []))
             ring_hosts.extend(step)
         if ring_hosts:
             previous = ring_hosts
@@ -86,17 +86,9 @@ def fleet_plan(hosts: Mapping[str, Mapping[str, Any]], rings: Sequence[str], fir
                 serial=[len(step["hosts"]) for step in steps], steps=steps)
 
 
-def step_of(plan: Mapping[str, Any], host: str) -> int:
-    """The index of the step ``host`` is in."""
-    for index, step in enumerate(plan["steps"]):
-        if host in step["hosts"]:
-            return index
-    raise ValueError("host %s is not in the fleet plan" % host)
-
-
-def _row(host: str, ring: str, step: int, report: Mapping[str, Any] | None, paths: Mapping[str, Any]) -> dict[str, Any]:
+def _row(host: str, ring: str, wave: int, report: Mapping[str, Any] | None, paths: Mapping[str, Any]) -> dict[str, Any]:
     error = (report or {}).get("error") or {}
-    return dict(host=host, ring=ring, wave=step + 1,
+    return dict(host=host, ring=ring, wave=wave,
                 cluster_name=(report or {}).get("cluster_name"), nodegroup_name=(report or {}).get("nodegroup_name"),
                 status=report["status"] if report else "not_started",
                 started_at=(report or {}).get("started_at"), finished_at=(report or {}).get("finished_at"),
@@ -114,9 +106,9 @@ def fleet_report(plan: Mapping[str, Any], reports: Mapping[str, Mapping[str, Any
     halted when a step failed and later ones never ran, else failed), ``halted_at`` (the failed step's wave
     number and hosts) and counts by row status."""
     rows = []
-    for index, step in enumerate(plan["steps"]):
+    for step in plan["steps"]:
         for host in step["hosts"]:
-            rows.append(_row(host, step["ring"], index, reports.get(host), paths.get(host) or {}))
+            rows.append(_row(host, step["ring"], step["wave"], reports.get(host), paths.get(host) or {}))
     failed = [row for row in rows if row["status"] not in ("succeeded", "not_started")]
     first_failed = min((row["wave"] for row in failed), default=None)
     not_started = [row for row in rows if row["status"] == "not_started"]

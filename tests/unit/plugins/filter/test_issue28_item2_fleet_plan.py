@@ -50,6 +50,7 @@ def test_the_filters_are_registered_by_their_names():
 def test_issue28_item2_the_canary_ring_goes_first_and_each_cluster_one_group_at_a_time_system_first():
     waves = plan()
     assert waves["error"] is None
+    assert [step["wave"] for step in waves["steps"]] == [1, 2, 3, 4, 5, 6]
     assert [(step["ring"], step["hosts"]) for step in waves["steps"]] == [
         ("canary", ["fleet-canary/system"]),
         ("canary", ["fleet-canary/apps-arm"]),
