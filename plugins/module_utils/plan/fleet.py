@@ -39,7 +39,7 @@ def _order_key(name: str, first: Sequence[str]) -> tuple[int, str]:
 
 def check_fleet(hosts: Mapping[str, Mapping[str, Any]], rings: Sequence[str], per_cluster_concurrency: int) -> None:
     """Refuse, naming the parameter, what cannot be planned: no ring, a concurrency below 1, a host that is no
-    node group of the inventory, or one whose ring is not in ``rings``."""
+    node group of the inventory, two hosts of one node group, or a host whose ring is not in ``rings``."""
     if not rings or len(set(rings)) != len(rings):
         raise invalid_parameter("fleet_rings", "fleet_rings must list the rings in the order they go, each once, got "
                                 "%r" % (list(rings),))
@@ -51,6 +51,14 @@ def check_fleet(hosts: Mapping[str, Mapping[str, Any]], rings: Sequence[str], pe
         raise invalid_parameter("hosts", "host(s) %s lack %s: the fleet's hosts are the node groups of the "
                                 "eksops.nodegroup.eks_nodegroups inventory (or give them these host variables); "
                                 "leave others out with --limit" % (", ".join(missing), ", ".join(HOST_VARIABLES)))
+    named: dict[tuple[str, str], list[str]] = {}
+    for name in sorted(hosts):
+        named.setdefault((_cluster_key(hosts[name]), hosts[name]["nodegroup_name"]), []).append(name)
+    twice = ["%s (%s)" % (" and ".join(names), key[1]) for key, names in sorted(named.items()) if len(names) > 1]
+    if twice:
+        raise invalid_parameter("nodegroup_name", "host(s) %s name one node group: each host must be its own node "
+                                "group (an extra variable cluster_name or nodegroup_name applies to every host; give "
+                                "neither to the fleet)" % "; ".join(twice))
     outside = sorted("%s (%s)" % (name, host.get("ring")) for name, host in hosts.items() if host.get("ring") not in rings)
     if outside:
         raise invalid_parameter("fleet_rings", "node group(s) %s are in no ring of fleet_rings %s (their ring: host "

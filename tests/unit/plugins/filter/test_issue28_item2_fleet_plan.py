@@ -112,6 +112,8 @@ def test_issue28_item2_the_targets_are_asked_per_region():
      "other/x (None)"),
     (dict(FLEET, web1={"ansible_host": "10.0.0.1"}), RINGS, 1, "hosts", "web1 lack cluster_name"),
     (FLEET, RINGS, 0, "per_cluster_concurrency", "got 0"),
+    (dict(FLEET, **{"copy": host("fleet-west", "apps", "ring2")}), RINGS, 1, "nodegroup_name",
+     "copy and fleet-west/apps (apps)"),
     (FLEET, [], 1, "fleet_rings", "got []"),
     (FLEET, ["canary", "canary"], 1, "fleet_rings", "each once"),
 ])
