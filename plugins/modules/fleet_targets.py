@@ -90,8 +90,14 @@ fleet_targets:
         C(value) and the C(ssm_parameter) it was read from.
       type: dict
       sample:
-        prod/system: {option: release_version, value: 1.30.0-20240701, ssm_parameter: /aws/service/eks/optimized-ami/1.30/amazon-linux-2023/x86_64/standard/recommended/release_version}
-        prod/apps: {option: image_id, value: ami-0abc, ssm_parameter: /aws/service/eks/optimized-ami/1.30/amazon-linux-2023/x86_64/standard/recommended/image_id}
+        prod/system:
+          option: release_version
+          value: 1.30.0-20240701
+          ssm_parameter: /aws/service/eks/optimized-ami/1.30/amazon-linux-2023/x86_64/standard/recommended/release_version
+        prod/apps:
+          option: image_id
+          value: ami-0abc
+          ssm_parameter: /aws/service/eks/optimized-ami/1.30/amazon-linux-2023/x86_64/standard/recommended/image_id
     parameters:
       description: Each SSM parameter read, and its value.
       type: dict

@@ -140,8 +140,8 @@ def bake_problem(read: Mapping[str, Any]) -> str:
     group = read["nodegroup"]
     problems = []
     if group["old_instances"]:
-        problems.append("%d instance(s) not on the target (%s)" % (len(group["old_instances"]),
-                                                                  ", ".join(group["old_instances"])))
+        old = group["old_instances"]
+        problems.append("%d instance(s) not on the target (%s)" % (len(old), ", ".join(old)))
     for instance in group["instances"]:
         if instance.get("lifecycle_state") != "InService" or not instance.get("node_name") or not instance.get("ready"):
             problems.append("instance %s %s, node %s %s" % (

@@ -37,8 +37,10 @@ FLEET = {
 }
 
 
-def plan(hosts=FLEET, rings=RINGS, first=FIRST, concurrency=1):
-    return fleet_plan(list(hosts), hosts, rings, first, concurrency)
+def plan(hosts=None, rings=None, first=None, concurrency=1):
+    hosts = FLEET if hosts is None else hosts
+    return fleet_plan(list(hosts), hosts, RINGS if rings is None else rings, FIRST if first is None else first,
+                      concurrency)
 
 
 def test_the_filters_are_registered_by_their_names():
