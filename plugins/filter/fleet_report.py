@@ -45,8 +45,8 @@ EXAMPLES = r"""
 RETURN = r"""
 _value:
   description:
-    - C(status) - C(succeeded) (every node group did), C(halted) (a wave failed and the later ones never ran) or
-      C(failed) (the last wave failed); C(halted_at) - null, or the first failed wave's C(wave) number, C(ring)
+    - C(status) - C(succeeded) (every node group did), C(planned) (a dry run, C(--check)), C(halted) (a wave
+      failed and the later ones never ran) or C(failed) (the last wave failed); C(halted_at) - null, or the first failed wave's C(wave) number, C(ring)
       and C(failed) hosts; C(counts) - rows by status; C(rows) - one per node group in the plan's order, each
       C(host), C(ring), C(wave), C(cluster_name), C(nodegroup_name), C(status), C(started_at), C(finished_at),
       C(total_seconds), C(phase_seconds), C(pods_evicted), C(error_code), C(error), C(report_path) and

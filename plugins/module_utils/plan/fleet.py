@@ -110,17 +110,18 @@ def fleet_report(plan: Mapping[str, Any], reports: Mapping[str, Mapping[str, Any
                  paths: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """The fleet's report: one row per node group of the plan, in its order - its wrapper report's outcome
     (``reports``: by host, None for a host whose step never ran), durations, pods moved and error code, and where
-    its JSON report and timeline picture are (``paths``: by host) - with ``status`` (succeeded when every row did,
-    halted when a step failed and later ones never ran, else failed), ``halted_at`` (the failed step's wave
+    its JSON report and timeline picture are (``paths``: by host) - with ``status`` (succeeded when every row did;
+    planned when every row is a dry run's; halted when a step failed and later ones never ran; else failed), ``halted_at`` (the failed step's wave
     number and hosts) and counts by row status."""
     rows = []
     for step in plan["steps"]:
         for host in step["hosts"]:
             rows.append(_row(host, step["ring"], step["wave"], reports.get(host), paths.get(host) or {}))
-    failed = [row for row in rows if row["status"] not in ("succeeded", "not_started")]
+    failed = [row for row in rows if row["status"] not in ("succeeded", "planned", "not_started")]
     first_failed = min((row["wave"] for row in failed), default=None)
     not_started = [row for row in rows if row["status"] == "not_started"]
-    status = "succeeded" if not failed and not not_started else "halted" if failed and not_started else "failed"
+    status = "halted" if failed and not_started else "failed" if failed or not_started else (
+        "planned" if any(row["status"] == "planned" for row in rows) else "succeeded")
     counts: dict[str, int] = {}
     for row in rows:
         counts[row["status"]] = counts.get(row["status"], 0) + 1

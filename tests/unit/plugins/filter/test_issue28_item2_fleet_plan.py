@@ -170,6 +170,12 @@ def test_issue28_item2_every_group_upgraded_is_a_succeeded_fleet():
     assert (fleet["status"], fleet["halted_at"], fleet["counts"]) == ("succeeded", None, {"succeeded": 8})
 
 
+def test_issue28_item2_a_dry_run_of_the_fleet_is_planned_not_failed():
+    hostvars = {name: dict(nodegroup_upgrade_report=report("planned")) for name in FLEET}
+    fleet = fleet_report(plan(), hostvars)
+    assert (fleet["status"], fleet["halted_at"], fleet["counts"]) == ("planned", None, {"planned": 8})
+
+
 def instance(name, ready=True, unschedulable=False, state="InService"):
     return dict(instance_id="i-" + name, node_name=name, ready=ready, unschedulable=unschedulable, lifecycle_state=state)
 
