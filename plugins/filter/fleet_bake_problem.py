@@ -23,7 +23,8 @@ author:
 options:
   _input:
     description:
-      - One result of the looped M(eksops.nodegroup.nodegroup_info) task (C(item) - the host).
+      - One result of the looped M(eksops.nodegroup.nodegroup_info) task (C(item) - the host); a result without
+        C(nodegroup) (the read failed) is a problem, with its C(msg).
     type: dict
     required: true
 """

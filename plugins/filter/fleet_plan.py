@@ -66,8 +66,9 @@ RETURN = r"""
 _value:
   description:
     - C(hosts) in the order of the waves, C(serial) the size of each step, C(steps) each C({wave, ring,
-      hosts, bake_after}) (C(wave) - its number, from 1; C(bake_after) - the previous ring's hosts on a ring's
-      first step, else empty), C(regions) (by region, the node groups as module C(eksops.nodegroup.fleet_targets)
+      hosts, bake_after, bake_clusters}) (C(wave) - its number, from 1; C(bake_after) - the previous ring's hosts
+      on a ring's first step, else empty; C(bake_clusters) - their clusters, each C({cluster_name, aws_region,
+      cluster_arn})), C(regions) (by region, the node groups as module C(eksops.nodegroup.fleet_targets)
       takes them), and C(error)
       (null, or C({parameter, msg}) when the fleet cannot be planned; nothing else is set then).
   type: dict

@@ -37,6 +37,16 @@ def _order_key(name: str, first: Sequence[str]) -> tuple[int, str]:
     return len(first), name
 
 
+def _clusters(hosts: Mapping[str, Mapping[str, Any]], names: Sequence[str]) -> list[dict[str, Any]]:
+    """The clusters of ``names``, once each, in their order: ``{cluster_name, aws_region, cluster_arn}``."""
+    clusters: dict[str, dict[str, Any]] = {}
+    for name in names:
+        clusters.setdefault(_cluster_key(hosts[name]), dict(
+            cluster_name=hosts[name]["cluster_name"], aws_region=hosts[name]["aws_region"],
+            cluster_arn=hosts[name].get("cluster_arn")))
+    return list(clusters.values())
+
+
 def check_fleet(hosts: Mapping[str, Mapping[str, Any]], rings: Sequence[str], per_cluster_concurrency: int) -> None:
     """Refuse, naming the parameter, what cannot be planned: no ring, a concurrency below 1, a host that is no
     node group of the inventory, two hosts of one node group, or a host whose ring is not in ``rings``."""
@@ -69,7 +79,8 @@ def check_fleet(hosts: Mapping[str, Mapping[str, Any]], rings: Sequence[str], pe
 def fleet_plan(hosts: Mapping[str, Mapping[str, Any]], rings: Sequence[str], first: Sequence[str],
                per_cluster_concurrency: int) -> dict[str, Any]:
     """The waves: ``{hosts, serial, steps}``; ``hosts`` in the order the play takes them, ``serial`` the size of
-    each step, ``steps`` each ``{wave, ring, hosts, bake_after}`` (``wave``: its number, from 1) (``bake_after``: the previous ring's hosts, on a
+    each step, ``steps`` each ``{wave, ring, hosts, bake_after, bake_clusters}`` (``wave``: its number, from 1;
+    ``bake_clusters``: the clusters of ``bake_after``) (``bake_after``: the previous ring's hosts, on a
     ring's first step after the first ring; else empty). ``hosts`` maps each host to ``ring``,
     ``cluster_name``, ``nodegroup_name``, ``aws_region`` (``cluster_arn`` optional). check_fleet refuses first."""
     check_fleet(hosts, rings, per_cluster_concurrency)
@@ -86,7 +97,9 @@ def fleet_plan(hosts: Mapping[str, Mapping[str, Any]], rings: Sequence[str], fir
         ring_hosts: list[str] = []
         for start in range(0, depth, per_cluster_concurrency):
             step = [name for key in sorted(clusters) for name in clusters[key][start:start + per_cluster_concurrency]]
-            steps.append(dict(wave=len(steps) + 1, ring=ring, hosts=step, bake_after=previous if not ring_hosts else []))
+            bake = previous if not ring_hosts else []
+            steps.append(dict(wave=len(steps) + 1, ring=ring, hosts=step, bake_after=bake,
+                              bake_clusters=_clusters(hosts, bake)))
             ring_hosts.extend(step)
         if ring_hosts:
             previous = ring_hosts
@@ -136,7 +149,7 @@ def bake_problem(read: Mapping[str, Any]) -> str:
     (``item``: its host), or an empty string when it is healthy: every instance in service on the target, its node
     registered, Ready and schedulable."""
     host = read.get("item")
-    if read.get("failed"):
+    if read.get("failed") or "nodegroup" not in read:
         return "%s could not be read (%s)" % (host, read.get("msg"))
     group = read["nodegroup"]
     problems = []

@@ -36,6 +36,7 @@ RESULT_KEYS = {
     "nodegroup_setup": "setup",
     "upgrade_gate": "gate",
     "upgrade_report_file": "report_file",
+    "workload_health": "health",
     # It only fails: its code and parameter, as every module's failure carries them (issue 26 item 3).
     "upgrade_error": None,
 }

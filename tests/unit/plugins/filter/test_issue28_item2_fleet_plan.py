@@ -73,6 +73,13 @@ def test_issue28_item2_a_ring_is_baked_before_its_first_wave_on_the_previous_rin
         ["fleet-eu/system", "fleet-west/system", "fleet-west/apps"], []]
 
 
+def test_issue28_item2_the_bake_judges_the_previous_rings_clusters_once_each():
+    steps = plan()["steps"]
+    assert [[c["cluster_name"] for c in step["bake_clusters"]] for step in steps] == [
+        [], [], ["fleet-canary"], [], ["fleet-eu", "fleet-west"], []]
+    assert steps[4]["bake_clusters"][0] == dict(cluster_name="fleet-eu", aws_region="eu-west-1", cluster_arn=None)
+
+
 def test_issue28_item2_per_cluster_concurrency_puts_that_many_groups_of_a_cluster_in_one_wave():
     waves = plan(concurrency=2)
     assert [step["hosts"] for step in waves["steps"]] == [
@@ -196,3 +203,5 @@ def test_issue28_item2_the_bake_judges_the_previous_rings_groups(nodegroup, prob
 def test_issue28_item2_a_group_the_bake_cannot_read_is_a_problem():
     bake = BakeFilters().filters()["fleet_bake_problem"]
     assert bake(dict(item="c/n", failed=True, msg="AccessDenied")) == "c/n could not be read (AccessDenied)"
+    # failed_when false keeps the task going: the result then has no nodegroup.
+    assert bake(dict(item="c/n", failed=False, msg="NotFound")) == "c/n could not be read (NotFound)"
