@@ -87,7 +87,7 @@ health:
 """
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import EksopsModule
-from ansible_collections.eksops.nodegroup.plugins.module_utils.steps.workload_health import ARGUMENT_SPEC, run
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.fleet_bake import ARGUMENT_SPEC, run
 
 
 def main() -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import HEALTH_GATE_FAILED, UpgradeError
-from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import workload_health
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases import fleet_bake as workload_health
 
 from ..fakes import FakeResponse
 

@@ -1,7 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""workload_health's body (issue 28 item 2): the upgrade's health gate (phases/replace/health_gate.py HealthGate,
+"""Module workload_health's body (issue 28 item 2; a phase, as it runs the replace phase's gate): the upgrade's
+health gate (phases/replace/health_gate.py HealthGate, issue 27 item 1) over every Deployment and StatefulSet of a
+cluster (or of the namespaces given), for the fleet's bake between two rings: wait until all are healthy, within
+health_gate_timeout, or fail with HealthGateFailed naming each and why. Read-only."""Module workload_health's body (issue 28 item 2, a phase: it runs the replace phase's gate): the upgrade's health gate (phases/replace/health_gate.py HealthGate,
 issue 27 item 1) over every Deployment and StatefulSet of a cluster (or of the namespaces given), for the fleet's
 bake between two rings: wait until all are healthy, within health_gate_timeout, or fail with HealthGateFailed
 naming each and why. Read-only."""
