@@ -4,10 +4,7 @@
 """Module workload_health's body (issue 28 item 2; a phase, as it runs the replace phase's gate): the upgrade's
 health gate (phases/replace/health_gate.py HealthGate, issue 27 item 1) over every Deployment and StatefulSet of a
 cluster (or of the namespaces given), for the fleet's bake between two rings: wait until all are healthy, within
-health_gate_timeout, or fail with HealthGateFailed naming each and why. Read-only."""Module workload_health's body (issue 28 item 2, a phase: it runs the replace phase's gate): the upgrade's health gate (phases/replace/health_gate.py HealthGate,
-issue 27 item 1) over every Deployment and StatefulSet of a cluster (or of the namespaces given), for the fleet's
-bake between two rings: wait until all are healthy, within health_gate_timeout, or fail with HealthGateFailed
-naming each and why. Read-only."""
+health_gate_timeout, or fail with HealthGateFailed naming each and why. Read-only."""
 
 from __future__ import annotations
 
