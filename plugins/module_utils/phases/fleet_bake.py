@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import invalid_parameter
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import NOT_FOUND, UpgradeError, invalid_parameter
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clock import utc_now_iso
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.client import apps_v1, translate_k8s_errors
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.watch import list_all
@@ -25,14 +25,22 @@ ARGUMENT_SPEC = dict(
 
 
 def workload_refs(apps: Any, namespaces: list[str] | None) -> list[str]:
-    """``Kind namespace/name`` of every Deployment and StatefulSet of ``namespaces`` (None: of the cluster)."""
+    """``Kind namespace/name`` of every Deployment and StatefulSet of ``namespaces`` (None: of the cluster); none of a
+    kind the API server does not serve."""
     refs = []
     for kind, every, namespaced in (("Deployment", apps.list_deployment_for_all_namespaces, apps.list_namespaced_deployment),
                                     ("StatefulSet", apps.list_stateful_set_for_all_namespaces,
                                      apps.list_namespaced_stateful_set)):
-        with translate_k8s_errors("list the cluster's %ss for the health gate" % kind):
-            items = list_all(every)[0] if namespaces is None else [
-                item for namespace in namespaces for item in list_all(namespaced, namespace=namespace)[0]]
+        try:
+            with translate_k8s_errors("list the cluster's %ss for the health gate" % kind):
+                items = list_all(every)[0] if namespaces is None else [
+                    item for namespace in namespaces for item in list_all(namespaced, namespace=namespace)[0]]
+        except UpgradeError as err:
+            # An API server that does not serve a resource type answers its list 404 (Kubernetes API concepts,
+            # "Resource URIs"): the cluster has none of that kind to judge.
+            if err.code != NOT_FOUND:
+                raise
+            items = []
         refs.extend("%s %s/%s" % (kind, item["metadata"]["namespace"], item["metadata"]["name"]) for item in items)
     return sorted(refs)
 

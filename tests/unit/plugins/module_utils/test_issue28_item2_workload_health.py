@@ -9,6 +9,7 @@ lists and does not wait."""
 from __future__ import annotations
 
 import pytest
+from kubernetes.client.exceptions import ApiException
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import HEALTH_GATE_FAILED, UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases import fleet_bake as workload_health
@@ -24,8 +25,9 @@ def deployment(name, namespace="default", available=2):
 class Cluster:
     """The reads: every Deployment (``deployments``) and no StatefulSet, and no pod."""
 
-    def __init__(self, deployments):
+    def __init__(self, deployments, statefulsets_served=True):
         self.deployments = deployments
+        self.statefulsets_served = statefulsets_served
         self.calls = []
 
     def _answer(self, call, items):
@@ -36,7 +38,10 @@ class Cluster:
         return self._answer(("deployments", None), self.deployments)
 
     def list_stateful_set_for_all_namespaces(self, **_kwargs):
-        return self._answer(("statefulsets", None), [])
+        if self.statefulsets_served:
+            return self._answer(("statefulsets", None), [])
+        self.calls.append(("statefulsets", None))
+        raise ApiException(status=404, reason="Not Found")
 
     def list_namespaced_deployment(self, namespace, **_kwargs):
         return self._answer(("deployments", namespace), [d for d in self.deployments if d["metadata"]["namespace"] == namespace])
@@ -88,6 +93,12 @@ def test_issue28_item2_the_namespaces_given_bound_the_bake_and_check_mode_does_n
     result = workload_health.run(Module(cluster, check_mode=True, namespaces=["shop"]))
     assert result["health"] == dict(workloads=["Deployment shop/api"], healthy_at=None)
     assert all(namespace == "shop" for _kind, namespace in cluster.calls)
+
+
+def test_issue28_item2_a_kind_the_api_server_does_not_serve_has_no_workload_to_judge():
+    cluster = Cluster([deployment("web")], statefulsets_served=False)
+    assert workload_health.run(Module(cluster))["health"]["workloads"] == ["Deployment default/web"]
+    assert ("statefulsets", None) in cluster.calls
 
 
 def test_issue28_item2_a_timeout_below_one_second_is_refused_naming_it():
