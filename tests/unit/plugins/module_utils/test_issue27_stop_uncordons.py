@@ -209,4 +209,3 @@ def test_issue27_one_describe_auto_scaling_groups_per_batch_serves_its_safe_poin
     state = loop.run(next_batch)
     assert state.replaced_instances == ["i-3", "i-4"]
     assert autoscaling.described == 2 and checked == [group.asg, group.asg]
-
