@@ -125,7 +125,7 @@ class QuarantineBook:
     """The nodes held in quarantine during one run, in the order they were held, with the bound ``limit``
     (max_quarantined_nodes): the number held at once, carried-over ones included (``carried``: found labelled
     by a rerun, retried last like the others; they never stop a run by themselves). ``cordoned``: whether a held
-    node stays cordoned (not when the run added no node in its place, update_strategy minimal, SPEC U7)."""
+    node stays cordoned (not when the run added no node in its place: the minimal strategy, SPEC U7)."""
 
     limit: int
     held: dict[str, Held] = field(default_factory=dict)

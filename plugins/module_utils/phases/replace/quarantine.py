@@ -68,8 +68,8 @@ def start_quarantine(params: Mapping[str, Any], clients: Any, node_names: Mappin
                      run_id: str | None = None) -> tuple[dict[str, Any], Quarantine | None]:
     """(node_replace's params, the run's Quarantine or None): with undrainable_nodes quarantine (``carried``
     active), the nodes of the plan found labelled are carried over (a rerun retries them last), and the plan's
-    batches lose them. ``run_id``: the one the drains cordon with (a held node's cordon is undone by it when the
-    run cordons no old node before its batch, Quarantine)."""
+    batches lose them. ``run_id``: the one the drains cordon with (a held node's cordon is undone by it with the
+    minimal strategy, gives_back_held_nodes)."""
     if not carried.active:
         return dict(params), None
     surge = params["steps"] is not None
@@ -82,8 +82,17 @@ def start_quarantine(params: Mapping[str, Any], clients: Any, node_names: Mappin
             "%s (%s)" % (name, i) for i, name in sorted(labelled.items())))
     quarantine = Quarantine(book, clients.core_v1, progress, surge,
                             params["batch_size"] or max([len(batch) for batch in planned] or [1]),
-                            uncordon_run_id=run_id if not surge and not params["cordon_old_nodes"] else None)
+                            uncordon_run_id=run_id if gives_back_held_nodes(params) else None)
     return (params if surge else dict(params, batches=quarantine.planned(params["batches"]))), quarantine
+
+
+def gives_back_held_nodes(params: Mapping[str, Any]) -> bool:
+    """Whether node_replace's run gives a held node back to the scheduler (Quarantine's ``uncordon_run_id``): the
+    minimal strategy's (wait_for_replacements, SPEC U7: no capacity first, each batch waits for the replacements of
+    its terminations, and none comes for a held node), which cordons no old node before its batch
+    (cordon_old_nodes). Not the default strategy's, whichever cordon_old_nodes (its scale-up added the room), nor a
+    surge step's (it keeps the node it launched; the surge strategy takes no wait_for_replacements)."""
+    return params["wait_for_replacements"] and not params["cordon_old_nodes"]
 
 
 def drained_and_held(quarantine: Quarantine | None, batch: Batch, outcome: DrainOutcome,
@@ -112,12 +121,13 @@ class Quarantine:
     ``batch_size`` the size of a retry batch; ``live`` whether the source of batches is the live planner (attach).
 
     ``uncordon_run_id``: a run that cordons no old node before its batch and adds no node for a held one
-    (update_strategy minimal, SPEC U7: no capacity first, and a held node's instance is not terminated, so no
-    replacement comes for it) gives a held node back to the scheduler, as every old node not yet drained is, by
-    undoing the cordon its drain set with this run id; left cordoned, the room it had would be missing for the pods
-    the later batches evict (on a group of two, the other node's drain found nowhere to put them, and their budget
-    held that node too). Its retry cordons it again. None: the node stays cordoned (the default strategy cordoned
-    every old node before the first batch, U4; a surge step keeps the node it launched)."""
+    (gives_back_held_nodes: the minimal strategy, wait_for_replacements, SPEC U7: no capacity first, and a held
+    node's instance is not terminated, so no replacement comes for it) gives a held node back to the scheduler, as
+    every old node not yet drained is, by undoing the cordon its drain set with this run id; left cordoned, the room
+    it had would be missing for the pods the later batches evict (on a group of two, the other node's drain found
+    nowhere to put them, and their budget held that node too). Its retry cordons it again. None: the node stays
+    cordoned (the default strategy's scale-up added the room, U2, and with cordon_old_nodes every old node was
+    cordoned before the first batch, U4; a surge step keeps the node it launched)."""
 
     def __init__(self, book: QuarantineBook, core_v1: Callable[[], Any], progress: Callable[[str], None],
                  surge: bool, batch_size: int, uncordon_run_id: str | None = None) -> None:

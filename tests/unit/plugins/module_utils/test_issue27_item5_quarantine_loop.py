@@ -293,8 +293,24 @@ def test_issue27_item5_only_a_run_that_adds_no_node_in_a_held_ones_place_uncordo
     launched (S3): their held nodes stay cordoned; minimal's (no cordon first, no surge) are given back."""
     base = dict(steps=None, batches=[["i-1"], ["i-2"]], max_quarantined_nodes=1, batch_size=1)
     surge_steps = [dict(instance_ids=["i-1"]), dict(instance_ids=["i-2"])]
-    for cordon_old_nodes, steps, expected in ((False, None, "run-1"), (True, None, None), (False, surge_steps, None)):
-        quarantine = start_quarantine(dict(base, cordon_old_nodes=cordon_old_nodes, steps=steps),
+    for cordon_old_nodes, wait, steps, expected in ((False, True, None, "run-1"), (True, False, None, None),
+                                                    (False, False, surge_steps, None)):
+        quarantine = start_quarantine(dict(base, cordon_old_nodes=cordon_old_nodes, wait_for_replacements=wait,
+                                           steps=steps),
+                                      SimpleNamespace(core_v1=None), {}, print, Carried(), "run-1")[1]
+        assert (quarantine.uncordon_run_id, quarantine.book.cordoned) == (expected, expected is None)
+
+
+def test_issue27_item5_review_1_the_held_node_is_uncordoned_for_the_minimal_strategy_not_for_cordon_old_nodes():
+    """Issue 27 item 5 review 1 (SPEC U7): a held node is given back to the scheduler only by the minimal strategy,
+    which node_replace knows by wait_for_replacements (the role passes it for update_strategy minimal, and no
+    cordon_old_nodes): it added no capacity first and launches no node in the held one's place. node_replace's
+    defaults (the default strategy, cordon_old_nodes false: a user who cordons nothing ahead, the room added by the
+    scale-up) keep the held node cordoned, as its docs say."""
+    params = dict(steps=None, batches=[["i-1"], ["i-2"]], max_quarantined_nodes=1, batch_size=1,
+                  cordon_old_nodes=False, wait_for_replacements=False)
+    for wait, cordon_old_nodes, expected in ((False, False, None), (True, False, "run-1"), (True, True, None)):
+        quarantine = start_quarantine(dict(params, wait_for_replacements=wait, cordon_old_nodes=cordon_old_nodes),
                                       SimpleNamespace(core_v1=None), {}, print, Carried(), "run-1")[1]
         assert (quarantine.uncordon_run_id, quarantine.book.cordoned) == (expected, expected is None)
 
@@ -306,7 +322,7 @@ def test_issue27_item5_check_mode_leaves_an_earlier_runs_quarantined_node_out_an
     core = FakeCoreV1([node("node-i-1", labels={QUARANTINE_LABEL: "true"}), node("node-i-2")])
     clients = SimpleNamespace(core_v1=lambda: core)
     params = dict(undrainable_nodes="quarantine", steps=None, batches=[["i-1"], ["i-2"]], max_quarantined_nodes=1,
-                  batch_size=1, cordon_old_nodes=True)
+                  batch_size=1, cordon_old_nodes=True, wait_for_replacements=False)
     names = {"i-1": "node-i-1", "i-2": "node-i-2"}
     planned, quarantine = start_quarantine(params, clients, names, print, CarriedOver(params, clients))
     assert planned["batches"] == [["i-2"]] and list(quarantine.book.held) == ["i-1"]
