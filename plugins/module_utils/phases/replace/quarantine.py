@@ -17,7 +17,7 @@ them last in the same way.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import uncordon_nodes
@@ -82,7 +82,8 @@ def start_quarantine(params: Mapping[str, Any], clients: Any, node_names: Mappin
             "%s (%s)" % (name, i) for i, name in sorted(labelled.items())))
     quarantine = Quarantine(book, clients.core_v1, progress, surge,
                             params["batch_size"] or max([len(batch) for batch in planned] or [1]),
-                            uncordon_run_id=run_id if gives_back_held_nodes(params) else None)
+                            uncordon_run_id=run_id if gives_back_held_nodes(params) else None,
+                            old_ids=[i for batch in planned for i in batch] if surge else ())
     return (params if surge else dict(params, batches=quarantine.planned(params["batches"]))), quarantine
 
 
@@ -118,7 +119,9 @@ def drained_and_held(quarantine: Quarantine | None, batch: Batch, outcome: Drain
 class Quarantine:
     """The quarantine of one node_replace run: ``book`` (the held nodes), ``core_v1()`` the Kubernetes client,
     ``progress`` node_replace's progress lines, ``surge`` whether the batches are the surge strategy's steps,
-    ``batch_size`` the size of a retry batch; ``live`` whether the source of batches is the live planner (attach).
+    ``batch_size`` the size of a retry batch; ``live`` whether the source of batches is the live planner (attach);
+    ``old_ids`` the surge plan's old instances in its steps' order (a check-mode step takes a held one's place
+    among them, _fill_named).
 
     ``uncordon_run_id``: a run that cordons no old node before its batch and adds no node for a held one
     (gives_back_held_nodes: the minimal strategy, wait_for_replacements, SPEC U7: no capacity first, and a held
@@ -130,8 +133,9 @@ class Quarantine:
     cordoned before the first batch, U4; a surge step keeps the node it launched)."""
 
     def __init__(self, book: QuarantineBook, core_v1: Callable[[], Any], progress: Callable[[str], None],
-                 surge: bool, batch_size: int, uncordon_run_id: str | None = None) -> None:
+                 surge: bool, batch_size: int, uncordon_run_id: str | None = None, old_ids: Sequence[str] = ()) -> None:
         self.book = book
+        self.old_ids = list(old_ids)
         self.uncordon_run_id = uncordon_run_id
         book.cordoned = uncordon_run_id is None
         self.core_v1 = core_v1
@@ -225,13 +229,14 @@ class Quarantine:
             if not self._source_done:
                 batch = source(state)
                 self._source_done = batch is None and not self.live
-                if batch is not None:
-                    # Check mode's surge steps name their old instances (nothing launched to choose them by).
-                    batch.take_out(self.book.excluded)
             if batch is None:
                 batch = self._retry(source, state)
-            # A surge step's old instances as planned, before _size_step leaves out those held.
+            # A surge step's old instances as planned, before _size_step or _fill_named leaves out those held.
             self._last = (batch, batch.old_count) if batch is not None else None
+            if batch is not None and not batch.retry:
+                batch.take_out(self.book.excluded)
+                if batch.desired_capacity is not None and batch.choose_old is None:
+                    self._fill_named(batch, self._last[1], state)
             if batch is not None and batch.desired_capacity is not None:
                 self._size_step(batch)
             return batch
@@ -241,6 +246,18 @@ class Quarantine:
         """The old instances the last surge step planned to terminate and did not: held, or none left to take."""
         if self._last is not None and self._last[0].desired_capacity is not None:
             self.shortfall += self._last[1] - len(self._last[0].instance_ids)
+
+    def _fill_named(self, batch: Batch, count: int, state: ReplaceState) -> None:
+        """A check-mode surge step names its old instances (nothing launched to choose them by, loop.planned_steps):
+        those held, or taken by an earlier step in their place, are replaced by the plan's next old instances no
+        step took, up to its planned ``count``, as a launched step chooses its count among the instances not held
+        (_size_step), so that the dry run's steps take as many and its desired capacities are the run's (issue 27
+        item 5 review 3)."""
+        taken = set(state.replaced_instances)
+        batch.take_out(taken)
+        taken.update(self.book.excluded, batch.instance_ids)
+        more = [i for i in self.old_ids if i not in taken][:max(0, count - len(batch.instance_ids))]
+        batch.take(batch.instance_ids + more)
 
     def _size_step(self, batch: Batch) -> None:
         """A surge step raised by the old instances earlier steps left in the group; its old instances chosen

@@ -48,13 +48,13 @@ BLOCKER = dict(pod="payments/billing-1", reason="Cannot evict pod (drain_timeout
 class Run:
     """A loop whose drains fail for the instances of ``blocked`` (instance id -> drains that fail, -1: all)."""
 
-    def __init__(self, ids, blocked, limit=2, surge=False, carried=None, uncordon_run_id=None):
+    def __init__(self, ids, blocked, limit=2, surge=False, carried=None, uncordon_run_id=None, old_ids=()):
         self.core = FakeCoreV1([node("node-" + i) for i in ids])
         self.blocked = dict(blocked)
         self.events, self.lines, self.desired = [], [], []
         book = QuarantineBook.carried_over(limit, carried or {})
         self.quarantine = Quarantine(book, lambda: self.core, self.lines.append, surge, batch_size=1,
-                                     uncordon_run_id=uncordon_run_id)
+                                     uncordon_run_id=uncordon_run_id, old_ids=old_ids)
         self.loop = ReplaceLoop(self.drain, self.start, lambda handle: handle, self.lines.append, overlap=False,
                                 node_names=dict((i, "node-" + i) for i in ids))
 
@@ -226,6 +226,31 @@ def test_issue27_item5_a_surge_step_that_found_no_old_instance_to_take_is_counte
     assert [e for e in run.events if e[0] == "terminate"] == [("terminate", ("i-c",), True),
                                                               ("terminate", ("i-a",), True),
                                                               ("terminate", ("i-b",), True)]
+
+
+def test_issue27_item5_review_3_a_dry_runs_surge_steps_have_the_runs_desired_capacities_around_a_carried_node():
+    """Issue 27 item 5 review 3 (SPEC S3, issue 10 item 9: check mode shows the real plan): a launched surge step
+    chooses its count of old instances among those not held, so a node an earlier run quarantined costs the last
+    steps theirs, and the step after one that found none raises the desired capacity for it. Check mode's steps
+    name their instances (nothing launched): one whose named node is held takes the plan's next old instance in
+    its place, so that the dry run's steps take as many and set the desired capacities the run sets."""
+    one = [dict(desired_capacity=4, launch=1, instance_ids=[i]) for i in ("i-a", "i-b", "i-c")]
+    two = [dict(desired_capacity=5, launch=2, instance_ids=["i-a", "i-b"]),
+           dict(desired_capacity=4, launch=1, instance_ids=["i-c", "i-d"])]
+    for steps, carried, desired in ((one, ["i-a", "i-b"], [4, 4, 5]), (one, ["i-a"], [4, 4, 4]), (two, ["i-a"], [5, 4])):
+        ids = [i for step in steps for i in step["instance_ids"]]
+        counts = []
+        for choose_after_launch in (True, False):
+            run = Run(ids, {}, surge=True, carried=dict((i, "node-" + i) for i in carried), old_ids=ids)
+            run.run(planned_steps(steps, choose_after_launch=choose_after_launch))
+            assert run.desired == desired
+            counts.append([len(e[1]) for e in run.events if e[0] == "drain"])
+            assert sorted(run.terminated()) == ids
+        assert counts[0] == counts[1]
+    params = dict(steps=two, batches=None, max_quarantined_nodes=1, batch_size=None, cordon_old_nodes=False,
+                  wait_for_replacements=False)
+    quarantine = start_quarantine(params, SimpleNamespace(core_v1=None), {}, print, Carried())[1]
+    assert quarantine.old_ids == ["i-a", "i-b", "i-c", "i-d"]
 
 
 class Outcome:
