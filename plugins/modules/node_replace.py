@@ -209,8 +209,9 @@ options:
       - What a node whose drain ran out of O(delete_options.wait_timeout) with pods still held (C(PodEvictionFailure)
         after evictions were tried - a PodDisruptionBudget that allows none, a pod that does not go) does to the run
         (issue 27 item 5). C(fail) stops the run there, the node cordoned.
-      - C(quarantine) leaves such a node cordoned (uncordoned when the run cordons no old node first and launches no
-        node for it - O(update_strategy=minimal)) and labels it C(eksops.nodegroup/quarantined=true), the pods and
+      - C(quarantine) leaves such a node cordoned (uncordoned with O(wait_for_replacements) and no
+        O(cordon_old_nodes) - the strategy C(minimal), SPEC U7, which adds no capacity first and launches no node
+        for it) and labels it C(eksops.nodegroup/quarantined=true), the pods and
         PodDisruptionBudgets that held it in its annotation C(eksops.nodegroup/quarantine-reason); its instance is
         not terminated and stays in the group (a surge step keeps the node it launched for it, and the later steps
         count it). The run goes on with the batch's other nodes and the later batches, then drains each

@@ -38,6 +38,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import Batch, ReplaceState
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.batch_order import canary_batches, zone_batches
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.quarantine_book import batches_without
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.workload_health import (
     WorkloadHealth,
     any_batch_gated,
@@ -248,8 +249,7 @@ def ordered_plan(plan: Mapping[str, Any], zone_of: Mapping[str, str | None], can
         return dict(plan)
     if plan["strategy"] == "surge":
         return dict(plan, canary_batches=min(1, len(plan["steps"])))
-    kept = [[i for i in batch if i not in held] for batch in plan["batches"]]
-    kept = [batch for batch in kept if batch]
+    kept = batches_without(plan["batches"], held)
     first, rest = canary_batches(kept, zone_of, plan["batch_size"]) if canary else ([], kept)
     batches, zone_ends = list(first), []
     for zone in zone_batches(rest, zone_of, plan["batch_size"]) if batch_order == "zone" else [rest]:
