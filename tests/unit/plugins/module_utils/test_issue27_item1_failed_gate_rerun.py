@@ -20,6 +20,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.lo
     ReplaceState,
     planned_batches,
 )
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps.nodegroup_abort import rollback_journal
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.workload_health import (
     record_failed_gate,
     recorded_gate,
@@ -134,3 +135,25 @@ def test_issue27_item1_a_rerun_judges_a_recorded_gate_even_when_it_gates_no_batc
     with pytest.raises(UpgradeError) as failed:
         judged_first(source)(ReplaceState())
     assert failed.value.code == HEALTH_GATE_FAILED and cluster.calls[:2] == [("pods", "default"), ("deployments", "default")]
+
+
+# -- what a review of the first build found (issue 27 item 1) ----------------------------------------------------
+
+@mock_aws
+def test_issue27_item1_spec_o4_a_rollback_or_a_retarget_forgets_the_failed_gate_of_the_target_it_leaves():
+    """Issue 27 items 1 and 3 (SPEC O1, O4): abort_upgrade.yml rollback=true runs the upgrade to the version before;
+    the journal kept the failed gate of the bad target, so that run judged the bad AMI's workloads first and
+    stopped with HealthGateFailed, every time. A rollback (nodegroup_abort) and a retarget (force_new_target) aim
+    at another target: the record goes, and the run is not stopped by it."""
+    upgrade = jr.Journal.start("upgrade", launch_template_id="lt-1", previous_launch_template_version="1",
+                               target_launch_template_version="2", desired_capacity_set=4, health_gate_failed=WEB)
+    assert upgrade.retargeted("lt-1", "3", "ami-3", "2").health_gate_failed is None
+    rollback = rollback_journal(upgrade, dict(AutoScalingGroupName=ASG_NAME, Instances=[]))
+    assert rollback.rollback_of == "2" and rollback.health_gate_failed is None
+    world = MotoNodegroup()
+    # As abort_upgrade.yml leaves it: the rollback recorded, then retargeted at the version before.
+    jr.write_journal(world.autoscaling, ASG_NAME, rollback.retargeted("lt-1", "1", "ami-1", "2"))
+    assert HEALTH_GATE_TAG not in world.tags()
+    # The rollback's run judges nothing first: batch i-2 is drained.
+    events, _lines, failed = run(world, Cluster(available=3), [["i-2"]], judged_first=True)
+    assert failed is None and events[0] == ("drain", "i-2")
