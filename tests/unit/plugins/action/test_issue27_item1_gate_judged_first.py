@@ -37,8 +37,8 @@ def replace(controller, monkeypatch, events, judged, batches=(("i-1",),)):
     return action._replace(params, None, None, None, loop, None, safe_point, judge, None, [])
 
 
-def test_issue27_item1_o5_u4_a_rerun_judges_the_failed_gate_before_the_safe_point_and_the_cordon(controller,
-                                                                                                  monkeypatch):
+def test_issue27_item1_o5_u4_a_rerun_judges_the_failed_gate_before_the_safe_point_and_the_cordon(
+        controller, monkeypatch):
     """The judgment (up to health_gate_timeout) ran inside the first next_batch, after the safe point of batch 1 and
     the cordon of every old node: batch 1 then started up to 600 s after its safe point (a pause, the window, an
     alarm unchecked), and a judgment that refused to go on came after every old node was cordoned."""
