@@ -247,8 +247,10 @@ options:
       - Seconds the health gate waits, after the soak, for the workloads to be healthy. Then the task fails with
         C(HealthGateFailed) naming each workload and why (its available or ready replicas, its Pending pods and
         the scheduler's reason); no further batch starts, and a rerun goes on with the old nodes left. The journal
-        records those workloads, and a rerun judges them again, up to this timeout, before its first batch; it
-        stops with C(HealthGateFailed) again, draining nothing, while they are not healthy.
+        records those workloads, and a rerun judges them again, up to this timeout, before anything else (before
+        the safe point of its first batch and the cordon of O(cordon_old_nodes)); it stops with C(HealthGateFailed)
+        again, cordoning and draining nothing, while they are not healthy. Once they are, the record is removed
+        (changed). A record that names none of them (each name longer than a tag value) is removed with a warning.
     type: int
     default: 600
   canary:
