@@ -134,6 +134,7 @@ cache_plugin: ansible.builtin.jsonfile
 cache_connection: ~/.cache/eks_nodegroups
 cache_timeout: 600
 
+---
 # staging.eks_nodegroups.yml, beside it in the inventory directory: another account through a role, only the node
 # groups tagged team=payments.
 plugin: eksops.nodegroup.eks_nodegroups
