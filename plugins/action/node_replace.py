@@ -61,21 +61,23 @@ class ActionModule(ControllerAction):
     def _phase(self, params, clients, warnings):
         """The task result's changed, replace and, on failure, failed and the error."""
         try:
-            params, steps, plan, loop, next_batch, safe_point, quarantine = self._prepare(params, clients, warnings)
+            params, steps, plan, loop, next_batch, safe_point, judge_first, quarantine = self._prepare(
+                params, clients, warnings)
         except UpgradeError as err:
             clients.stop_lease_heartbeats()
             result = dict(failed=True, changed=False, replace=ReplaceState().to_dict())
             result.update(error_result(err))
             return result
         try:
-            return self._replace(params, steps, plan, clients, loop, next_batch, safe_point, quarantine, warnings)
+            return self._replace(params, steps, plan, clients, loop, next_batch, safe_point, judge_first, quarantine,
+                                 warnings)
         finally:
             clients.stop_lease_heartbeats()
 
     def _prepare(self, params, clients, warnings):
         """Every check before any change: the plan (when the task gives none, printed) and the schedule (SPEC B1).
-        Returns (params with the plan, the steps' options, the plan or None, the loop, its next_batch, the
-        quarantine of undrainable nodes or None, issue 27 item 5)."""
+        Returns (params with the plan, the steps' options, the plan or None, the loop, its next_batch, its safe
+        point, what the phase runs first, the quarantine of undrainable nodes or None, issue 27 item 5)."""
         check_mode = bool(self._task.check_mode)
         validate_schedule(params)
         check_quarantine_options(params["undrainable_nodes"], params["max_quarantined_nodes"])
@@ -99,21 +101,26 @@ class ActionModule(ControllerAction):
                                                  order)
         if quarantine is not None:
             quarantine.attach(next_batch)
-        loop, next_batch, safe_point = replace_loop(params, steps, clients, check_mode, bool(self._task.diff),
-                                                    warnings.append, _log, self._progress, next_batch,
-                                                    node_names, safe_points, group, quarantine, order)
+        loop, next_batch, safe_point, judge_first = replace_loop(
+            params, steps, clients, check_mode, bool(self._task.diff), warnings.append, _log, self._progress,
+            next_batch, node_names, safe_points, group, quarantine, order)
         loop.state.schedule = schedule
-        return params, steps, plan, loop, next_batch, safe_point, quarantine
+        return params, steps, plan, loop, next_batch, safe_point, judge_first, quarantine
 
-    def _replace(self, params, steps, plan, clients, loop, next_batch, safe_point, quarantine, warnings):
-        """The phase: every old node cordoned (with cordon_old_nodes), the batches, the nodes still held in
-        quarantine (NodesQuarantined), then (when planned here) the old instances left. Returns the task result's
-        changed, replace and, on failure, failed, the error and the failing step's own result."""
+    def _replace(self, params, steps, plan, clients, loop, next_batch, safe_point, judge_first, quarantine, warnings):
+        """The phase: an earlier run's failed health gate judged again (``judge_first``), every old node cordoned
+        (with cordon_old_nodes), the batches, the nodes still held in quarantine (NodesQuarantined), then (when
+        planned here) the old instances left. Returns the task result's changed, replace and, on failure, failed,
+        the error and the failing step's own result."""
         check_mode = bool(self._task.check_mode)
         planned = dict(plan=plan, asg_name=params["asg_name"]) if plan is not None else {}
         cordoned = None
+        cleared = False
         result = {}
         try:
+            # Issue 27 item 1: first of all, so that a judgment that fails cordons nothing, and the safe point of
+            # batch 1 is checked after it (it may take health_gate_timeout).
+            cleared = judge_first()
             if params["cordon_old_nodes"] and params["batches"]:
                 # Issue 27: a stop before the first batch leaves nothing cordoned (the batch placed in the plan's
                 # order: its soak and gate count).
@@ -136,14 +143,16 @@ class ActionModule(ControllerAction):
             result.update(failed=True, replace=failure.state.to_dict())
             result.update(error_result(failure.error))
         except UpgradeError as err:
-            # The safe point before the cordon, or the check after the loop: every batch was done.
+            # The judgment of an earlier run's failed gate, the safe point before the cordon, or the check after the
+            # loop: every batch was done.
             result.update(failed=True, replace=loop.state.to_dict())
             result.update(error_result(err))
         else:
             result["replace"] = loop.state.to_dict()
         # Each batch cordons, drains and terminates (or would, in check mode); so does the cordon of every old node;
-        # a stop at a safe point may give back old nodes (uncordoned_nodes), a rerun's before its first batch too.
-        result["changed"] = bool(result["replace"]["batches"] or (cordoned or {}).get("changed")
+        # a stop at a safe point may give back old nodes (uncordoned_nodes), a rerun's before its first batch too;
+        # a failed gate's record removed changes the journal, even when no batch was left.
+        result["changed"] = bool(result["replace"]["batches"] or (cordoned or {}).get("changed") or cleared
                                  or result.get("uncordoned_nodes"))
         result["replace"].update(planned)
         return result

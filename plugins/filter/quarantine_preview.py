@@ -31,7 +31,9 @@ options:
     description:
       - The plan and the run's settings - C(batches) (the plan's, instance ids), C(instances) (module
         C(eksops.nodegroup.nodegroup_info)'s), C(findings) (the preflight's C(warnings_found)),
-        C(max_quarantined_nodes), C(force) and C(drain_timeout).
+        C(max_quarantined_nodes), C(force) and C(drain_timeout); optional C(approximate) (default false) - whether
+        the run draws its own batches (schedule C(once), the surge strategy, a canary, C(batch_order=zone)), so that
+        the lines say C(about batch N) of the batches given and name the nodes.
     type: dict
     required: true
 """
@@ -57,7 +59,8 @@ _value:
 
 def quarantine_preview(plan: Mapping[str, Any]) -> dict[str, Any]:
     return preview(plan["batches"], plan["instances"], plan["findings"], int(plan["max_quarantined_nodes"]),
-                   boolean(plan["force"], strict=False), int(plan["drain_timeout"]))
+                   boolean(plan["force"], strict=False), int(plan["drain_timeout"]),
+                   boolean(plan.get("approximate", False), strict=False))
 
 
 class FilterModule(object):

@@ -135,13 +135,13 @@ cache_connection: ~/.cache/eks_nodegroups
 cache_timeout: 600
 
 # staging.eks_nodegroups.yml, beside it in the inventory directory: another account through a role, only the node
-# groups tagged team=payments.
-plugin: eksops.nodegroup.eks_nodegroups
-regions: [us-west-2]
-assume_role_arn: arn:aws:iam::210987654321:role/eks-fleet-inventory
-tags:
-  team: payments
-hostname: aws_account_id ~ '/' ~ cluster_name ~ '/' ~ nodegroup_name
+# groups tagged team=payments (one YAML document per file: shown commented here):
+# plugin: eksops.nodegroup.eks_nodegroups
+# regions: [us-west-2]
+# assume_role_arn: arn:aws:iam::210987654321:role/eks-fleet-inventory
+# tags:
+#   team: payments
+# hostname: aws_account_id ~ '/' ~ cluster_name ~ '/' ~ nodegroup_name
 """
 
 from collections.abc import Callable, Mapping

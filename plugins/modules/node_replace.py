@@ -209,8 +209,9 @@ options:
       - What a node whose drain ran out of O(delete_options.wait_timeout) with pods still held (C(PodEvictionFailure)
         after evictions were tried - a PodDisruptionBudget that allows none, a pod that does not go) does to the run
         (issue 27 item 5). C(fail) stops the run there, the node cordoned.
-      - C(quarantine) leaves such a node cordoned (uncordoned when the run cordons no old node first and launches no
-        node for it - O(update_strategy=minimal)) and labels it C(eksops.nodegroup/quarantined=true), the pods and
+      - C(quarantine) leaves such a node cordoned (uncordoned with O(wait_for_replacements) and no
+        O(cordon_old_nodes) - the strategy C(minimal), SPEC U7, which adds no capacity first and launches no node
+        for it) and labels it C(eksops.nodegroup/quarantined=true), the pods and
         PodDisruptionBudgets that held it in its annotation C(eksops.nodegroup/quarantine-reason); its instance is
         not terminated and stays in the group (a surge step keeps the node it launched for it, and the later steps
         count it). The run goes on with the batch's other nodes and the later batches, then drains each
@@ -246,8 +247,10 @@ options:
       - Seconds the health gate waits, after the soak, for the workloads to be healthy. Then the task fails with
         C(HealthGateFailed) naming each workload and why (its available or ready replicas, its Pending pods and
         the scheduler's reason); no further batch starts, and a rerun goes on with the old nodes left. The journal
-        records those workloads, and a rerun judges them again, up to this timeout, before its first batch; it
-        stops with C(HealthGateFailed) again, draining nothing, while they are not healthy.
+        records those workloads, and a rerun judges them again, up to this timeout, before anything else (before
+        the safe point of its first batch and the cordon of O(cordon_old_nodes)); it stops with C(HealthGateFailed)
+        again, cordoning and draining nothing, while they are not healthy. Once they are, the record is removed
+        (changed). A record that names none of them (each name longer than a tag value) is removed with a warning.
     type: int
     default: 600
   canary:

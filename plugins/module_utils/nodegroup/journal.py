@@ -85,7 +85,8 @@ FIELDS = (
     # the journal is retargeted at previous_launch_template_version), so a rerun of the abort goes on rolling back.
     ("rollback_of", _STR),
     # Issue 27 item 1: the workloads a failed health gate left unhealthy (plan/workload_health.record_failed_gate),
-    # which a rerun judges again before its next batch; unset once they pass.
+    # which a rerun judges again before its next batch; unset once they pass, and when the journal is retargeted or
+    # becomes a rollback (the target they were judged on is no longer the target).
     ("health_gate_failed", _STR),
 )
 FIELD_NAMES = tuple(name for name, _kind in FIELDS)
@@ -254,8 +255,10 @@ class Journal:
     def retargeted(self, launch_template_id: str, target_launch_template_version: int | str, target_image_id: str | None,
                    previous_launch_template_version: int | str | None) -> Journal:
         """Back to setup, aimed at another target (force_new_target). The original sizes, suspended processes and
-        run id stay: they still describe the group's real state; the version before the upgrade stays too."""
-        return self.replace(phase="setup", launch_template_id=launch_template_id,
+        run id stay: they still describe the group's real state; the version before the upgrade stays too. A failed
+        health gate's record goes (issue 27 item 1): its workloads were judged on the target left, and judging them
+        first would stop the run to the new one (a rollback's, the version before) on what it replaces."""
+        return self.replace(phase="setup", health_gate_failed=None, launch_template_id=launch_template_id,
                             target_launch_template_version=target_launch_template_version,
                             target_image_id=target_image_id,
                             previous_launch_template_version=self.previous_launch_template_version

@@ -39,6 +39,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal
     TAG_GROUPS,
     TAG_PREFIX,
     Journal,
+    tag_key,
 )
 
 if TYPE_CHECKING:
@@ -47,9 +48,12 @@ if TYPE_CHECKING:
 LEASE_TAG = TAG_PREFIX + "lease"
 # "The maximum number of tags per resource is 50" (Auto Scaling user guide, "Tag Auto Scaling groups and instances").
 ASG_TAG_LIMIT = 50
-# The tags an upgrade may hold on its group at once: a journal with every field set, the lease, and a pause request
-# (nodegroup/pause.py, issue 27 item 3).
-UPGRADE_TAGS_MAX = len(TAG_GROUPS) + 2
+# The tag of a failed health gate's record (issue 27 item 1): the journal writes it only when a gate fails, and
+# removes it once a rerun judged its workloads again; the tag budget counts it only while the group holds it.
+HEALTH_GATE_TAG = tag_key("health_gate")
+# The tags an upgrade may hold on its group at once: a journal with every field set but that record, the lease, and
+# a pause request (nodegroup/pause.py, issue 27 item 3).
+UPGRADE_TAGS_MAX = sum(1 for group, _fields in TAG_GROUPS if tag_key(group) != HEALTH_GATE_TAG) + 2
 LEASE_SECONDS = 60
 LEASE_RENEW_SECONDS = 15
 LEASE_SETTLE_SECONDS = 1.0
@@ -163,19 +167,21 @@ class Heartbeat(object):
 
 def check_tag_budget(asg: Mapping[str, Any]) -> None:
     """SPEC W3: refuse before any change a group whose own tags leave less room than the journal and the lease may
-    take: otherwise CreateOrUpdateTags fails half-way through the upgrade."""
+    take: otherwise CreateOrUpdateTags fails half-way through the upgrade. A failed health gate's record counts
+    while the group holds it (HEALTH_GATE_TAG): a gate that fails later on a group left no room for it says so in
+    its HealthGateFailed (health_gate.HealthGate.wait), and stops the run all the same."""
     tags = asg.get("Tags") or []
     others = sum(1 for tag in tags if not tag["Key"].startswith(TAG_PREFIX))
-    if others + UPGRADE_TAGS_MAX <= ASG_TAG_LIMIT:
+    needed = UPGRADE_TAGS_MAX + sum(1 for tag in tags if tag["Key"] == HEALTH_GATE_TAG)
+    if others + needed <= ASG_TAG_LIMIT:
         return
     raise UpgradeError(
         TAG_LIMIT_EXCEEDED,
         "Auto Scaling group %s has %d tags of its own, and the upgrade's journal, lease and pause request may take %d more: more "
         "than the %d an Auto Scaling group can have. Remove at least %d of its tags (they are propagated to new "
         "instances only if PropagateAtLaunch), then run again. Nothing was changed."
-        % (asg["AutoScalingGroupName"], others, UPGRADE_TAGS_MAX, ASG_TAG_LIMIT,
-           others + UPGRADE_TAGS_MAX - ASG_TAG_LIMIT),
-        tags=others, tags_needed=UPGRADE_TAGS_MAX, tag_limit=ASG_TAG_LIMIT)
+        % (asg["AutoScalingGroupName"], others, needed, ASG_TAG_LIMIT, others + needed - ASG_TAG_LIMIT),
+        tags=others, tags_needed=needed, tag_limit=ASG_TAG_LIMIT)
 
 
 def claim(module: EksopsModule, autoscaling: Any, asg: Mapping[str, Any], sleep: Callable[[float], None] = time.sleep) -> Heartbeat | None:

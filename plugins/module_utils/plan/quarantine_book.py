@@ -63,6 +63,13 @@ def quarantinable(codes: Mapping[str, str | None], timed_out: Collection[str]) -
     return bool(codes) and all(code == POD_EVICTION_FAILURE and name in timed_out for name, code in codes.items())
 
 
+def batches_without(batches: Sequence[Sequence[str]], excluded: Collection[str]) -> list[list[str]]:
+    """``batches`` without the ``excluded`` instances (held in quarantine), empty ones dropped: the plan's batches
+    as the run drains them (QuarantineBook.without_held; health_gate.ordered_plan before it places the canary)."""
+    kept = [[i for i in batch if i not in excluded] for batch in batches]
+    return [batch for batch in kept if batch]
+
+
 @dataclass(frozen=True)
 class Held:
     """A quarantined node: its ``instance_id`` and ``node``, whether its termination lowers the desired capacity
@@ -118,7 +125,7 @@ class QuarantineBook:
     """The nodes held in quarantine during one run, in the order they were held, with the bound ``limit``
     (max_quarantined_nodes): the number held at once, carried-over ones included (``carried``: found labelled
     by a rerun, retried last like the others; they never stop a run by themselves). ``cordoned``: whether a held
-    node stays cordoned (not when the run added no node in its place, update_strategy minimal, SPEC U7)."""
+    node stays cordoned (not when the run added no node in its place: the minimal strategy, SPEC U7)."""
 
     limit: int
     held: dict[str, Held] = field(default_factory=dict)
@@ -154,9 +161,7 @@ class QuarantineBook:
 
     def without_held(self, batches: Sequence[Sequence[str]]) -> list[list[str]]:
         """``batches`` without the instances no batch may take now (a rerun's carried over), empty ones dropped."""
-        excluded = self.excluded
-        kept = [[i for i in batch if i not in excluded] for batch in batches]
-        return [batch for batch in kept if batch]
+        return batches_without(batches, self.excluded)
 
     @property
     def excluded(self) -> set[str]:

@@ -11,6 +11,12 @@ quarantined instead of failing the run; those whose pods are refused before any 
 annotation, a pod without a controller, a pod under several budgets: D10, issue 27 item 6) fail the run all the
 same; and the batch where one more node than max_quarantined_nodes would be held stops the run. The bound is the
 run's own (QuarantineBook.hold), walked over the plan's batches in their order.
+
+Those batches are the run's only when it drains the plan's batches as they are (schedule eks, no canary, batch
+order random, the rolling strategies). Otherwise (issue 27 item 5 review 4) the run draws its own: the schedule
+once's live planner draws each batch from the group without the quarantined nodes (the plan drew them with them),
+a surge step chooses its old nodes where its launch landed, a canary or batch_order zone reorders the batches. The
+preview then says "about batch N", and names the nodes, for the run may reach them in another batch.
 """
 
 from __future__ import annotations
@@ -32,9 +38,13 @@ HELD_UNTIL_TIMEOUT = frozenset(["blocking_pdb"])
 REFUSED_AT_ONCE = frozenset(["do_not_disrupt", "unmanaged_pod", "multiple_pdbs"])
 
 
-def _named(entries: Iterable[Mapping[str, Any]]) -> str:
-    return ", ".join("%s (%s%s)" % (e["node"], e["instance_id"], "; batch %d; %s" % (e["batch"], ", ".join(e["by"]))
-                                    if "by" in e else "") for e in entries)
+def _batch(number: int, approximate: bool) -> str:
+    return ("about batch %d" if approximate else "batch %d") % number
+
+
+def _named(entries: Iterable[Mapping[str, Any]], approximate: bool = False) -> str:
+    return ", ".join("%s (%s%s)" % (e["node"], e["instance_id"], "; %s; %s" % (
+        _batch(e["batch"], approximate), ", ".join(e["by"])) if "by" in e else "") for e in entries)
 
 
 def _causes(findings: Iterable[Mapping[str, Any]], checks: frozenset[str]) -> dict[str, list[str]]:
@@ -48,9 +58,11 @@ def _causes(findings: Iterable[Mapping[str, Any]], checks: frozenset[str]) -> di
 
 
 def quarantine_preview(batches: Sequence[Sequence[str]], instances: Iterable[Mapping[str, Any]],
-                       findings: Iterable[Mapping[str, Any]], limit: int, force: bool, drain_timeout: int) -> dict[str, Any]:
+                       findings: Iterable[Mapping[str, Any]], limit: int, force: bool, drain_timeout: int,
+                       approximate: bool = False) -> dict[str, Any]:
     """``batches``: the plan's (instance ids, in their order); ``instances``: nodegroup_info's (instance_id,
-    node_name, labels); ``findings``: the preflight's (each with its ``nodes``); ``limit``: max_quarantined_nodes.
+    node_name, labels); ``findings``: the preflight's (each with its ``nodes``); ``limit``: max_quarantined_nodes;
+    ``approximate``: whether the run draws its own batches (the lines then say "about batch N").
     Returns ``batches`` without the instances an earlier run quarantined, ``carried`` (those, retried last),
     ``held`` (expected quarantined, each with its ``batch`` and what holds it, ``by``) and ``refused`` (expected to
     fail the run), both up to the batch the run would stop in, ``exceeded_batch`` / ``failed_batch`` (that batch,
@@ -78,12 +90,14 @@ def quarantine_preview(batches: Sequence[Sequence[str]], instances: Iterable[Map
             stop["exceeded_batch"] = number
             break
     preview = dict(batches=kept, carried=carried, held=held, refused=refused, held_at_once=len(book.held), **stop)
-    preview["lines"] = preview_lines(preview, limit, force, drain_timeout)
+    preview["lines"] = preview_lines(preview, limit, force, drain_timeout, approximate)
     return preview
 
 
-def preview_lines(preview: Mapping[str, Any], limit: int, force: bool, drain_timeout: int) -> list[str]:
-    """The preview for a person: one line each for the carried, held and refused nodes and where the run stops."""
+def preview_lines(preview: Mapping[str, Any], limit: int, force: bool, drain_timeout: int,
+                  approximate: bool = False) -> list[str]:
+    """The preview for a person: one line each for the carried, held and refused nodes and where the run stops,
+    naming the nodes and their batches ("about batch N" when ``approximate``)."""
     lines = []
     if preview["carried"]:
         lines.append("quarantine: held by an earlier run (labelled %s=%s), left out of the batches above and drained "
@@ -98,15 +112,19 @@ def preview_lines(preview: Mapping[str, Any], limit: int, force: bool, drain_tim
                      "each drain would run out of drain_timeout (%d s) and its node be quarantined (labelled, its "
                      "instance kept) instead of failing the run, and drained once more after every "
                      "other node; a node still held then ends the run with NodesQuarantined."
-                     % (_named(preview["held"]), drain_timeout))
+                     % (_named(preview["held"], approximate), drain_timeout))
     if preview["refused"]:
         lines.append("quarantine does not wait out pods refused before any eviction, on %s: that drain would fail "
-                     "the run with PodEvictionFailure in batch %d unless force."
-                     % (_named(preview["refused"]), preview["failed_batch"]))
+                     "the run with PodEvictionFailure in %s unless force."
+                     % (_named(preview["refused"], approximate), _batch(preview["failed_batch"], approximate)))
     if preview["exceeded_batch"] is not None:
-        lines.append("quarantine: batch %d would hold one node more than max_quarantined_nodes %d: the run would "
-                     "stop with NodesQuarantined once that batch's other nodes are replaced."
-                     % (preview["exceeded_batch"], limit))
+        nodes = [dict(node=e["node"], instance_id=e["instance_id"])
+                 for e in preview["held"] if e["batch"] == preview["exceeded_batch"]]
+        lines.append("quarantine: %s would hold one node more than max_quarantined_nodes %d (%s held there): the run "
+                     "would stop with NodesQuarantined once that batch's other nodes are replaced%s."
+                     % (_batch(preview["exceeded_batch"], approximate), limit, _named(nodes),
+                        " (the run draws its own batches: it may reach these nodes in another one)" if approximate
+                        else ""))
     elif preview["held_at_once"]:
         lines.append("quarantine: at most %d node(s) held at once, within max_quarantined_nodes %d."
                      % (preview["held_at_once"], limit))

@@ -166,17 +166,25 @@ def gate_failure_message(label: str, timeout: float, failing: Sequence[WorkloadH
             "old nodes left" % (label, len(failing), timeout, "; ".join(h.describe() for h in failing)))
 
 
-def record_failed_gate(refs: Sequence[str], length: int) -> str:
+def record_failed_gate(refs: Sequence[str], length: int, left_out: int = 0) -> str:
     """The journal's record of a failed gate (its health_gate_failed field, one Auto Scaling tag value of at most
     ``length`` characters): the workloads ``refs`` left unhealthy, comma-separated, as many as fit, then ``+N`` for
-    the N left out."""
+    the N left out, ``left_out`` (an earlier record's count, issue 27 item 1) included. A name is never cut (a cut
+    name cannot be judged again): one too long to fit is left out and the names after it are still kept, so the
+    record names none only when none fits on its own (a Deployment's name may be 253 characters, a tag value 256)."""
     refs = sorted(set(refs))
-    for kept in range(len(refs), -1, -1):
-        left = len(refs) - kept
-        value = ",".join(refs[:kept] + (["+%d" % left] if left else []))
-        if len(value) <= length:
-            return value
-    raise ValueError("a record of %d characters holds no count" % length)
+    value = ",".join(refs + (["+%d" % left_out] if left_out else []))
+    if len(value) <= length:
+        return value
+    most = "+%d" % (len(refs) + left_out)  # the longest count the record may end with
+    kept = []
+    for ref in refs:
+        if len(",".join(kept + [ref, most])) <= length:
+            kept.append(ref)
+    value = ",".join(kept + ["+%d" % (len(refs) + left_out - len(kept))])
+    if len(value) > length:
+        raise ValueError("a record of %d characters holds no count" % length)
+    return value
 
 
 def recorded_gate(value: str | None) -> tuple[list[str], int]:

@@ -113,7 +113,9 @@ def rollback_journal(journal: Journal, asg: Mapping[str, Any]) -> Journal:
             "target %s (an upgrade to the version the group already used, use_current_launch_template): there is "
             "nothing to roll back to. Abort without rollback to restore the group. Nothing was changed."
             % (asg["AutoScalingGroupName"], journal.run_id, target), journal=journal.to_dict())
-    return journal.replace(rollback_of=str(target))
+    # Issue 27 item 1: a failed health gate's record goes; its workloads were judged on the target the rollback
+    # leaves, and judging them first would stop the rollback that replaces its nodes.
+    return journal.replace(rollback_of=str(target), health_gate_failed=None)
 
 
 def run(module: EksopsModule) -> dict[str, Any]:

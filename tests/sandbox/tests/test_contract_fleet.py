@@ -97,8 +97,8 @@ def test_describe_cluster_answers_each_clusters_endpoint_and_ca_as_the_kubeconfi
 
 def test_describe_nodegroup_answers_the_managed_group_of_that_cluster_and_region(fleet):
     west, eu = aws(fleet, "eks", "us-west-2"), aws(fleet, "eks", "eu-west-1")
-    canary = valid(west, "DescribeNodegroup", west.describe_nodegroup(clusterName="fleet-canary",
-                                                                     nodegroupName="system"))["nodegroup"]
+    canary = valid(west, "DescribeNodegroup", west.describe_nodegroup(
+        clusterName="fleet-canary", nodegroupName="system"))["nodegroup"]
     europe = valid(eu, "DescribeNodegroup", eu.describe_nodegroup(clusterName="fleet-eu",
                                                                   nodegroupName="system"))["nodegroup"]
     assert canary["nodegroupArn"].startswith("arn:aws:eks:us-west-2:123456789012:nodegroup/fleet-canary/system/")

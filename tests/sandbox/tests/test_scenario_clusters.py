@@ -6,7 +6,6 @@ the single-cluster readers, strict validation with key paths, and single-cluster
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 
 import pytest

@@ -8,9 +8,11 @@ the workloads the batch's drain moved are healthy again (plan/workload_health.py
 with ``batch_order: zone``, each zone's last batch are gated whatever the soak.
 
 A failed gate is remembered (GateRecord): the journal records the workloads it left unhealthy, and a rerun judges
-them again before its first batch (judged_again_first), with the loop's gate or, when the rerun gates no batch, one
-of health_gate_timeout: passed, the record is cleared and the run goes on; failed, HealthGateFailed again, and
-nothing more is drained.
+them again before anything else of its phase (judged_again_first: before the safe point of its first batch and the
+cordon of every old node), with the loop's gate or, when the rerun gates no batch, one of health_gate_timeout:
+passed, the record is cleared and the run goes on; failed, HealthGateFailed again, and nothing more is cordoned or
+drained. A record whose workloads cannot be judged (none of their names fit a tag value, only their count) is
+cleared, with a warning.
 
 The reads, per namespace the batch touched: one pod list, and one Deployment or StatefulSet list when the batch
 moved pods of that kind (list_all, retried as every read is, SPEC P3), polled with the house's one wait shape
@@ -36,8 +38,9 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.nodegroup.journal
     read_journal,
     write_journal,
 )
-from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import Batch, ReplaceState
+from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.loop import Batch
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.batch_order import canary_batches, zone_batches
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.quarantine_book import batches_without
 from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.workload_health import (
     WorkloadHealth,
     any_batch_gated,
@@ -75,19 +78,23 @@ class GateRecord:
         journal = self.group().journal()
         return recorded_gate(journal.health_gate_failed if journal is not None else None)
 
-    def failed(self, refs: Sequence[str]) -> None:
-        self._write(record_failed_gate(refs, MAX_TAG_VALUE_LENGTH))
+    def failed(self, refs: Sequence[str], left_out: int = 0) -> None:
+        """``refs`` recorded, and ``left_out`` more an earlier record could not name (counted, not dropped)."""
+        self._write(record_failed_gate(refs, MAX_TAG_VALUE_LENGTH, left_out))
 
-    def passed(self) -> None:
-        self._write(None)
+    def clear(self) -> bool:
+        """The record removed; whether the journal held one."""
+        return self._write(None)
 
-    def _write(self, value: str | None) -> None:
+    def _write(self, value: str | None) -> bool:
         """The journal as it is now, with ``value`` recorded (None: the record removed); nothing without a journal
-        (node_replace run on its own, outside an upgrade: no rerun resumes it)."""
+        (node_replace run on its own, outside an upgrade: no rerun resumes it). Whether it was written."""
         name = self.group().asg_name
         journal = read_journal(self.autoscaling(), name)
-        if journal is not None and journal.health_gate_failed != value:
-            write_journal(self.autoscaling(), name, journal.replace(health_gate_failed=value), previous=journal)
+        if journal is None or journal.health_gate_failed == value:
+            return False
+        write_journal(self.autoscaling(), name, journal.replace(health_gate_failed=value), previous=journal)
+        return True
 
 
 class HealthGate:
@@ -123,8 +130,9 @@ class HealthGate:
     def soak(self, seconds: float) -> None:
         self.clock.sleep(seconds)
 
-    def wait(self, label: str, refs: Sequence[str]) -> list[WorkloadHealth]:
-        """The verdicts once every workload of ``refs`` is healthy; HealthGateFailed at the deadline."""
+    def wait(self, label: str, refs: Sequence[str], left_out: int = 0) -> list[WorkloadHealth]:
+        """The verdicts once every workload of ``refs`` is healthy; HealthGateFailed at the deadline, the failing
+        ones recorded with ``left_out`` more an earlier record counted without naming them."""
         if not refs:
             return []
         waiter = Waiter(lambda verdicts: not unhealthy(verdicts), self.timeout, self.clock)
@@ -134,7 +142,7 @@ class HealthGate:
             message = gate_failure_message(label, self.timeout, failing)
             try:
                 if self.record is not None:
-                    self.record.failed([health.ref for health in failing])
+                    self.record.failed([health.ref for health in failing], left_out)
             except UpgradeError as err:
                 message += (". The journal could not record them (%s): a rerun does not judge them again before "
                             "its first batch" % err.msg)
@@ -144,15 +152,14 @@ class HealthGate:
 
     def judge_again(self, refs: Sequence[str], left_out: int, progress: Callable[[str], None]) -> None:
         """Before a rerun's first batch: ``refs``, the workloads an earlier run's failed gate recorded (``left_out``
-        more it could not), judged again (``wait``); passed, the record is removed; failed, HealthGateFailed names
-        them (recorded again)."""
+        more it could not), judged again (``wait``); failed, HealthGateFailed names them (recorded again, with the
+        count of the others)."""
         started = self.clock.now()
         progress("an earlier run's health gate failed on %d workload(s): judged again (up to %d s) before any "
                  "batch starts: %s%s" % (len(refs), self.timeout, ", ".join(refs), (
                      "; %d more it failed on are not judged again (the journal's tag holds %d characters)"
                      % (left_out, MAX_TAG_VALUE_LENGTH)) if left_out else ""))
-        self.wait("Before the first batch, the health gate an earlier run failed, judged again", refs)
-        self.record.passed()
+        self.wait("Before the first batch, the health gate an earlier run failed, judged again", refs, left_out)
         progress("the health gate an earlier run failed passed after %.1f s: %d workload(s) healthy" % (
             self.clock.now() - started, len(refs)))
 
@@ -185,36 +192,45 @@ def health_gate(params: Mapping[str, Any], clients: Clients, order: Mapping[str,
 
 
 def phase_gates(params: Mapping[str, Any], clients: Clients, order: Mapping[str, Any], check_mode: bool,
-                autoscaling: Callable[[], Any], group: Callable[[], NodegroupRef], progress: Callable[[str], None]
-                ) -> tuple[HealthGate | None,
-                           Callable[[Callable[[ReplaceState], Batch | None]], Callable[[ReplaceState], Batch | None]]]:
-    """(node_replace's HealthGate, None when no batch is gated; what wraps its next_batch: judged_again_first, with
-    that gate or, when the run gates no batch, one of health_gate_timeout), a failed gate remembered in the journal
-    (GateRecord over ``autoscaling`` and ``group``). Neither in check mode, which waits for nothing."""
+                autoscaling: Callable[[], Any], group: Callable[[], NodegroupRef], progress: Callable[[str], None],
+                warn: Callable[[str], None]) -> tuple[HealthGate | None, Callable[[], bool]]:
+    """(node_replace's HealthGate, None when no batch is gated; the judgment the phase runs first:
+    judged_again_first, with that gate or, when the run gates no batch, one of health_gate_timeout), a failed gate
+    remembered in the journal (GateRecord over ``autoscaling`` and ``group``). Neither in check mode, which waits
+    for nothing."""
     if check_mode:
-        return None, lambda source: source
+        return None, lambda: False
     record = GateRecord(autoscaling, group)
     gate = health_gate(params, clients, order, record)
-    return gate, lambda source: judged_again_first(record, lambda: gate or HealthGate.of(params, clients, record),
-                                                   source, progress)
+    return gate, lambda: judged_again_first(record, lambda: gate or HealthGate.of(params, clients, record),
+                                            progress, warn)
 
 
-def judged_again_first(record: GateRecord, gate: Callable[[], HealthGate],
-                       source: Callable[[ReplaceState], Batch | None],
-                       progress: Callable[[str], None]) -> Callable[[ReplaceState], Batch | None]:
-    """next_batch ``source``, once what an earlier run's failed gate left in ``record`` was judged again by
-    ``gate()`` (HealthGate.judge_again), before the first batch is asked for: even with none left (the scale-down
-    follows)."""
-    judged = []
-
-    def next_batch(state: ReplaceState) -> Batch | None:
-        if not judged:
-            refs, left_out = record.recorded()
-            if refs:
-                gate().judge_again(refs, left_out, progress)
-            judged.append(True)
-        return source(state)
-    return next_batch
+def judged_again_first(record: GateRecord, gate: Callable[[], HealthGate], progress: Callable[[str], None],
+                       warn: Callable[[str], None]) -> bool:
+    """What an earlier run's failed gate left in ``record``, judged again by ``gate()`` (HealthGate.judge_again).
+    node_replace runs it before anything else of the phase, even with no batch left (the scale-down follows): before
+    the safe point of its first batch, which then counts from after a judgment of up to health_gate_timeout, and
+    before the cordon of every old node, so that a judgment that fails cordons nothing more. Passed, the record is
+    removed. A record that names none of its workloads (each name longer than a tag value holds:
+    workload_health.record_failed_gate) cannot be judged: it is removed, with a warning. Returns whether the record
+    was removed; a failure to remove it is a warning, not the run's failure (the next run reads it again, and judges
+    healthy workloads)."""
+    refs, left_out = record.recorded()
+    if refs:
+        gate().judge_again(refs, left_out, progress)
+    elif left_out:
+        warn("an earlier run's health gate failed on %d workload(s) whose names are longer than the journal's tag "
+             "holds (%d characters): this run cannot judge them again, removes the record and goes on (the earlier "
+             "run's HealthGateFailed named them)" % (left_out, MAX_TAG_VALUE_LENGTH))
+    else:
+        return False
+    try:
+        return record.clear()
+    except UpgradeError as err:
+        warn("the record of the health gate an earlier run failed could not be removed from the journal (%s): the "
+             "next run reads it again" % err.msg)
+        return False
 
 
 def validate_gates(params: Mapping[str, Any]) -> None:
@@ -248,8 +264,7 @@ def ordered_plan(plan: Mapping[str, Any], zone_of: Mapping[str, str | None], can
         return dict(plan)
     if plan["strategy"] == "surge":
         return dict(plan, canary_batches=min(1, len(plan["steps"])))
-    kept = [[i for i in batch if i not in held] for batch in plan["batches"]]
-    kept = [batch for batch in kept if batch]
+    kept = batches_without(plan["batches"], held)
     first, rest = canary_batches(kept, zone_of, plan["batch_size"]) if canary else ([], kept)
     batches, zone_ends = list(first), []
     for zone in zone_batches(rest, zone_of, plan["batch_size"]) if batch_order == "zone" else [rest]:

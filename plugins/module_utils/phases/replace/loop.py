@@ -97,6 +97,14 @@ class Batch:
         return bool(self.instance_ids) and len(self.decrement_ids) == len(self.instance_ids)
 
 
+def termination_rounds(batch: Batch) -> list[tuple[list[str], bool]]:
+    """The TerminateInstanceInAutoScalingGroup rounds of ``batch``: (instance ids, decrement), the decrementing
+    ones first, so the replacing ones' launches see the decrements done (SPEC B1)."""
+    decrementing = [i for i in batch.instance_ids if i in set(batch.decrement_ids)]
+    replacing = [i for i in batch.instance_ids if i not in set(batch.decrement_ids)]
+    return [(ids, decrement) for ids, decrement in ((decrementing, True), (replacing, False)) if ids]
+
+
 @dataclass(frozen=True)
 class Drained:
     """What a batch's drain step did, as the loop reads it: the nodes drained, by name (each node's record as

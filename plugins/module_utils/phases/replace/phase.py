@@ -61,6 +61,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace.lo
     canary_first,
     planned_batches,
     planned_steps,
+    termination_rounds,
 )
 
 # The planning options, as nodegroup_info takes them; used when node_replace plans the phase itself (max_surge
@@ -137,14 +138,6 @@ def validate_schedule(params: Mapping[str, Any]) -> None:
                                         % dict(step))
     if params["batch_size"] is not None and params["batch_size"] < 1:
         raise invalid_parameter("batch_size", "batch_size must be >= 1, got %d" % params["batch_size"])
-
-
-def termination_rounds(batch: Batch) -> list[tuple[list[str], bool]]:
-    """The TerminateInstanceInAutoScalingGroup rounds of ``batch``: (instance ids, decrement), the decrementing
-    ones first, so the replacing ones' launches see the decrements done (SPEC B1)."""
-    decrementing = [i for i in batch.instance_ids if i in set(batch.decrement_ids)]
-    replacing = [i for i in batch.instance_ids if i not in set(batch.decrement_ids)]
-    return [(ids, decrement) for ids, decrement in ((decrementing, True), (replacing, False)) if ids]
 
 
 @dataclass(frozen=True)
@@ -397,24 +390,25 @@ def replace_loop(params: Mapping[str, Any], steps: PhaseSteps, clients: Clients,
                  next_batch: Callable[[ReplaceState], Batch | None], node_names: dict[str, str | None],
                  safe_points: SafePoints, group: NodegroupRef | None = None, quarantine: Quarantine | None = None,
                  order: Mapping[str, Any] | None = None
-                 ) -> tuple[ReplaceLoop, Callable[[ReplaceState], Batch | None], BatchSafePoint]:
+                 ) -> tuple[ReplaceLoop, Callable[[ReplaceState], Batch | None], BatchSafePoint, Callable[[], bool]]:
     """(the loop with node_drain's and asg_instance_terminate's steps, run with ``steps``' options, the next_batch
-    to run it with, the safe point before a batch). The termination wait overlaps the next batch's drain unless the
-    replacements gate the next batch (wait_for_replacements, strategy minimal, U7) or nothing is terminated (check
-    mode). A batch's terminations go in up to two rounds (termination_rounds). What the next batch needs is read
-    during the post-drain wait (phases/replace/read_ahead.py); ``node_names`` (instance id -> node name) is the one
-    ``next_batch`` keeps up to date, ``group`` the node group the phase found (None: the first termination finds
-    it), ``quarantine`` the held nodes' (issue 27 item 5; None: a failed drain fails the run; retries last);
-    ``order`` (canary_batches, zone_ends) which batches the health gate judges (health_gate.py: first, what a failed
-    gate recorded). The next_batch returned checks the job and ``safe_points`` before each batch (batch_safe_point)."""
+    to run it with, the safe point before a batch, what the phase runs before anything else: an earlier run's
+    failed gate judged again, health_gate.judged_again_first). The termination wait overlaps the next batch's drain
+    unless the replacements gate the next batch (wait_for_replacements, strategy minimal, U7) or nothing is
+    terminated (check mode). A batch's terminations go in up to two rounds (termination_rounds). What the next batch
+    needs is read during the post-drain wait (phases/replace/read_ahead.py); ``node_names`` (instance id -> node
+    name) is the one ``next_batch`` keeps up to date, ``group`` the node group the phase found (None: the first
+    termination finds it), ``quarantine`` the held nodes' (issue 27 item 5; None: a failed drain fails the run;
+    retries last); ``order`` (canary_batches, zone_ends) which batches the health gate judges. The next_batch
+    returned checks the job and ``safe_points`` before each batch (batch_safe_point)."""
     context = StepContext(params, clients, check_mode, diff, warn, log)
     planner = getattr(next_batch, "then", next_batch)  # a live planner, after the canary (loop.canary_first)
     ahead = ReadAhead(context, steps.drain, planner if isinstance(planner, LivePlanner) else None, group)
     # The first batch's reads go while the phase cordons every old node (U4).
     ahead.first()
     noun = "step" if params["steps"] is not None else "batch"
-    gate, judged_first = phase_gates(params, clients, order or {}, check_mode, lambda: context.aws("autoscaling"),
-                                     lambda: ahead.group or find_module_nodegroup(context), progress)
+    gate, judge_first = phase_gates(params, clients, order or {}, check_mode, lambda: context.aws("autoscaling"),
+                                    lambda: ahead.group or find_module_nodegroup(context), progress, warn)
     safe_point = BatchSafePoint(safe_points, context, lambda: ahead.group,
                                 batch_bound(params, steps.drain.engine.drain_timeout,
                                             steps.drain.engine.post_drain_wait), noun, gate, steps.drain.engine.run_id)
@@ -447,4 +441,4 @@ def replace_loop(params: Mapping[str, Any], steps: PhaseSteps, clients: Clients,
     planned = ahead.next_batch(next_batch)
     if quarantine is not None:
         planned = quarantine.next_batch(planned)
-    return loop, gated_batches(judged_first(planned), job_guard.check, safe_point), safe_point
+    return loop, gated_batches(planned, job_guard.check, safe_point), safe_point, judge_first

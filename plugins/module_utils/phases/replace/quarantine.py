@@ -17,7 +17,7 @@ them last in the same way.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.drain import uncordon_nodes
@@ -68,8 +68,8 @@ def start_quarantine(params: Mapping[str, Any], clients: Any, node_names: Mappin
                      run_id: str | None = None) -> tuple[dict[str, Any], Quarantine | None]:
     """(node_replace's params, the run's Quarantine or None): with undrainable_nodes quarantine (``carried``
     active), the nodes of the plan found labelled are carried over (a rerun retries them last), and the plan's
-    batches lose them. ``run_id``: the one the drains cordon with (a held node's cordon is undone by it when the
-    run cordons no old node before its batch, Quarantine)."""
+    batches lose them. ``run_id``: the one the drains cordon with (a held node's cordon is undone by it with the
+    minimal strategy, gives_back_held_nodes)."""
     if not carried.active:
         return dict(params), None
     surge = params["steps"] is not None
@@ -82,8 +82,18 @@ def start_quarantine(params: Mapping[str, Any], clients: Any, node_names: Mappin
             "%s (%s)" % (name, i) for i, name in sorted(labelled.items())))
     quarantine = Quarantine(book, clients.core_v1, progress, surge,
                             params["batch_size"] or max([len(batch) for batch in planned] or [1]),
-                            uncordon_run_id=run_id if not surge and not params["cordon_old_nodes"] else None)
+                            uncordon_run_id=run_id if gives_back_held_nodes(params) else None,
+                            old_ids=[i for batch in planned for i in batch] if surge else ())
     return (params if surge else dict(params, batches=quarantine.planned(params["batches"]))), quarantine
+
+
+def gives_back_held_nodes(params: Mapping[str, Any]) -> bool:
+    """Whether node_replace's run gives a held node back to the scheduler (Quarantine's ``uncordon_run_id``): the
+    minimal strategy's (wait_for_replacements, SPEC U7: no capacity first, each batch waits for the replacements of
+    its terminations, and none comes for a held node), which cordons no old node before its batch
+    (cordon_old_nodes). Not the default strategy's, whichever cordon_old_nodes (its scale-up added the room), nor a
+    surge step's (it keeps the node it launched; the surge strategy takes no wait_for_replacements)."""
+    return params["wait_for_replacements"] and not params["cordon_old_nodes"]
 
 
 def drained_and_held(quarantine: Quarantine | None, batch: Batch, outcome: DrainOutcome,
@@ -109,19 +119,23 @@ def drained_and_held(quarantine: Quarantine | None, batch: Batch, outcome: Drain
 class Quarantine:
     """The quarantine of one node_replace run: ``book`` (the held nodes), ``core_v1()`` the Kubernetes client,
     ``progress`` node_replace's progress lines, ``surge`` whether the batches are the surge strategy's steps,
-    ``batch_size`` the size of a retry batch; ``live`` whether the source of batches is the live planner (attach).
+    ``batch_size`` the size of a retry batch; ``live`` whether the source of batches is the live planner (attach);
+    ``old_ids`` the surge plan's old instances in its steps' order (a check-mode step takes a held one's place
+    among them, _fill_named).
 
     ``uncordon_run_id``: a run that cordons no old node before its batch and adds no node for a held one
-    (update_strategy minimal, SPEC U7: no capacity first, and a held node's instance is not terminated, so no
-    replacement comes for it) gives a held node back to the scheduler, as every old node not yet drained is, by
-    undoing the cordon its drain set with this run id; left cordoned, the room it had would be missing for the pods
-    the later batches evict (on a group of two, the other node's drain found nowhere to put them, and their budget
-    held that node too). Its retry cordons it again. None: the node stays cordoned (the default strategy cordoned
-    every old node before the first batch, U4; a surge step keeps the node it launched)."""
+    (gives_back_held_nodes: the minimal strategy, wait_for_replacements, SPEC U7: no capacity first, and a held
+    node's instance is not terminated, so no replacement comes for it) gives a held node back to the scheduler, as
+    every old node not yet drained is, by undoing the cordon its drain set with this run id; left cordoned, the room
+    it had would be missing for the pods the later batches evict (on a group of two, the other node's drain found
+    nowhere to put them, and their budget held that node too). Its retry cordons it again. None: the node stays
+    cordoned (the default strategy's scale-up added the room, U2, and with cordon_old_nodes every old node was
+    cordoned before the first batch, U4; a surge step keeps the node it launched)."""
 
     def __init__(self, book: QuarantineBook, core_v1: Callable[[], Any], progress: Callable[[str], None],
-                 surge: bool, batch_size: int, uncordon_run_id: str | None = None) -> None:
+                 surge: bool, batch_size: int, uncordon_run_id: str | None = None, old_ids: Sequence[str] = ()) -> None:
         self.book = book
+        self.old_ids = list(old_ids)
         self.uncordon_run_id = uncordon_run_id
         book.cordoned = uncordon_run_id is None
         self.core_v1 = core_v1
@@ -215,13 +229,14 @@ class Quarantine:
             if not self._source_done:
                 batch = source(state)
                 self._source_done = batch is None and not self.live
-                if batch is not None:
-                    # Check mode's surge steps name their old instances (nothing launched to choose them by).
-                    batch.take_out(self.book.excluded)
             if batch is None:
                 batch = self._retry(source, state)
-            # A surge step's old instances as planned, before _size_step leaves out those held.
+            # A surge step's old instances as planned, before _size_step or _fill_named leaves out those held.
             self._last = (batch, batch.old_count) if batch is not None else None
+            if batch is not None and not batch.retry:
+                batch.take_out(self.book.excluded)
+                if batch.desired_capacity is not None and batch.choose_old is None:
+                    self._fill_named(batch, self._last[1], state)
             if batch is not None and batch.desired_capacity is not None:
                 self._size_step(batch)
             return batch
@@ -231,6 +246,18 @@ class Quarantine:
         """The old instances the last surge step planned to terminate and did not: held, or none left to take."""
         if self._last is not None and self._last[0].desired_capacity is not None:
             self.shortfall += self._last[1] - len(self._last[0].instance_ids)
+
+    def _fill_named(self, batch: Batch, count: int, state: ReplaceState) -> None:
+        """A check-mode surge step names its old instances (nothing launched to choose them by, loop.planned_steps):
+        those held, or taken by an earlier step in their place, are replaced by the plan's next old instances no
+        step took, up to its planned ``count``, as a launched step chooses its count among the instances not held
+        (_size_step), so that the dry run's steps take as many and its desired capacities are the run's (issue 27
+        item 5 review 3)."""
+        taken = set(state.replaced_instances)
+        batch.take_out(taken)
+        taken.update(self.book.excluded, batch.instance_ids)
+        more = [i for i in self.old_ids if i not in taken][:max(0, count - len(batch.instance_ids))]
+        batch.take(batch.instance_ids + more)
 
     def _size_step(self, batch: Batch) -> None:
         """A surge step raised by the old instances earlier steps left in the group; its old instances chosen

@@ -26,7 +26,7 @@ def test_issue27_a_stop_that_gave_back_nodes_is_a_change(controller):
             raise UpgradeError("UpgradePaused", "Paused.", uncordoned_nodes=uncordoned)
         loop = SimpleNamespace(state=ReplaceState(), run=run)
         params = dict(cordon_old_nodes=False, batches=[], asg_name="workers")
-        return action._replace(params, None, None, None, loop, None, None, None, [])
+        return action._replace(params, None, None, None, loop, None, None, lambda: False, None, [])
 
     stopped = replaced(["old-3"])
     assert stopped["failed"] and stopped["uncordoned_nodes"] == ["old-3"] and stopped["changed"] is True

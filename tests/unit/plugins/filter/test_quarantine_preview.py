@@ -19,3 +19,6 @@ def test_the_filter_is_registered_by_its_name_and_reads_survey_strings():
     shown = quarantine_preview(plan)
     assert [h["node"] for h in shown["held"]] == ["n2"] and "drain_timeout (300 s)" in shown["lines"][0]
     assert quarantine_preview(dict(plan, force="true"))["held"] == []
+    # Issue 27 item 5 review 4: the role says when the run draws its own batches (a string from Jinja).
+    assert "about batch 2" in quarantine_preview(dict(plan, approximate="true"))["lines"][0]
+    assert "about" not in quarantine_preview(dict(plan, approximate="false"))["lines"][0]

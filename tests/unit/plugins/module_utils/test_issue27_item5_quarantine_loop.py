@@ -48,13 +48,13 @@ BLOCKER = dict(pod="payments/billing-1", reason="Cannot evict pod (drain_timeout
 class Run:
     """A loop whose drains fail for the instances of ``blocked`` (instance id -> drains that fail, -1: all)."""
 
-    def __init__(self, ids, blocked, limit=2, surge=False, carried=None, uncordon_run_id=None):
+    def __init__(self, ids, blocked, limit=2, surge=False, carried=None, uncordon_run_id=None, old_ids=()):
         self.core = FakeCoreV1([node("node-" + i) for i in ids])
         self.blocked = dict(blocked)
         self.events, self.lines, self.desired = [], [], []
         book = QuarantineBook.carried_over(limit, carried or {})
         self.quarantine = Quarantine(book, lambda: self.core, self.lines.append, surge, batch_size=1,
-                                     uncordon_run_id=uncordon_run_id)
+                                     uncordon_run_id=uncordon_run_id, old_ids=old_ids)
         self.loop = ReplaceLoop(self.drain, self.start, lambda handle: handle, self.lines.append, overlap=False,
                                 node_names=dict((i, "node-" + i) for i in ids))
 
@@ -228,6 +228,31 @@ def test_issue27_item5_a_surge_step_that_found_no_old_instance_to_take_is_counte
                                                               ("terminate", ("i-b",), True)]
 
 
+def test_issue27_item5_review_3_a_dry_runs_surge_steps_have_the_runs_desired_capacities_around_a_carried_node():
+    """Issue 27 item 5 review 3 (SPEC S3, issue 10 item 9: check mode shows the real plan): a launched surge step
+    chooses its count of old instances among those not held, so a node an earlier run quarantined costs the last
+    steps theirs, and the step after one that found none raises the desired capacity for it. Check mode's steps
+    name their instances (nothing launched): one whose named node is held takes the plan's next old instance in
+    its place, so that the dry run's steps take as many and set the desired capacities the run sets."""
+    one = [dict(desired_capacity=4, launch=1, instance_ids=[i]) for i in ("i-a", "i-b", "i-c")]
+    two = [dict(desired_capacity=5, launch=2, instance_ids=["i-a", "i-b"]),
+           dict(desired_capacity=4, launch=1, instance_ids=["i-c", "i-d"])]
+    for steps, carried, desired in ((one, ["i-a", "i-b"], [4, 4, 5]), (one, ["i-a"], [4, 4, 4]), (two, ["i-a"], [5, 4])):
+        ids = [i for step in steps for i in step["instance_ids"]]
+        counts = []
+        for choose_after_launch in (True, False):
+            run = Run(ids, {}, surge=True, carried=dict((i, "node-" + i) for i in carried), old_ids=ids)
+            run.run(planned_steps(steps, choose_after_launch=choose_after_launch))
+            assert run.desired == desired
+            counts.append([len(e[1]) for e in run.events if e[0] == "drain"])
+            assert sorted(run.terminated()) == ids
+        assert counts[0] == counts[1]
+    params = dict(steps=two, batches=None, max_quarantined_nodes=1, batch_size=None, cordon_old_nodes=False,
+                  wait_for_replacements=False)
+    quarantine = start_quarantine(params, SimpleNamespace(core_v1=None), {}, print, Carried())[1]
+    assert quarantine.old_ids == ["i-a", "i-b", "i-c", "i-d"]
+
+
 class Outcome:
     """A drain step's outcome (steps/node_drain.DrainOutcome) as drained_and_held reads it."""
 
@@ -293,8 +318,24 @@ def test_issue27_item5_only_a_run_that_adds_no_node_in_a_held_ones_place_uncordo
     launched (S3): their held nodes stay cordoned; minimal's (no cordon first, no surge) are given back."""
     base = dict(steps=None, batches=[["i-1"], ["i-2"]], max_quarantined_nodes=1, batch_size=1)
     surge_steps = [dict(instance_ids=["i-1"]), dict(instance_ids=["i-2"])]
-    for cordon_old_nodes, steps, expected in ((False, None, "run-1"), (True, None, None), (False, surge_steps, None)):
-        quarantine = start_quarantine(dict(base, cordon_old_nodes=cordon_old_nodes, steps=steps),
+    for cordon_old_nodes, wait, steps, expected in ((False, True, None, "run-1"), (True, False, None, None),
+                                                    (False, False, surge_steps, None)):
+        quarantine = start_quarantine(dict(base, cordon_old_nodes=cordon_old_nodes, wait_for_replacements=wait,
+                                           steps=steps),
+                                      SimpleNamespace(core_v1=None), {}, print, Carried(), "run-1")[1]
+        assert (quarantine.uncordon_run_id, quarantine.book.cordoned) == (expected, expected is None)
+
+
+def test_issue27_item5_review_1_the_held_node_is_uncordoned_for_the_minimal_strategy_not_for_cordon_old_nodes():
+    """Issue 27 item 5 review 1 (SPEC U7): a held node is given back to the scheduler only by the minimal strategy,
+    which node_replace knows by wait_for_replacements (the role passes it for update_strategy minimal, and no
+    cordon_old_nodes): it added no capacity first and launches no node in the held one's place. node_replace's
+    defaults (the default strategy, cordon_old_nodes false: a user who cordons nothing ahead, the room added by the
+    scale-up) keep the held node cordoned, as its docs say."""
+    params = dict(steps=None, batches=[["i-1"], ["i-2"]], max_quarantined_nodes=1, batch_size=1,
+                  cordon_old_nodes=False, wait_for_replacements=False)
+    for wait, cordon_old_nodes, expected in ((False, False, None), (True, False, "run-1"), (True, True, None)):
+        quarantine = start_quarantine(dict(params, wait_for_replacements=wait, cordon_old_nodes=cordon_old_nodes),
                                       SimpleNamespace(core_v1=None), {}, print, Carried(), "run-1")[1]
         assert (quarantine.uncordon_run_id, quarantine.book.cordoned) == (expected, expected is None)
 
@@ -306,7 +347,7 @@ def test_issue27_item5_check_mode_leaves_an_earlier_runs_quarantined_node_out_an
     core = FakeCoreV1([node("node-i-1", labels={QUARANTINE_LABEL: "true"}), node("node-i-2")])
     clients = SimpleNamespace(core_v1=lambda: core)
     params = dict(undrainable_nodes="quarantine", steps=None, batches=[["i-1"], ["i-2"]], max_quarantined_nodes=1,
-                  batch_size=1, cordon_old_nodes=True)
+                  batch_size=1, cordon_old_nodes=True, wait_for_replacements=False)
     names = {"i-1": "node-i-1", "i-2": "node-i-2"}
     planned, quarantine = start_quarantine(params, clients, names, print, CarriedOver(params, clients))
     assert planned["batches"] == [["i-2"]] and list(quarantine.book.held) == ["i-1"]

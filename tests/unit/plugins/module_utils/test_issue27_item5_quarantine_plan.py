@@ -15,6 +15,7 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.quarantine_b
     QUARANTINE_LABEL,
     Held,
     QuarantineBook,
+    batches_without,
     check_quarantine_options,
     quarantinable,
     reason_annotation,
@@ -126,3 +127,24 @@ def test_issue27_item5_what_a_node_s_drains_evicted_before_they_timed_out_is_kep
     record = with_earlier_evictions(dict(evicted=["payments/billing-1"], failed=[]), released)
     assert record["evicted"] == ["default/web-1", "default/web-2", "payments/billing-1"]
     assert book.held == {}
+
+
+def test_issue27_item5_review_2_ordered_plan_leaves_held_nodes_out_as_the_quarantine_does(monkeypatch):
+    """Issue 27 item 5 review 2 (no duplicated logic): the plan's order (health_gate.ordered_plan) leaves the nodes
+    an earlier run quarantined out of the batches with the quarantine's own rule (quarantine_book.batches_without,
+    which QuarantineBook.without_held is), so the canary and the batch numbers are those of the batches drained."""
+    from ansible_collections.eksops.nodegroup.plugins.module_utils.phases.replace import health_gate
+
+    calls = []
+
+    def spy(batches, excluded):
+        calls.append((batches, set(excluded)))
+        return batches_without(batches, excluded)
+
+    monkeypatch.setattr(health_gate, "batches_without", spy)
+    plan = dict(strategy="rolling", batch_size=1, batches=[["i-1"], ["i-2"], ["i-3"]])
+    ordered = health_gate.ordered_plan(plan, {"i-1": "a", "i-2": "a", "i-3": "b"}, True, "random", {"i-1": "node-i-1"})
+    assert calls == [([["i-1"], ["i-2"], ["i-3"]], {"i-1"})]
+    assert ordered["batches"] == [["i-2"], ["i-3"]] and ordered["canary_batches"] == 2
+    book = QuarantineBook.carried_over(1, {"i-1": "node-i-1"})
+    assert book.without_held(plan["batches"]) == batches_without(plan["batches"], {"i-1"}) == [["i-2"], ["i-3"]]

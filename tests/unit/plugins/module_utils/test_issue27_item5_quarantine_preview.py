@@ -59,8 +59,9 @@ def test_issue27_item5_a_dry_run_says_where_max_quarantined_nodes_would_stop_the
     shown = preview([BILLING, finding("blocking_pdb", "PodDisruptionBudget", "ledger", 5)], labelled=[1])
     assert shown["batches"] == [["i-2"], ["i-3"], ["i-4", "i-5"]]
     assert shown["exceeded_batch"] == 2 and [h["node"] for h in shown["held"]] == ["node-3"]
-    assert shown["lines"][-1] == ("quarantine: batch 2 would hold one node more than max_quarantined_nodes 1: the "
-                                  "run would stop with NodesQuarantined once that batch's other nodes are replaced.")
+    assert shown["lines"][-1] == ("quarantine: batch 2 would hold one node more than max_quarantined_nodes 1 (node-3 "
+                                  "(i-3) held there): the run would stop with NodesQuarantined once that batch's "
+                                  "other nodes are replaced.")
     assert preview([BILLING], labelled=[1], limit=2)["exceeded_batch"] is None
 
 
@@ -85,3 +86,23 @@ def test_issue27_item5_with_force_a_dry_run_expects_no_node_quarantined():
 def test_issue27_item5_a_dry_run_with_nothing_to_quarantine_says_so():
     assert preview([finding("no_pdb", "Deployment", "web", 1, 2)])["lines"] == [
         "quarantine: no node held by an earlier run, and the preflight finds none a drain would time out on."]
+
+
+def test_issue27_item5_review_4_when_the_run_draws_its_own_batches_the_preview_says_about_and_names_the_nodes():
+    """Issue 27 item 5 review 4: under the schedule once the live planner draws each batch without the quarantined
+    nodes (the plan drew them with them), a surge step chooses its old nodes where its launch landed, and a canary
+    or batch_order zone reorders the batches: the batch numbers of the batches shown are then the run's only
+    about, and the lines say so and name the nodes; the plan's own batches (schedule eks) keep their numbers."""
+    findings = [BILLING, finding("blocking_pdb", "PodDisruptionBudget", "ledger", 5)]
+    exact = quarantine_preview(BATCHES, instances(1), findings, 1, False, 900)
+    drawn = quarantine_preview(BATCHES, instances(1), findings, 1, False, 900, approximate=True)
+    assert (drawn["exceeded_batch"], drawn["held"]) == (exact["exceeded_batch"], exact["held"])
+    assert "on node-3 (i-3; about batch 2; PodDisruptionBudget default/billing)" in drawn["lines"][1]
+    assert drawn["lines"][-1] == ("quarantine: about batch 2 would hold one node more than max_quarantined_nodes 1 "
+                                  "(node-3 (i-3) held there): the run would stop with NodesQuarantined once that "
+                                  "batch's other nodes are replaced (the run draws its own batches: it may reach "
+                                  "these nodes in another one).")
+    assert "about" not in " ".join(exact["lines"])
+    refused = quarantine_preview(BATCHES, instances(), [finding("do_not_disrupt", "Pod", "job", 1)], 1, False, 900,
+                                 approximate=True)
+    assert refused["lines"][0].endswith("PodEvictionFailure in about batch 1 unless force.")

@@ -202,11 +202,10 @@ def test_issue27_one_describe_auto_scaling_groups_per_batch_serves_its_safe_poin
     monkeypatch.setattr(replace_steps, "check_launch_template_unmoved",
                         lambda ec2, asg, journal: checked.append(asg))
     clients = SimpleNamespace(lease_heartbeats={}, aws=lambda service: autoscaling)
-    loop, next_batch, _safe_point = replace_steps.replace_loop(
+    loop, next_batch, _safe_point, _judge = replace_steps.replace_loop(
         params(), replace_steps.step_options(params(), False), clients, check_mode=False, diff=False,
         warn=[].append, log=lambda line: None, progress=[].append, next_batch=planned_batches([["i-3"], ["i-4"]]),
         node_names={}, safe_points=SafePoints([], None, None), group=group)
     state = loop.run(next_batch)
     assert state.replaced_instances == ["i-3", "i-4"]
     assert autoscaling.described == 2 and checked == [group.asg, group.asg]
-

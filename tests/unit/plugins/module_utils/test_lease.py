@@ -137,3 +137,24 @@ def test_release_only_our_own_and_the_journal_clear_removes_it(world):
     clear_journal(world.autoscaling, world.asg_name)
     assert lease.lease_of(world.asg()["Tags"]) is None
     assert Journal.from_tags(world.asg()["Tags"]) is None
+
+
+@pytest.mark.parametrize("own, record, refused", [(42, False, False), (43, False, True), (41, True, False),
+                                                  (42, True, True)])
+def test_issue27_item1_w3_the_tag_budget_counts_a_failed_gate_record_only_while_the_group_holds_it(own, record,
+                                                                                                   refused):
+    """W3 with issue 27 item 1: the journal's tag of a failed health gate (eksops.nodegroup/health_gate) is written
+    only when a gate fails and removed once a rerun judged it. The budget counted it always, so a group of 42 tags
+    of its own, upgradable before, was refused; it counts 8 (the journal's six other tags, the lease, a pause
+    request), and the record while the group holds it."""
+    tags = [dict(Key="team/tag-%02d" % index, Value="x") for index in range(own)]
+    tags += [dict(Key="eksops.nodegroup/run", Value="run_id=r;phase=upgrade")]
+    if record:
+        tags.append(dict(Key="eksops.nodegroup/health_gate", Value="Deployment default/web"))
+    try:
+        lease.check_tag_budget(dict(AutoScalingGroupName="workers", Tags=tags))
+    except UpgradeError as raised:
+        assert refused and raised.code == "TagLimitExceeded" and "Remove at least 1 of its tags" in raised.msg
+        assert raised.details["tags_needed"] == (9 if record else 8)
+    else:
+        assert not refused

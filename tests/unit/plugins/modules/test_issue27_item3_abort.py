@@ -204,7 +204,7 @@ def test_issue27_item3_rollback_after_a_scale_up_replaces_nodes(world, run, chan
     (["1", "2"], False),
 ])
 def test_issue27_item3_rollback_from_phase_setup_replaces_only_a_node_launched_from_the_target(versions, nothing):
-    journal = Journal.start(**dict(JOURNAL, phase="setup"))
+    journal = Journal.start(**JOURNAL).replace(phase="setup")
     instances = [dict(InstanceId="i-%d" % index, LifecycleState="InService",
                       LaunchTemplate=dict(LaunchTemplateId="lt-1", Version=version))
                  for index, version in enumerate(versions)]

@@ -82,11 +82,10 @@ def test_issue26_item4_the_steps_options_are_typed_once_and_no_argument_spec_run
     monkeypatch.setattr(terminate_step, "start_termination", start_termination)
     monkeypatch.setattr(replace_steps, "check_target_unmoved", lambda ctx, group, asg=None: None)
     monkeypatch.setattr(step_context, "ArgumentSpecValidator", lambda spec: pytest.fail("argument spec run per batch"))
-    loop, _next, _gate = replace_steps.replace_loop(params(), steps, clients=SimpleNamespace(lease_heartbeats={}),
-                                                    check_mode=False, diff=False, warn=[].append,
-                                                    log=lambda line: None, progress=[].append,
-                                                    next_batch=lambda state: None, node_names={},
-                                                    safe_points=SafePoints([], None, None))
+    loop, _next, _gate, _judge = replace_steps.replace_loop(
+        params(), steps, clients=SimpleNamespace(lease_heartbeats={}), check_mode=False, diff=False, warn=[].append,
+        log=lambda line: None, progress=[].append, next_batch=lambda state: None, node_names={},
+        safe_points=SafePoints([], None, None))
     for ids in (["i-0a"], ["i-0b", "i-0c"]):
         drained = loop.drain(Batch(ids))
         assert dict(drained.instances) == dict((i, None) for i in ids)
@@ -117,11 +116,10 @@ def test_a_refused_second_round_names_the_first_rounds_instances_as_accepted():
         assert step.decrement is True  # the decrementing round first
         return answer
 
-    loop, _next, _gate = replace_steps.replace_loop(params(), step_options(params(), False),
-                                                    clients=SimpleNamespace(lease_heartbeats={}), check_mode=False,
-                                                    diff=False, warn=[].append, log=lambda line: None,
-                                                    progress=[].append, next_batch=lambda state: None, node_names={},
-                                                    safe_points=SafePoints([], None, None))
+    loop, _next, _gate, _judge = replace_steps.replace_loop(
+        params(), step_options(params(), False), clients=SimpleNamespace(lease_heartbeats={}), check_mode=False,
+        diff=False, warn=[].append, log=lambda line: None, progress=[].append, next_batch=lambda state: None,
+        node_names={}, safe_points=SafePoints([], None, None))
     with mock.patch.object(terminate_step, "start_termination", start_termination):
         with pytest.raises(StepFailed) as failed:
             loop.start(Batch(["i-0a", "i-0b"], decrement_ids=["i-0a"]))
