@@ -6,7 +6,8 @@ multi-cluster ``fleet`` scenario. The inventory source (type scm: a project's ek
 syncs it, ``ansible-inventory --list --export`` with the AWS credential's environment; each job gets AWX's inventory
 script of the imported hosts (awx_jobs.py). The workflow's preflight node, the fleet playbook with job type Check
 over the whole fleet, plans every wave and changes nothing, its report in the job's artifacts; slices of a sliced job
-template are refused or run as docs/awx.md, *Job slicing*, says."""
+template are refused or run as docs/awx.md, *Job slicing*, says; a workflow node's job is not misled by the extra
+variables AWX makes of the previous node's set_stats data."""
 
 from __future__ import annotations
 
@@ -94,12 +95,21 @@ def test_issue28_item3_the_preflight_plans_the_whole_fleet_and_changes_nothing(s
     assert (job.status, job.rc) == ("failed", 2), stdout[-6000:]
     assert "per_cluster_concurrency" in stdout and "job_slice_count 1" in stdout and "Nothing was changed" in stdout
 
-    # Slice 2 of 3, limited to ring1, its node groups declared independent: it plans its own node groups only.
-    job = launch(sandbox, tmp_path / "slice2", imported, "--check --limit ring_ring1", {"per_cluster_concurrency": 3},
-                 2, 3)
+    # Slice 2 of 3 limited to ring1, its node groups declared independent, as a workflow node after the preflight:
+    # the preflight's set_stats data are its extra variables (awx/main/models/workflow.py, ancestor_artifacts). It
+    # upgrades its own two node groups, and reports its own pictures, not the preflight's (null) one.
+    reports = tmp_path / "slice2" / "reports"
+    job = launch(sandbox, tmp_path / "slice2", imported, "--limit ring_ring1",
+                 dict(stats_artifact(tmp_path / "preflight", "1"), per_cluster_concurrency=3,
+                      fleet_report_path=str(reports / "fleet.json")), 2, 3)
     stdout = (tmp_path / "slice2" / "artifacts" / "1" / "stdout").read_text()
     assert (job.status, job.rc) == ("successful", 0), stdout[-6000:]
-    fleet = stats_artifact(tmp_path / "slice2", "1")["eksops_fleet"]
-    assert [(row["host"], row["wave"], row["status"]) for row in fleet["rows"]] == [
-        ("fleet-eu/system", 1, "planned"), ("fleet-west/system", 1, "planned")]
-    assert changes(sandbox.report()) == before
+    artifacts = stats_artifact(tmp_path / "slice2", "1")
+    assert [(row["host"], row["wave"], row["status"]) for row in artifacts["eksops_fleet"]["rows"]] == [
+        ("fleet-eu/system", 1, "succeeded"), ("fleet-west/system", 1, "succeeded")]
+    assert all(row["timeline_path"].startswith(str(reports)) for row in artifacts["eksops_fleet"]["rows"])
+    assert artifacts["nodegroup_upgrade_timeline_path"].startswith(str(reports / "nodegroups"))
+    final = sandbox.report()["clusters"]
+    for cluster, nodegroup in (("fleet-canary", "system"), ("fleet-west", "apps"), ("fleet-eu", "apps")):
+        assert final[cluster]["nodegroups"][nodegroup]["instance_count_max"] == 2, (cluster, nodegroup)
+    assert all(cluster["pods_lost"] == [] for cluster in final.values())
