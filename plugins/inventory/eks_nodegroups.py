@@ -88,6 +88,10 @@ options:
     aliases: [aws_session_token]
     env:
       - name: AWS_SESSION_TOKEN
+      # What AWX's Amazon Web Services credential injects for temporary credentials (issue 28 item 3), and the
+      # collection's modules read too (module_utils/aws/session.py).
+      - name: AWS_SECURITY_TOKEN
+      - name: EC2_SECURITY_TOKEN
   profile:
     description: A named AWS profile; mutually exclusive with O(access_key) and O(secret_key).
     type: str

@@ -18,3 +18,12 @@ def test_issue28_item3_each_host_names_the_node_groups_of_its_cluster(inventory)
 def test_issue28_item3_cluster_nodegroups_are_the_node_groups_the_filters_keep(inventory):
     data, _plugin = inventory(dict(tags={"upgrade-ring": "[12]"}))
     assert data.get_host("prod-b/batch").get_vars()["cluster_nodegroups"] == ["prod-b/batch"]
+
+
+def test_issue28_item3_the_session_token_of_awx_aws_credential_is_read(inventory, monkeypatch):
+    # AWX's Amazon Web Services credential injects temporary credentials' token as AWS_SECURITY_TOKEN
+    # (awx/main/tests/unit/test_tasks.py, test_aws_cloud_credential with a security token).
+    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
+    monkeypatch.setenv("AWS_SECURITY_TOKEN", "awx-token")
+    _data, plugin = inventory({})
+    assert plugin.get_option("session_token") == "awx-token"
