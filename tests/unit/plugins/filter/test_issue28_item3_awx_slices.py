@@ -18,8 +18,10 @@ from ansible_collections.eksops.nodegroup.plugins.filter.fleet_plan import fleet
 
 def inventory_hosts():
     """FLEET as the eks_nodegroups inventory lists it: each host with its cluster's node groups."""
-    return {name: dict(host, cluster_nodegroups=sorted(other for other in FLEET if other.split("/")[0]
-                                                     == name.split("/")[0])) for name, host in FLEET.items()}
+    clusters = {}
+    for name in FLEET:
+        clusters.setdefault(name.partition("/")[0], []).append(name)
+    return {name: dict(host, cluster_nodegroups=sorted(clusters[name.partition("/")[0]])) for name, host in FLEET.items()}
 
 
 def awx_slice(names, number, count):
