@@ -53,12 +53,20 @@ options:
       - How many node groups of one cluster upgrade at once.
     type: int
     required: true
+  inventory:
+    description:
+      - Every host of the job's inventory (C(groups.all)). Given, a job that AWX's job slicing handed only some node
+        groups of a cluster (C(cluster_nodegroups), from the C(eksops.nodegroup.eks_nodegroups) inventory) is refused
+        when its slices would break O(per_cluster_concurrency) or the order of the rings (docs/awx.md, I(Job
+        slicing)).
+    type: list
+    elements: str
 """
 
 EXAMPLES = r"""
 - name: Plan the waves
   ansible.builtin.set_fact:
-    fleet_plan: "{{ ansible_play_hosts_all | eksops.nodegroup.fleet_plan(hostvars, ['canary', 'ring1'], ['system*'], 1) }}"
+    fleet_plan: "{{ ansible_play_hosts_all | eksops.nodegroup.fleet_plan(hostvars, ['canary', 'ring1'], ['system*'], 1, groups['all']) }}"
   run_once: true
 """
 
@@ -82,18 +90,19 @@ def _ring(variables: Mapping[str, Any]) -> Any:
 
 
 def fleet_plan(hosts: Sequence[str], hostvars: Mapping[str, Any], rings: Sequence[str], first_nodegroups: Sequence[str],
-               per_cluster_concurrency: Any) -> dict[str, Any]:
+               per_cluster_concurrency: Any, inventory: Sequence[str] | None = None) -> dict[str, Any]:
     fleet = {}
     regions: dict[str, list[dict[str, Any]]] = {}
     for name in hosts:
         variables = hostvars[name]
-        fleet[name] = dict((key, variables.get(key)) for key in HOST_VARIABLES + ("cluster_arn",))
+        fleet[name] = dict((key, variables.get(key)) for key in HOST_VARIABLES + ("cluster_arn", "cluster_nodegroups"))
         fleet[name]["ring"] = _ring(variables)
         regions.setdefault(variables.get("aws_region"), []).append(dict(
             host=name, kind=variables.get("kind"), nodegroup_image_name=variables.get("nodegroup_image_name"),
             nodegroup_ami_type=variables.get("nodegroup_ami_type")))
     try:
-        plan = plan_fleet(fleet, list(rings), list(first_nodegroups), int(per_cluster_concurrency))
+        plan = plan_fleet(fleet, list(rings), list(first_nodegroups), int(per_cluster_concurrency),
+                          None if inventory is None else list(inventory))
     except UpgradeError as err:
         return dict(error=dict(parameter=err.details.get("parameter"), msg=err.msg))
     return dict(plan, regions=regions, error=None)

@@ -76,14 +76,52 @@ def check_fleet(hosts: Mapping[str, Mapping[str, Any]], rings: Sequence[str], pe
                                 "fleet_rings, or leave them out with --limit" % (", ".join(outside), list(rings)))
 
 
+def check_slice(hosts: Mapping[str, Mapping[str, Any]], inventory: Sequence[str], rings: Sequence[str],
+                per_cluster_concurrency: int) -> None:
+    """Refuse a job whose inventory is one slice of AWX's job slicing when the slices would break the fleet's
+    bounds. AWX deals the inventory's hosts, sorted by name, to ``job_slice_count`` jobs that run at once
+    (awx/main/models/inventory.py, ``get_sliced_hosts``: ``hosts[slice_number - 1::slice_count]``), so the node
+    groups of one cluster, whose names sort together, land in different jobs. A job sees it by the node groups of
+    its clusters (``cluster_nodegroups``, which the eks_nodegroups inventory lists) missing from its ``inventory``.
+    Then every job would run up to ``per_cluster_concurrency`` of a cluster's node groups, so it must cover them
+    all; and each job would order only its own rings, so it must hold one ring."""
+    split: dict[str, tuple[str, list[str]]] = {}
+    for host in hosts.values():
+        listed = list(host.get("cluster_nodegroups") or [])
+        if set(listed) - set(inventory):
+            split[_cluster_key(host)] = (host["cluster_name"], listed)
+    if not split:
+        return
+    crowded = sorted("%s (%d node groups: %s)" % (name, len(listed), ", ".join(listed))
+                     for name, listed in split.values() if len(listed) > per_cluster_concurrency)
+    if crowded:
+        raise invalid_parameter("per_cluster_concurrency", "this job's inventory is a slice of the fleet: it lacks "
+                                "node groups of cluster(s) %s, which AWX's job slicing deals to jobs that run at once, "
+                                "so more than per_cluster_concurrency %d of them would be upgraded at once, and not in "
+                                "first_nodegroups order: run the job unsliced (job_slice_count 1), or raise "
+                                "per_cluster_concurrency to the cluster's node groups when they share no workloads"
+                                % ("; ".join(crowded), per_cluster_concurrency))
+    held = [ring for ring in rings if any(host.get("ring") == ring for host in hosts.values())]
+    if len(held) > 1:
+        raise invalid_parameter("fleet_rings", "this job's inventory is a slice of the fleet (it lacks node groups "
+                                "of cluster(s) %s) and holds the rings %s: each slice would order its own rings only, "
+                                "so a failure in one slice's %s ring would not hold back the other slices' later "
+                                "rings; slice a job of one ring (its limit, such as ring_%s)"
+                                % (", ".join(sorted(name for name, _listed in split.values())), held, held[0],
+                                   held[-1]))
+
+
 def fleet_plan(hosts: Mapping[str, Mapping[str, Any]], rings: Sequence[str], first: Sequence[str],
-               per_cluster_concurrency: int) -> dict[str, Any]:
+               per_cluster_concurrency: int, inventory: Sequence[str] | None = None) -> dict[str, Any]:
     """The waves: ``{hosts, serial, steps}``; ``hosts`` in the order the play takes them, ``serial`` the size of
     each step, ``steps`` each ``{wave, ring, hosts, bake_after, bake_clusters}`` (``wave``: its number, from 1;
     ``bake_clusters``: the clusters of ``bake_after``) (``bake_after``: the previous ring's hosts, on a
     ring's first step after the first ring; else empty). ``hosts`` maps each host to ``ring``,
-    ``cluster_name``, ``nodegroup_name``, ``aws_region`` (``cluster_arn`` optional). check_fleet refuses first."""
+    ``cluster_name``, ``nodegroup_name``, ``aws_region`` (``cluster_arn`` and ``cluster_nodegroups`` optional).
+    check_fleet refuses first, then check_slice when the job's ``inventory`` (every host name) is given."""
     check_fleet(hosts, rings, per_cluster_concurrency)
+    if inventory is not None:
+        check_slice(hosts, inventory, rings, per_cluster_concurrency)
     steps: list[dict[str, Any]] = []
     previous: list[str] = []
     for ring in rings:
