@@ -29,8 +29,8 @@ export ANSIBLE_PYTHON_INTERPRETER := $(BIN)/python
 export ANSIBLE_LOCALHOST_WARNING := false
 export ANSIBLE_INVENTORY_UNPARSED_WARNING := false
 
-.PHONY: venv collection-link demo test unit-and-sandbox-tests unit sandbox-tests integration molecule molecule-and-checks lint sanity build clean
-.PHONY: older-core-tests unit-oldest-core molecule-oldest-core sanity-older-cores benchmarks-smoke integration-and-benchmarks
+.PHONY: venv collection-link demo test unit-and-sandbox-tests unit sandbox-tests integration molecule scenarios-and-checks lint sanity build clean
+.PHONY: older-core-tests unit-oldest-core molecule-oldest-core sanity-older-cores benchmarks-smoke
 
 # pip says what it collects and installs as it goes (a line a package, no progress bars): on a fresh machine the
 # install takes about 5 minutes, which --quiet left silent (issue 25 item 4).
@@ -100,26 +100,36 @@ demo: venv collection-link
 	  echo "Upgrade report: $(DEMO_STATE)/upgrade-report.json; its timeline, to open in a browser: $(DEMO_STATE)/upgrade-report.svg"; \
 	  exit $$status
 
-test: unit-and-sandbox-tests integration-and-benchmarks molecule-and-checks build
+test: unit-and-sandbox-tests scenarios-and-checks build
 
 # The sandbox's contract tests mostly wait on its clocks (about 40 s of CPU in 1:50), and the unit tests keep both
 # cores busy for about as long: side by side they take little more than the unit tests alone.
 unit-and-sandbox-tests: venv collection-link
 	mkdir -p build
-	$(MAKE) --no-print-directory sandbox-tests > build/sandbox-tests.log 2>&1 & contract=$$!; \
-	$(MAKE) --no-print-directory unit unit-oldest-core; unit=$$?; \
+	$(call timed,sandbox-tests) > build/sandbox-tests.log 2>&1 & contract=$$!; \
+	$(call timed,unit unit-oldest-core); unit=$$?; \
 	wait $$contract; status=$$?; cat build/sandbox-tests.log; \
 	test $$unit -eq 0 && test $$status -eq 0
 
-# The molecule scenarios mostly wait on the sandbox's clocks, so lint and sanity (about two minutes of CPU) run
-# beside them rather than after: CI has 2 cores and 25 minutes, and `make test` took 24:23 with them in turn. Their
-# output is printed after the scenarios'; either failing fails the target.
-molecule-and-checks: venv collection-link
+# The integration tests keep about 1.6 of the 2 cores busy, the molecule scenarios about one (they mostly wait on
+# the sandbox's clocks), the checks and the benchmarks' smoke run the rest of the time: the three streams run side by
+# side rather than one after the other (CI took 40 minutes in turn, over its 35-minute budget). The scenarios' and
+# the checks' output is printed after the integration tests', each stream with how long it took; any failing fails
+# the target.
+scenarios-and-checks: venv collection-link $(OLDEST_VENV)/.installed
 	mkdir -p build
-	$(MAKE) --no-print-directory lint sanity sanity-older-cores > build/checks.log 2>&1 & checks=$$!; \
-	$(MAKE) --no-print-directory molecule molecule-oldest-core; scenarios=$$?; \
-	wait $$checks; status=$$?; cat build/checks.log; \
-	test $$scenarios -eq 0 && test $$status -eq 0
+	$(call timed,molecule molecule-oldest-core) > build/molecule.log 2>&1 & scenarios=$$!; \
+	$(call timed,benchmarks-smoke lint sanity sanity-older-cores) > build/checks.log 2>&1 & checks=$$!; \
+	$(call timed,integration); tests=$$?; \
+	wait $$scenarios; scenarios=$$?; cat build/molecule.log; \
+	wait $$checks; checks=$$?; cat build/checks.log; \
+	test $$tests -eq 0 && test $$scenarios -eq 0 && test $$checks -eq 0
+
+# $(call timed,TARGETS): make TARGETS, then say how long they took (the exit status is make's).
+define timed
+( started=$$(date +%s); $(MAKE) --no-print-directory $(1); status=$$?; \
+  echo "make $(1): exit $$status after $$(( $$(date +%s) - started )) s"; exit $$status )
+endef
 
 # Two workers: the unit tests are independent of each other (no shared sandbox), and this halves their time in CI.
 unit: venv collection-link
@@ -136,15 +146,6 @@ sandbox-tests: venv
 # (about 1.6 cores busy), three 12:42.
 integration: venv collection-link
 	$(PYTEST) -q -n 4 --dist loadscope tests/integration
-
-# The benchmarks' smoke run mostly waits on its sandboxes (about 35 s of CPU in 3:30): it runs beside the
-# integration tests, its output printed after theirs; either failing fails the target.
-integration-and-benchmarks: venv collection-link
-	mkdir -p build
-	$(MAKE) --no-print-directory benchmarks-smoke > build/benchmarks-smoke.log 2>&1 & smoke=$$!; \
-	$(MAKE) --no-print-directory integration; tests=$$?; \
-	wait $$smoke; status=$$?; tail -n 60 build/benchmarks-smoke.log; \
-	test $$tests -eq 0 && test $$status -eq 0
 
 # The scenarios mostly wait on the sandbox's clocks (a full `make test` keeps about one of two cores busy), so
 # four run at once: 13 scenarios took 5:37 so, 6:43 three at a time, each about as long either way (issue 11:
