@@ -158,7 +158,8 @@ class _FakeRest:
     def request(self, method, url, **_kwargs):
         self.sent.append((method, url))
 
-    def GET(self, url, **kwargs):  # pylint: disable=invalid-name  (the kubernetes client's name)
+    # The kubernetes client's name for the verb.
+    def GET(self, url, **kwargs):  # pylint: disable=invalid-name
         return self.request("GET", url, **kwargs)
 
 
