@@ -83,11 +83,14 @@ def rates(times_before: dict[str, int], times_after: dict[str, int], started: fl
     for window in WINDOWS:
         width = max(1, int(round(window / RATE_BUCKET_SECONDS)))
         running = sum(counts[:width])
-        peak = running
+        peak, peak_end = running, width
         for index in range(width, len(counts)):
             running += counts[index] - counts[index - width]
-            peak = max(peak, running)
+            if running > peak:
+                peak, peak_end = running, index + 1
         result["peak_per_second_%gs" % window] = peak / window
+        # When the busiest window began, in seconds from the start of the run.
+        result["peak_at_%gs" % window] = (peak_end - width) * RATE_BUCKET_SECONDS
     return result
 
 
@@ -111,7 +114,10 @@ def run_fleet(sandbox, forks: int, budgets: dict[str, Any]) -> dict[str, Any]:
     report_path = directory / "fleet-report.json"
     command = [str(BIN_DIR / "ansible-playbook"), "-i", str(directory / "inventory"), str(PLAYBOOK),
                "--forks", str(forks), "-e", json.dumps({**FLEET_VARS, **budgets, "fleet_report_path": str(report_path)})]
-    env = ansible_env(sandbox, EKSOPS_REQUEST_BUDGET_DIR=str(directory / "budgets"))
+    # The budgets also in the environment, as AWX would inject them for the whole job: the inventory plugin, which
+    # runs before the playbook's variables exist, reads them there.
+    env = ansible_env(sandbox, EKSOPS_REQUEST_BUDGET_DIR=str(directory / "budgets"),
+                      **{"EKSOPS_%s" % name.upper(): str(value) for name, value in budgets.items()})
     before = sandbox.report()
     started = time.time()
     completed = subprocess.run(command, env=env, cwd=REPO_ROOT, capture_output=True, text=True,
@@ -143,9 +149,9 @@ def print_results(name: str, result: dict[str, Any]) -> None:
                 [[wave["wave"], wave["nodegroups"], wave["slowest"], wave["slowest_seconds"], wave["span_seconds"]]
                  for wave in result["waves"]])
     print()
-    print_table(["requests to", "requests", "mean /s", "peak /s (1 s)", "peak /s (10 s)"],
-                [[key, value["requests"], value["mean_per_second"], value["peak_per_second_1s"],
-                  value["peak_per_second_10s"]] for key, value in result["rates"].items()])
+    print_table(["requests to", "requests", "mean /s", "peak /s (1 s)", "at s", "peak /s (10 s)", "at s"],
+                [[key, value["requests"], value["mean_per_second"], value["peak_per_second_1s"], value["peak_at_1s"],
+                  value["peak_per_second_10s"], value["peak_at_10s"]] for key, value in result["rates"].items()])
 
 
 def parse_config(text: str) -> tuple[int, str]:

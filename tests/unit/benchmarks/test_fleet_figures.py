@@ -34,4 +34,5 @@ def test_the_peak_rate_is_the_busiest_sliding_window_of_the_run_between_two_repo
     assert result["requests"] == 2 + 10 + 10 + 1
     assert result["mean_per_second"] == pytest.approx(23 / 20.0)
     assert result["peak_per_second_1s"] == pytest.approx(20.0)  # tenths 10005-10014 in one 1 s window
+    assert result["peak_at_1s"] == pytest.approx(0.5)
     assert result["peak_per_second_10s"] == pytest.approx(2.3)
