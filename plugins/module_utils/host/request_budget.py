@@ -76,7 +76,7 @@ def requests_per_second(parameter: str, value: object) -> float:
         rate = float(value)
     except (TypeError, ValueError):
         rate = -1.0
-    if not rate >= 0:
+    if not 0 <= rate < float("inf"):
         raise invalid_parameter(parameter, "%s must be a number of requests per second >= 0 (0: no bound), got %r"
                                 % (parameter, value))
     return rate

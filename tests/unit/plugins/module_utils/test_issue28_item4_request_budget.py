@@ -94,7 +94,7 @@ def test_issue28_item4_each_region_endpoint_and_api_server_has_its_own_budget(tm
     assert all(RequestBudget(key, 1.0, str(tmp_path)).reserve() == 0.0 for key in keys)
 
 
-@pytest.mark.parametrize("value", [-1, "fast", float("nan")])
+@pytest.mark.parametrize("value", [-1, "fast", float("nan"), float("inf")])
 def test_issue28_item4_a_rate_that_is_not_a_number_of_requests_is_refused_naming_it(value):
     with pytest.raises(UpgradeError) as raised:
         requests_per_second("k8s_requests_per_second", value)
