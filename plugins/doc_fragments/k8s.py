@@ -121,9 +121,9 @@ options:
         server under E(EKSOPS_REQUEST_BUDGET_DIR), else the temporary directory). A watch counts once, at its
         start. C(0) sets no bound.
       - If not set, the E(EKSOPS_K8S_REQUESTS_PER_SECOND) environment variable.
-      - The default is what kube-controller-manager's own client takes (C(--kube-api-qps) 20).
+      - The default is what kube-scheduler's own client takes (C(--kube-api-qps) 50).
     type: float
-    default: 20
+    default: 50
 notes:
   - "Kubernetes credentials, in order of precedence: O(host) (with O(api_key), or an EKS token for
     O(cluster_name)); a kubeconfig (O(kubeconfig)/O(context), else E(KUBECONFIG), else C(~/.kube/config));

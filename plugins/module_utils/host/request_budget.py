@@ -19,10 +19,12 @@ the account or cluster):
   token bucket per API action; its non-mutating actions (Describe*) refill 20 tokens per second, into a bucket of
   100 ("Request throttling for the Amazon EC2 API", Request token limits). Auto Scaling, EKS and SSM throttle per
   account and region too, without published figures.
-- Kubernetes: 20 requests per second per API server, 2 s of burst: what kube-controller-manager takes for its own
-  client (``--kube-api-qps`` 20, ``--kube-api-burst`` 30, "kube-controller-manager" command line reference), for a
-  run that acts like one controller of the cluster; the API server's API Priority and Fairness then shares its
-  seats between the flows ("API Priority and Fairness"). A watch is one request, at its start.
+- Kubernetes: 50 requests per second per API server, 2 s of burst: what kube-scheduler takes for its own client
+  (``--kube-api-qps`` 50, ``--kube-api-burst`` 100, "kube-scheduler" command line reference; kube-controller-manager
+  takes 20 and 30), for a run that acts like one more controller of the cluster whose drains evict pods in parallel
+  (an upgrade of 100 nodes, 10 at a time, made about 4400 requests in 166 s, 26 per second on average:
+  docs/performance.md); the API server's API Priority and Fairness then shares its seats between the flows ("API
+  Priority and Fairness"). A watch is one request, at its start.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ except ImportError:  # pragma: no cover - not on Windows, where Ansible's contro
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import invalid_parameter
 
 AWS_REQUESTS_PER_SECOND = 10.0
-K8S_REQUESTS_PER_SECOND = 20.0
+K8S_REQUESTS_PER_SECOND = 50.0
 # The bucket holds this many seconds of the rate: the burst a budget allows after a quiet spell (client-go's
 # default client: 5 requests per second, a burst of 10).
 BURST_SECONDS = 2.0
