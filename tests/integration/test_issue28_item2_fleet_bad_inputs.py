@@ -41,6 +41,9 @@ CASES = [
     ({"nodegroup_name": "workers"}, "nodegroup_name", "c1/apps and c1/system (workers)"),
     ({"drain_timeout": 0}, "drain_timeout", "at least 1"),
     ({"update_strategy": "fast"}, "update_strategy", "must be default, minimal, surge or unset"),
+    # Issue 28 item 4: the request budgets.
+    ({"aws_requests_per_second": -1}, "aws_requests_per_second", "number of requests per second >= 0"),
+    ({"k8s_requests_per_second": "fast"}, "k8s_requests_per_second", "got fast"),
 ]
 
 

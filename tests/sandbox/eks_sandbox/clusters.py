@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 __all__ = ["ClusterRuntime", "FleetInstances", "write_fleet_kubeconfig", "SANDBOX_WIDE_REPORT_KEYS"]
 
 # What a multi-cluster report gives once for the whole sandbox rather than per cluster (README "Several clusters").
-SANDBOX_WIDE_REPORT_KEYS = ("started_at", "ready_at", "faults", "controller", "aws_calls", "aws_calls_by_agent")
+SANDBOX_WIDE_REPORT_KEYS = ("started_at", "ready_at", "faults", "controller", "aws_calls", "aws_calls_by_agent",
+                            "aws_call_times")
 
 
 class ClusterRuntime:

@@ -272,6 +272,7 @@ class Sandbox:
                                       "endpoint": cluster.kube.url, **section}
         return {"scenario": self.scenario["name"], "time": round(time.time(), 3), **extra,
                 "aws_calls": self.recorder.aws_calls(), "aws_calls_by_agent": self.recorder.aws_calls_by_agent(),
+                "aws_call_times": self.recorder.aws_call_times(),
                 "clusters": sections}
 
     # --------------------------------------------------------------------------------------------- control server
