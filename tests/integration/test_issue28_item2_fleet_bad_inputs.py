@@ -41,6 +41,11 @@ CASES = [
     ({"nodegroup_name": "workers"}, "nodegroup_name", "c1/apps and c1/system (workers)"),
     ({"drain_timeout": 0}, "drain_timeout", "at least 1"),
     ({"update_strategy": "fast"}, "update_strategy", "must be default, minimal, surge or unset"),
+    # Issue 28 item 2, targets that survive a rerun: the previous run's targets are checked for every host first.
+    ({"fleet_targets": "ami-0123456789abcdef0"}, "fleet_targets", "targets a previous run of the fleet published"),
+    ({"fleet_targets": {"eu-west-1": {}}}, "fleet_targets", "none for region us-west-2"),
+    ({"fleet_targets": {"us-west-2": {"/aws/service/eks/optimized-ami/1.30/amazon-linux-2023/x86_64/standard/recommended/"
+                                      "release_version": "1.30.0-20240701"}}}, "fleet_targets", "image_id for c1/apps"),
 ]
 
 
