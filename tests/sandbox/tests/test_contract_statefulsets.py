@@ -11,21 +11,14 @@ template change rolled out highest ordinal first. Issue 28 item 2: the fleet bak
 from __future__ import annotations
 
 import pytest
-from kubernetes import client, config, watch
+from kubernetes import client, watch
 
-from eks_sandbox.kube.testing import scenario
-from harness import running, wait_for
-
-SCENARIO = scenario(name="statefulsets", cluster={"name": "statefulsets"},
-                    nodegroups=[{"name": "workers", "ami": "eks-node-1.30", "min_size": 0, "max_size": 4,
-                                 "desired_capacity": 2}])
+from harness import one_group, running_with_kube, wait_for
 
 
 @pytest.fixture(scope="module")
 def sandbox():
-    with running(SCENARIO) as started:
-        api_client = config.new_client_from_config(config_file=str(started.kubeconfig_path))
-        started.apps, started.core = client.AppsV1Api(api_client), client.CoreV1Api(api_client)
+    with running_with_kube(one_group("statefulsets", "eks-node-1.30", 2)) as started:
         yield started
 
 

@@ -14,21 +14,13 @@ import urllib.error
 import urllib.request
 
 import pytest
-from kubernetes import client, config
-
-from eks_sandbox.kube.testing import scenario
 from harness import client as aws_client
-from harness import running, wait_for
-
-SCENARIO = scenario(name="update-cni", cluster={"name": "update-cni"},
-                    nodegroups=[{"name": "arm", "ami": "broken-1.30", "min_size": 0, "max_size": 4,
-                                 "desired_capacity": 0}])
+from harness import one_group, running_with_kube, wait_for
 
 
 @pytest.fixture(scope="module")
 def sandbox():
-    with running(SCENARIO) as started:
-        started.core = client.CoreV1Api(config.new_client_from_config(config_file=str(started.kubeconfig_path)))
+    with running_with_kube(one_group("update-cni", "broken-1.30", 0)) as started:
         yield started
 
 
