@@ -76,7 +76,7 @@ _value:
     - C(hosts) in the order of the waves, C(serial) the size of each step, C(steps) each C({wave, ring,
       hosts, bake_after, bake_clusters}) (C(wave) - its number, from 1; C(bake_after) - the previous ring's hosts
       on a ring's first step, else empty; C(bake_clusters) - their clusters, each C({cluster_name, aws_region,
-      cluster_arn})), C(regions) (by region, the node groups as module C(eksops.nodegroup.fleet_targets)
+      cluster_arn, kube_context})), C(regions) (by region, the node groups as module C(eksops.nodegroup.fleet_targets)
       takes them), and C(error)
       (null, or C({parameter, msg}) when the fleet cannot be planned; nothing else is set then).
   type: dict
@@ -95,7 +95,8 @@ def fleet_plan(hosts: Sequence[str], hostvars: Mapping[str, Any], rings: Sequenc
     regions: dict[str, list[dict[str, Any]]] = {}
     for name in hosts:
         variables = hostvars[name]
-        fleet[name] = dict((key, variables.get(key)) for key in HOST_VARIABLES + ("cluster_arn", "cluster_nodegroups"))
+        fleet[name] = dict((key, variables.get(key))
+                           for key in HOST_VARIABLES + ("cluster_arn", "cluster_nodegroups", "kube_context"))
         fleet[name]["ring"] = _ring(variables)
         regions.setdefault(variables.get("aws_region"), []).append(dict(
             host=name, kind=variables.get("kind"), nodegroup_image_name=variables.get("nodegroup_image_name"),

@@ -22,6 +22,8 @@ description:
     SSM parameter C(eksops.nodegroup.eks_nodegroup_update) reads - given as C(release_version). A group of amiType
     C(CUSTOM) (its AMI is its launch template's) or Windows is refused, naming it.
   - Each distinct SSM parameter is read once. Read-only.
+  - With O(fleet_targets), the targets a previous run resolved, nothing is read from SSM - a rerun after a halt,
+    or the next job of an AWX workflow, gives each node group the target the first run gave its family.
 author:
   - eksops.nodegroup maintainers (@eksops)
 options:
@@ -56,6 +58,14 @@ options:
         description:
           - An EKS managed group's amiType.
         type: str
+  fleet_targets:
+    description:
+      - The targets a previous run of the fleet resolved, as C(playbooks/upgrade_fleet.yml) publishes them - by
+        region, each SSM parameter's value (RV(fleet_targets.parameters) of each region's call).
+      - Given, nothing is read from SSM; each node group's target is its SSM parameter's value for O(region) in it,
+        which must be there and well formed (an AMI id for C(image_id), a release version for
+        C(release_version)), else the module fails naming O(fleet_targets).
+    type: dict
 extends_documentation_fragment:
   - eksops.nodegroup.aws
   - eksops.nodegroup.aws.validate_certs
@@ -77,6 +87,16 @@ EXAMPLES = r"""
     nodegroups:
       - {host: prod/system, kind: managed, nodegroup_ami_type: AL2023_x86_64_STANDARD}
       - {host: prod/apps, kind: self_managed, nodegroup_image_name: amazon-eks-node-al2023-x86_64-standard-1.29-v20240601}
+
+- name: The same node groups, with the targets the fleet's first run resolved (no SSM read)
+  eksops.nodegroup.fleet_targets:
+    region: us-west-2
+    kubernetes_version: "1.30"
+    nodegroups:
+      - {host: prod/apps, kind: self_managed, nodegroup_image_name: amazon-eks-node-al2023-x86_64-standard-1.29-v20240601}
+    fleet_targets:
+      us-west-2:
+        /aws/service/eks/optimized-ami/1.30/amazon-linux-2023/x86_64/standard/recommended/image_id: ami-0123456789abcdef0
 """
 
 RETURN = r"""
@@ -99,7 +119,7 @@ fleet_targets:
           value: ami-0abc
           ssm_parameter: /aws/service/eks/optimized-ami/1.30/amazon-linux-2023/x86_64/standard/recommended/image_id
     parameters:
-      description: Each SSM parameter read, and its value.
+      description: Each SSM parameter read (or taken from O(fleet_targets)), and its value.
       type: dict
 """
 

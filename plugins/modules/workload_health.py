@@ -20,6 +20,8 @@ description:
     old one left, its spec observed); a StatefulSet when its replicas are ready on its update revision; neither
     with a Pending pod. Polled until all are healthy, or fails with C(HealthGateFailed) after
     O(health_gate_timeout), naming each workload and why.
+  - Every EKS API server serves apps/v1 Deployments and StatefulSets, so a 404 on either list (the request reached
+    another server, or a path a proxy rewrote) fails the module with C(ResourceNotFound), naming the cluster.
   - Read-only. In check mode the workloads are listed, not waited for.
 author:
   - eksops.nodegroup maintainers (@eksops)

@@ -44,6 +44,11 @@ CASES = [
     # Issue 28 item 4: the request budgets.
     ({"aws_requests_per_second": -1}, "aws_requests_per_second", "number of requests per second >= 0"),
     ({"k8s_requests_per_second": "fast"}, "k8s_requests_per_second", "got fast"),
+    # Issue 28 item 2, targets that survive a rerun: the previous run's targets are checked for every host first.
+    ({"fleet_targets": "ami-0123456789abcdef0"}, "fleet_targets", "targets a previous run of the fleet published"),
+    ({"fleet_targets": {"eu-west-1": {}}}, "fleet_targets", "none for region us-west-2"),
+    ({"fleet_targets": {"us-west-2": {"/aws/service/eks/optimized-ami/1.30/amazon-linux-2023/x86_64/standard/recommended/"
+                                      "release_version": "1.30.0-20240701"}}}, "fleet_targets", "image_id for c1/apps"),
 ]
 
 

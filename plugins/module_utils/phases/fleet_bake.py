@@ -24,9 +24,10 @@ ARGUMENT_SPEC = dict(
 )
 
 
-def workload_refs(apps: Any, namespaces: list[str] | None) -> list[str]:
-    """``Kind namespace/name`` of every Deployment and StatefulSet of ``namespaces`` (None: of the cluster); none of a
-    kind the API server does not serve."""
+def workload_refs(apps: Any, namespaces: list[str] | None, cluster_name: str) -> list[str]:
+    """``Kind namespace/name`` of every Deployment and StatefulSet of ``namespaces`` (None: of the cluster). Every
+    EKS API server serves apps/v1 deployments and statefulsets: a 404 on their list means the request reached
+    something else (another server, a path a proxy rewrote), an error rather than "no workload of that kind"."""
     refs = []
     for kind, every, namespaced in (("Deployment", apps.list_deployment_for_all_namespaces, apps.list_namespaced_deployment),
                                     ("StatefulSet", apps.list_stateful_set_for_all_namespaces,
@@ -36,11 +37,12 @@ def workload_refs(apps: Any, namespaces: list[str] | None) -> list[str]:
                 items = list_all(every)[0] if namespaces is None else [
                     item for namespace in namespaces for item in list_all(namespaced, namespace=namespace)[0]]
         except UpgradeError as err:
-            # An API server that does not serve a resource type answers its list 404 (Kubernetes API concepts,
-            # "Resource URIs"): the cluster has none of that kind to judge.
-            if err.code != NOT_FOUND:
-                raise
-            items = []
+            if err.code == NOT_FOUND:
+                raise UpgradeError(NOT_FOUND, "%s: the API server reached does not serve apps/v1 %ss, which every "
+                                   "EKS cluster's does - is the kubeconfig context (kube_context, the cluster's ARN) "
+                                   "or the server's address that of cluster %s?" % (err.msg, kind, cluster_name),
+                                   **err.details)
+            raise
         refs.extend("%s %s/%s" % (kind, item["metadata"]["namespace"], item["metadata"]["name"]) for item in items)
     return sorted(refs)
 
@@ -52,7 +54,7 @@ def run(module: Any) -> dict[str, Any]:
         raise invalid_parameter("health_gate_timeout", "health_gate_timeout must be >= 1, got %d"
                                 % params["health_gate_timeout"])
     apps = apps_v1(module.k8s())
-    refs = workload_refs(apps, params["namespaces"])
+    refs = workload_refs(apps, params["namespaces"], params["cluster_name"])
     if not module.check_mode:
         HealthGate(module.core_v1(), apps, 0, params["health_gate_timeout"]).wait(params["where"], refs)
     return dict(changed=False, health=dict(workloads=refs, healthy_at=None if module.check_mode else utc_now_iso()))

@@ -38,18 +38,20 @@ def _order_key(name: str, first: Sequence[str]) -> tuple[int, str]:
 
 
 def _clusters(hosts: Mapping[str, Mapping[str, Any]], names: Sequence[str]) -> list[dict[str, Any]]:
-    """The clusters of ``names``, once each, in their order: ``{cluster_name, aws_region, cluster_arn}``."""
+    """The clusters of ``names``, once each, in their order: ``{cluster_name, aws_region, cluster_arn,
+    kube_context}`` (the kubeconfig context its hosts name, which check_fleet saw agree, or None)."""
     clusters: dict[str, dict[str, Any]] = {}
     for name in names:
         clusters.setdefault(_cluster_key(hosts[name]), dict(
             cluster_name=hosts[name]["cluster_name"], aws_region=hosts[name]["aws_region"],
-            cluster_arn=hosts[name].get("cluster_arn")))
+            cluster_arn=hosts[name].get("cluster_arn"), kube_context=hosts[name].get("kube_context") or None))
     return list(clusters.values())
 
 
 def check_fleet(hosts: Mapping[str, Mapping[str, Any]], rings: Sequence[str], per_cluster_concurrency: int) -> None:
     """Refuse, naming the parameter, what cannot be planned: no ring, a concurrency below 1, a host that is no
-    node group of the inventory, two hosts of one node group, or a host whose ring is not in ``rings``."""
+    node group of the inventory, two hosts of one node group, hosts of one cluster naming different kubeconfig
+    contexts (the bake judges a cluster through one), or a host whose ring is not in ``rings``."""
     if not rings or len(set(rings)) != len(rings):
         raise invalid_parameter("fleet_rings", "fleet_rings must list the rings in the order they go, each once, got "
                                 "%r" % (list(rings),))
@@ -69,6 +71,7 @@ def check_fleet(hosts: Mapping[str, Mapping[str, Any]], rings: Sequence[str], pe
         raise invalid_parameter("nodegroup_name", "host(s) %s name one node group: each host must be its own node "
                                 "group (an extra variable cluster_name or nodegroup_name applies to every host; give "
                                 "neither to the fleet)" % "; ".join(twice))
+    _check_contexts(hosts)
     outside = sorted("%s (%s)" % (name, host.get("ring")) for name, host in hosts.items() if host.get("ring") not in rings)
     if outside:
         raise invalid_parameter("fleet_rings", "node group(s) %s are in no ring of fleet_rings %s (their ring: host "
@@ -111,13 +114,28 @@ def check_slice(hosts: Mapping[str, Mapping[str, Any]], inventory: Sequence[str]
                                    held[-1]))
 
 
+def _check_contexts(hosts: Mapping[str, Mapping[str, Any]]) -> None:
+    """The hosts of one cluster name one kubeconfig context (host variable kube_context), or none."""
+    contexts: dict[str, dict[str, list[str]]] = {}
+    for name in sorted(hosts):
+        contexts.setdefault(_cluster_key(hosts[name]), {}).setdefault(hosts[name].get("kube_context") or "", []).append(name)
+    differ = ["cluster %s: %s" % (key, "; ".join("%s (%s)" % (", ".join(names), context or "none")
+                                                 for context, names in sorted(by_context.items())))
+              for key, by_context in sorted(contexts.items()) if len(by_context) > 1]
+    if differ:
+        raise invalid_parameter("kube_context", "the node groups of one cluster name different kube_context (%s): the "
+                                "bake between rings judges each cluster's workloads through one context; give them "
+                                "one" % "; ".join(differ))
+
+
 def fleet_plan(hosts: Mapping[str, Mapping[str, Any]], rings: Sequence[str], first: Sequence[str],
                per_cluster_concurrency: int, inventory: Sequence[str] | None = None) -> dict[str, Any]:
     """The waves: ``{hosts, serial, steps}``; ``hosts`` in the order the play takes them, ``serial`` the size of
     each step, ``steps`` each ``{wave, ring, hosts, bake_after, bake_clusters}`` (``wave``: its number, from 1;
     ``bake_clusters``: the clusters of ``bake_after``) (``bake_after``: the previous ring's hosts, on a
     ring's first step after the first ring; else empty). ``hosts`` maps each host to ``ring``,
-    ``cluster_name``, ``nodegroup_name``, ``aws_region`` (``cluster_arn`` and ``cluster_nodegroups`` optional).
+    ``cluster_name``, ``nodegroup_name``, ``aws_region`` (``cluster_arn``, ``cluster_nodegroups``, ``kube_context``
+    optional).
     check_fleet refuses first, then check_slice when the job's ``inventory`` (every host name) is given."""
     check_fleet(hosts, rings, per_cluster_concurrency)
     if inventory is not None:

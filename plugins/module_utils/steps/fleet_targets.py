@@ -5,11 +5,16 @@
 a new recommendation published while the fleet's waves run cannot give two groups of one family two AMIs. The
 SSM parameter of each group is the one the single-group path reads (nodegroup/amis.py eks_ami_ssm_parameter for a
 self-managed group's AMI family, managed/target.py release_version_ssm_parameter for a managed group's amiType);
-each distinct parameter is read once. Read-only."""
+each distinct parameter is read once. Read-only.
+
+Given ``fleet_targets``, the targets a previous run resolved (as upgrade_fleet.yml publishes them: by region, each
+SSM parameter's value), nothing is read: a rerun after a halt, or the next job of an AWX workflow, gives every node
+group the target the fleet's first run gave its family, whatever SSM recommends since."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+import re
 from typing import Any
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.aws import ssm as ssm_api
@@ -29,7 +34,12 @@ ARGUMENT_SPEC = dict(
         nodegroup_image_name=dict(type="str"),
         nodegroup_ami_type=dict(type="str"),
     )),
+    fleet_targets=dict(type="dict"),
 )
+# A well-formed value of each target option: an AMI id (EC2 "Resource IDs": the prefix and 8 or 17 hexadecimal
+# characters), an EKS release version (Amazon Linux's 1.30.4-20240917, Bottlerocket's 1.20.3-5d9ac849).
+_WELL_FORMED = {"image_id": re.compile(r"^ami-(?:[0-9a-f]{8}|[0-9a-f]{17})$"),
+                "release_version": re.compile(r"^[0-9]+[.][0-9]+(?:[.][0-9]+)?-[0-9A-Za-z.]+$")}
 
 
 def target_parameter(nodegroup: Mapping[str, Any], kubernetes_version: str) -> tuple[str, str]:
@@ -53,13 +63,38 @@ def target_parameter(nodegroup: Mapping[str, Any], kubernetes_version: str) -> t
     return "release_version", parameter
 
 
+def previous_values(previous: Mapping[str, Any], region: str, wanted: Mapping[str, tuple[str, str]]) -> dict[str, str]:
+    """The values of the SSM parameters ``wanted`` (host -> (option, parameter)) that a previous run resolved in
+    ``region`` (``previous``: the fleet_targets it published), each checked well formed for its option; refused
+    naming fleet_targets and the hosts when one is missing or malformed."""
+    given = previous.get(region)
+    if not isinstance(given, Mapping):
+        raise invalid_parameter("fleet_targets", "fleet_targets (the targets a previous run of the fleet resolved) has "
+                                "none for region %s, where %s run: pass the fleet_targets that run published, or "
+                                "none to read the targets from SSM" % (region, ", ".join(sorted(wanted))))
+    values: dict[str, str] = {}
+    for host, (option, parameter) in sorted(wanted.items()):
+        value = given.get(parameter)
+        if not isinstance(value, str) or not _WELL_FORMED[option].match(value):
+            raise invalid_parameter("fleet_targets", "fleet_targets has no well-formed %s for %s in region %s: SSM "
+                                    "parameter %s is %r there (the previous run resolved it for another "
+                                    "kubernetes_version or another family?)" % (option, host, region, parameter, value),
+                                    ssm_parameter=parameter)
+        values[parameter] = value
+    return values
+
+
 def run(module: Any) -> dict[str, Any]:
     """The task result: nothing changed; ``fleet_targets``: ``targets`` by host, each ``{option, value,
-    ssm_parameter}``, and ``parameters``, each SSM parameter read once and its value."""
+    ssm_parameter}``, and ``parameters``, each SSM parameter read once (or taken from the previous run's
+    ``fleet_targets``, with no read) and its value."""
     version = module.params["kubernetes_version"]
     check_kubernetes_version(version)
     wanted = dict((nodegroup["host"], target_parameter(nodegroup, version)) for nodegroup in module.params["nodegroups"])
-    values: dict[str, str] = {}
+    if module.params["fleet_targets"] is not None:
+        values = previous_values(module.params["fleet_targets"], module.aws("ssm").meta.region_name, wanted)
+        return dict(changed=False, fleet_targets=dict(targets=_targets(wanted, values), parameters=values))
+    values = {}
     for name in sorted(set(parameter for _option, parameter in wanted.values())):
         try:
             values[name] = ssm_api.get_parameter(module.aws("ssm"), name)
@@ -70,6 +105,9 @@ def run(module: Any) -> dict[str, Any]:
                                         "(kubernetes_version) for %s: SSM parameter %s does not exist"
                                         % (version, ", ".join(hosts), name), ssm_parameter=name)
             raise
-    targets = dict((host, dict(option=option, value=values[parameter], ssm_parameter=parameter))
-                   for host, (option, parameter) in wanted.items())
-    return dict(changed=False, fleet_targets=dict(targets=targets, parameters=values))
+    return dict(changed=False, fleet_targets=dict(targets=_targets(wanted, values), parameters=values))
+
+
+def _targets(wanted: Mapping[str, tuple[str, str]], values: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    return dict((host, dict(option=option, value=values[parameter], ssm_parameter=parameter))
+                for host, (option, parameter) in wanted.items())

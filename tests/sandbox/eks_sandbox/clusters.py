@@ -71,6 +71,13 @@ class ClusterRuntime:
         self.aws.seed(self.kube.url, self.kube.ca_pem)
         self.kube.seed()
 
+    def update_cni(self, ami_name: str) -> list[str]:
+        """The cluster's VPC CNI updated to initialize on the nodes of never_ready AMI ``ami_name`` (kube/nodes.py);
+        the cloud's lock before the store's, as the controllers take them."""
+        instances = self.aws.instances()
+        with self.kube.store.lock:
+            return self.kube.controllers.nodes.update_cni(ami_name, instances)
+
     def tick(self, guarded) -> None:
         """One pass of this cluster's controllers, each step run through `guarded(where, step)`."""
         guarded("aws.tick", self.aws.tick)

@@ -77,7 +77,20 @@ def test_issue28_item2_the_bake_judges_the_previous_rings_clusters_once_each():
     steps = plan()["steps"]
     assert [[c["cluster_name"] for c in step["bake_clusters"]] for step in steps] == [
         [], [], ["fleet-canary"], [], ["fleet-eu", "fleet-west"], []]
-    assert steps[4]["bake_clusters"][0] == dict(cluster_name="fleet-eu", aws_region="eu-west-1", cluster_arn=None)
+    assert steps[4]["bake_clusters"][0] == dict(cluster_name="fleet-eu", aws_region="eu-west-1", cluster_arn=None,
+                                                kube_context=None)
+
+
+def test_issue28_item2_the_bake_uses_the_hosts_kube_context():
+    """Issue 28 item 2, the bake's gaps (b): the bake reaches each cluster of the previous ring through the
+    kubeconfig context its hosts name (kube_context), as their upgrade does, not only through the ARN's."""
+    hosts = dict((name, dict(variables, kube_context="admin@canary") if name.startswith("fleet-canary/") else variables)
+                 for name, variables in FLEET.items())
+    assert [c["kube_context"] for c in plan(hosts)["steps"][2]["bake_clusters"]] == ["admin@canary"]
+    mixed = dict(hosts, **{"fleet-canary/system": FLEET["fleet-canary/system"]})
+    refused = plan(mixed)
+    assert refused["error"]["parameter"] == "kube_context" and "steps" not in refused
+    assert "fleet-canary/system (none); fleet-canary/apps-arm (admin@canary)" in refused["error"]["msg"], refused
 
 
 def test_issue28_item2_per_cluster_concurrency_puts_that_many_groups_of_a_cluster_in_one_wave():

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import HEALTH_GATE_FAILED, UpgradeError
+from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import HEALTH_GATE_FAILED, NOT_FOUND, UpgradeError
 from ansible_collections.eksops.nodegroup.plugins.module_utils.phases import fleet_bake as workload_health
 
 from ..fakes import FakeResponse
@@ -95,10 +95,14 @@ def test_issue28_item2_the_namespaces_given_bound_the_bake_and_check_mode_does_n
     assert all(namespace == "shop" for _kind, namespace in cluster.calls)
 
 
-def test_issue28_item2_a_kind_the_api_server_does_not_serve_has_no_workload_to_judge():
+def test_issue28_item2_the_bakes_gaps_a_404_on_statefulsets_is_an_error_not_no_workload():
+    """Issue 28 item 2, the bake's gaps (a): every EKS API server serves apps/v1 statefulsets, so a 404 on their list
+    says the bake reached the wrong server or path; it fails, naming the cluster, instead of judging nothing."""
     cluster = Cluster([deployment("web")], statefulsets_served=False)
-    assert workload_health.run(Module(cluster))["health"]["workloads"] == ["Deployment default/web"]
-    assert ("statefulsets", None) in cluster.calls
+    with pytest.raises(UpgradeError) as err:
+        workload_health.run(Module(cluster))
+    assert err.value.code == NOT_FOUND and err.value.details["status"] == 404
+    assert "StatefulSets" in err.value.msg and "cluster c1" in err.value.msg and "kube_context" in err.value.msg
 
 
 def test_issue28_item2_a_timeout_below_one_second_is_refused_naming_it():

@@ -68,3 +68,49 @@ def test_issue28_item2_an_unknown_ami_family_names_the_host(run):
     result = run([dict(FLEET[0], nodegroup_image_name="my-golden-image-7")])
     assert result["failed"] and result["parameter"] == "kubernetes_version"
     assert result["msg"].startswith("west/apps: ")
+
+
+# Issue 28 item 2, "targets that survive a rerun and a workflow": the targets a previous run resolved are taken as
+# they are, with no SSM read, so a recommendation published since cannot mix AMIs across the fleet's runs.
+PREVIOUS = {"us-east-1": {
+    "/aws/service/eks/optimized-ami/1.30/amazon-linux-2023/x86_64/standard/recommended/image_id": "ami-0123456789abcdef0",
+    "/aws/service/eks/optimized-ami/1.30/amazon-linux-2023/arm64/standard/recommended/image_id": "ami-0fedcba9876543210",
+    RELEASE: "1.30.0-20240615"}}
+
+
+@pytest.fixture
+def rerun(capsys):
+    def run_it(nodegroups, previous, calls):
+        return run_module_in_process(
+            fleet_targets.main, dict(kubernetes_version="1.30", nodegroups=nodegroups, fleet_targets=previous,
+                                     region="us-east-1"), capsys, aws_calls=calls)
+    with mock_aws():
+        # SSM recommends newer targets since: the rerun must not see them.
+        publish_eks_ami("1.30", "amazon-linux-2023/x86_64/standard", "ami-0newer")
+        publish_ssm_parameter(RELEASE, "1.30.0-20240701")
+        yield run_it
+
+
+def test_issue28_item2_targets_that_survive_a_rerun_and_a_workflow(rerun):
+    calls = []
+    result = rerun(FLEET, PREVIOUS, calls)
+    assert not result.get("failed"), result
+    assert {host: target["value"] for host, target in result["fleet_targets"]["targets"].items()} == {
+        "west/apps": "ami-0123456789abcdef0", "west/batch": "ami-0123456789abcdef0",
+        "west/arm": "ami-0fedcba9876543210", "west/system": "1.30.0-20240615"}
+    assert result["fleet_targets"]["parameters"] == PREVIOUS["us-east-1"]
+    assert "GetParameter" not in calls
+
+
+@pytest.mark.parametrize("previous, named", [
+    ({"eu-west-1": PREVIOUS["us-east-1"]}, "none for region us-east-1"),
+    ({"us-east-1": dict(PREVIOUS["us-east-1"], **{RELEASE: "latest"})}, "west/system"),
+    ({"us-east-1": {RELEASE: "1.30.0-20240615"}}, "west/apps"),
+    ({"us-east-1": dict(PREVIOUS["us-east-1"], **{RELEASE: "ami-0123456789abcdef0"})}, "release_version"),
+])
+def test_issue28_item2_targets_that_survive_a_rerun_refuse_a_missing_or_malformed_target(rerun, previous, named):
+    calls = []
+    result = rerun(FLEET, previous, calls)
+    assert result["failed"] and result["parameter"] == "fleet_targets", result
+    assert named in result["msg"] and "fleet_targets" in result["msg"]
+    assert "GetParameter" not in calls
