@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.fleet_bake import bake_halt
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.fleet_bake_verdict import bake_halt
 
 DOCUMENTATION = r"""
 ---

@@ -2,7 +2,7 @@
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The fleet playbook's plan (issue 28 item 2), pure: which node group goes in which wave (the report:
-plan/fleet_report.py; the bake's verdict: plan/fleet_bake.py).
+plan/fleet_report.py; the bake's verdict: plan/fleet_bake_verdict.py).
 
 Ansible runs the waves: the plan orders the hosts and sizes the play's ``serial`` batches, so that each batch (a
 *step*) holds node groups of one ring only, and of each cluster at most ``per_cluster_concurrency``, in the

@@ -13,7 +13,7 @@ import pytest
 from ansible_collections.eksops.nodegroup.plugins.filter.fleet_bake_halt import FilterModule as BakeFilters
 from ansible_collections.eksops.nodegroup.plugins.filter.fleet_plan import FilterModule as PlanFilters, fleet_plan
 from ansible_collections.eksops.nodegroup.plugins.filter.fleet_report import FilterModule as ReportFilters, fleet_report
-from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.fleet_bake import bake_problem
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.fleet_bake_verdict import bake_problem
 
 RINGS = ["canary", "ring1", "ring2"]
 FIRST = ["system*", "monitoring*"]
