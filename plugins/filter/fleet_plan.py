@@ -76,7 +76,7 @@ _value:
       on a ring's first step, else empty; C(bake_clusters) - their clusters, each C({cluster_name, aws_region,
       cluster_arn, aws_profile}); C(bake_ring) - their ring), C(regions) (by region, the node groups as module
       C(eksops.nodegroup.fleet_targets) takes them), C(accounts) (by credentials, each C({profile, region,
-      nodegroups}) as module C(eksops.nodegroup.fleet_accounts) takes them: the hosts with an C(aws_account_id)),
+      nodegroups}) as module C(eksops.nodegroup.fleet_accounts) takes them - the hosts with an C(aws_account_id)),
       and C(error)
       (null, or C({parameter, msg}) when the fleet cannot be planned; nothing else is set then).
   type: dict

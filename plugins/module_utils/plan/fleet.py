@@ -8,8 +8,9 @@ Ansible runs the waves: the plan orders the hosts and sizes the play's ``serial`
 *step*) holds node groups of one ring only, and of each cluster at most ``per_cluster_concurrency``, in the
 cluster's declared order (``first_nodegroups``, shell patterns of node group names, then the others by name). The
 rings go in ``fleet_rings`` order; a step never mixes a cluster's node groups of two patterns of
-``first_nodegroups``, so that the pattern before is a barrier whatever the concurrency; the first step of each ring after the first is baked before (``bake_after``:
-the previous ring's hosts). ``max_fail_percentage`` on the play then stops every later step when one fails.
+``first_nodegroups``, so that the pattern before is a barrier whatever the concurrency; the first step of each
+ring after the first is baked before (``bake_after``: the previous ring's hosts). ``max_fail_percentage`` on the
+play then stops every later step when one fails.
 """
 
 from __future__ import annotations
@@ -131,5 +132,6 @@ def fleet_plan(hosts: Mapping[str, Mapping[str, Any]], rings: Sequence[str], fir
 
 def summary(steps: Sequence[Mapping[str, Any]]) -> str:
     """The waves in one line, for the plan play to print: ``wave 3 (ring1, after the bake of ring canary): a, b``."""
-    return "; ".join("wave %d (%s%s): %s" % (step["wave"], step["ring"], ", after the bake of ring %s" % step["bake_ring"]
-                                            if step["bake_ring"] else "", ", ".join(step["hosts"])) for step in steps)
+    return "; ".join("wave %d (%s%s): %s" % (
+        step["wave"], step["ring"], ", after the bake of ring %s" % step["bake_ring"] if step["bake_ring"] else "",
+        ", ".join(step["hosts"])) for step in steps)

@@ -53,14 +53,14 @@ def fleet_report(plan: Mapping[str, Any], reports: Mapping[str, Mapping[str, Any
                  paths: Mapping[str, Mapping[str, Any]], ran: int, max_fail_percentage: int,
                  left_out: Mapping[str, Mapping[str, Any]] | None = None,
                  bake_halt: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The fleet's report once the waves up to ``ran`` have ended (one less when ``bake_halt``: its wave never started): one row per node group of the plan, in its order
-    - its wrapper report's outcome (``reports``: by host, None for a host whose step never ran), durations, pods
-    moved and error code, and where its JSON report and timeline picture are (``paths``: by host) - then a row
-    ``left_out`` for each node group of the inventory not in the play (``left_out``: by host, its report fields,
-    such as a rerun's --limit leaves out); ``waves``, each wave that ran (_waves); ``halt``, why the fleet stops:
-    the first wave whose failures exceed ``max_fail_percentage`` (code FleetWaveFailed), else ``bake_halt``, the
-    bake before wave ``ran`` + 1 (``{wave, ring, code, reason}``), else null; ``halted_at`` (the halt's wave, ring
-    and failed hosts); ``status`` (_status) and counts by row status."""
+    """The fleet's report once the waves up to ``ran`` have ended (those before it only with ``bake_halt``: its
+    wave never started). One row per node group of the plan, in its order - its wrapper report's outcome
+    (``reports``: by host, None for a host whose step never ran), durations, pods moved and error code, and where
+    its JSON report and timeline picture are (``paths``: by host) - then a row ``left_out`` for each node group of
+    the inventory not in the play (``left_out``: by host, its report fields; a rerun's --limit leaves them out);
+    ``waves``, each wave that ran (_waves); ``halt``, why the fleet stops: the first wave whose failures exceed
+    ``max_fail_percentage`` (code FleetWaveFailed), else ``bake_halt`` (``{wave, ring, code, reason}``), else
+    null; ``halted_at`` (the halt's wave, ring and failed hosts); ``status`` (_status) and counts by row status."""
     ran = ran - 1 if bake_halt else ran
     rows = [_row(host, step["ring"], step["wave"], reports.get(host), paths.get(host) or {})
             for step in plan["steps"] for host in step["hosts"]]
@@ -89,8 +89,8 @@ def stop_message(report: Mapping[str, Any], host: str) -> str:
     row = next(row for row in report["rows"] if row["host"] == host)
     wave = next(wave for wave in report["waves"] if wave["wave"] == row["wave"])
     ended = "%s%s" % (row["status"], " (%s)" % row["error_code"] if row["error_code"] else "")
-    share = "%d of the %d node group(s) of wave %d did not end on target" % (len(wave["failed"]), wave["size"],
-                                                                           wave["wave"])
+    share = "%d of the %d node group(s) of wave %d did not end on target" % (
+        len(wave["failed"]), wave["size"], wave["wave"])
     if not any(later["wave"] is not None and later["wave"] > wave["wave"] for later in report["rows"]):
         after = ("it was the fleet's last wave; rerun the job to resume the node groups that did not end on target "
                  "(docs/fleet.md)")

@@ -78,8 +78,8 @@ def test_issue28_item2_the_bake_judges_the_previous_rings_clusters_once_each():
     steps = plan()["steps"]
     assert [[c["cluster_name"] for c in step["bake_clusters"]] for step in steps] == [
         [], [], ["fleet-canary"], [], ["fleet-eu", "fleet-west"], []]
-    assert steps[4]["bake_clusters"][0] == dict(cluster_name="fleet-eu", aws_region="eu-west-1", cluster_arn=None,
-                                                   aws_profile=None)
+    assert steps[4]["bake_clusters"][0] == dict(
+        cluster_name="fleet-eu", aws_region="eu-west-1", cluster_arn=None, aws_profile=None)
 
 
 def test_issue28_item2_per_cluster_concurrency_puts_that_many_groups_of_a_cluster_in_one_wave():

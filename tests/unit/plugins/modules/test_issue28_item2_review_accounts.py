@@ -49,8 +49,8 @@ def _host(account, profile=None):
 
 
 def test_issue28_item2_review_one_identity_call_per_set_of_credentials_not_per_host():
-    hosts = {"111/prod/system": _host("111", "acct-111"), "111/prod/apps": dict(_host("111", "acct-111"),
-                                                                               nodegroup_name="apps"),
+    hosts = {"111/prod/system": _host("111", "acct-111"),
+             "111/prod/apps": dict(_host("111", "acct-111"), nodegroup_name="apps"),
              "222/prod/system": dict(_host("222", "acct-222"), cluster_arn="arn:aws:eks:us-west-2:222:cluster/prod"),
              "static/x": dict(_host(None), cluster_name="x")}
     plan = fleet_plan(list(hosts), hosts, ["canary"], [], 1)
