@@ -4,7 +4,7 @@
 """Issue 28 item 2: the fleet playbook's waves (filter fleet_plan, module_utils/plan/fleet.py) - rings in
 fleet_rings order, each cluster's node groups in the declared order and at most per_cluster_concurrency at once,
 Ansible's serial sized to match - its report (filter fleet_report: one row per node group, the halt) and the
-bake's verdict on the previous ring (filter fleet_bake_problem)."""
+bake's verdict on a node group of the previous ring (plan/fleet_bake_verdict.py bake_problem)."""
 
 from __future__ import annotations
 
