@@ -98,8 +98,8 @@ def check_control_planes(hosts: Sequence[str], hostvars: Mapping[str, Any], kube
               and kubernetes_minor(hostvars[name]["cluster_version"]) < wanted]
     if behind:
         raise invalid_parameter("kubernetes_version", "kubernetes_version %s is newer than the control plane of the "
-                                "cluster(s) of %s (SPEC K6: nodes may not run a newer Kubernetes than their control "
-                                "plane): upgrade those clusters first, or leave them out with --limit"
+                                "cluster(s) of %s (nodes may not run a newer Kubernetes than their control plane): "
+                                "upgrade those clusters first, or leave them out with --limit"
                                 % (kubernetes_version, ", ".join(behind)))
 
 
