@@ -1,14 +1,16 @@
 # -*- coding: utf-8 -*-
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The fleet playbook's plan and report (issue 28 item 2), pure: which node group goes in which wave, and one row
-per node group at the end.
+"""The fleet playbook's plan (issue 28 item 2), pure: which node group goes in which wave (the report:
+plan/fleet_report.py; the bake's verdict: plan/fleet_bake_verdict.py).
 
 Ansible runs the waves: the plan orders the hosts and sizes the play's ``serial`` batches, so that each batch (a
 *step*) holds node groups of one ring only, and of each cluster at most ``per_cluster_concurrency``, in the
 cluster's declared order (``first_nodegroups``, shell patterns of node group names, then the others by name). The
-rings go in ``fleet_rings`` order; the first step of each ring after the first is baked before (``bake_after``:
-the previous ring's hosts). ``max_fail_percentage`` on the play then stops every later step when one fails.
+rings go in ``fleet_rings`` order; a step never mixes a cluster's node groups of two patterns of
+``first_nodegroups``, so that the pattern before is a barrier whatever the concurrency; the first step of each
+ring after the first is baked before (``bake_after``: the previous ring's hosts). ``max_fail_percentage`` on the
+play then stops every later step when one fails.
 """
 
 from __future__ import annotations
@@ -38,26 +40,33 @@ def _order_key(name: str, first: Sequence[str]) -> tuple[int, str]:
 
 
 def _clusters(hosts: Mapping[str, Mapping[str, Any]], names: Sequence[str]) -> list[dict[str, Any]]:
-    """The clusters of ``names``, once each, in their order: ``{cluster_name, aws_region, cluster_arn,
-    kube_context}`` (the kubeconfig context its hosts name, which check_fleet saw agree, or None)."""
+    """The clusters of ``names``, once each, in their order: ``{cluster_name, aws_region, cluster_arn, kube_context,
+    aws_profile}`` (``kube_context``: the kubeconfig context its hosts name, which check_fleet saw agree, or None;
+    ``aws_profile``: the credentials its node groups use)."""
     clusters: dict[str, dict[str, Any]] = {}
     for name in names:
         clusters.setdefault(_cluster_key(hosts[name]), dict(
             cluster_name=hosts[name]["cluster_name"], aws_region=hosts[name]["aws_region"],
-            cluster_arn=hosts[name].get("cluster_arn"), kube_context=hosts[name].get("kube_context") or None))
+            cluster_arn=hosts[name].get("cluster_arn"), kube_context=hosts[name].get("kube_context") or None,
+            aws_profile=hosts[name].get("aws_profile")))
     return list(clusters.values())
 
 
-def check_fleet(hosts: Mapping[str, Mapping[str, Any]], rings: Sequence[str], per_cluster_concurrency: int) -> None:
-    """Refuse, naming the parameter, what cannot be planned: no ring, a concurrency below 1, a host that is no
-    node group of the inventory, two hosts of one node group, hosts of one cluster naming different kubeconfig
-    contexts (the bake judges a cluster through one), or a host whose ring is not in ``rings``."""
+def concurrency(value: Any) -> int:
+    """``per_cluster_concurrency`` as a whole number >= 1 (the extra variable may be a string), or refused."""
+    if isinstance(value, bool) or not str(value).isdigit() or int(value) < 1:
+        raise invalid_parameter("per_cluster_concurrency", "per_cluster_concurrency must be a whole number >= 1, "
+                                "got %s" % (value,))
+    return int(value)
+
+
+def check_fleet(hosts: Mapping[str, Mapping[str, Any]], rings: Sequence[str]) -> None:
+    """Refuse, naming the parameter, what cannot be planned: no ring, a host that is no node group of the
+    inventory, two hosts of one node group, hosts of one cluster naming different kubeconfig contexts (the bake
+    judges a cluster through one), or a host whose ring is not in ``rings``."""
     if not rings or len(set(rings)) != len(rings):
         raise invalid_parameter("fleet_rings", "fleet_rings must list the rings in the order they go, each once, got "
                                 "%r" % (list(rings),))
-    if per_cluster_concurrency < 1:
-        raise invalid_parameter("per_cluster_concurrency", "per_cluster_concurrency must be >= 1, got %d"
-                                % per_cluster_concurrency)
     missing = sorted(name for name, host in hosts.items() if any(not host.get(key) for key in HOST_VARIABLES))
     if missing:
         raise invalid_parameter("hosts", "host(s) %s lack %s: the fleet's hosts are the node groups of the "
@@ -128,95 +137,58 @@ def _check_contexts(hosts: Mapping[str, Mapping[str, Any]]) -> None:
                                 "one" % "; ".join(differ))
 
 
+def _chunks(names: Sequence[str], patterns: Sequence[int], size: int) -> list[list[str]]:
+    """A cluster's node groups (in order; ``patterns``: the index of the pattern of ``first_nodegroups`` each
+    matches) cut into the steps they go in: at most ``size`` each, and a new step where the pattern changes, so that
+    a pattern's groups have all ended before the next pattern's start (issue 28 item 2 review, finding 7)."""
+    chunks: list[list[str]] = []
+    for position, name in enumerate(names):
+        if not chunks or patterns[position] != patterns[position - 1] or len(chunks[-1]) == size:
+            chunks.append([])
+        chunks[-1].append(name)
+    return chunks
+
+
 def fleet_plan(hosts: Mapping[str, Mapping[str, Any]], rings: Sequence[str], first: Sequence[str],
-               per_cluster_concurrency: int, inventory: Sequence[str] | None = None) -> dict[str, Any]:
-    """The waves: ``{hosts, serial, steps}``; ``hosts`` in the order the play takes them, ``serial`` the size of
-    each step, ``steps`` each ``{wave, ring, hosts, bake_after, bake_clusters}`` (``wave``: its number, from 1;
-    ``bake_clusters``: the clusters of ``bake_after``) (``bake_after``: the previous ring's hosts, on a
-    ring's first step after the first ring; else empty). ``hosts`` maps each host to ``ring``,
-    ``cluster_name``, ``nodegroup_name``, ``aws_region`` (``cluster_arn``, ``cluster_nodegroups``, ``kube_context``
-    optional).
-    check_fleet refuses first, then check_slice when the job's ``inventory`` (every host name) is given."""
-    check_fleet(hosts, rings, per_cluster_concurrency)
+               per_cluster_concurrency: Any, inventory: Sequence[str] | None = None) -> dict[str, Any]:
+    """The waves: ``{hosts, serial, steps, summary}``; ``hosts`` in the order the play takes them, ``serial`` the
+    size of each step, ``steps`` each ``{wave, ring, hosts, bake_after, bake_ring, bake_clusters}`` (``wave``: its
+    number, from 1; ``bake_after``: the previous ring's hosts, on a ring's first step after the first ring, else
+    empty; ``bake_ring``: their ring; ``bake_clusters``: their clusters). ``hosts`` maps each host to ``ring``,
+    ``cluster_name``, ``nodegroup_name``, ``aws_region`` (``cluster_arn``, ``cluster_nodegroups``, ``kube_context``,
+    ``aws_profile`` optional). check_fleet refuses first, then check_slice when the job's ``inventory`` (every host
+    name) is given."""
+    size = concurrency(per_cluster_concurrency)
+    check_fleet(hosts, rings)
     if inventory is not None:
-        check_slice(hosts, inventory, rings, per_cluster_concurrency)
+        check_slice(hosts, inventory, rings, size)
     steps: list[dict[str, Any]] = []
     previous: list[str] = []
+    previous_ring = None
     for ring in rings:
         clusters: dict[str, list[str]] = {}
         for name in sorted(hosts):
             if hosts[name]["ring"] == ring:
                 clusters.setdefault(_cluster_key(hosts[name]), []).append(name)
-        for names in clusters.values():
+        chunks = {}
+        for key, names in clusters.items():
             names.sort(key=lambda name: _order_key(hosts[name]["nodegroup_name"], first))
-        depth = max((len(names) for names in clusters.values()), default=0)
+            chunks[key] = _chunks(names, [_order_key(hosts[name]["nodegroup_name"], first)[0] for name in names], size)
         ring_hosts: list[str] = []
-        for start in range(0, depth, per_cluster_concurrency):
-            step = [name for key in sorted(clusters) for name in clusters[key][start:start + per_cluster_concurrency]]
+        for index in range(max((len(cut) for cut in chunks.values()), default=0)):
+            step = [name for key in sorted(chunks) if index < len(chunks[key]) for name in chunks[key][index]]
             bake = previous if not ring_hosts else []
             steps.append(dict(wave=len(steps) + 1, ring=ring, hosts=step, bake_after=bake,
-                              bake_clusters=_clusters(hosts, bake)))
+                              bake_ring=previous_ring if bake else None, bake_clusters=_clusters(hosts, bake)))
             ring_hosts.extend(step)
         if ring_hosts:
-            previous = ring_hosts
+            previous, previous_ring = ring_hosts, ring
     return dict(hosts=[name for step in steps for name in step["hosts"]],
-                serial=[len(step["hosts"]) for step in steps], steps=steps)
+                serial=[len(step["hosts"]) for step in steps], steps=steps, summary=summary(steps))
 
 
-def _row(host: str, ring: str, wave: int, report: Mapping[str, Any] | None, paths: Mapping[str, Any]) -> dict[str, Any]:
-    error = (report or {}).get("error") or {}
-    return dict(host=host, ring=ring, wave=wave,
-                cluster_name=(report or {}).get("cluster_name"), nodegroup_name=(report or {}).get("nodegroup_name"),
-                status=report["status"] if report else "not_started",
-                started_at=(report or {}).get("started_at"), finished_at=(report or {}).get("finished_at"),
-                total_seconds=(report or {}).get("total_seconds"), phase_seconds=(report or {}).get("phase_seconds"),
-                pods_evicted=(report or {}).get("pods_evicted"),
-                error_code=error.get("code"), error=error.get("summary") or error.get("msg"),
-                report_path=paths.get("report_path"), timeline_path=paths.get("timeline_path"))
-
-
-def fleet_report(plan: Mapping[str, Any], reports: Mapping[str, Mapping[str, Any] | None],
-                 paths: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """The fleet's report: one row per node group of the plan, in its order - its wrapper report's outcome
-    (``reports``: by host, None for a host whose step never ran), durations, pods moved and error code, and where
-    its JSON report and timeline picture are (``paths``: by host) - with ``status`` (succeeded when every row did;
-    planned when every row is a dry run's; halted when a step failed and later ones never ran; else failed), ``halted_at`` (the failed step's wave
-    number and hosts) and counts by row status."""
-    rows = []
-    for step in plan["steps"]:
-        for host in step["hosts"]:
-            rows.append(_row(host, step["ring"], step["wave"], reports.get(host), paths.get(host) or {}))
-    failed = [row for row in rows if row["status"] not in ("succeeded", "planned", "not_started")]
-    first_failed = min((row["wave"] for row in failed), default=None)
-    not_started = [row for row in rows if row["status"] == "not_started"]
-    status = "halted" if failed and not_started else "failed" if failed or not_started else (
-        "planned" if any(row["status"] == "planned" for row in rows) else "succeeded")
-    counts: dict[str, int] = {}
-    for row in rows:
-        counts[row["status"]] = counts.get(row["status"], 0) + 1
-    return dict(status=status, counts=counts, rows=rows,
-                halted_at=None if first_failed is None else dict(
-                    wave=first_failed, ring=plan["steps"][first_failed - 1]["ring"],
-                    failed=[row["host"] for row in failed if row["wave"] == first_failed]))
-
-
-def bake_problem(read: Mapping[str, Any]) -> str:
-    """What is wrong with a node group of the previous ring after the bake, from module nodegroup_info's result
-    (``item``: its host), or an empty string when it is healthy: every instance in service on the target, its node
-    registered, Ready and schedulable."""
-    host = read.get("item")
-    if read.get("failed") or "nodegroup" not in read:
-        return "%s could not be read (%s)" % (host, read.get("msg"))
-    group = read["nodegroup"]
-    problems = []
-    if group["old_instances"]:
-        old = group["old_instances"]
-        problems.append("%d instance(s) not on the target (%s)" % (len(old), ", ".join(old)))
-    for instance in group["instances"]:
-        if instance.get("lifecycle_state") != "InService" or not instance.get("node_name") or not instance.get("ready"):
-            problems.append("instance %s %s, node %s %s" % (
-                instance["instance_id"], instance.get("lifecycle_state"), instance.get("node_name") or "not registered",
-                "Ready" if instance.get("ready") else "not Ready"))
-        elif instance.get("unschedulable"):
-            problems.append("node %s cordoned" % instance["node_name"])
-    return "%s: %s" % (host, "; ".join(problems)) if problems else ""
+def summary(steps: Sequence[Mapping[str, Any]]) -> str:
+    """The waves in one line, for the plan play to print: ``wave 3 (ring1, after the bake of ring canary): a, b``."""
+    return "; ".join("wave %d (%s%s): %s" % (
+        step["wave"], step["ring"], ", after the bake of ring %s" % step["bake_ring"] if step["bake_ring"] else "",
+        ", ".join(step["hosts"])) for step in steps)

@@ -50,8 +50,13 @@ def target_parameter(nodegroup: Mapping[str, Any], kubernetes_version: str) -> t
     if nodegroup["kind"] != kinds.MANAGED:
         try:
             return "image_id", eks_ami_ssm_parameter(nodegroup.get("nodegroup_image_name"), kubernetes_version)
-        except UpgradeError as err:
-            raise invalid_parameter("kubernetes_version", "%s: %s" % (host, err.msg))
+        except UpgradeError:
+            # run() checked kubernetes_version first: what is left is the group's AMI, of no family SSM publishes.
+            raise invalid_parameter(
+                "nodegroup_image_name", "%s: its current AMI %r (host variable nodegroup_image_name) is of no "
+                "EKS-optimized AMI family, so the fleet cannot read its target from SSM: upgrade it on its own "
+                "(playbooks/upgrade_nodegroup.yml with image_id) and leave it out of the fleet with --limit"
+                % (host, nodegroup.get("nodegroup_image_name")))
     ami_type = nodegroup.get("nodegroup_ami_type")
     parameter = release_version_ssm_parameter(ami_type, kubernetes_version)
     if parameter is None or release_in_image_name(ami_type):

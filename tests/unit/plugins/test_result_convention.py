@@ -23,6 +23,7 @@ RESULT_KEYS = {
     "asg_instance_terminate": "termination",
     "asg_surge": "surge",
     "eks_nodegroup_update": "nodegroup_update",
+    "fleet_accounts": "fleet_accounts",
     "fleet_targets": "fleet_targets",
     "launch_template_version": "launch_template",
     "node_drain": "drain",

@@ -4,15 +4,16 @@
 """Issue 28 item 2: the fleet playbook's waves (filter fleet_plan, module_utils/plan/fleet.py) - rings in
 fleet_rings order, each cluster's node groups in the declared order and at most per_cluster_concurrency at once,
 Ansible's serial sized to match - its report (filter fleet_report: one row per node group, the halt) and the
-bake's verdict on the previous ring (filter fleet_bake_problem)."""
+bake's verdict on a node group of the previous ring (plan/fleet_bake_verdict.py bake_problem)."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.eksops.nodegroup.plugins.filter.fleet_bake_problem import FilterModule as BakeFilters
+from ansible_collections.eksops.nodegroup.plugins.filter.fleet_bake_halt import FilterModule as BakeFilters
 from ansible_collections.eksops.nodegroup.plugins.filter.fleet_plan import FilterModule as PlanFilters, fleet_plan
 from ansible_collections.eksops.nodegroup.plugins.filter.fleet_report import FilterModule as ReportFilters, fleet_report
+from ansible_collections.eksops.nodegroup.plugins.module_utils.plan.fleet_bake_verdict import bake_problem
 
 RINGS = ["canary", "ring1", "ring2"]
 FIRST = ["system*", "monitoring*"]
@@ -46,7 +47,7 @@ def plan(hosts=None, rings=None, first=None, concurrency=1):
 def test_the_filters_are_registered_by_their_names():
     assert list(PlanFilters().filters()) == ["fleet_plan"]
     assert list(ReportFilters().filters()) == ["fleet_report"]
-    assert list(BakeFilters().filters()) == ["fleet_bake_problem"]
+    assert list(BakeFilters().filters()) == ["fleet_bake_halt"]
 
 
 def test_issue28_item2_the_canary_ring_goes_first_and_each_cluster_one_group_at_a_time_system_first():
@@ -78,7 +79,7 @@ def test_issue28_item2_the_bake_judges_the_previous_rings_clusters_once_each():
     assert [[c["cluster_name"] for c in step["bake_clusters"]] for step in steps] == [
         [], [], ["fleet-canary"], [], ["fleet-eu", "fleet-west"], []]
     assert steps[4]["bake_clusters"][0] == dict(cluster_name="fleet-eu", aws_region="eu-west-1", cluster_arn=None,
-                                                kube_context=None)
+                                                kube_context=None, aws_profile=None)
 
 
 def test_issue28_item2_the_bake_uses_the_hosts_kube_context():
@@ -95,11 +96,12 @@ def test_issue28_item2_the_bake_uses_the_hosts_kube_context():
 
 def test_issue28_item2_per_cluster_concurrency_puts_that_many_groups_of_a_cluster_in_one_wave():
     waves = plan(concurrency=2)
+    # The system groups still go before the others of their cluster (review finding 7).
     assert [step["hosts"] for step in waves["steps"]] == [
-        ["fleet-canary/system", "fleet-canary/apps-arm"],
-        ["fleet-eu/system", "fleet-west/system", "fleet-west/apps"],
+        ["fleet-canary/system"], ["fleet-canary/apps-arm"],
+        ["fleet-eu/system", "fleet-west/system"], ["fleet-west/apps"],
         ["fleet-eu/apps", "fleet-eu/legacy", "fleet-west/batch"]]
-    assert waves["serial"] == [2, 3, 3]
+    assert waves["serial"] == [1, 1, 2, 1, 3]
 
 
 def test_issue28_item2_the_declared_order_puts_monitoring_after_system_before_the_rest():
@@ -161,7 +163,7 @@ def test_issue28_item2_a_failed_canary_halts_the_fleet_and_the_report_says_where
     hostvars = {name: {} for name in FLEET}
     hostvars["fleet-canary/system"] = dict(nodegroup_upgrade_report=report("succeeded"), **written("system"))
     hostvars["fleet-canary/apps-arm"] = dict(nodegroup_upgrade_report=report("failed", "NodeCreationFailure", pods=0))
-    fleet = fleet_report(waves, hostvars)
+    fleet = fleet_report(waves, hostvars, 2, 0)
     assert fleet["status"] == "halted"
     assert fleet["halted_at"] == dict(wave=2, ring="canary", failed=["fleet-canary/apps-arm"])
     assert fleet["counts"] == {"succeeded": 1, "failed": 1, "not_started": 6}
@@ -179,20 +181,20 @@ def test_issue28_item2_a_failed_canary_halts_the_fleet_and_the_report_says_where
 def test_issue28_item2_a_run_that_failed_before_its_report_is_a_failed_row():
     hostvars = {name: {} for name in FLEET}
     hostvars["fleet-canary/system"] = {"fleet_upgrade_error": {"code": "InvalidParameter", "msg": "drain_timeout"}}
-    fleet = fleet_report(plan(), hostvars)
+    fleet = fleet_report(plan(), hostvars, 1, 0)
     assert fleet["rows"][0]["status"] == "failed" and fleet["rows"][0]["error_code"] == "InvalidParameter"
     assert fleet["rows"][0]["error"] == "drain_timeout" and fleet["status"] == "halted"
 
 
 def test_issue28_item2_every_group_upgraded_is_a_succeeded_fleet():
     hostvars = {name: dict(nodegroup_upgrade_report=report("succeeded")) for name in FLEET}
-    fleet = fleet_report(plan(), hostvars)
+    fleet = fleet_report(plan(), hostvars, 6, 0)
     assert (fleet["status"], fleet["halted_at"], fleet["counts"]) == ("succeeded", None, {"succeeded": 8})
 
 
 def test_issue28_item2_a_dry_run_of_the_fleet_is_planned_not_failed():
     hostvars = {name: dict(nodegroup_upgrade_report=report("planned")) for name in FLEET}
-    fleet = fleet_report(plan(), hostvars)
+    fleet = fleet_report(plan(), hostvars, 6, 0)
     assert (fleet["status"], fleet["halted_at"], fleet["counts"]) == ("planned", None, {"planned": 8})
 
 
@@ -209,12 +211,11 @@ def instance(name, ready=True, unschedulable=False, state="InService"):
     (dict(old_instances=[], instances=[instance("a", unschedulable=True)]), "c/n: node a cordoned"),
 ])
 def test_issue28_item2_the_bake_judges_the_previous_rings_groups(nodegroup, problem):
-    bake = BakeFilters().filters()["fleet_bake_problem"]
-    assert bake(dict(item="c/n", nodegroup=nodegroup)) == problem
+    assert bake_problem(dict(item="c/n", nodegroup=nodegroup)) == problem
 
 
 def test_issue28_item2_a_group_the_bake_cannot_read_is_a_problem():
-    bake = BakeFilters().filters()["fleet_bake_problem"]
+    bake = bake_problem
     assert bake(dict(item="c/n", failed=True, msg="AccessDenied")) == "c/n could not be read (AccessDenied)"
     # failed_when false keeps the task going: the result then has no nodegroup.
     assert bake(dict(item="c/n", failed=False, msg="NotFound")) == "c/n could not be read (NotFound)"

@@ -66,8 +66,7 @@ def test_issue28_item2_an_unpublished_version_names_the_groups_and_the_parameter
 
 def test_issue28_item2_an_unknown_ami_family_names_the_host(run):
     result = run([dict(FLEET[0], nodegroup_image_name="my-golden-image-7")])
-    assert result["failed"] and result["parameter"] == "kubernetes_version"
-    assert result["msg"].startswith("west/apps: ")
+    assert result["failed"] and result["msg"].startswith("west/apps: ")
 
 
 # Issue 28 item 2, "targets that survive a rerun and a workflow": the targets a previous run resolved are taken as
@@ -114,3 +113,10 @@ def test_issue28_item2_targets_that_survive_a_rerun_refuse_a_missing_or_malforme
     assert result["failed"] and result["parameter"] == "fleet_targets", result
     assert named in result["msg"] and "fleet_targets" in result["msg"]
     assert "GetParameter" not in calls
+
+
+def test_issue28_item2_review_5d_an_unknown_ami_family_blames_the_hosts_ami_not_kubernetes_version(run):
+    result = run([dict(FLEET[0], nodegroup_image_name="my-golden-image-7")])
+    assert result["failed"] and result["parameter"] == "nodegroup_image_name", result
+    assert "west/apps: its current AMI 'my-golden-image-7'" in result["msg"] and "--limit" in result["msg"]
+    assert "pass image_id instead" not in result["msg"]
