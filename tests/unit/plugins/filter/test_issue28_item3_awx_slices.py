@@ -32,7 +32,7 @@ def awx_slice(names, number, count):
 def plan(inventory, play=None, concurrency=1):
     hosts = inventory_hosts()
     play = inventory if play is None else play
-    return fleet_plan(play, hosts, RINGS, FIRST, concurrency, inventory)
+    return fleet_plan(play, hosts, RINGS, FIRST, concurrency, inventory=inventory)
 
 
 def test_issue28_item3_awx_deals_the_sandbox_fleet_so_every_slice_splits_clusters():
