@@ -83,7 +83,7 @@ def test_issue28_item3_the_preflight_plans_the_whole_fleet_and_changes_nothing(s
     job = launch(sandbox, tmp_path / "preflight", imported, "--check", {})
     stdout = (tmp_path / "preflight" / "artifacts" / "1" / "stdout").read_text()
     assert (job.status, job.rc) == ("successful", 0), stdout[-6000:]
-    assert "6 wave(s) of 8 node group(s)" in stdout and "wave 3 (ring1, after a bake of 0 s): fleet-eu/system, fleet-west/system" in stdout
+    assert "6 wave(s) of 8 node group(s)" in stdout and "wave 3 (ring1, after the bake of ring canary): fleet-eu/system, fleet-west/system" in stdout
     fleet = stats_artifact(tmp_path / "preflight", "1")["eksops_fleet"]
     assert fleet["status"] == "planned" and fleet["counts"] == {"planned": 8}
     assert changes(sandbox.report()) == before
@@ -106,8 +106,10 @@ def test_issue28_item3_the_preflight_plans_the_whole_fleet_and_changes_nothing(s
     assert (job.status, job.rc) == ("successful", 0), stdout[-6000:]
     artifacts = stats_artifact(tmp_path / "slice2", "1")
     assert [(row["host"], row["wave"], row["status"]) for row in artifacts["eksops_fleet"]["rows"]] == [
-        ("fleet-eu/system", 1, "succeeded"), ("fleet-west/system", 1, "succeeded")]
-    assert all(row["timeline_path"].startswith(str(reports)) for row in artifacts["eksops_fleet"]["rows"])
+        ("fleet-eu/system", 1, "succeeded"), ("fleet-west/system", 1, "succeeded"),
+        ("fleet-canary/system", None, "left_out")]  # in the slice, outside the limit
+    assert artifacts["eksops_fleet"]["status"] == "partial"
+    assert all(row["timeline_path"].startswith(str(reports)) for row in artifacts["eksops_fleet"]["rows"][:2])
     assert artifacts["nodegroup_upgrade_timeline_path"].startswith(str(reports / "nodegroups"))
     final = sandbox.report()["clusters"]
     for cluster, nodegroup in (("fleet-canary", "system"), ("fleet-west", "apps"), ("fleet-eu", "apps")):
