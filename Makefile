@@ -151,8 +151,9 @@ integration: venv collection-link
 # four run at once: 13 scenarios took 5:37 so, 6:43 three at a time, each about as long either way (issue 11:
 # the load balancer scenarios wait on real deregistration delays). Molecule's own --workers mode does not apply
 # the scenarios' environment. Each writes build/molecule/<scenario>.log; a failure prints its tail.
-# Longest first (about 140, 120, 110 and 105 s), so that no long scenario starts last.
-MOLECULE_LONGEST := pdb_blocked load_balancers rolling_default surge_balanced
+# Longest first (fleet about 255-330 s on a loaded machine, then about 140, 120, 110 and 105 s), so that no long
+# scenario starts last.
+MOLECULE_LONGEST := fleet pdb_blocked load_balancers rolling_default surge_balanced
 MOLECULE_SCENARIOS := $(MOLECULE_LONGEST) $(filter-out $(MOLECULE_LONGEST),\
   $(notdir $(patsubst %/molecule.yml,%,$(wildcard extensions/molecule/*/molecule.yml))))
 molecule: venv collection-link

@@ -75,6 +75,17 @@ options:
       - If not set, the E(ANSIBLE_DEBUG_BOTOCORE_LOGS) environment variable.
     type: bool
     default: false
+  aws_requests_per_second:
+    description:
+      - The AWS requests per second to one region and endpoint of every process of the collection on this host
+        together, however many forks run (a token bucket holding 2 s of them, shared through a file per region
+        and endpoint under E(EKSOPS_REQUEST_BUDGET_DIR), else the temporary directory). Each retry counts. C(0)
+        sets no bound.
+      - If not set, the E(EKSOPS_AWS_REQUESTS_PER_SECOND) environment variable.
+      - The default is half the rate at which EC2 refills the bucket of each of its Describe actions per account
+        and region (20 per second).
+    type: float
+    default: 10
 notes:
   - "AWS endpoints, per client: with O(endpoint_url) set, every AWS API client of the module uses it. Without it,
     boto3 resolves each service's endpoint: E(AWS_ENDPOINT_URL_<SERVICE>), then E(AWS_ENDPOINT_URL), then the

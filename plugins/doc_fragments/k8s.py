@@ -114,6 +114,16 @@ options:
       - If not set, the E(K8S_AUTH_IMPERSONATE_GROUPS) environment variable, comma-separated (C(group1,group2)).
     type: list
     elements: str
+  k8s_requests_per_second:
+    description:
+      - The Kubernetes requests per second to one API server of every process of the collection on this host
+        together, however many forks run (a token bucket holding 2 s of them, shared through a file per API
+        server under E(EKSOPS_REQUEST_BUDGET_DIR), else the temporary directory). A watch counts once, at its
+        start. C(0) sets no bound.
+      - If not set, the E(EKSOPS_K8S_REQUESTS_PER_SECOND) environment variable.
+      - The default is what kube-scheduler's own client takes (C(--kube-api-qps) 50).
+    type: float
+    default: 50
 notes:
   - "Kubernetes credentials, in order of precedence: O(host) (with O(api_key), or an EKS token for
     O(cluster_name)); a kubeconfig (O(kubeconfig)/O(context), else E(KUBECONFIG), else C(~/.kube/config));

@@ -20,8 +20,9 @@ description:
     C(cluster_version), C(kind) (V(managed), V(self_managed_eksctl) or V(self_managed)), C(owner) (V(EKS), V(eksctl),
     V(CloudFormation), V(terraform-aws-eks) or null), C(nodegroup_kubernetes_version), C(nodegroup_release_version)
     and C(nodegroup_ami_type) (managed), C(nodegroup_image_id) and C(nodegroup_image_name) (self-managed, from the
-    launch template version the group launches), C(launch_template), C(nodegroup_status) (managed) and
-    C(nodegroup_tags)."
+    launch template version the group launches), C(launch_template), C(nodegroup_status) (managed),
+    C(nodegroup_tags), and C(cluster_nodegroups), the host names of every node group of its cluster that this source
+    lists (with which C(playbooks/upgrade_fleet.yml) tells a job slice of AWX from the whole inventory)."
   - The AWS requests are bounded per region by the clusters and managed node groups, never by the Auto Scaling
     groups; docs/inventory.md counts them. Turn on O(cache) to make them once per O(cache_timeout).
 extends_documentation_fragment:
@@ -87,6 +88,10 @@ options:
     aliases: [aws_session_token]
     env:
       - name: AWS_SESSION_TOKEN
+      # What AWX's Amazon Web Services credential injects for temporary credentials (issue 28 item 3), and the
+      # collection's modules read too (module_utils/aws/session.py).
+      - name: AWS_SECURITY_TOKEN
+      - name: EC2_SECURITY_TOKEN
   profile:
     description: A named AWS profile; mutually exclusive with O(access_key) and O(secret_key).
     type: str
@@ -271,6 +276,13 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             self._set_composite_vars(self.get_option("compose"), record, name, strict=strict)
             self._add_host_to_composed_groups(self.get_option("groups"), record, name, strict=strict)
             self._add_host_to_keyed_groups(self.get_option("keyed_groups"), record, name, strict=strict)
+        # Each host names its cluster's node groups: AWX's job slicing hands a job only some hosts of the inventory
+        # (awx/main/models/inventory.py, get_sliced_hosts), which the fleet playbook sees by what is missing.
+        clusters: dict[str, list[str]] = {}
+        for name, record in named.items():
+            clusters.setdefault(record["cluster_arn"], []).append(name)
+        for name, record in named.items():
+            self.inventory.set_variable(name, "cluster_nodegroups", sorted(clusters[record["cluster_arn"]]))
 
     def _known_host(self, name: str) -> Mapping[str, Any] | None:
         """The variables of a host of that name another source (another file of the directory) already added."""

@@ -81,6 +81,11 @@ NODES_QUARANTINED = "NodesQuarantined"
 # health_gate_timeout (pods Pending, Deployments or StatefulSets below their replicas); no further batch starts.
 HEALTH_GATE_FAILED = "HealthGateFailed"
 
+# Not an EKS code (issue 28 item 2): playbooks/upgrade_fleet.yml fails a node group's host with it when the node group
+# did not end on its target (its run's own code is in the message and the fleet's report); the play's
+# max_fail_percentage then cancels every later wave.
+FLEET_WAVE_FAILED = "FleetWaveFailed"
+
 # Every code above: what a failure of the collection carries (the upgrade_error action takes no other).
 CODES = (NODE_CREATION_FAILURE, POD_EVICTION_FAILURE, ASG_INSTANCE_LAUNCH_FAILURES, INSTANCE_LIMIT_EXCEEDED,
          INSUFFICIENT_FREE_ADDRESSES, ACCESS_DENIED, CLUSTER_UNREACHABLE, INVALID_PARAMETER, NOT_FOUND,
@@ -89,7 +94,7 @@ CODES = (NODE_CREATION_FAILURE, POD_EVICTION_FAILURE, ASG_INSTANCE_LAUNCH_FAILUR
          OWNED_BY_INFRASTRUCTURE_AS_CODE, WARM_POOL_PRESENT, REPLACES_INSTANCES_ITSELF, TAG_LIMIT_EXCEEDED,
          MIXED_INSTANCES_UNSUPPORTED, AWS_UNREACHABLE, API_ERROR, WAIT_TIMEOUT, UPGRADE_IN_PROGRESS, JOB_STOPPED,
          OLD_INSTANCES_LEFT, UPGRADE_PAUSED, MAINTENANCE_WINDOW_CLOSED, ALARM_TRIGGERED, NODES_QUARANTINED,
-         HEALTH_GATE_FAILED)
+         HEALTH_GATE_FAILED, FLEET_WAVE_FAILED)
 
 # The codes of a run that stopped at a safe point because it was asked to or its time was up, not because anything
 # went wrong: the wrapper role ends such a run without failing the job, its report saying where it stopped.

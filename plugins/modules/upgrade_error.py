@@ -56,6 +56,7 @@ options:
       - AlarmTriggered
       - NodesQuarantined
       - HealthGateFailed
+      - FleetWaveFailed
   msg:
     description:
       - What failed and what to do, without the code (the result carries it beside the message).

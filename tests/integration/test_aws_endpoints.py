@@ -3,12 +3,15 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """AWS endpoints and client options against the sandbox (issue 10 item 13): per-service endpoints through
 botocore's AWS_ENDPOINT_URL_<SERVICE> over a global AWS_ENDPOINT_URL, the EKS token (presigned for regional STS)
-accepted by the cluster, and aws_config reaching the clients."""
+accepted by the cluster, and aws_config reaching the clients; and the request budgets that module processes share
+(issue 28 item 4)."""
 
 from __future__ import annotations
 
 import socket
+from concurrent.futures import ThreadPoolExecutor
 
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.request_budget import BURST_SECONDS
 from nodegroup_state import call_counts, calls_between
 from sandbox_helpers import run_module
 
@@ -54,3 +57,30 @@ def test_bad_aws_config_is_refused_before_any_aws_call(sandbox):
     assert result["failed"] is True
     assert (result["code"], result["parameter"]) == ("InvalidParameter", "aws_config"), result
     assert calls_between(before, sandbox.report()["aws_calls"]) == {}
+
+
+def test_issue28_item4_module_processes_share_the_hosts_request_budgets(sandbox, tmp_path):
+    """Issue 28 item 4: three module processes at once (Ansible's forks) under budgets given as AWX injects them, in
+    the environment (AWS 3 requests per second, a burst of 6; Kubernetes 1, a burst of 2): their AWS calls
+    together, as the sandbox timed them per tenth of a second, stay under the one bound, and so do their
+    Kubernetes requests."""
+    env = {"EKSOPS_AWS_REQUESTS_PER_SECOND": "3", "EKSOPS_K8S_REQUESTS_PER_SECOND": "1",
+           "EKSOPS_REQUEST_BUDGET_DIR": str(tmp_path)}
+    before = sandbox.report()
+    with ThreadPoolExecutor(3) as pool:
+        results = list(pool.map(lambda _index: run_module(sandbox, "nodegroup_info", BASE, env=env), range(3)))
+    after = sandbox.report()
+    assert [result["failed"] for result in results] == [False] * 3, results
+    region = sandbox.env["AWS_REGION"]
+    for times, rate, earlier, later in (
+            ("aws", 3.0, before["aws_call_times"].get(region, {}), after["aws_call_times"][region]),
+            ("k8s", 1.0, before["k8s_request_times"], after["k8s_request_times"])):
+        burst = rate * BURST_SECONDS
+        counts = {int(key): count - earlier.get(key, 0) for key, count in later.items()}
+        tenths = sorted(tenth for tenth, count in counts.items() for _request in range(count))
+        assert len(tenths) > burst, times
+        # From one request to a later one, at most burst + rate x the time between them (the sandbox counts per
+        # tenth of a second), and one request of slack: a request is timed when the sandbox serves it, a little
+        # after its slot.
+        assert max(j - i + 1 - burst - rate * (tenths[j] - tenths[i] + 1) / 10.0
+                   for i in range(len(tenths)) for j in range(i, len(tenths))) <= 1.0, (times, tenths)

@@ -25,6 +25,7 @@ import sys
 import ansible_runner
 import yaml
 
+from awx_jobs import stats_artifact
 from sandbox_helpers import COLLECTIONS_PATH, REPO_ROOT
 
 SCENARIO = "surge5"
@@ -83,11 +84,6 @@ def run_job(path, ident):
                               suppress_env_files=True, quiet=True, timeout=900)
 
 
-def job_events(path, ident):
-    events_dir = path / "artifacts" / ident / "job_events"
-    return [json.loads((events_dir / name).read_text()) for name in sorted(os.listdir(events_dir))]
-
-
 def assert_no_secret(path, ident, secret_values):
     """No secret in any job event, in stdout, or in any other file of the job's artifacts but ``command``:
     ansible-runner's record of the process it started, with its environment (ansible_runner/runner.py), which AWX
@@ -102,12 +98,6 @@ def assert_no_secret(path, ident, secret_values):
             content = handle.read()
         for secret in secret_values:
             assert secret.encode() not in content, "a secret is in %s" % name
-
-
-def stats_artifact(path, ident):
-    stats = [event for event in job_events(path, ident) if event["event"] == "playbook_on_stats"]
-    assert len(stats) == 1
-    return stats[0]["event_data"]["artifact_data"]
 
 
 def launch(path, ident, **answers):

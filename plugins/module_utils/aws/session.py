@@ -16,6 +16,8 @@ import os
 from ansible.module_utils.basic import env_fallback
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.host import job_guard
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.request_budget import (
+    AWS_REQUESTS_PER_SECOND, AWS_RATE_ENV, pace_aws_client, requests_per_second)
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     ACCESS_DENIED,
     API_ERROR,
@@ -109,6 +111,8 @@ AWS_ARGUMENT_SPEC = dict(
     aws_config=dict(type="dict"),
     # amazon.aws: the AWS API calls the module made, returned as resource_actions ("service:Operation").
     debug_botocore_endpoint_logs=dict(type="bool", default=False, fallback=(env_fallback, ["ANSIBLE_DEBUG_BOTOCORE_LOGS"])),
+    # Issue 28 item 4: the requests per second of every process of the host to one region and endpoint (0: no bound).
+    aws_requests_per_second=dict(type="float", default=AWS_REQUESTS_PER_SECOND, fallback=(env_fallback, [AWS_RATE_ENV])),
 )
 
 AWS_OPTION_NAMES = tuple(AWS_ARGUMENT_SPEC)
@@ -289,9 +293,10 @@ def aws_client(params: Mapping[str, Any], service: str, session: boto3.Session |
     """
     session = session or aws_session(params)
     config = client_config(params, session)
+    rate = requests_per_second("aws_requests_per_second", params.get("aws_requests_per_second"))
     with translate_aws_errors("create %s client" % service):
-        return session.client(service, endpoint_url=params.get("endpoint_url") or None, config=config,
-                              verify=_verify(params))
+        return pace_aws_client(session.client(service, endpoint_url=params.get("endpoint_url") or None, config=config,
+                                              verify=_verify(params)), rate)
 
 
 def _explicit_sts_endpoint(botocore_session: botocore.session.Session, config: BotoConfig) -> str | None:
@@ -433,18 +438,6 @@ def aws_call(description: str | Callable[..., str], stops_with_job: bool = False
     return decorate
 
 
-__all__ = [
-    "AWS_ARGUMENT_SPEC",
-    "AWS_OPTION_NAMES",
-    "COLLECTION_VERSION",
-    "HAS_BOTO3",
-    "BOTO3_IMPORT_ERROR",
-    "USER_AGENT_EXTRA",
-    "aws_call",
-    "aws_client",
-    "aws_error_code",
-    "aws_session",
-    "client_config",
-    "eks_token_sts_client",
-    "translate_aws_errors",
-]
+__all__ = ["AWS_ARGUMENT_SPEC", "AWS_OPTION_NAMES", "COLLECTION_VERSION", "HAS_BOTO3", "BOTO3_IMPORT_ERROR",
+           "USER_AGENT_EXTRA", "aws_call", "aws_client", "aws_error_code", "aws_session", "client_config",
+           "eks_token_sts_client", "translate_aws_errors"]

@@ -20,3 +20,10 @@ def assume_role(sts: Any, role_arn: str, session_name: str) -> dict[str, str]:
     credentials = sts.assume_role(RoleArn=role_arn, RoleSessionName=session_name)["Credentials"]
     return dict(access_key=credentials["AccessKeyId"], secret_key=credentials["SecretAccessKey"],
                 session_token=credentials["SessionToken"])
+
+
+@aws_call("get the caller's identity")
+def caller_account(sts: Any) -> dict[str, str]:
+    """The account and ARN of the credentials ``sts`` signs with (GetCallerIdentity, which no policy can deny)."""
+    identity = sts.get_caller_identity()
+    return dict(account=identity["Account"], arn=identity["Arn"])

@@ -36,6 +36,8 @@ from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import (
     not_found,
 )
 from ansible_collections.eksops.nodegroup.plugins.module_utils.kube.watch import api_exception, status_body
+from ansible_collections.eksops.nodegroup.plugins.module_utils.host.request_budget import (
+    K8S_RATE_ENV, K8S_REQUESTS_PER_SECOND, pace_k8s_client, requests_per_second)
 
 if TYPE_CHECKING:  # for the annotations only: the client is imported at first use (kubernetes_import_error)
     from kubernetes.client import ApiClient, AppsV1Api, Configuration, CoreV1Api, PolicyV1Api, VersionApi
@@ -106,6 +108,8 @@ K8S_ARGUMENT_SPEC = dict(
     persist_config=dict(type="bool", fallback=(env_fallback, ["K8S_AUTH_PERSIST_CONFIG"])),
     impersonate_user=dict(type="str", fallback=(env_fallback, ["K8S_AUTH_IMPERSONATE_USER"])),
     impersonate_groups=dict(type="list", elements="str", fallback=(env_fallback, ["K8S_AUTH_IMPERSONATE_GROUPS"])),
+    # Issue 28 item 4: the requests per second of every process of the host to one API server (0: no bound).
+    k8s_requests_per_second=dict(type="float", default=K8S_REQUESTS_PER_SECOND, fallback=(env_fallback, [K8S_RATE_ENV])),
 )
 
 EKS_TOKEN_PREFIX = "k8s-aws-v1."
@@ -371,10 +375,11 @@ def k8s_api_client(params: Mapping[str, Any], aws_params: Mapping[str, Any] | No
     ``context`` options, else ``KUBECONFIG``, else ``~/.kube/config``) > ``cluster_name`` (DescribeCluster for
     endpoint and CA, and an EKS token refreshed before it expires).
     """
+    rate = requests_per_second("k8s_requests_per_second", params.get("k8s_requests_per_second"))
     client = _client().ApiClient(configuration=k8s_configuration(params, aws_params))
     client.user_agent = user_agent or USER_AGENT_EXTRA
     _set_impersonation(client, params)
-    return client
+    return pace_k8s_client(client, rate)
 
 
 # The typed API objects over one ApiClient: built here only (a test scans the code for others).

@@ -227,23 +227,33 @@ def _running_url(state_dir: Path) -> str:
     return url
 
 
-def cmd_apply(args: argparse.Namespace) -> int:
-    """The node group's owner applies its code (a terraform apply, a CloudFormation stack update: aws/owners.py)."""
-    url = _running_url(Path(args.state_dir).resolve())
-    body = {"nodegroup": args.nodegroup, "cluster": args.cluster, "ami": args.ami,
-            "instance_refresh": None if args.instance_refresh is None else args.instance_refresh == "on"}
-    request = urllib.request.Request(url + "/apply", data=json.dumps(body).encode(), method="POST",
+def _post_change(state_dir: str, path: str, body: dict[str, Any], what: str) -> int:
+    """POST a change to the running sandbox's control endpoint `path` and print what it did."""
+    url = _running_url(Path(state_dir).resolve())
+    request = urllib.request.Request(url + path, data=json.dumps(body).encode(), method="POST",
                                      headers={"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             answer = json.loads(response.read())
     except urllib.error.HTTPError as exc:
-        raise CliError(f"the sandbox refused the apply (HTTP {exc.code}): {exc.read().decode()}") from exc
+        raise CliError(f"the sandbox refused the {what} (HTTP {exc.code}): {exc.read().decode()}") from exc
     except OSError as exc:
         raise CliError(f"the sandbox at {url} does not answer: {exc}") from exc
     for line in answer["done"] or ["nothing to change"]:
         print(line)
     return 0
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    """The node group's owner applies its code (a terraform apply, a CloudFormation stack update: aws/owners.py)."""
+    body = {"nodegroup": args.nodegroup, "cluster": args.cluster, "ami": args.ami,
+            "instance_refresh": None if args.instance_refresh is None else args.instance_refresh == "on"}
+    return _post_change(args.state_dir, "/apply", body, "apply")
+
+
+def cmd_update_cni(args: argparse.Namespace) -> int:
+    """The cluster's VPC CNI updated to a release that initializes on a never_ready AMI's nodes (kube/nodes.py)."""
+    return _post_change(args.state_dir, "/update-cni", {"cluster": args.cluster, "ami": args.ami}, "CNI update")
 
 
 def cmd_down(args: argparse.Namespace) -> int:
@@ -349,6 +359,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="terraform-aws-eks's instance_refresh, or the stack's AutoScalingRollingUpdate policy "
                             "(both on as shipped); default: unchanged")
     apply.set_defaults(func=cmd_apply)
+
+    update_cni = commands.add_parser("update-cni", help="the cluster's VPC CNI updated to a release that initializes "
+                                                        "on the nodes of an AMI whose nodes never got Ready")
+    update_cni.add_argument("--state-dir", required=True)
+    update_cni.add_argument("--ami", required=True, help="the AMI's name (a never_ready AMI of the scenario)")
+    update_cni.add_argument("--cluster", help="the cluster (required when the scenario has clusters:)")
+    update_cni.set_defaults(func=cmd_update_cni)
 
     down = commands.add_parser("down", help="stop the sandbox recorded in the state dir")
     down.add_argument("--state-dir", required=True)

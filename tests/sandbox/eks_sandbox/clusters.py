@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 __all__ = ["ClusterRuntime", "FleetInstances", "write_fleet_kubeconfig", "SANDBOX_WIDE_REPORT_KEYS"]
 
 # What a multi-cluster report gives once for the whole sandbox rather than per cluster (README "Several clusters").
-SANDBOX_WIDE_REPORT_KEYS = ("started_at", "ready_at", "faults", "controller", "aws_calls", "aws_calls_by_agent")
+SANDBOX_WIDE_REPORT_KEYS = ("started_at", "ready_at", "faults", "controller", "aws_calls", "aws_calls_by_agent",
+                            "aws_call_times")
 
 
 class ClusterRuntime:
@@ -69,6 +70,13 @@ class ClusterRuntime:
     def seed(self) -> None:
         self.aws.seed(self.kube.url, self.kube.ca_pem)
         self.kube.seed()
+
+    def update_cni(self, ami_name: str) -> list[str]:
+        """The cluster's VPC CNI updated to initialize on the nodes of never_ready AMI ``ami_name`` (kube/nodes.py);
+        the cloud's lock before the store's, as the controllers take them."""
+        instances = self.aws.instances()
+        with self.kube.store.lock:
+            return self.kube.controllers.nodes.update_cni(ami_name, instances)
 
     def tick(self, guarded) -> None:
         """One pass of this cluster's controllers, each step run through `guarded(where, step)`."""

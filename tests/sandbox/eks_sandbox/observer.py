@@ -178,8 +178,10 @@ class Observer:
             "pod_stops": self._recorder.pod_stops(),
             "node_boots": self._recorder.node_boots(),
             "k8s_requests": self._recorder.k8s_requests(),
+            "k8s_request_times": self._recorder.k8s_request_times(),
             "aws_calls": self._recorder.aws_calls(),
             "aws_calls_by_agent": self._recorder.aws_calls_by_agent(),
+            "aws_call_times": self._recorder.aws_call_times(),
             "events": self._recorder.events(),
         })
         report.update(extra or {})

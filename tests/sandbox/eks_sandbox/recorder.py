@@ -14,7 +14,22 @@ import time
 from collections import Counter, deque
 from typing import Any
 
-__all__ = ["Recorder"]
+__all__ = ["Recorder", "RATE_BUCKET_SECONDS"]
+
+# Request times are counted per tenth of a second (issue 28 item 4): enough to read a peak rate over any 1 s or 10 s
+# window to within a tenth of a second, and small (an hour of requests without a quiet tenth: 36000 counts).
+RATE_BUCKET_SECONDS = 0.1
+# Of each key's counts only the newest are kept, as with events: a sandbox left running must not grow without bound.
+MAX_RATE_BUCKETS = 36000
+
+
+def _count_in_bucket(buckets: dict[str, int], now: float) -> None:
+    """One request at ``now`` into ``buckets`` ({tenth of a second since the epoch: requests}); the caller holds the
+    lock."""
+    key = str(int(now / RATE_BUCKET_SECONDS))
+    buckets[key] = buckets.get(key, 0) + 1
+    if len(buckets) > MAX_RATE_BUCKETS:
+        del buckets[next(iter(buckets))]
 
 
 class _Timings:
@@ -57,6 +72,10 @@ class Recorder:
         self._k8s_requests: Counter[str] = Counter()
         self._aws_calls: Counter[str] = Counter()
         self._aws_calls_by_agent: Counter[str] = Counter()
+        # When the requests came (issue 28 item 4): the API server's, and the AWS calls by the region they were
+        # signed for ({tenth of a second since the epoch: requests}).
+        self._k8s_request_times: dict[str, int] = {}
+        self._aws_call_times: dict[str, dict[str, int]] = {}
         self._pods_lost: list[dict[str, Any]] = []
         # Only the newest events are kept: a long run with a chatty fault must not grow without bound.
         self._events: deque[dict[str, Any]] = deque(maxlen=max_events)
@@ -74,15 +93,18 @@ class Recorder:
         key = f"{user_agent or '-'} {verb} {resource} {status}"
         with self._lock:
             self._k8s_requests[key] += 1
+            _count_in_bucket(self._k8s_request_times, time.time())
 
-    def aws_call(self, action: str, error_code: str | None, user_agent: str = "") -> None:
+    def aws_call(self, action: str, error_code: str | None, user_agent: str = "", region: str | None = None) -> None:
         """One AWS call; also counted by the caller's application, the last token of its User-Agent (botocore
-        appends a client's user_agent_extra there), so a test can tell the collection's calls from its own."""
+        appends a client's user_agent_extra there), so a test can tell the collection's calls from its own; and
+        timed by the region its signature names ("-": unsigned)."""
         key = f"{action} {error_code or 'OK'}"
         agent = user_agent.split()[-1] if user_agent.strip() else "-"
         with self._lock:
             self._aws_calls[key] += 1
             self._aws_calls_by_agent[f"{agent} {key}"] += 1
+            _count_in_bucket(self._aws_call_times.setdefault(region or "-", {}), time.time())
 
     def pod_lost(self, namespace: str, name: str, node: str) -> None:
         entry = {"pod": f"{namespace}/{name}", "node": node, "time": round(time.time(), 3)}
@@ -133,6 +155,16 @@ class Recorder:
     def aws_calls_by_agent(self) -> dict[str, int]:
         with self._lock:
             return dict(sorted(self._aws_calls_by_agent.items()))
+
+    def k8s_request_times(self) -> dict[str, int]:
+        """The API server's requests per tenth of a second: {tenth of a second since the epoch (str): requests}."""
+        with self._lock:
+            return dict(self._k8s_request_times)
+
+    def aws_call_times(self) -> dict[str, dict[str, int]]:
+        """The AWS calls per tenth of a second, by region: {region: {tenth of a second since the epoch: calls}}."""
+        with self._lock:
+            return {region: dict(buckets) for region, buckets in sorted(self._aws_call_times.items())}
 
     def pods_lost(self) -> list[dict[str, Any]]:
         with self._lock:

@@ -272,6 +272,7 @@ class Sandbox:
                                       "endpoint": cluster.kube.url, **section}
         return {"scenario": self.scenario["name"], "time": round(time.time(), 3), **extra,
                 "aws_calls": self.recorder.aws_calls(), "aws_calls_by_agent": self.recorder.aws_calls_by_agent(),
+                "aws_call_times": self.recorder.aws_call_times(),
                 "clusters": sections}
 
     # --------------------------------------------------------------------------------------------- control server
@@ -300,8 +301,10 @@ class Sandbox:
 
             def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
                 """POST /apply {"nodegroup", "ami", "instance_refresh"}: the node group's owner applies its code
-                (aws/owners.py), as a terraform apply or a CloudFormation stack update would."""
-                if self.path != "/apply":
+                (aws/owners.py), as a terraform apply or a CloudFormation stack update would. POST /update-cni
+                {"cluster", "ami"}: the cluster's VPC CNI updated to initialize on a never_ready AMI's nodes
+                (kube/nodes.py update_cni)."""
+                if self.path not in ("/apply", "/update-cni"):
                     self._reply(404, {"error": f"no such endpoint: {self.path}"})
                     return
                 if not sandbox.ready:
@@ -310,7 +313,10 @@ class Sandbox:
                 try:
                     body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
                     cluster = sandbox.cluster_named(body.get("cluster"))
-                    done = cluster.aws.apply_owner(body["nodegroup"], body.get("ami"), body.get("instance_refresh"))
+                    if self.path == "/update-cni":
+                        done = cluster.update_cni(body["ami"])
+                    else:
+                        done = cluster.aws.apply_owner(body["nodegroup"], body.get("ami"), body.get("instance_refresh"))
                 except (KeyError, ValueError) as exc:
                     self._reply(400, {"error": f"{type(exc).__name__}: {exc}"})
                     return

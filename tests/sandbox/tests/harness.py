@@ -15,7 +15,10 @@ from typing import Any, Callable, Iterator
 import boto3
 from botocore import xform_name
 from botocore.stub import Stubber
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
 
+from eks_sandbox.kube.testing import scenario
 from eks_sandbox.runtime import AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, Sandbox
 
 OLD_AMI = "amazon-eks-node-al2023-x86_64-standard-1.29-v20240101"
@@ -36,6 +39,23 @@ def running(loaded: dict[str, Any]) -> Iterator[Sandbox]:
         yield sandbox
     finally:
         sandbox.stop()
+
+
+def one_group(name: str, ami: str, desired_capacity: int) -> dict[str, Any]:
+    """scenario(): cluster ``name`` with one node group ``workers`` of ``ami`` (eks-node-1.30, or broken-1.30 whose
+    nodes never get Ready) at ``desired_capacity``, sized 0-4."""
+    return scenario(name=name, cluster={"name": name}, nodegroups=[
+        {"name": "workers", "ami": ami, "min_size": 0, "max_size": 4, "desired_capacity": desired_capacity}])
+
+
+@contextlib.contextmanager
+def running_with_kube(loaded: dict[str, Any]) -> Iterator[Sandbox]:
+    """running(loaded), with the kubernetes python client's CoreV1Api and AppsV1Api on its kubeconfig as ``core``
+    and ``apps``."""
+    with running(loaded) as sandbox:
+        api_client = k8s_config.new_client_from_config(config_file=str(sandbox.kubeconfig_path))
+        sandbox.core, sandbox.apps = k8s_client.CoreV1Api(api_client), k8s_client.AppsV1Api(api_client)
+        yield sandbox
 
 
 @contextlib.contextmanager

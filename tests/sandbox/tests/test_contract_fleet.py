@@ -23,6 +23,7 @@ import pytest
 import yaml
 from kubernetes import client as k8s, config as k8s_config
 
+from eks_sandbox.recorder import RATE_BUCKET_SECONDS
 from eks_sandbox.runtime import AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY
 from eks_sandbox.scenario.loader import load_scenario
 from harness import running, valid, wait_for
@@ -230,3 +231,32 @@ def test_an_owners_apply_names_its_cluster(fleet):
     assert apply({"nodegroup": "legacy", "cluster": "fleet-eu"}) == (200, {"done": []})
     status, answer = apply({"nodegroup": "legacy"})
     assert status == 400 and "no cluster None in the sandbox" in answer["error"]
+
+
+def _grown(before: dict[str, int], after: dict[str, int], started: float, finished: float) -> int:
+    """Requests counted in the tenths of a second from started to finished, between two reports' times."""
+    first, last = int(started / RATE_BUCKET_SECONDS), int(finished / RATE_BUCKET_SECONDS)
+    return sum(count - before.get(key, 0) for key, count in after.items() if first <= int(key) <= last)
+
+
+def test_issue28_item4_the_report_times_each_clusters_requests_and_each_regions_aws_calls(fleet):
+    """README "Report": k8s_request_times per cluster (its API server's requests), aws_call_times per region its
+    signature names, counted per tenth of a second, so that a benchmark reads the request rates per cluster and
+    per region of a run."""
+    before = fleet.report()
+    started = time.time()
+    for _index in range(5):
+        aws(fleet, "autoscaling", "eu-west-1").describe_auto_scaling_groups()
+    for _index in range(3):
+        aws(fleet, "ec2", "us-west-2").describe_instances()
+    for _index in range(4):
+        core(fleet, "arn:aws:eks:us-west-2:123456789012:cluster/fleet-west").list_node()
+    core(fleet, "arn:aws:eks:eu-west-1:123456789012:cluster/fleet-eu").list_node(watch=False)
+    finished = time.time()
+    after = fleet.report()
+    grown = {region: _grown(before["aws_call_times"].get(region, {}), times, started, finished)
+             for region, times in after["aws_call_times"].items()}
+    assert {region: count for region, count in grown.items() if count} == {"eu-west-1": 5, "us-west-2": 3}
+    assert {name: _grown(before["clusters"][name]["k8s_request_times"], cluster["k8s_request_times"], started,
+                         finished)
+            for name, cluster in after["clusters"].items()} == {"fleet-canary": 0, "fleet-west": 4, "fleet-eu": 1}

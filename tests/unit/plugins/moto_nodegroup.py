@@ -201,18 +201,24 @@ class MotoNodegroup:
         return nodes
 
 
-def publish_eks_ami(kubernetes_version, family, image_id):
-    """Write an EKS public SSM parameter into moto (its PutParameter refuses /aws/ names)."""
+def publish_ssm_parameter(name, value, region=REGION):
+    """Write a public SSM parameter (/aws/service/...) into moto, whose PutParameter refuses /aws/ names."""
     from moto.core import DEFAULT_ACCOUNT_ID
     from moto.core.utils import utcnow
     from moto.ssm.models import Parameter, ssm_backends
 
-    backend = ssm_backends[DEFAULT_ACCOUNT_ID][REGION]
-    name = "/aws/service/eks/optimized-ami/%s/%s/recommended/image_id" % (kubernetes_version, family)
+    backend = ssm_backends[DEFAULT_ACCOUNT_ID][region]
     backend._parameters[name].append(Parameter(
-        account_id=DEFAULT_ACCOUNT_ID, name=name, value=image_id, parameter_type="String", description=None,
-        allowed_pattern=None, keyid=None, last_modified_date=utcnow(), version=1, data_type="text"))
+        account_id=DEFAULT_ACCOUNT_ID, name=name, value=value, parameter_type="String", description=None,
+        allowed_pattern=None, keyid=None, last_modified_date=utcnow(), version=len(backend._parameters[name]) + 1,
+        data_type="text"))
     return name
+
+
+def publish_eks_ami(kubernetes_version, family, image_id):
+    """Write an EKS public SSM parameter of the recommended AMI into moto."""
+    return publish_ssm_parameter(
+        "/aws/service/eks/optimized-ami/%s/%s/recommended/image_id" % (kubernetes_version, family), image_id)
 
 
 _SESSIONS = {}

@@ -278,8 +278,9 @@ def test_the_scan_finds_the_module_utils_a_file_imports():
 
 
 # host/'s files that the client factories use: the clients themselves, the job guard, the one clock and the one
-# waiter shape (issue 26 item 5: everything that waits, from kube/watch.py up, may import them).
-CLIENT_HOST = ("host/clients", "host/job_guard", "host/clock", "host/waiter")
+# waiter shape (issue 26 item 5: everything that waits, from kube/watch.py up, may import them), and the request
+# budgets every client paces its requests by (issue 28 item 4).
+CLIENT_HOST = ("host/clients", "host/job_guard", "host/clock", "host/waiter", "host/request_budget")
 
 
 def layer_of(name):

@@ -23,6 +23,8 @@ RESULT_KEYS = {
     "asg_instance_terminate": "termination",
     "asg_surge": "surge",
     "eks_nodegroup_update": "nodegroup_update",
+    "fleet_accounts": "fleet_accounts",
+    "fleet_targets": "fleet_targets",
     "launch_template_version": "launch_template",
     "node_drain": "drain",
     "node_replace": "replace",
@@ -35,6 +37,7 @@ RESULT_KEYS = {
     "nodegroup_setup": "setup",
     "upgrade_gate": "gate",
     "upgrade_report_file": "report_file",
+    "workload_health": "health",
     # It only fails: its code and parameter, as every module's failure carries them (issue 26 item 3).
     "upgrade_error": None,
 }

@@ -95,6 +95,12 @@ def identify_call(environ: dict[str, Any]) -> tuple[str | None, str | None]:
     return service, None
 
 
+def signed_region(environ: dict[str, Any]) -> str | None:
+    """The region an AWS request's SigV4 credential scope names (AWS throttles per account and region), or None."""
+    scope = _CREDENTIAL_SCOPE.search(environ.get("HTTP_AUTHORIZATION", ""))
+    return scope.group(1) if scope else None
+
+
 def error_response(service: str | None, code: str) -> tuple[int, list[tuple[str, str]], bytes]:
     """(status, headers, body) of an AWS error in the wire format of the service's protocol."""
     status = _SERVER_ERROR_STATUS.get(code, 400)
@@ -162,10 +168,11 @@ class AwsRequestMiddleware:
                 return list(self.app(environ, start_response))
         service, action = identify_call(environ)
         action = action or f"{environ.get('REQUEST_METHOD')} {environ.get('PATH_INFO')}"
+        region = signed_region(environ)
         injected = self.faults.aws_error(action)
         if injected:
             status, headers, body = error_response(service, injected)
-            self.recorder.aws_call(action, injected, environ.get("HTTP_USER_AGENT", ""))
+            self.recorder.aws_call(action, injected, environ.get("HTTP_USER_AGENT", ""), region)
             start_response(f"{status} Error", headers + [("Content-Length", str(len(body)))])
             return [body]
         if service == "eks" and self.eks is not None:
@@ -173,7 +180,8 @@ class AwsRequestMiddleware:
                 answered = self.eks.answer(action, environ, _read_body(environ))
             if answered is not None:
                 status, headers, body = answered
-                self.recorder.aws_call(action, _error_code_of(status, headers, body), environ.get("HTTP_USER_AGENT", ""))
+                self.recorder.aws_call(action, _error_code_of(status, headers, body), environ.get("HTTP_USER_AGENT", ""),
+                                       region)
                 start_response(f"{status} {'OK' if status < 400 else 'Error'}",
                                headers + [("Content-Length", str(len(body)))])
                 return [body]
@@ -191,7 +199,7 @@ class AwsRequestMiddleware:
                 if hasattr(result, "close"):
                     result.close()
         self.recorder.aws_call(action, _error_code_of(captured.get("status", 500), captured.get("headers", []), body),
-                               environ.get("HTTP_USER_AGENT", ""))
+                               environ.get("HTTP_USER_AGENT", ""), region)
         return [body]
 
 

@@ -64,7 +64,7 @@ class Controllers:
         wall = time.time()
         synced: dict[str, tuple] = {}
         scale_inputs = tuple(self.store.changed_at(("kind", plural))
-                             for plural in ("deployments", "replicasets", "daemonsets"))
+                             for plural in ("deployments", "replicasets", "daemonsets", "statefulsets"))
         for pdb in self.store.items(PDBS):
             uid = pdb["metadata"]["uid"]
             key = (pdb["metadata"]["resourceVersion"], self._pods_changed_at(pdb), scale_inputs)

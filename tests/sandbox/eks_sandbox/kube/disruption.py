@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from . import objects
-from .resources import DAEMONSETS, DEPLOYMENTS, PDBS, PODS, REPLICASETS
+from .resources import DAEMONSETS, DEPLOYMENTS, PDBS, PODS, REPLICASETS, STATEFULSETS
 from .selectors import from_label_selector_object
 from .store import Store
 from .timefmt import parse_rfc3339
@@ -59,6 +59,10 @@ def _controller_scale(store: Store, pod: dict[str, Any]) -> tuple[str, int] | No
             ds = store.get(DAEMONSETS, namespace, ref["name"])
             if ds is not None:
                 return ds["metadata"]["uid"], int(ds.get("status", {}).get("desiredNumberScheduled", 0))
+        if ref.get("kind") == "StatefulSet":  # kubernetes pkg/controller/disruption getPodStatefulSet: spec.replicas
+            sts = store.get(STATEFULSETS, namespace, ref["name"])
+            if sts is not None:
+                return sts["metadata"]["uid"], int(sts["spec"].get("replicas", 1))
     return None
 
 

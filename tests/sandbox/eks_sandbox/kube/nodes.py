@@ -71,6 +71,8 @@ class NodeLifecycle:
         self._lost_pods: set[str] = set()  # uids already reported lost
         self._booted: list[tuple[str, float]] = []  # this pass's nodes registered Ready (sync)
         self.gone_nodes: set[str] = set()  # nodes whose instance stopped (no kubelet any more)
+        # never_ready AMIs whose nodes this cluster's CNI initializes since an update (update_cni).
+        self._cni_supports: set[str] = set()
 
     def sync(self, instances: list[dict[str, Any]], now: float) -> list[tuple[str, float]]:
         """One pass; returns (instance id, launch time) of the instances whose node registered Ready in it."""
@@ -116,6 +118,29 @@ class NodeLifecycle:
         if objects.node_ready(node) and instance.get("launched_at") is not None:
             self._booted.append((instance["instance_id"], instance["launched_at"]))
 
+    def update_cni(self, ami_name: str, instances: list[dict[str, Any]]) -> list[str]:
+        """The cluster's VPC CNI updated to a release that initializes on the nodes of never_ready AMI `ami_name`
+        (what the kubelet's "NetworkPluginNotReady ... cni plugin not initialized" waits for: aws-node writing the
+        CNI configuration on the node, amazon-vpc-cni-k8s README "Troubleshooting"; an EKS add-on update, EKS
+        user guide "Updating the Amazon VPC CNI plugin for Kubernetes Amazon EKS add-on"). The AMI is unchanged:
+        its nodes registered since boot Ready, and those already registered turn Ready (their not-ready taint
+        lifted, as the node lifecycle controller does). Returns what changed."""
+        ids = [ami_id for ami_id, ami in self.amis.items() if ami["name"] == ami_name and ami.get("never_ready")]
+        if not ids:
+            raise ValueError(f"no AMI {ami_name!r} whose nodes never get Ready in cluster {self.cluster_name}")
+        self._cni_supports.update(ids)
+        done = [f"cluster {self.cluster_name}: the VPC CNI now initializes on the nodes of {ami_name}"]
+        for instance in instances:
+            name = self._node_of_instance.get(instance["instance_id"])
+            node = self.store.get(NODES, "", name) if name and instance["image_id"] in ids else None
+            if node is None or objects.node_ready(node):
+                continue
+            ready = {**node, "status": {**node["status"], "conditions": objects.node_conditions(
+                True, "KubeletReady", "kubelet is posting ready status")}}
+            self.store.replace(NODES, _with_taints(ready, [], {NOT_READY_TAINT}) or ready)
+            done.append(f"node {name} Ready")
+        return done
+
     def _join_refusal(self, instance: dict[str, Any], boot) -> str:
         """Why this instance's kubelet never registers a node ("" when it does)."""
         if boot.cluster_name is None:
@@ -151,7 +176,7 @@ class NodeLifecycle:
             "node.kubernetes.io/instance-type": instance["instance_type"],
         }
         taints = [{"key": t["key"], "value": t.get("value") or "", "effect": t["effect"]} for t in boot.taints]
-        never_ready = bool(ami.get("never_ready"))
+        never_ready = bool(ami.get("never_ready")) and instance["image_id"] not in self._cni_supports
         if never_ready:
             taints.append(_taint(NOT_READY_TAINT, "NoSchedule"))
             conditions = objects.node_conditions(

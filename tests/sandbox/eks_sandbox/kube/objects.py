@@ -144,6 +144,18 @@ def default_daemonset(obj: dict[str, Any]) -> None:
         status.setdefault(field, 0)
 
 
+def default_statefulset(obj: dict[str, Any]) -> None:
+    """The API server's defaults for apps/v1 StatefulSet (kubernetes pkg/apis/apps/v1/defaults.go
+    SetDefaults_StatefulSet)."""
+    _default_selector_and_template(obj)
+    spec = obj["spec"]
+    spec.setdefault("replicas", 1)
+    spec.setdefault("podManagementPolicy", "OrderedReady")
+    spec.setdefault("updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
+    spec.setdefault("revisionHistoryLimit", 10)
+    obj.setdefault("status", {"replicas": 0, "availableReplicas": 0})
+
+
 def default_pdb(obj: dict[str, Any]) -> None:
     obj.setdefault("spec", {})
     status = obj.setdefault("status", {})
@@ -170,7 +182,7 @@ def default_event(obj: dict[str, Any]) -> None:
 
 
 DEFAULTERS = {"pods": default_pod, "deployments": default_deployment, "replicasets": default_replicaset,
-              "daemonsets": default_daemonset, "poddisruptionbudgets": default_pdb,
+              "daemonsets": default_daemonset, "statefulsets": default_statefulset, "poddisruptionbudgets": default_pdb,
               "namespaces": default_namespace, "nodes": default_node, "events": default_event}
 
 

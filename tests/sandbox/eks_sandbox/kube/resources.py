@@ -72,10 +72,13 @@ REPLICASETS = ResourceType("replicasets", "replicaset", "ReplicaSet", "apps", "v
                            has_generation=True)
 DAEMONSETS = ResourceType("daemonsets", "daemonset", "DaemonSet", "apps", "v1", True, ("ds",),
                           has_generation=True)
+# apps/v1 StatefulSet (Kubernetes API reference, "StatefulSet v1 apps"; short name sts, subresource status).
+STATEFULSETS = ResourceType("statefulsets", "statefulset", "StatefulSet", "apps", "v1", True, ("sts",),
+                            has_generation=True)
 PDBS = ResourceType("poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget", "policy", "v1", True,
                     ("pdb",), has_generation=True)
 
-ALL = (NAMESPACES, NODES, PODS, EVENTS, DEPLOYMENTS, REPLICASETS, DAEMONSETS, PDBS)
+ALL = (NAMESPACES, NODES, PODS, EVENTS, DEPLOYMENTS, REPLICASETS, DAEMONSETS, STATEFULSETS, PDBS)
 BY_GROUP_VERSION: dict[tuple[str, str, str], ResourceType] = {(rt.group, rt.version, rt.plural): rt for rt in ALL}
 GROUP_VERSIONS: dict[str, list[str]] = {}
 for _rt in ALL:

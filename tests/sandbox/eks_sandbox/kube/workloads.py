@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from . import objects
 from .api import Api
-from .resources import DAEMONSETS, DEPLOYMENTS, PODS, REPLICASETS, ResourceType
+from .resources import DAEMONSETS, DEPLOYMENTS, PODS, REPLICASETS, STATEFULSETS, ResourceType
 from .selectors import from_label_selector_object
 from .store import Key
 
@@ -84,6 +84,8 @@ class WorkloadControllers:
                 (DEPLOYMENTS, self._sync_deployment,
                  lambda obj: (store.changed_at(("kind", "replicasets")),)),
                 (REPLICASETS, self._sync_replicaset,
+                 lambda obj: (store.changed_at(("controller", obj["metadata"]["uid"])),)),
+                (STATEFULSETS, self._sync_statefulset,
                  lambda obj: (store.changed_at(("controller", obj["metadata"]["uid"])),)),
                 (DAEMONSETS, self._sync_daemonset,
                  lambda obj: (store.changed_at(("controller", obj["metadata"]["uid"])),
@@ -198,6 +200,58 @@ class WorkloadControllers:
                                   "observedGeneration": meta.get("generation", 1)}
         self._write_status(REPLICASETS, rs, status)
 
+    # -- StatefulSet --
+
+    def _sync_statefulset(self, sts: dict[str, Any]) -> None:
+        """kubernetes pkg/controller/statefulset (stateful_set_control.go): pod <name>-<ordinal> for each ordinal
+        below spec.replicas, recreated under its name once gone (an eviction); OrderedReady creates one at a time,
+        each once the ones before are Ready, Parallel all at once; surplus ordinals deleted from the highest; under
+        RollingUpdate, a pod of an older revision is deleted, highest ordinal first, once every pod is Ready.
+        Revisions are the template's hash (a ControllerRevision's name, <name>-<hash>, not served here)."""
+        meta, spec = sts["metadata"], sts["spec"]
+        replicas, ordered = int(spec.get("replicas", 1)), spec.get("podManagementPolicy") != "Parallel"
+        update = f"{meta['name']}-{objects.template_hash(spec.get('template') or {})}"
+        pods = {pod["metadata"]["name"]: pod for dummy, pod in self._pods(meta["uid"])}
+        for ordinal in range(replicas):
+            name = f"{meta['name']}-{ordinal}"
+            if name not in pods:
+                pods[name] = self._create_stateful_pod(sts, ordinal, update)
+            if ordered and not (_active(pods[name]) and objects.pod_is_ready(pods[name])):
+                break
+        surplus = sorted((p for p in pods.values() if int(p["metadata"]["name"].rsplit("-", 1)[1]) >= replicas
+                          and _active(p)), key=lambda p: -int(p["metadata"]["name"].rsplit("-", 1)[1]))
+        for pod in surplus[:1] if ordered else surplus:
+            self.api.delete(PODS, meta["namespace"], pod["metadata"]["name"])
+        active = [pod for pod in pods.values() if _active(pod)]
+        revision = {pod["metadata"]["name"]: (pod["metadata"].get("labels") or {}).get("controller-revision-hash")
+                    for pod in active}
+        ready = sum(1 for pod in active if objects.pod_is_ready(pod))
+        old = sorted((name for name, rev in revision.items() if rev != update), key=lambda n: -int(n.rsplit("-", 1)[1]))
+        if old and ready == len(active) == replicas and (spec.get("updateStrategy") or {}).get("type") != "OnDelete":
+            self.api.delete(PODS, meta["namespace"], old[0])
+        current = (sts.get("status") or {}).get("currentRevision") or update
+        current = update if not old and len(active) == replicas else current
+        status = {"observedGeneration": meta.get("generation", 1), "replicas": len(active), "readyReplicas": ready,
+                  "availableReplicas": ready, "currentReplicas": sum(1 for rev in revision.values() if rev == current),
+                  "updatedReplicas": sum(1 for rev in revision.values() if rev == update),
+                  "currentRevision": current, "updateRevision": update, "collisionCount": 0}
+        self._write_status(STATEFULSETS, sts, status)
+
+    def _create_stateful_pod(self, sts: dict[str, Any], ordinal: int, revision: str) -> dict[str, Any]:
+        """A StatefulSet's pod: its stable name and hostname, the labels the controller adds (kubernetes
+        pkg/controller/statefulset/stateful_set_utils.go newVersionedStatefulSetPod)."""
+        name = f"{sts['metadata']['name']}-{ordinal}"
+        pod = pod_from_template(sts["spec"].get("template") or {}, sts, "")
+        del pod["metadata"]["generateName"]
+        pod["metadata"]["name"] = name
+        pod["metadata"].setdefault("labels", {}).update({
+            "controller-revision-hash": revision, "statefulset.kubernetes.io/pod-name": name,
+            "apps.kubernetes.io/pod-index": str(ordinal)})
+        pod["spec"]["hostname"] = name
+        if sts["spec"].get("serviceName"):
+            pod["spec"]["subdomain"] = sts["spec"]["serviceName"]
+        return self.api.create(PODS, sts["metadata"]["namespace"], pod)
+
     # -- DaemonSet --
 
     def _sync_daemonset(self, ds: dict[str, Any]) -> None:
@@ -245,7 +299,7 @@ class WorkloadControllers:
                 owners = [ref.get("uid") for ref in dependent["metadata"].get("ownerReferences") or ()]
                 if not any(self.store.uid_exists(uid) for uid in owners):
                     self.api.delete(rt, *key)
-        for rt in (DEPLOYMENTS, REPLICASETS, DAEMONSETS):
+        for rt in (DEPLOYMENTS, REPLICASETS, DAEMONSETS, STATEFULSETS):
             for owner in self.store.items(rt):
                 if "foregroundDeletion" not in (owner["metadata"].get("finalizers") or ()):
                     continue

@@ -180,6 +180,9 @@ CASES = [
                       "Expiration": datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)}},
      {"access_key": "ASIA0123456789ABCDEF", "secret_key": "secret", "session_token": "token"},
      "assume role %s" % ROLE_ARN),
+    (sts, "caller_account", (), "get_caller_identity", {},
+     {"UserId": "AROA0123456789:ansible", "Account": "123456789012", "Arn": "arn:aws:sts::123456789012:assumed-role/r/ansible"},
+     {"account": "123456789012", "arn": "arn:aws:sts::123456789012:assumed-role/r/ansible"}, "get the caller's identity"),
 ]
 IDS = ["%s.%s-%d" % (case[0].__name__.rsplit(".", 1)[-1], case[1], index) for index, case in enumerate(CASES)]
 

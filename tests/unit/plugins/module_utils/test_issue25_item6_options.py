@@ -54,7 +54,8 @@ PROXY_HEADERS = {"proxy_basic_auth": "K8S_AUTH_PROXY_HEADERS_PROXY_BASIC_AUTH",
 
 
 def test_issue25_item6_kubernetes_options_have_kubernetes_core_names_aliases_types_and_variables():
-    spec = k8s.K8S_ARGUMENT_SPEC
+    # k8s_requests_per_second aside: the collection's own (issue 28 item 4), kubernetes.core has none.
+    spec = dict((name, value) for name, value in k8s.K8S_ARGUMENT_SPEC.items() if name != "k8s_requests_per_second")
     assert set(spec) == set(KUBERNETES_CORE_OPTIONS)  # username/password (HTTP basic auth) aside: EKS has none
     for name, (option_type, aliases, variables) in KUBERNETES_CORE_OPTIONS.items():
         assert spec[name].get("type", "str") == option_type, name
