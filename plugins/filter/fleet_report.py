@@ -35,7 +35,7 @@ options:
     required: true
   ran:
     description:
-      - The current wave's number: the waves up to it have ended (those before it only, with O(bake_halt)).
+      - The current wave's number - the waves up to it have ended (those before it only, with O(bake_halt)).
     type: int
     required: true
   max_fail_percentage:
