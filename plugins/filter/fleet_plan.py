@@ -54,6 +54,11 @@ options:
       - How many node groups of one cluster upgrade at once, a whole number >= 1.
     type: raw
     required: true
+  kubernetes_version:
+    description:
+      - The fleet's target; a node group whose cluster's control plane (host variable C(cluster_version)) is older
+        is refused (SPEC K6), naming it.
+    type: str
   inventory:
     description:
       - Every host of the job's inventory (C(groups.all)). Given, a job that AWX's job slicing handed only some node
@@ -62,17 +67,14 @@ options:
         slicing)).
     type: list
     elements: str
-  kubernetes_version:
-    description:
-      - The fleet's target; a node group whose cluster's control plane (host variable C(cluster_version)) is older
-        is refused (SPEC K6), naming it.
-    type: str
 """
 
 EXAMPLES = r"""
 - name: Plan the waves
   ansible.builtin.set_fact:
-    fleet_plan: "{{ ansible_play_hosts_all | eksops.nodegroup.fleet_plan(hostvars, ['canary', 'ring1'], ['system*'], 1, groups['all']) }}"
+    fleet_plan: >-
+      {{ ansible_play_hosts_all | eksops.nodegroup.fleet_plan(hostvars, ['canary', 'ring1'], ['system*'], 1,
+         kubernetes_version, groups['all']) }}
   run_once: true
 """
 
@@ -83,7 +85,8 @@ _value:
       hosts, bake_after, bake_clusters}) (C(wave) - its number, from 1; C(bake_after) - the previous ring's hosts
       on a ring's first step, else empty; C(bake_clusters) - their clusters, each C({cluster_name, aws_region,
       cluster_arn, kube_context, aws_profile}); C(bake_ring) - their ring), C(regions) (by region, the node groups as
-      module C(eksops.nodegroup.fleet_targets) takes them), C(accounts) (by credentials, each C({profile, region,
+      module C(eksops.nodegroup.fleet_targets) takes them), C(region_profiles) (by region, the C(aws_profile) that
+      reads its SSM parameters - its first node group's - or null), C(accounts) (by credentials, each C({profile, region,
       nodegroups}) as module C(eksops.nodegroup.fleet_accounts) takes them - the hosts with an C(aws_account_id)),
       and C(error)
       (null, or C({parameter, msg}) when the fleet cannot be planned; nothing else is set then).
@@ -129,6 +132,9 @@ def fleet_plan(hosts: Sequence[str], hostvars: Mapping[str, Any], rings: Sequenc
                inventory: Sequence[str] | None = None) -> dict[str, Any]:
     fleet = {}
     regions: dict[str, list[dict[str, Any]]] = {}
+    # The credentials that read a region's SSM parameters: its first node group's (aws_profile; none: the
+    # controller's). The public parameters are the same in every account of a region.
+    region_profiles: dict[str, Any] = {}
     for name in hosts:
         variables = hostvars[name]
         fleet[name] = dict((key, variables.get(key)) for key in HOST_VARIABLES + (
@@ -137,13 +143,14 @@ def fleet_plan(hosts: Sequence[str], hostvars: Mapping[str, Any], rings: Sequenc
         regions.setdefault(variables.get("aws_region"), []).append(dict(
             host=name, kind=variables.get("kind"), nodegroup_image_name=variables.get("nodegroup_image_name"),
             nodegroup_ami_type=variables.get("nodegroup_ami_type")))
+        region_profiles.setdefault(variables.get("aws_region"), variables.get("aws_profile") or None)
     try:
         plan = plan_fleet(fleet, list(rings), list(first_nodegroups), per_cluster_concurrency,
                           None if inventory is None else list(inventory))
         check_control_planes(list(hosts), hostvars, kubernetes_version)
     except UpgradeError as err:
         return dict(error=dict(parameter=err.details.get("parameter"), msg=err.msg))
-    return dict(plan, regions=regions, accounts=_accounts(hosts, hostvars), error=None)
+    return dict(plan, regions=regions, region_profiles=region_profiles, accounts=_accounts(hosts, hostvars), error=None)
 
 
 class FilterModule(object):

@@ -35,7 +35,7 @@ options:
     required: true
   ran:
     description:
-      - The current wave's number: the waves up to it have ended (those before it only, with O(bake_halt)).
+      - The current wave's number - the waves up to it have ended (those before it only, with O(bake_halt)).
     type: int
     required: true
   max_fail_percentage:
@@ -54,6 +54,11 @@ options:
     description:
       - Why the bake before wave O(ran) + 1 stops the fleet - C({wave, ring, code, reason}) - or null.
     type: dict
+  dry_run:
+    description:
+      - A dry run (check mode), whose waves ran in one batch - none halts the others, O(ran) is the last wave.
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -80,7 +85,8 @@ _value:
 
 
 def fleet_report(plan: Mapping[str, Any], hostvars: Mapping[str, Any], ran: Any, max_fail_percentage: Any,
-                 inventory_hosts: Sequence[str] = (), bake_halt: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                 inventory_hosts: Sequence[str] = (), bake_halt: Mapping[str, Any] | None = None,
+                 dry_run: bool = False) -> dict[str, Any]:
     reports = {}
     paths = {}
     for name in plan["hosts"]:
@@ -95,7 +101,7 @@ def fleet_report(plan: Mapping[str, Any], hostvars: Mapping[str, Any], ran: Any,
                                 nodegroup_name=hostvars[name].get("nodegroup_name")))
                     for name in inventory_hosts if name not in reports
                     and hostvars[name].get("cluster_name") and hostvars[name].get("nodegroup_name"))
-    return report_fleet(plan, reports, paths, int(ran), int(max_fail_percentage), left_out, bake_halt)
+    return report_fleet(plan, reports, paths, int(ran), int(max_fail_percentage), left_out, bake_halt, bool(dry_run))
 
 
 class FilterModule(object):

@@ -74,4 +74,4 @@ def test_issue28_item3_a_slice_of_one_ring_with_independent_node_groups_is_plann
 def test_issue28_item3_hosts_of_another_inventory_are_never_taken_for_a_slice(number):
     hosts = dict(FLEET)  # no cluster_nodegroups: an inventory of hand-written hosts
     names = awx_slice(FLEET, number, 3)
-    assert fleet_plan(names, hosts, RINGS, FIRST, 1, names)["error"] is None
+    assert fleet_plan(names, hosts, RINGS, FIRST, 1, inventory=names)["error"] is None
