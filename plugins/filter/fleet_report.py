@@ -56,7 +56,7 @@ options:
     type: dict
   dry_run:
     description:
-      - A dry run (check mode), whose waves ran in one batch - none halts the others, O(ran) is the last wave.
+      - A dry run (check mode), whose waves ran in one batch - every wave counts as run, none halts the others.
     type: bool
     default: false
 """

@@ -63,8 +63,8 @@ def fleet_report(plan: Mapping[str, Any], reports: Mapping[str, Mapping[str, Any
     ``waves``, each wave that ran (_waves); ``halt``, why the fleet stops: the first wave whose failures exceed
     ``max_fail_percentage`` (code FleetWaveFailed), else ``bake_halt`` (``{wave, ring, code, reason}``), else
     null; ``halted_at`` (the halt's wave, ring and failed hosts); ``status`` (_status) and counts by row status.
-    ``dry_run``: every wave's dry run ran at once, so none halts the others (``ran``: the last wave)."""
-    ran = ran - 1 if bake_halt else ran
+    ``dry_run``: every wave's dry run ran at once, so every wave counts as run and none halts the others."""
+    ran = len(plan["steps"]) if dry_run else ran - 1 if bake_halt else ran
     rows = [_row(host, step["ring"], step["wave"], reports.get(host), paths.get(host) or {})
             for step in plan["steps"] for host in step["hosts"]]
     rows.extend(dict(_row(host, None, None, None, {}), status="left_out", **dict(report))
