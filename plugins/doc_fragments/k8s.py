@@ -18,7 +18,7 @@ options:
     description:
       - Path to a kubeconfig file.
       - If not set, the E(K8S_AUTH_KUBECONFIG) environment variable, then E(KUBECONFIG), then C(~/.kube/config)
-        when it exists; with none of them the module authenticates with O(cluster_name) (see notes).
+        when it exists; with none of them the module authenticates with C(cluster_name) (see notes).
     type: path
   context:
     description:
@@ -29,7 +29,7 @@ options:
   host:
     description:
       - URL of the Kubernetes API server. Takes precedence over any kubeconfig.
-      - Authenticates with O(api_key), or without it with an EKS token for O(cluster_name).
+      - Authenticates with O(api_key), or without it with an EKS token for C(cluster_name).
       - If not set, the E(K8S_AUTH_HOST) environment variable.
     type: str
   api_key:
@@ -125,9 +125,10 @@ options:
     type: float
     default: 50
 notes:
-  - "Kubernetes credentials, in order of precedence: O(host) (with O(api_key), or an EKS token for
-    O(cluster_name)); a kubeconfig (O(kubeconfig)/O(context), else E(KUBECONFIG), else C(~/.kube/config));
-    O(cluster_name) alone: the module describes the EKS cluster for its endpoint and CA and mints an EKS bearer
+  - "C(cluster_name) is the module's EKS cluster (for M(eksops.nodegroup.fleet_ring_health), each node group's and
+    cluster's own). Kubernetes credentials, in order of precedence: O(host) (with O(api_key), or an EKS token for
+    C(cluster_name)); a kubeconfig (O(kubeconfig)/O(context), else E(KUBECONFIG), else C(~/.kube/config));
+    C(cluster_name) alone: the module describes the EKS cluster for its endpoint and CA and mints an EKS bearer
     token from the AWS credentials (a presigned STS GetCallerIdentity URL, as C(aws eks get-token) does), so no
     AWS CLI is needed. The token is refreshed before it expires, so long drains keep working."
   - "C(validate_certs) is the Kubernetes API server's option in every module that talks to Kubernetes, with

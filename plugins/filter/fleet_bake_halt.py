@@ -15,9 +15,9 @@ name: fleet_bake_halt
 short_description: Whether the bake before a fleet's ring stops the fleet, and why
 version_added: 0.1.0
 description:
-  - C(playbooks/upgrade_fleet.yml) (issue 28 item 2) reads the previous ring's node groups with
-    M(eksops.nodegroup.nodegroup_info) and judges their clusters' workloads with M(eksops.nodegroup.workload_health)
-    after C(fleet_bake_seconds), before a ring's first wave. A node group is healthy when every instance is in service
+  - C(playbooks/upgrade_fleet.yml) (issue 28 item 2) reads the previous ring's node groups and judges their
+    clusters' workloads with M(eksops.nodegroup.fleet_ring_health) after C(fleet_bake_seconds), before a ring's
+    first wave. A node group is healthy when every instance is in service
     on the fleet's target with its node registered, Ready and schedulable.
   - The halt's code is C(HealthGateFailed) when something was judged unhealthy, else that of the first read that
     failed (C(AccessDenied), C(ClusterUnreachable), ...).
@@ -26,16 +26,10 @@ author:
 options:
   _input:
     description:
-      - The results of the looped M(eksops.nodegroup.nodegroup_info) task (C(item) - the host); a result without
-        C(nodegroup) (the read failed) is a problem, with its C(msg) and C(code).
-    type: list
-    elements: dict
-    required: true
-  healths:
-    description:
-      - The results of the looped M(eksops.nodegroup.workload_health) task (C(item) - the cluster).
-    type: list
-    elements: dict
+      - The result of the M(eksops.nodegroup.fleet_ring_health) task. A node group without C(nodegroup) (its read
+        failed), a cluster without C(health), or a result without C(ring) (the task failed) is a problem, with its
+        C(msg) and C(code).
+    type: dict
     required: true
   step:
     description:
@@ -47,7 +41,7 @@ options:
 EXAMPLES = r"""
 - name: Decide whether the bake stops the fleet
   ansible.builtin.set_fact:
-    fleet_bake_halt: "{{ fleet_bake_groups.results | eksops.nodegroup.fleet_bake_halt(fleet_bake_health.results, fleet_step) }}"
+    fleet_bake_halt: "{{ fleet_ring | eksops.nodegroup.fleet_bake_halt(fleet_step) }}"
   run_once: true
 """
 

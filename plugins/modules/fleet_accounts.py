@@ -43,6 +43,7 @@ extends_documentation_fragment:
   - eksops.nodegroup.aws.validate_certs
   - eksops.nodegroup.attributes.aws_group
   - eksops.nodegroup.attributes.read_only
+  - eksops.nodegroup.attributes.controller
 notes:
   - Needs no permission (GetCallerIdentity cannot be denied).
 seealso:
@@ -73,15 +74,3 @@ fleet_accounts:
       type: str
       sample: arn:aws:sts::123456789012:assumed-role/eks-fleet/ansible
 """
-
-from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import EksopsModule
-from ansible_collections.eksops.nodegroup.plugins.module_utils.steps.fleet_accounts import ARGUMENT_SPEC, run
-
-
-def main() -> None:
-    module = EksopsModule(ARGUMENT_SPEC, uses_aws=True, supports_check_mode=True)
-    module.run(lambda: run(module))
-
-
-if __name__ == "__main__":
-    main()

@@ -71,6 +71,7 @@ extends_documentation_fragment:
   - eksops.nodegroup.aws.validate_certs
   - eksops.nodegroup.attributes.aws_group
   - eksops.nodegroup.attributes.read_only
+  - eksops.nodegroup.attributes.controller
 notes:
   - Needs C(ssm:GetParameter) on the public parameters under C(/aws/service/).
   - SSM parameters are regional; give the node groups of one region per call, with O(region).
@@ -122,15 +123,3 @@ fleet_targets:
       description: Each SSM parameter read (or taken from O(fleet_targets)), and its value.
       type: dict
 """
-
-from ansible_collections.eksops.nodegroup.plugins.module_utils.host.module import EksopsModule
-from ansible_collections.eksops.nodegroup.plugins.module_utils.steps.fleet_targets import ARGUMENT_SPEC, run
-
-
-def main() -> None:
-    module = EksopsModule(ARGUMENT_SPEC, uses_aws=True, supports_check_mode=True)
-    module.run(lambda: run(module))
-
-
-if __name__ == "__main__":
-    main()

@@ -15,6 +15,8 @@ description:
   - Writes O(report) (the dict the C(eksops.nodegroup.upgrade_report) filter builds) to O(path) as indented JSON
     with sorted keys, as C(ansible.builtin.to_nice_json) formats it, through a file beside it renamed over it, so
     that a reader never sees half a report.
+  - C(playbooks/upgrade_fleet.yml) writes the fleet's report (the C(eksops.nodegroup.fleet_report) filter's) and the
+    targets it resolved (C(fleet-targets.json)) with it, with O(timeline) off.
   - Changes nothing when the file already holds that report with that mode.
   - "It runs on the controller, in the process of the task, whatever the task's host or C(delegate_to): the report
     is the controller's own file. C(ansible.builtin.copy) would run two module processes for it."

@@ -2,8 +2,8 @@
 # Copyright: Contributors to the eksops.nodegroup project
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The bases of the action plugins that do modules' work on the controller, in the task's own process (node_replace,
-nodegroup_setup, asg_surge, nodegroup_scale_restore, eks_nodegroup_update; issue 11 item 4, docs/architecture.md says
-why)."""
+nodegroup_setup, asg_surge, nodegroup_scale_restore, eks_nodegroup_update; the fleet's fleet_accounts, fleet_targets
+and fleet_ring_health; issue 11 item 4, docs/architecture.md says why)."""
 
 from __future__ import annotations
 

@@ -43,7 +43,7 @@ CASES = [
     ({"update_strategy": "fast"}, "update_strategy", "must be default, minimal, surge or unset"),
     # Issue 28 item 4: the request budgets.
     ({"aws_requests_per_second": -1}, "aws_requests_per_second", "number of requests per second >= 0"),
-    ({"k8s_requests_per_second": "fast"}, "k8s_requests_per_second", "got fast"),
+    ({"k8s_requests_per_second": "fast"}, "k8s_requests_per_second", "got 'fast'"),
     # Issue 28 item 2, targets that survive a rerun: the previous run's targets are checked for every host first.
     ({"fleet_targets": "ami-0123456789abcdef0"}, "fleet_targets", "targets a previous run of the fleet published"),
     ({"fleet_targets": {"eu-west-1": {}}}, "fleet_targets", "none for region us-west-2"),

@@ -9,7 +9,7 @@ Ansible runs the waves: the plan orders the hosts and sizes the play's ``serial`
 cluster's declared order (``first_nodegroups``, shell patterns of node group names, then the others by name). The
 rings go in ``fleet_rings`` order; a step never mixes a cluster's node groups of two patterns of
 ``first_nodegroups``, so that the pattern before is a barrier whatever the concurrency; the first step of each
-ring after the first is baked before (``bake_after``: the previous ring's hosts). ``max_fail_percentage`` on the
+ring after the first is baked before (``bake_nodegroups``: the previous ring's node groups). ``max_fail_percentage`` on the
 play then stops every later step when one fails.
 """
 
@@ -39,16 +39,32 @@ def _order_key(name: str, first: Sequence[str]) -> tuple[int, str]:
     return len(first), name
 
 
-def _clusters(hosts: Mapping[str, Mapping[str, Any]], names: Sequence[str]) -> list[dict[str, Any]]:
-    """The clusters of ``names``, once each, in their order: ``{cluster_name, aws_region, cluster_arn, kube_context,
-    aws_profile}`` (``kube_context``: the kubeconfig context its hosts name, which check_fleet saw agree, or None;
-    ``aws_profile``: the credentials its node groups use)."""
+def context(host: Mapping[str, Any], kubeconfig: bool) -> str | None:
+    """The kubeconfig context through which a node group's runs reach its cluster: its host variable kube_context,
+    else, with a kubeconfig, the cluster's ARN (the context `aws eks update-kubeconfig` names), else none (an EKS
+    token for cluster_name)."""
+    return host.get("kube_context") or (host.get("cluster_arn") if kubeconfig else None) or None
+
+
+def _bake_nodegroups(hosts: Mapping[str, Mapping[str, Any]], names: Sequence[str], kubeconfig: bool
+                     ) -> list[dict[str, Any]]:
+    """The node groups of ``names`` as module fleet_ring_health takes them: ``{name, cluster_name, nodegroup_name,
+    asg_name, region, profile, context}``."""
+    return [dict(name=name, cluster_name=hosts[name]["cluster_name"], nodegroup_name=hosts[name]["nodegroup_name"],
+                 asg_name=hosts[name].get("asg_name"), region=hosts[name]["aws_region"],
+                 profile=hosts[name].get("aws_profile"), context=context(hosts[name], kubeconfig)) for name in names]
+
+
+def _bake_clusters(hosts: Mapping[str, Mapping[str, Any]], names: Sequence[str], kubeconfig: bool
+                   ) -> list[dict[str, Any]]:
+    """The clusters of ``names``, once each, in their order, as module fleet_ring_health takes them:
+    ``{cluster_name, region, profile, context}`` (``context``: its hosts', which check_fleet saw agree; ``profile``:
+    the credentials of its first node group)."""
     clusters: dict[str, dict[str, Any]] = {}
     for name in names:
         clusters.setdefault(_cluster_key(hosts[name]), dict(
-            cluster_name=hosts[name]["cluster_name"], aws_region=hosts[name]["aws_region"],
-            cluster_arn=hosts[name].get("cluster_arn"), kube_context=hosts[name].get("kube_context") or None,
-            aws_profile=hosts[name].get("aws_profile")))
+            cluster_name=hosts[name]["cluster_name"], region=hosts[name]["aws_region"],
+            profile=hosts[name].get("aws_profile"), context=context(hosts[name], kubeconfig)))
     return list(clusters.values())
 
 
@@ -150,14 +166,16 @@ def _chunks(names: Sequence[str], patterns: Sequence[int], size: int) -> list[li
 
 
 def fleet_plan(hosts: Mapping[str, Mapping[str, Any]], rings: Sequence[str], first: Sequence[str],
-               per_cluster_concurrency: Any, inventory: Sequence[str] | None = None) -> dict[str, Any]:
-    """The waves: ``{hosts, serial, steps, summary}``; ``hosts`` in the order the play takes them, ``serial`` the
-    size of each step, ``steps`` each ``{wave, ring, hosts, bake_after, bake_ring, bake_clusters}`` (``wave``: its
-    number, from 1; ``bake_after``: the previous ring's hosts, on a ring's first step after the first ring, else
-    empty; ``bake_ring``: their ring; ``bake_clusters``: their clusters). ``hosts`` maps each host to ``ring``,
-    ``cluster_name``, ``nodegroup_name``, ``aws_region`` (``cluster_arn``, ``cluster_nodegroups``, ``kube_context``,
-    ``aws_profile`` optional). check_fleet refuses first, then check_slice when the job's ``inventory`` (every host
-    name) is given."""
+               per_cluster_concurrency: Any, inventory: Sequence[str] | None = None,
+               kubeconfig: bool = False) -> dict[str, Any]:
+    """The waves: ``{hosts, serial, steps, contexts, summary}``; ``hosts`` in the order the play takes them,
+    ``serial`` the size of each step, ``steps`` each ``{wave, ring, hosts, bake_ring, bake_nodegroups,
+    bake_clusters}`` (``wave``: its number, from 1; ``bake_nodegroups``: the previous ring's node groups, on a
+    ring's first step after the first ring, else empty; ``bake_ring``: their ring; ``bake_clusters``: their
+    clusters), ``contexts`` each host's kubeconfig context (context(); ``kubeconfig``: whether the runs use a
+    kubeconfig). ``hosts`` maps each host to ``ring``, ``cluster_name``, ``nodegroup_name``, ``aws_region``
+    (``asg_name``, ``cluster_arn``, ``cluster_nodegroups``, ``kube_context``, ``aws_profile`` optional).
+    check_fleet refuses first, then check_slice when the job's ``inventory`` (every host name) is given."""
     size = concurrency(per_cluster_concurrency)
     check_fleet(hosts, rings)
     if inventory is not None:
@@ -178,13 +196,15 @@ def fleet_plan(hosts: Mapping[str, Mapping[str, Any]], rings: Sequence[str], fir
         for index in range(max((len(cut) for cut in chunks.values()), default=0)):
             step = [name for key in sorted(chunks) if index < len(chunks[key]) for name in chunks[key][index]]
             bake = previous if not ring_hosts else []
-            steps.append(dict(wave=len(steps) + 1, ring=ring, hosts=step, bake_after=bake,
-                              bake_ring=previous_ring if bake else None, bake_clusters=_clusters(hosts, bake)))
+            steps.append(dict(wave=len(steps) + 1, ring=ring, hosts=step, bake_ring=previous_ring if bake else None,
+                              bake_nodegroups=_bake_nodegroups(hosts, bake, kubeconfig),
+                              bake_clusters=_bake_clusters(hosts, bake, kubeconfig)))
             ring_hosts.extend(step)
         if ring_hosts:
             previous, previous_ring = ring_hosts, ring
     return dict(hosts=[name for step in steps for name in step["hosts"]],
-                serial=[len(step["hosts"]) for step in steps], steps=steps, summary=summary(steps))
+                serial=[len(step["hosts"]) for step in steps], steps=steps,
+                contexts=dict((name, context(host, kubeconfig)) for name, host in hosts.items()), summary=summary(steps))
 
 
 def summary(steps: Sequence[Mapping[str, Any]]) -> str:

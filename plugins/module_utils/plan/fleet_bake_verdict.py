@@ -5,17 +5,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from ansible_collections.eksops.nodegroup.plugins.module_utils.errors import API_ERROR, HEALTH_GATE_FAILED
 
 
 def bake_problem(read: Mapping[str, Any]) -> str:
-    """What is wrong with a node group of the previous ring after the bake, from module nodegroup_info's result
-    (``item``: its host), or an empty string when it is healthy: every instance in service on the target, its node
-    registered, Ready and schedulable."""
-    host = read.get("item")
+    """What is wrong with a node group of the previous ring after the bake, from its reading by module
+    fleet_ring_health (``name``: its host), or an empty string when it is healthy: every instance in service on the
+    target, its node registered, Ready and schedulable."""
+    host = read.get("name")
     if read.get("failed") or "nodegroup" not in read:
         return "%s could not be read (%s)" % (host, read.get("msg"))
     group = read["nodegroup"]
@@ -33,23 +33,27 @@ def bake_problem(read: Mapping[str, Any]) -> str:
     return "%s: %s" % (host, "; ".join(problems)) if problems else ""
 
 
-def bake_halt(reads: Sequence[Mapping[str, Any]], healths: Sequence[Mapping[str, Any]],
-              step: Mapping[str, Any]) -> dict[str, Any] | None:
+def bake_halt(judgement: Mapping[str, Any], step: Mapping[str, Any]) -> dict[str, Any] | None:
     """Why the bake before ``step`` stops the fleet, or None when the previous ring is healthy: ``{wave, ring, code,
-    reason}`` for the fleet's report and the stop. ``reads``: module nodegroup_info's results on the previous ring's
-    node groups (bake_problem); ``healths``: module workload_health's on their clusters (``item``: the cluster). The
-    code is HealthGateFailed when something was judged unhealthy, else that of the first read that failed (such as
-    AccessDenied or ClusterUnreachable: what could not be judged is not called unhealthy)."""
+    reason}`` for the fleet's report and the stop. ``judgement``: module fleet_ring_health's result on the previous
+    ring (its ``ring``: ``nodegroups``, each judged by bake_problem; ``clusters``, each with its ``health`` or its
+    failure), or its failure as a whole (no ``ring``: ``msg``, ``code``). The code is HealthGateFailed when something was judged unhealthy, else
+    that of the first read that failed (such as AccessDenied or ClusterUnreachable: what could not be judged is not
+    called unhealthy)."""
     problems, codes = [], []
-    for read in reads:
+    ring = judgement.get("ring")
+    if ring is None:
+        problems.append("the ring could not be judged (%s)" % judgement.get("msg"))
+        codes.append(judgement.get("code") or API_ERROR)
+    for read in (ring or {}).get("nodegroups") or []:
         problem = bake_problem(read)
         if problem:
             problems.append(problem)
-            codes.append(read.get("code") or API_ERROR if read.get("failed") or "nodegroup" not in read
-                         else HEALTH_GATE_FAILED)
-    for health in healths:
+            unread = read.get("failed") or "nodegroup" not in read
+            codes.append(read.get("code") or API_ERROR if unread else HEALTH_GATE_FAILED)
+    for health in (ring or {}).get("clusters") or []:
         if "health" not in health:
-            problems.append("%s: %s" % ((health.get("item") or {}).get("cluster_name"), health.get("msg") or "not judged"))
+            problems.append("%s: %s" % (health.get("cluster_name"), health.get("msg") or "not judged"))
             codes.append(health.get("code") or API_ERROR)
     if not problems:
         return None

@@ -20,6 +20,7 @@ ARGUMENT_SPEC = dict(
         aws_account_id=dict(type="str", required=True),
     )),
 )
+CONSTRAINTS: dict[str, Any] = {}
 
 
 def check_accounts(nodegroups: Sequence[Mapping[str, Any]], caller: Mapping[str, str], profile: str | None) -> None:

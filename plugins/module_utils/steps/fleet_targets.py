@@ -36,6 +36,7 @@ ARGUMENT_SPEC = dict(
     )),
     fleet_targets=dict(type="dict"),
 )
+CONSTRAINTS: dict[str, Any] = {}
 # A well-formed value of each target option: an AMI id (EC2 "Resource IDs": the prefix and 8 or 17 hexadecimal
 # characters), an EKS release version (Amazon Linux's 1.30.4-20240917, Bottlerocket's 1.20.3-5d9ac849).
 _WELL_FORMED = {"image_id": re.compile(r"^ami-(?:[0-9a-f]{8}|[0-9a-f]{17})$"),

@@ -24,6 +24,7 @@ RESULT_KEYS = {
     "asg_surge": "surge",
     "eks_nodegroup_update": "nodegroup_update",
     "fleet_accounts": "fleet_accounts",
+    "fleet_ring_health": "ring",
     "fleet_targets": "fleet_targets",
     "launch_template_version": "launch_template",
     "node_drain": "drain",

@@ -69,17 +69,19 @@ def test_issue28_item2_the_canary_ring_goes_first_and_each_cluster_one_group_at_
 
 def test_issue28_item2_a_ring_is_baked_before_its_first_wave_on_the_previous_ring_only():
     steps = plan()["steps"]
-    assert [step["bake_after"] for step in steps] == [
+    assert [[group["name"] for group in step["bake_nodegroups"]] for step in steps] == [
         [], [], ["fleet-canary/system", "fleet-canary/apps-arm"], [],
         ["fleet-eu/system", "fleet-west/system", "fleet-west/apps"], []]
+    assert steps[2]["bake_nodegroups"][0] == dict(name="fleet-canary/system", cluster_name="fleet-canary",
+                                                  nodegroup_name="system", asg_name=None, region="us-west-2",
+                                                  profile=None, context=None)
 
 
 def test_issue28_item2_the_bake_judges_the_previous_rings_clusters_once_each():
     steps = plan()["steps"]
     assert [[c["cluster_name"] for c in step["bake_clusters"]] for step in steps] == [
         [], [], ["fleet-canary"], [], ["fleet-eu", "fleet-west"], []]
-    assert steps[4]["bake_clusters"][0] == dict(cluster_name="fleet-eu", aws_region="eu-west-1", cluster_arn=None,
-                                                kube_context=None, aws_profile=None)
+    assert steps[4]["bake_clusters"][0] == dict(cluster_name="fleet-eu", region="eu-west-1", profile=None, context=None)
 
 
 def test_issue28_item2_the_bake_uses_the_hosts_kube_context():
@@ -87,11 +89,35 @@ def test_issue28_item2_the_bake_uses_the_hosts_kube_context():
     kubeconfig context its hosts name (kube_context), as their upgrade does, not only through the ARN's."""
     hosts = dict((name, dict(variables, kube_context="admin@canary") if name.startswith("fleet-canary/") else variables)
                  for name, variables in FLEET.items())
-    assert [c["kube_context"] for c in plan(hosts)["steps"][2]["bake_clusters"]] == ["admin@canary"]
+    assert [c["context"] for c in plan(hosts)["steps"][2]["bake_clusters"]] == ["admin@canary"]
     mixed = dict(hosts, **{"fleet-canary/system": FLEET["fleet-canary/system"]})
     refused = plan(mixed)
     assert refused["error"]["parameter"] == "kube_context" and "steps" not in refused
     assert "fleet-canary/system (none); fleet-canary/apps-arm (admin@canary)" in refused["error"]["msg"], refused
+
+
+def test_issue28_item2_each_host_reaches_its_cluster_through_the_context_its_runs_use():
+    """The plan's contexts (the wave play's module_defaults and the bake's, one rule): kube_context, else with a
+    kubeconfig the cluster's ARN, else none (an EKS token for cluster_name)."""
+    arn = "arn:aws:eks:us-west-2:123456789012:cluster/fleet-west"
+    hosts = dict(FLEET, **{"fleet-west/apps": dict(FLEET["fleet-west/apps"], cluster_arn=arn),
+                           "fleet-west/system": dict(FLEET["fleet-west/system"], cluster_arn=arn),
+                           "fleet-west/batch": dict(FLEET["fleet-west/batch"], cluster_arn=arn, kube_context="admin"),
+                           "fleet-eu/system": dict(FLEET["fleet-eu/system"], kube_context="eu")})
+    hosts["fleet-west/apps"]["kube_context"] = hosts["fleet-west/system"]["kube_context"] = "admin"
+    hosts["fleet-eu/apps"] = dict(FLEET["fleet-eu/apps"], kube_context="eu")
+    hosts["fleet-eu/legacy"] = dict(FLEET["fleet-eu/legacy"], kube_context="eu")
+    hosts["fleet-canary/system"] = dict(FLEET["fleet-canary/system"], cluster_arn=arn.replace("fleet-west", "fleet-canary"))
+    hosts["fleet-canary/apps-arm"] = dict(FLEET["fleet-canary/apps-arm"], cluster_arn=arn.replace("fleet-west", "fleet-canary"))
+    with_kubeconfig = fleet_plan(list(hosts), hosts, RINGS, FIRST, 1, None, None, "/home/sre/.kube/config")
+    without = fleet_plan(list(hosts), hosts, RINGS, FIRST, 1)
+    assert with_kubeconfig["contexts"]["fleet-canary/system"] == arn.replace("fleet-west", "fleet-canary")
+    assert without["contexts"]["fleet-canary/system"] is None
+    assert with_kubeconfig["contexts"]["fleet-west/apps"] == without["contexts"]["fleet-west/apps"] == "admin"
+    assert [c["context"] for c in with_kubeconfig["steps"][2]["bake_clusters"]] == [arn.replace("fleet-west", "fleet-canary")]
+    assert [c["context"] for c in without["steps"][2]["bake_clusters"]] == [None]
+    assert dict((g["name"], g["context"]) for g in with_kubeconfig["steps"][4]["bake_nodegroups"]) == {
+        "fleet-eu/system": "eu", "fleet-west/system": "admin", "fleet-west/apps": "admin"}
 
 
 def test_issue28_item2_per_cluster_concurrency_puts_that_many_groups_of_a_cluster_in_one_wave():
@@ -114,7 +140,7 @@ def test_issue28_item2_a_limit_shrinks_the_waves_and_an_empty_ring_has_none():
     limited = {name: value for name, value in FLEET.items() if name != "fleet-canary/apps-arm"}
     waves = plan(limited, rings=["canary", "ring0", "ring1", "ring2"])
     assert waves["serial"] == [1, 2, 1, 2, 1]
-    assert waves["steps"][1]["bake_after"] == ["fleet-canary/system"]
+    assert [group["name"] for group in waves["steps"][1]["bake_nodegroups"]] == ["fleet-canary/system"]
 
 
 def test_issue28_item2_the_host_variable_upgrade_ring_wins_over_the_tag():
@@ -211,11 +237,11 @@ def instance(name, ready=True, unschedulable=False, state="InService"):
     (dict(old_instances=[], instances=[instance("a", unschedulable=True)]), "c/n: node a cordoned"),
 ])
 def test_issue28_item2_the_bake_judges_the_previous_rings_groups(nodegroup, problem):
-    assert bake_problem(dict(item="c/n", nodegroup=nodegroup)) == problem
+    assert bake_problem(dict(name="c/n", nodegroup=nodegroup)) == problem
 
 
 def test_issue28_item2_a_group_the_bake_cannot_read_is_a_problem():
     bake = bake_problem
-    assert bake(dict(item="c/n", failed=True, msg="AccessDenied")) == "c/n could not be read (AccessDenied)"
+    assert bake(dict(name="c/n", failed=True, msg="AccessDenied")) == "c/n could not be read (AccessDenied)"
     # failed_when false keeps the task going: the result then has no nodegroup.
-    assert bake(dict(item="c/n", failed=False, msg="NotFound")) == "c/n could not be read (NotFound)"
+    assert bake(dict(name="c/n", failed=False, msg="NotFound")) == "c/n could not be read (NotFound)"

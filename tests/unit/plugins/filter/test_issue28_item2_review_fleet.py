@@ -65,8 +65,8 @@ def test_issue28_item2_review_3_a_report_written_between_waves_says_running():
 def test_issue28_item2_review_3_a_bake_halt_is_in_the_report_with_its_wave_ring_code_and_reason():
     done = _hostvars(fleet_canary__system="succeeded", fleet_canary__apps_arm="succeeded")
     waves = plan()
-    halt = bake_halt([dict(item="fleet-canary/apps-arm", nodegroup=dict(old_instances=["i-1"], instances=[]))], [],
-                     waves["steps"][2])
+    read = dict(name="fleet-canary/apps-arm", nodegroup=dict(old_instances=["i-1"], instances=[]))
+    halt = bake_halt(dict(ring=dict(nodegroups=[read], clusters=[])), waves["steps"][2])
     assert halt["code"] == "HealthGateFailed" and halt["wave"] == 3 and halt["ring"] == "ring1"
     assert "ring canary" in halt["reason"] and "fleet-canary/apps-arm: 1 instance(s) not on the target" in halt["reason"]
     fleet = fleet_report(waves, done, 3, 0, [], halt)
@@ -77,12 +77,17 @@ def test_issue28_item2_review_3_a_bake_halt_is_in_the_report_with_its_wave_ring_
 
 def test_issue28_item2_review_9_a_bake_read_failure_keeps_its_own_code():
     step = plan()["steps"][2]
-    halt = bake_halt([dict(item="fleet-canary/system", failed=True, code="AccessDenied", msg="denied")], [], step)
+    denied = dict(name="fleet-canary/system", failed=True, code="AccessDenied", msg="denied")
+    halt = bake_halt(dict(ring=dict(nodegroups=[denied], clusters=[])), step)
     assert halt["code"] == "AccessDenied" and "fleet-canary/system could not be read (denied)" in halt["reason"]
-    unhealthy = bake_halt([dict(item="fleet-canary/system", failed=True, code="AccessDenied", msg="denied")],
-                          [dict(item=dict(cluster_name="fleet-canary"), failed=True, code="HealthGateFailed", msg="x")], step)
-    assert unhealthy["code"] == "HealthGateFailed"
-    assert bake_halt([], [dict(item=dict(cluster_name="fleet-canary"), health=dict(workloads=[]))], step) is None
+    unhealthy = bake_halt(dict(ring=dict(nodegroups=[denied], clusters=[
+        dict(cluster_name="fleet-canary", failed=True, code="HealthGateFailed", msg="x")])), step)
+    assert unhealthy["code"] == "HealthGateFailed" and "fleet-canary: x" in unhealthy["reason"]
+    assert bake_halt(dict(ring=dict(nodegroups=[], clusters=[dict(cluster_name="fleet-canary", health=dict(workloads=[]))])),
+                     step) is None
+    # The task failed as a whole (failed_when false keeps the play going): nothing was judged.
+    whole = bake_halt(dict(failed=True, msg="nodegroups: elements must be dicts", code="InvalidParameter"), step)
+    assert whole["code"] == "InvalidParameter" and "the ring could not be judged (nodegroups" in whole["reason"]
 
 
 def test_issue28_item2_review_4_the_stop_message_says_whether_the_later_waves_start():

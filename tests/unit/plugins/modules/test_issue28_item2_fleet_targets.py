@@ -12,8 +12,9 @@ import pytest
 from moto import mock_aws
 
 from ansible_collections.eksops.nodegroup.plugins.modules import fleet_targets
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import fleet_targets as fleet_targets_step
 
-from ..moto_nodegroup import publish_eks_ami, publish_ssm_parameter, run_module_in_process
+from ..moto_nodegroup import publish_eks_ami, publish_ssm_parameter, run_step_in_process
 
 AL2023 = "amazon-eks-node-al2023-x86_64-standard-1.29-v20240601"
 ARM = "amazon-eks-node-al2023-arm64-standard-1.29-v20240601"
@@ -27,10 +28,10 @@ FLEET = [
 
 
 @pytest.fixture
-def run(capsys):
+def run():
     def run_it(nodegroups, calls=None):
-        return run_module_in_process(fleet_targets.main, dict(kubernetes_version="1.30", nodegroups=nodegroups),
-                                     capsys, aws_calls=calls)
+        return run_step_in_process(fleet_targets_step, fleet_targets, dict(kubernetes_version="1.30", nodegroups=nodegroups),
+                                   aws_calls=calls)
     with mock_aws():
         publish_eks_ami("1.30", "amazon-linux-2023/x86_64/standard", "ami-0x86")
         publish_eks_ami("1.30", "amazon-linux-2023/arm64/standard", "ami-0arm")
@@ -78,11 +79,11 @@ PREVIOUS = {"us-east-1": {
 
 
 @pytest.fixture
-def rerun(capsys):
+def rerun():
     def run_it(nodegroups, previous, calls):
-        return run_module_in_process(
-            fleet_targets.main, dict(kubernetes_version="1.30", nodegroups=nodegroups, fleet_targets=previous,
-                                     region="us-east-1"), capsys, aws_calls=calls)
+        return run_step_in_process(
+            fleet_targets_step, fleet_targets, dict(kubernetes_version="1.30", nodegroups=nodegroups,
+                                                    fleet_targets=previous, region="us-east-1"), aws_calls=calls)
     with mock_aws():
         # SSM recommends newer targets since: the rerun must not see them.
         publish_eks_ami("1.30", "amazon-linux-2023/x86_64/standard", "ami-0newer")

@@ -13,17 +13,18 @@ from moto import mock_aws
 
 from ansible_collections.eksops.nodegroup.plugins.filter.fleet_plan import fleet_plan
 from ansible_collections.eksops.nodegroup.plugins.modules import fleet_accounts
+from ansible_collections.eksops.nodegroup.plugins.module_utils.steps import fleet_accounts as fleet_accounts_step
 
-from ..moto_nodegroup import run_module_in_process
+from ..moto_nodegroup import run_step_in_process
 
 # moto's account (moto.core DEFAULT_ACCOUNT_ID), which its GetCallerIdentity answers.
 MOTO_ACCOUNT = "123456789012"
 
 
 @pytest.fixture
-def run(capsys):
+def run():
     def run_it(nodegroups, calls=None):
-        return run_module_in_process(fleet_accounts.main, dict(nodegroups=nodegroups), capsys, aws_calls=calls)
+        return run_step_in_process(fleet_accounts_step, fleet_accounts, dict(nodegroups=nodegroups), aws_calls=calls)
     with mock_aws():
         yield run_it
 
