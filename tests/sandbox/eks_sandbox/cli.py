@@ -252,7 +252,11 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 
 def cmd_update_cni(args: argparse.Namespace) -> int:
-    """The cluster's VPC CNI updated to a release that initializes on a never_ready AMI's nodes (kube/nodes.py)."""
+    """The cluster's VPC CNI add-on updated to a release that initializes on a never_ready AMI's nodes, as
+    `aws eks update-addon --addon-name vpc-cni` does (EKS user guide "Assign IPs to Pods with the Amazon VPC CNI",
+    "Updating the Amazon VPC CNI (Amazon EKS add-on)"): aws-node restarts on each node and writes
+    /etc/cni/net.d/10-aws.conflist (aws/amazon-vpc-cni-k8s cmd/aws-vpc-cni/main.go), so the kubelet's
+    "cni plugin not initialized" ends and the node reports Ready (kube/nodes.py update_cni)."""
     return _post_change(args.state_dir, "/update-cni", {"cluster": args.cluster, "ami": args.ami}, "CNI update")
 
 
@@ -360,8 +364,15 @@ def build_parser() -> argparse.ArgumentParser:
                             "(both on as shipped); default: unchanged")
     apply.set_defaults(func=cmd_apply)
 
-    update_cni = commands.add_parser("update-cni", help="the cluster's VPC CNI updated to a release that initializes "
-                                                        "on the nodes of an AMI whose nodes never got Ready")
+    update_cni = commands.add_parser(
+        "update-cni", help="the cluster's VPC CNI add-on updated (as `aws eks update-addon --addon-name vpc-cni` does) "
+                           "to a release that initializes on the nodes of an AMI whose nodes never got Ready",
+        description="As an update of the Amazon VPC CNI add-on (EKS user guide \"Assign IPs to Pods with the Amazon "
+                    "VPC CNI\", \"Updating the Amazon VPC CNI (Amazon EKS add-on)\"): aws-node restarts on each "
+                    "node and writes /etc/cni/net.d/10-aws.conflist (aws/amazon-vpc-cni-k8s "
+                    "cmd/aws-vpc-cni/main.go); the kubelet's Ready condition (KubeletNotReady, \"container runtime "
+                    "network not ready: ... cni plugin not initialized\") turns True at its next pass and the "
+                    "node.kubernetes.io/not-ready taints go. The AMI is unchanged.")
     update_cni.add_argument("--state-dir", required=True)
     update_cni.add_argument("--ami", required=True, help="the AMI's name (a never_ready AMI of the scenario)")
     update_cni.add_argument("--cluster", help="the cluster (required when the scenario has clusters:)")

@@ -25,6 +25,18 @@ from .resources import NODES, PODS
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
+# The kubelet's Ready condition (kubernetes pkg/kubelet/nodestatus/setters.go ReadyCondition): True with
+# "KubeletReady" / "kubelet is posting ready status", or False with "KubeletNotReady" and the kubelet's runtime and
+# network errors as the message. A node whose container runtime has loaded no CNI configuration yet: containerd's
+# CRI Status reports NetworkReady false, reason "NetworkPluginNotReady", message "Network plugin returns error: "
+# and go-cni's ErrCNINotInitialized "cni plugin not initialized" (containerd internal/cri/server/status.go,
+# containerd/go-cni errors.go); the kubelet's updateRuntimeUp turns it into "container runtime network not ready: "
+# and RuntimeCondition.String() "%s=%t reason:%s message:%s" (pkg/kubelet/kubelet.go,
+# pkg/kubelet/container/runtime.go). EKS user guide "Troubleshoot problems with Amazon EKS clusters and nodes",
+# "Container runtime network not ready", shows the same kubelet line.
+KUBELET_READY = ("KubeletReady", "kubelet is posting ready status")
+CNI_NOT_INITIALIZED = ("KubeletNotReady", "container runtime network not ready: NetworkReady=false "
+                       "reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized")
 _STOPPED_STATES = ("shutting-down", "terminated", "stopping", "stopped")
 _IP_IN_NAME = re.compile(r"^ip-(\d+)-(\d+)-(\d+)-(\d+)")
 _CPU_BY_SIZE = {"nano": 2, "micro": 2, "small": 2, "medium": 2, "large": 2, "xlarge": 4, "2xlarge": 8,
@@ -39,6 +51,16 @@ def _internal_ip(dns_name: str) -> str:
 def _taint(key: str, effect: str) -> dict[str, Any]:
     return {"key": key, "effect": effect, "timeAdded": objects.rfc3339()} if effect == "NoExecute" \
         else {"key": key, "effect": effect}
+
+
+def _not_ready_taints() -> list[dict[str, Any]]:
+    """A node whose Ready condition is False: node.kubernetes.io/not-ready NoSchedule, which the TaintNodesAtCreation
+    admission plugin puts on every new Node (plugin/pkg/admission/nodetaint/admission.go) and the node lifecycle
+    controller keeps while Ready is False (nodeConditionToTaintKeyStatusMap), and NoExecute with its timeAdded, which
+    the controller adds for Ready False (NotReadyTaintTemplate, processTaintBaseEviction; kubernetes
+    pkg/controller/nodelifecycle/node_lifecycle_controller.go). Both go once Ready is True (markNodeAsReachable and
+    the NoSchedule tainting pass)."""
+    return [_taint(NOT_READY_TAINT, "NoSchedule"), _taint(NOT_READY_TAINT, "NoExecute")]
 
 
 def _with_taints(node: dict[str, Any], add: list[dict[str, Any]], remove_keys: set[str]) -> dict[str, Any] | None:
@@ -73,6 +95,7 @@ class NodeLifecycle:
         self.gone_nodes: set[str] = set()  # nodes whose instance stopped (no kubelet any more)
         # never_ready AMIs whose nodes this cluster's CNI initializes since an update (update_cni).
         self._cni_supports: set[str] = set()
+        self._cni_written: set[str] = set()  # never_ready nodes whose CNI configuration an update wrote
 
     def sync(self, instances: list[dict[str, Any]], now: float) -> list[tuple[str, float]]:
         """One pass; returns (instance id, launch time) of the instances whose node registered Ready in it."""
@@ -97,6 +120,7 @@ class NodeLifecycle:
             del self._stopped_since[instance_id]
         for instance_id in [i for i in self._never_joins if i not in listed]:
             del self._never_joins[instance_id]
+        self._sync_network_ready()
         self._sync_cordon_taints()
         return self._booted
 
@@ -119,27 +143,47 @@ class NodeLifecycle:
             self._booted.append((instance["instance_id"], instance["launched_at"]))
 
     def update_cni(self, ami_name: str, instances: list[dict[str, Any]]) -> list[str]:
-        """The cluster's VPC CNI updated to a release that initializes on the nodes of never_ready AMI `ami_name`
-        (what the kubelet's "NetworkPluginNotReady ... cni plugin not initialized" waits for: aws-node writing the
-        CNI configuration on the node, amazon-vpc-cni-k8s README "Troubleshooting"; an EKS add-on update, EKS
-        user guide "Updating the Amazon VPC CNI plugin for Kubernetes Amazon EKS add-on"). The AMI is unchanged:
-        its nodes registered since boot Ready, and those already registered turn Ready (their not-ready taint
-        lifted, as the node lifecycle controller does). Returns what changed."""
+        """The cluster's VPC CNI add-on updated to a release that initializes on the nodes of never_ready AMI
+        `ami_name`, as EKS's UpdateAddon for vpc-cni (or `kubectl apply` of a newer aws-k8s-cni.yaml) does: the
+        aws-node DaemonSet's pods restart on every node (EKS user guide "Assign IPs to Pods with the Amazon VPC CNI",
+        "Updating the Amazon VPC CNI (Amazon EKS add-on)" and "(self-managed add-on)"), and each new aws-node
+        starts ipamd, then writes /etc/cni/net.d/10-aws.conflist, "the trigger to Kubelet that that particular CNI
+        plugin is ready" (aws/amazon-vpc-cni-k8s cmd/aws-vpc-cni/main.go). The AMI is unchanged. The nodes of that
+        AMI already registered turn Ready at the kubelet's next pass (_sync_network_ready) and those registering
+        later boot Ready. Not modelled: the rollout's pace (the DaemonSet's rolling update, its maxUnavailable) and
+        aws-node's own pods (the sandbox runs no aws-node DaemonSet). Returns what changed."""
         ids = [ami_id for ami_id, ami in self.amis.items() if ami["name"] == ami_name and ami.get("never_ready")]
         if not ids:
             raise ValueError(f"no AMI {ami_name!r} whose nodes never get Ready in cluster {self.cluster_name}")
         self._cni_supports.update(ids)
-        done = [f"cluster {self.cluster_name}: the VPC CNI now initializes on the nodes of {ami_name}"]
+        done = [f"cluster {self.cluster_name}: the VPC CNI updated; aws-node initializes on the nodes of {ami_name}"]
         for instance in instances:
             name = self._node_of_instance.get(instance["instance_id"])
             node = self.store.get(NODES, "", name) if name and instance["image_id"] in ids else None
-            if node is None or objects.node_ready(node):
+            if node is None or objects.node_ready(node) or name in self.gone_nodes:
                 continue
-            ready = {**node, "status": {**node["status"], "conditions": objects.node_conditions(
-                True, "KubeletReady", "kubelet is posting ready status")}}
-            self.store.replace(NODES, _with_taints(ready, [], {NOT_READY_TAINT}) or ready)
-            done.append(f"node {name} Ready")
+            self._cni_written.add(name)
+            done.append(f"node {name}: aws-node wrote /etc/cni/net.d/10-aws.conflist; "
+                        "the kubelet reports Ready at its next pass")
         return done
+
+    def _sync_network_ready(self) -> None:
+        """The kubelet of each node whose CNI configuration an update wrote (update_cni): its runtime's network is
+        ready, so the kubelet posts Ready (only the Ready condition changes, its lastTransitionTime with it; the
+        other conditions keep theirs: pkg/kubelet/nodestatus/setters.go), and the node lifecycle controller lifts
+        the not-ready taints (_not_ready_taints)."""
+        for name in sorted(self._cni_written):
+            self._cni_written.discard(name)
+            node = self.store.get(NODES, "", name)
+            if node is None or name in self.gone_nodes:
+                continue
+            now = objects.rfc3339()
+            ready = {"type": "Ready", "status": "True", "reason": KUBELET_READY[0], "message": KUBELET_READY[1],
+                     "lastHeartbeatTime": now, "lastTransitionTime": now}
+            updated = {**node, "status": {**node["status"],
+                                          "conditions": objects.set_condition(node["status"]["conditions"], ready)}}
+            self.store.replace(NODES, _with_taints(updated, [], {NOT_READY_TAINT}) or updated)
+            self.recorder.event("node_ready", node=name, reason="CNI configuration written (update-cni)")
 
     def _join_refusal(self, instance: dict[str, Any], boot) -> str:
         """Why this instance's kubelet never registers a node ("" when it does)."""
@@ -176,14 +220,11 @@ class NodeLifecycle:
             "node.kubernetes.io/instance-type": instance["instance_type"],
         }
         taints = [{"key": t["key"], "value": t.get("value") or "", "effect": t["effect"]} for t in boot.taints]
-        never_ready = bool(ami.get("never_ready")) and instance["image_id"] not in self._cni_supports
-        if never_ready:
-            taints.append(_taint(NOT_READY_TAINT, "NoSchedule"))
-            conditions = objects.node_conditions(
-                False, "KubeletNotReady", "container runtime network not ready: NetworkReady=false "
-                "reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized")
+        if ami.get("never_ready") and instance["image_id"] not in self._cni_supports:
+            taints.extend(_not_ready_taints())
+            conditions = objects.node_conditions(False, *CNI_NOT_INITIALIZED)
         else:
-            conditions = objects.node_conditions(True, "KubeletReady", "kubelet is posting ready status")
+            conditions = objects.node_conditions(True, *KUBELET_READY)
         cpu = _CPU_BY_SIZE.get(instance["instance_type"].rsplit(".", 1)[-1], 2)
         max_pods = str(boot.max_pods or 110)
         capacity = {"cpu": str(cpu), "memory": f"{cpu * 4 * 1024 * 1024}Ki", "pods": max_pods,
