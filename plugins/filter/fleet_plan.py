@@ -67,10 +67,10 @@ options:
         slicing)).
     type: list
     elements: str
-  kubeconfig:
+  environment_kubeconfig:
     description:
-      - Whether the runs use a kubeconfig (the variable C(kubeconfig) or the environment's C(KUBECONFIG)); with one,
-        a host without C(kube_context) reaches its cluster through the context named by its C(cluster_arn), as
+      - The environment's C(KUBECONFIG). With it, or with its own variable C(kubeconfig), a host without
+        C(kube_context) reaches its cluster through the context named by its C(cluster_arn), as
         C(aws eks update-kubeconfig) names it.
     type: raw
 """
@@ -80,7 +80,7 @@ EXAMPLES = r"""
   ansible.builtin.set_fact:
     fleet_plan: >-
       {{ ansible_play_hosts_all | eksops.nodegroup.fleet_plan(hostvars, ['canary', 'ring1'], ['system*'], 1,
-         kubernetes_version, groups['all'], kubeconfig | default(none) or lookup('ansible.builtin.env', 'KUBECONFIG')) }}
+         kubernetes_version, groups['all'], lookup('ansible.builtin.env', 'KUBECONFIG')) }}
   run_once: true
 """
 
@@ -90,10 +90,10 @@ _value:
     - C(hosts) in the order of the waves, C(serial) the size of each step, C(steps) each C({wave, ring,
       hosts, bake_ring, bake_nodegroups, bake_clusters}) (C(wave) - its number, from 1; C(bake_nodegroups) - the
       previous ring's node groups on a ring's first step, else empty, each C({name, cluster_name, nodegroup_name,
-      asg_name, region, profile, context}); C(bake_clusters) - their clusters, each C({cluster_name, region,
-      profile, context}), as module M(eksops.nodegroup.fleet_ring_health) takes them; C(bake_ring) - their ring),
-      C(contexts) (by host, the kubeconfig context its runs use - C(kube_context), else with a kubeconfig the
-      cluster's C(cluster_arn) - or null), C(regions) (by region, the node groups as
+      asg_name, region, profile, kubeconfig, context}); C(bake_clusters) - their clusters, each C({cluster_name,
+      region, profile, kubeconfig, context}), as module M(eksops.nodegroup.fleet_ring_health) takes them; C(bake_ring) - their ring),
+      C(contexts) (by host, the kubeconfig context its runs use - C(kube_context), else with a kubeconfig (its
+      C(kubeconfig), or O(environment_kubeconfig)) the cluster's C(cluster_arn) - or null), C(regions) (by region, the node groups as
       module C(eksops.nodegroup.fleet_targets) takes them), C(region_profiles) (by region, the C(aws_profile) that
       reads its SSM parameters - its first node group's - or null), C(accounts) (by credentials, each C({profile, region,
       nodegroups}) as module C(eksops.nodegroup.fleet_accounts) takes them - the hosts with an C(aws_account_id)),
@@ -138,7 +138,7 @@ def _accounts(hosts: Sequence[str], hostvars: Mapping[str, Any]) -> list[dict[st
 
 def fleet_plan(hosts: Sequence[str], hostvars: Mapping[str, Any], rings: Sequence[str], first_nodegroups: Sequence[str],
                per_cluster_concurrency: Any, kubernetes_version: Any = None,
-               inventory: Sequence[str] | None = None, kubeconfig: Any = None) -> dict[str, Any]:
+               inventory: Sequence[str] | None = None, environment_kubeconfig: Any = None) -> dict[str, Any]:
     fleet = {}
     regions: dict[str, list[dict[str, Any]]] = {}
     # The credentials that read a region's SSM parameters: its first node group's (aws_profile; none: the
@@ -147,7 +147,7 @@ def fleet_plan(hosts: Sequence[str], hostvars: Mapping[str, Any], rings: Sequenc
     for name in hosts:
         variables = hostvars[name]
         fleet[name] = dict((key, variables.get(key)) for key in HOST_VARIABLES + (
-            "asg_name", "cluster_arn", "cluster_nodegroups", "kube_context", "aws_profile"))
+            "asg_name", "cluster_arn", "cluster_nodegroups", "kube_context", "kubeconfig", "aws_profile"))
         fleet[name]["ring"] = _ring(variables)
         regions.setdefault(variables.get("aws_region"), []).append(dict(
             host=name, kind=variables.get("kind"), nodegroup_image_name=variables.get("nodegroup_image_name"),
@@ -155,7 +155,7 @@ def fleet_plan(hosts: Sequence[str], hostvars: Mapping[str, Any], rings: Sequenc
         region_profiles.setdefault(variables.get("aws_region"), variables.get("aws_profile") or None)
     try:
         plan = plan_fleet(fleet, list(rings), list(first_nodegroups), per_cluster_concurrency,
-                          None if inventory is None else list(inventory), bool(kubeconfig))
+                          None if inventory is None else list(inventory), bool(environment_kubeconfig))
         check_control_planes(list(hosts), hostvars, kubernetes_version)
     except UpgradeError as err:
         return dict(error=dict(parameter=err.details.get("parameter"), msg=err.msg))

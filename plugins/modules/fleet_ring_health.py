@@ -18,13 +18,14 @@ description:
     nodes, old and new against its target in O(targets)); each cluster of O(clusters) is judged as
     M(eksops.nodegroup.workload_health) judges it (every Deployment and StatefulSet through the upgrade's health
     gate, waiting up to O(health_gate_timeout)).
-  - Each node group and cluster is reached with its own O(nodegroups[].region), O(nodegroups[].profile) and
-    O(nodegroups[].context) - never the task's, which C(module_defaults) set to the host that runs it - and with the
-    task's other AWS and Kubernetes options (a kubeconfig, an endpoint, the request budgets). Its API server is
-    proven to be its cluster's (SPEC K4) before it is read.
+  - Each node group and cluster is reached with its own O(nodegroups[].region), O(nodegroups[].profile),
+    O(nodegroups[].kubeconfig) and O(nodegroups[].context) - never the task's, which C(module_defaults) set to the
+    host that runs it; one left unset falls back as in the node group's own tasks (E(AWS_PROFILE),
+    E(K8S_AUTH_KUBECONFIG), E(K8S_AUTH_CONTEXT)) - and with the task's other AWS and Kubernetes options (an endpoint,
+    TLS, the request budgets). Its API server is proven to be its cluster's (SPEC K4) before it is read.
   - All of them at once, in threads of one process, rather than one module process after another (4-51 s before
     every ring, docs/performance.md). A node group or cluster that cannot be read is a result of its own, with its
-    C(msg) and C(code); the others are still judged.
+    C(msg) and C(code) (C(ApiError) for an unexpected error); the others are still judged.
   - Read-only. In check mode the workloads are listed, not waited for.
 author:
   - eksops.nodegroup maintainers (@eksops)
@@ -65,9 +66,14 @@ options:
         description:
           - The AWS profile of its account; none, the controller's credentials.
         type: str
+      kubeconfig:
+        description:
+          - The kubeconfig of its runs, when they have one of their own.
+        type: path
       context:
         description:
-          - The kubeconfig context of its cluster; none, an EKS token for O(nodegroups[].cluster_name).
+          - The kubeconfig context of its cluster; none, a kubeconfig's current context, or without a kubeconfig an
+            EKS token for O(nodegroups[].cluster_name).
         type: str
   clusters:
     description:
@@ -90,9 +96,14 @@ options:
         description:
           - The AWS profile of its account; none, the controller's credentials.
         type: str
+      kubeconfig:
+        description:
+          - The kubeconfig of its node groups' runs, when they have one of their own.
+        type: path
       context:
         description:
-          - Its kubeconfig context; none, an EKS token for O(clusters[].cluster_name).
+          - Its kubeconfig context; none, a kubeconfig's current context, or without a kubeconfig an EKS token for
+            O(clusters[].cluster_name).
         type: str
   targets:
     description:

@@ -39,32 +39,39 @@ def _order_key(name: str, first: Sequence[str]) -> tuple[int, str]:
     return len(first), name
 
 
-def context(host: Mapping[str, Any], kubeconfig: bool) -> str | None:
+def context(host: Mapping[str, Any], environment_kubeconfig: bool) -> str | None:
     """The kubeconfig context through which a node group's runs reach its cluster: its host variable kube_context,
-    else, with a kubeconfig, the cluster's ARN (the context `aws eks update-kubeconfig` names), else none (an EKS
+    else, with a kubeconfig (its host variable kubeconfig, or the environment's KUBECONFIG), the cluster's ARN (the
+    context `aws eks update-kubeconfig` names), else none (a kubeconfig's current context, or without one an EKS
     token for cluster_name)."""
-    return host.get("kube_context") or (host.get("cluster_arn") if kubeconfig else None) or None
+    uses_kubeconfig = host.get("kubeconfig") or environment_kubeconfig
+    return host.get("kube_context") or (host.get("cluster_arn") if uses_kubeconfig else None) or None
 
 
-def _bake_nodegroups(hosts: Mapping[str, Mapping[str, Any]], names: Sequence[str], kubeconfig: bool
+def _where(host: Mapping[str, Any], environment_kubeconfig: bool) -> dict[str, Any]:
+    """Where a node group's cluster is reached, as module fleet_ring_health takes it: its region, profile,
+    kubeconfig and context."""
+    return dict(region=host["aws_region"], profile=host.get("aws_profile"), kubeconfig=host.get("kubeconfig") or None,
+                context=context(host, environment_kubeconfig))
+
+
+def _bake_nodegroups(hosts: Mapping[str, Mapping[str, Any]], names: Sequence[str], environment_kubeconfig: bool
                      ) -> list[dict[str, Any]]:
     """The node groups of ``names`` as module fleet_ring_health takes them: ``{name, cluster_name, nodegroup_name,
-    asg_name, region, profile, context}``."""
-    return [dict(name=name, cluster_name=hosts[name]["cluster_name"], nodegroup_name=hosts[name]["nodegroup_name"],
-                 asg_name=hosts[name].get("asg_name"), region=hosts[name]["aws_region"],
-                 profile=hosts[name].get("aws_profile"), context=context(hosts[name], kubeconfig)) for name in names]
+    asg_name, region, profile, kubeconfig, context}``."""
+    return [dict(_where(hosts[name], environment_kubeconfig), name=name, cluster_name=hosts[name]["cluster_name"],
+                 nodegroup_name=hosts[name]["nodegroup_name"], asg_name=hosts[name].get("asg_name")) for name in names]
 
 
-def _bake_clusters(hosts: Mapping[str, Mapping[str, Any]], names: Sequence[str], kubeconfig: bool
+def _bake_clusters(hosts: Mapping[str, Mapping[str, Any]], names: Sequence[str], environment_kubeconfig: bool
                    ) -> list[dict[str, Any]]:
     """The clusters of ``names``, once each, in their order, as module fleet_ring_health takes them:
-    ``{cluster_name, region, profile, context}`` (``context``: its hosts', which check_fleet saw agree; ``profile``:
-    the credentials of its first node group)."""
+    ``{cluster_name, region, profile, kubeconfig, context}`` (``context``: its hosts', which check_fleet saw agree;
+    the rest its first node group's)."""
     clusters: dict[str, dict[str, Any]] = {}
     for name in names:
-        clusters.setdefault(_cluster_key(hosts[name]), dict(
-            cluster_name=hosts[name]["cluster_name"], region=hosts[name]["aws_region"],
-            profile=hosts[name].get("aws_profile"), context=context(hosts[name], kubeconfig)))
+        clusters.setdefault(_cluster_key(hosts[name]), dict(_where(hosts[name], environment_kubeconfig),
+                                                            cluster_name=hosts[name]["cluster_name"]))
     return list(clusters.values())
 
 
@@ -167,14 +174,15 @@ def _chunks(names: Sequence[str], patterns: Sequence[int], size: int) -> list[li
 
 def fleet_plan(hosts: Mapping[str, Mapping[str, Any]], rings: Sequence[str], first: Sequence[str],
                per_cluster_concurrency: Any, inventory: Sequence[str] | None = None,
-               kubeconfig: bool = False) -> dict[str, Any]:
+               environment_kubeconfig: bool = False) -> dict[str, Any]:
     """The waves: ``{hosts, serial, steps, contexts, summary}``; ``hosts`` in the order the play takes them,
     ``serial`` the size of each step, ``steps`` each ``{wave, ring, hosts, bake_ring, bake_nodegroups,
     bake_clusters}`` (``wave``: its number, from 1; ``bake_nodegroups``: the previous ring's node groups, on a
     ring's first step after the first ring, else empty; ``bake_ring``: their ring; ``bake_clusters``: their
-    clusters), ``contexts`` each host's kubeconfig context (context(); ``kubeconfig``: whether the runs use a
-    kubeconfig). ``hosts`` maps each host to ``ring``, ``cluster_name``, ``nodegroup_name``, ``aws_region``
-    (``asg_name``, ``cluster_arn``, ``cluster_nodegroups``, ``kube_context``, ``aws_profile`` optional).
+    clusters), ``contexts`` each host's kubeconfig context (context(); ``environment_kubeconfig``: whether the
+    environment names a kubeconfig, KUBECONFIG). ``hosts`` maps each host to ``ring``, ``cluster_name``,
+    ``nodegroup_name``, ``aws_region`` (``asg_name``, ``cluster_arn``, ``cluster_nodegroups``, ``kube_context``,
+    ``kubeconfig``, ``aws_profile`` optional).
     check_fleet refuses first, then check_slice when the job's ``inventory`` (every host name) is given."""
     size = concurrency(per_cluster_concurrency)
     check_fleet(hosts, rings)
@@ -197,14 +205,15 @@ def fleet_plan(hosts: Mapping[str, Mapping[str, Any]], rings: Sequence[str], fir
             step = [name for key in sorted(chunks) if index < len(chunks[key]) for name in chunks[key][index]]
             bake = previous if not ring_hosts else []
             steps.append(dict(wave=len(steps) + 1, ring=ring, hosts=step, bake_ring=previous_ring if bake else None,
-                              bake_nodegroups=_bake_nodegroups(hosts, bake, kubeconfig),
-                              bake_clusters=_bake_clusters(hosts, bake, kubeconfig)))
+                              bake_nodegroups=_bake_nodegroups(hosts, bake, environment_kubeconfig),
+                              bake_clusters=_bake_clusters(hosts, bake, environment_kubeconfig)))
             ring_hosts.extend(step)
         if ring_hosts:
             previous, previous_ring = ring_hosts, ring
     return dict(hosts=[name for step in steps for name in step["hosts"]],
                 serial=[len(step["hosts"]) for step in steps], steps=steps,
-                contexts=dict((name, context(host, kubeconfig)) for name, host in hosts.items()), summary=summary(steps))
+                contexts=dict((name, context(host, environment_kubeconfig)) for name, host in hosts.items()),
+                summary=summary(steps))
 
 
 def summary(steps: Sequence[Mapping[str, Any]]) -> str:

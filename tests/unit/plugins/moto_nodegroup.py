@@ -343,11 +343,12 @@ def run_module_in_process(main, args, capsys, check=False, diff=False, aws_calls
     return result
 
 
-def run_step_in_process(step, docs, args, check=False, diff=False, aws_calls=None, aws_errors=None):
+def run_step_in_process(step, docs, args, check=False, diff=False, aws_calls=None, aws_errors=None, uses_k8s=True):
     """Run the work of a module that its action plugin runs on the controller (plugin_utils StepAction): the
-    options checked against ``step``'s ARGUMENT_SPEC and CONSTRAINTS, then step_context.run_step as the action
-    calls it, in this process (so moto's mock applies). ``docs``: the module's documentation file, whose RETURN
-    names the result key. Arguments as run_module_in_process's."""
+    options checked against ``step``'s ARGUMENT_SPEC and CONSTRAINTS (with the Kubernetes options unless the action
+    is AWS only, ``uses_k8s``, as its USES_K8S), then step_context.run_step as the action calls it, in this process
+    (so moto's mock applies). ``docs``: the module's documentation file, whose RETURN names the result key.
+    Arguments as run_module_in_process's."""
     from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
     from ansible_collections.eksops.nodegroup.plugins.module_utils.host.clients import Clients
@@ -358,7 +359,7 @@ def run_step_in_process(step, docs, args, check=False, diff=False, aws_calls=Non
 
     module_args = dict(AWS_PARAMS)
     module_args.update(args)
-    validation = ArgumentSpecValidator(merged_argument_spec(step.ARGUMENT_SPEC, uses_aws=True, uses_k8s=True),
+    validation = ArgumentSpecValidator(merged_argument_spec(step.ARGUMENT_SPEC, uses_aws=True, uses_k8s=uses_k8s),
                                        **step.CONSTRAINTS).validate(module_args)
     if validation.error_messages:
         return dict(failed=True, msg="; ".join(validation.error_messages))

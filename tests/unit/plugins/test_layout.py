@@ -348,15 +348,24 @@ def public_names(tree):
             if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_")}
 
 
+def assigned_names(tree):
+    """The names a file assigns at its top level."""
+    return {target.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            if isinstance(target, ast.Name)}
+
+
 def test_no_public_function_or_class_is_defined_twice():
     defined = {}
     for name, path in MODULE_UTILS_SOURCES:
         if name in AWS_CALLS:
             continue  # named after the AWS operation each calls
-        names = public_names(ast.parse(path.read_text()))
-        # A module's body (steps/, and phases/ for a module that runs a phase's code: workload_health,
-        # fleet_ring_health) is the interface its module or StepAction calls.
-        if name.startswith(("module_utils/steps/", "module_utils/phases/")):
+        tree = ast.parse(path.read_text())
+        names = public_names(tree)
+        # A module's body (steps/, and the phases/ file of a module that runs a phase's code, which declares the
+        # module's ARGUMENT_SPEC: workload_health, fleet_ring_health) is the interface its module or StepAction calls.
+        module_body = name.startswith("module_utils/phases/") and "ARGUMENT_SPEC" in assigned_names(tree)
+        if name.startswith("module_utils/steps/") or module_body:
             names -= STEP_INTERFACE
         for public in names:
             defined.setdefault(public, []).append(name)

@@ -74,14 +74,15 @@ def test_issue28_item2_a_ring_is_baked_before_its_first_wave_on_the_previous_rin
         ["fleet-eu/system", "fleet-west/system", "fleet-west/apps"], []]
     assert steps[2]["bake_nodegroups"][0] == dict(name="fleet-canary/system", cluster_name="fleet-canary",
                                                   nodegroup_name="system", asg_name=None, region="us-west-2",
-                                                  profile=None, context=None)
+                                                  profile=None, kubeconfig=None, context=None)
 
 
 def test_issue28_item2_the_bake_judges_the_previous_rings_clusters_once_each():
     steps = plan()["steps"]
     assert [[c["cluster_name"] for c in step["bake_clusters"]] for step in steps] == [
         [], [], ["fleet-canary"], [], ["fleet-eu", "fleet-west"], []]
-    assert steps[4]["bake_clusters"][0] == dict(cluster_name="fleet-eu", region="eu-west-1", profile=None, context=None)
+    assert steps[4]["bake_clusters"][0] == dict(cluster_name="fleet-eu", region="eu-west-1", profile=None, kubeconfig=None,
+                                                context=None)
 
 
 def test_issue28_item2_the_bake_uses_the_hosts_kube_context():
@@ -118,6 +119,13 @@ def test_issue28_item2_each_host_reaches_its_cluster_through_the_context_its_run
     assert [c["context"] for c in without["steps"][2]["bake_clusters"]] == [None]
     assert dict((g["name"], g["context"]) for g in with_kubeconfig["steps"][4]["bake_nodegroups"]) == {
         "fleet-eu/system": "eu", "fleet-west/system": "admin", "fleet-west/apps": "admin"}
+    # A kubeconfig of one host's own (host variable kubeconfig, not the environment's): that host only.
+    canary = dict(hosts, **{"fleet-canary/apps-arm": dict(hosts["fleet-canary/apps-arm"], kubeconfig="/k/canary")})
+    own = fleet_plan(list(canary), canary, RINGS, FIRST, 1)
+    assert own["contexts"]["fleet-canary/apps-arm"] == arn.replace("fleet-west", "fleet-canary")
+    assert own["contexts"]["fleet-canary/system"] is None
+    assert [(g["name"], g["kubeconfig"]) for g in own["steps"][2]["bake_nodegroups"]] == [
+        ("fleet-canary/system", None), ("fleet-canary/apps-arm", "/k/canary")]
 
 
 def test_issue28_item2_per_cluster_concurrency_puts_that_many_groups_of_a_cluster_in_one_wave():

@@ -85,9 +85,10 @@ def test_issue28_item2_review_9_a_bake_read_failure_keeps_its_own_code():
     assert unhealthy["code"] == "HealthGateFailed" and "fleet-canary: x" in unhealthy["reason"]
     assert bake_halt(dict(ring=dict(nodegroups=[], clusters=[dict(cluster_name="fleet-canary", health=dict(workloads=[]))])),
                      step) is None
-    # The task failed as a whole (failed_when false keeps the play going): nothing was judged.
-    whole = bake_halt(dict(failed=True, msg="nodegroups: elements must be dicts", code="InvalidParameter"), step)
-    assert whole["code"] == "InvalidParameter" and "the ring could not be judged (nodegroups" in whole["reason"]
+    # The task failed as a whole, as the job guard ends it (the action's result: JobStopped, which failed_when false
+    # lets through): nothing was judged, and the halt says so with that code.
+    whole = bake_halt(dict(failed=True, msg="The job is gone (SIGTERM)", code="JobStopped"), step)
+    assert whole["code"] == "JobStopped" and "the ring could not be judged (The job is gone" in whole["reason"]
 
 
 def test_issue28_item2_review_4_the_stop_message_says_whether_the_later_waves_start():

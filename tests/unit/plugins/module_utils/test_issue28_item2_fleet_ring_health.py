@@ -20,10 +20,10 @@ import pytest
 
 # The task's own options, as the fleet's module_defaults set them for the host that runs it (fleet-canary/system).
 TASK = dict(region="us-west-2", profile="canary-account", context="arn:aws:eks:us-west-2:1:cluster/fleet-canary",
-            kubeconfig="/runner/kubeconfig", k8s_requests_per_second=50.0)
+            kubeconfig="/runner/canary.kubeconfig", k8s_requests_per_second=50.0, debug_botocore_endpoint_logs=True)
 NODEGROUPS = [
     dict(name="fleet-eu/system", cluster_name="fleet-eu", nodegroup_name="system", region="eu-west-1",
-         profile="eu-account", context="eu"),
+         profile="eu-account", kubeconfig="/runner/eu.kubeconfig", context="eu"),
     dict(name="fleet-west/apps", cluster_name="fleet-west", nodegroup_name="apps", asg_name="west-apps",
          region="us-west-2"),
 ]
@@ -86,17 +86,23 @@ def judged(monkeypatch):
     return seen
 
 
-def test_issue28_item2_each_node_group_and_cluster_is_judged_where_it_is_not_where_the_task_runs(judged):
+def test_issue28_item2_each_node_group_and_cluster_is_judged_where_it_is_not_where_the_task_runs(judged, monkeypatch):
+    monkeypatch.setenv("K8S_AUTH_KUBECONFIG", "/runner/environment.kubeconfig")
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    monkeypatch.delenv("K8S_AUTH_CONTEXT", raising=False)
     fleet_ring_health.run(Task(nodegroups=NODEGROUPS, clusters=CLUSTERS, targets=TARGETS))
     reads = dict((read["nodegroup_name"], read) for read in judged["reads"])
-    assert (reads["system"]["region"], reads["system"]["profile"], reads["system"]["context"]) == (
-        "eu-west-1", "eu-account", "eu")
-    # None given: the controller's credentials and an EKS token for the cluster, not the task's canary account.
-    assert (reads["apps"]["region"], reads["apps"]["profile"], reads["apps"]["context"]) == ("us-west-2", None, None)
+    assert [reads["system"][name] for name in ("region", "profile", "kubeconfig", "context")] == [
+        "eu-west-1", "eu-account", "/runner/eu.kubeconfig", "eu"]
+    # None given: what the node group's own tasks would fall back to (the environment's kubeconfig, no profile: the
+    # controller's credentials, no context: the kubeconfig's current one), never the task's canary account and
+    # context.
+    assert [reads["apps"][name] for name in ("region", "profile", "kubeconfig", "context")] == [
+        "us-west-2", None, "/runner/environment.kubeconfig", None]
     assert reads["apps"]["asg_name"] == "west-apps" and reads["apps"]["cluster_name"] == "fleet-west"
-    # The task's other connection options reach every one of them.
-    assert {params["kubeconfig"] for params in Clients.built[1:]} == {"/runner/kubeconfig"}
+    # The task's other connection options reach every one of them; its AWS calls are the task's resource_actions.
     assert {params["k8s_requests_per_second"] for params in Clients.built[1:]} == {50.0}
+    assert not any(params.get("debug_botocore_endpoint_logs") for params in Clients.built[1:])
     healths = dict((health["cluster_name"], health) for health in judged["healths"])
     assert (healths["fleet-west"]["profile"], healths["fleet-west"]["context"]) == (None, None)
     assert healths["fleet-eu"]["where"] == "the health gate" and healths["fleet-eu"]["health_gate_timeout"] == 600
@@ -119,6 +125,23 @@ def test_issue28_item2_one_that_cannot_be_read_is_its_own_result_and_the_others_
     assert [health["cluster_name"] for health in ring["clusters"]] == ["fleet-eu", "fleet-west"]
     assert all(health["health"]["workloads"] == ["Deployment default/web"] for health in ring["clusters"])
     assert {health["where"] for health in judged["healths"]} == {"After the bake of ring canary"}
+
+
+def test_issue28_item2_an_unexpected_error_is_its_items_failure_not_the_rings(judged, monkeypatch):
+    """Review finding: an exception other than UpgradeError (an untranslated client error, a KeyError) in one thread
+    failed the whole task, which Ansible then reports before failed_when, so the fleet's report was not written."""
+    def broken(context):
+        if context.params["nodegroup_name"] == "apps":
+            raise KeyError("Instances")
+        return dict(nodegroup_name=context.params["nodegroup_name"], old_instances=[], instances=[])
+
+    monkeypatch.setattr(fleet_ring_health.nodegroup_info, "describe_nodegroup", broken)
+    ring = fleet_ring_health.run(Task(nodegroups=NODEGROUPS, clusters=CLUSTERS))["ring"]
+    judged_one, failed = ring["nodegroups"]
+    assert judged_one["nodegroup"]["nodegroup_name"] == "system"
+    assert (failed["name"], failed["failed"], failed["code"], failed["msg"]) == (
+        "fleet-west/apps", True, "ApiError", "KeyError: 'Instances'")
+    assert [health["cluster_name"] for health in ring["clusters"] if "health" in health] == ["fleet-eu", "fleet-west"]
 
 
 def test_issue28_item2_the_ring_is_judged_in_threads_of_one_process(judged):

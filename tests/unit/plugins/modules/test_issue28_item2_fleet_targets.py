@@ -31,7 +31,7 @@ FLEET = [
 def run():
     def run_it(nodegroups, calls=None):
         return run_step_in_process(fleet_targets_step, fleet_targets, dict(kubernetes_version="1.30", nodegroups=nodegroups),
-                                   aws_calls=calls)
+                                   aws_calls=calls, uses_k8s=False)
     with mock_aws():
         publish_eks_ami("1.30", "amazon-linux-2023/x86_64/standard", "ami-0x86")
         publish_eks_ami("1.30", "amazon-linux-2023/arm64/standard", "ami-0arm")
@@ -83,7 +83,7 @@ def rerun():
     def run_it(nodegroups, previous, calls):
         return run_step_in_process(
             fleet_targets_step, fleet_targets, dict(kubernetes_version="1.30", nodegroups=nodegroups,
-                                                    fleet_targets=previous, region="us-east-1"), aws_calls=calls)
+                                                    fleet_targets=previous, region="us-east-1"), aws_calls=calls, uses_k8s=False)
     with mock_aws():
         # SSM recommends newer targets since: the rerun must not see them.
         publish_eks_ami("1.30", "amazon-linux-2023/x86_64/standard", "ami-0newer")

@@ -24,7 +24,7 @@ MOTO_ACCOUNT = "123456789012"
 @pytest.fixture
 def run():
     def run_it(nodegroups, calls=None):
-        return run_step_in_process(fleet_accounts_step, fleet_accounts, dict(nodegroups=nodegroups), aws_calls=calls)
+        return run_step_in_process(fleet_accounts_step, fleet_accounts, dict(nodegroups=nodegroups), aws_calls=calls, uses_k8s=False)
     with mock_aws():
         yield run_it
 
