@@ -48,30 +48,31 @@ def context(host: Mapping[str, Any], environment_kubeconfig: bool) -> str | None
     return host.get("kube_context") or (host.get("cluster_arn") if uses_kubeconfig else None) or None
 
 
-def _where(host: Mapping[str, Any], environment_kubeconfig: bool) -> dict[str, Any]:
+def _where(host: Mapping[str, Any], kube_context: str | None) -> dict[str, Any]:
     """Where a node group's cluster is reached, as module fleet_ring_health takes it: its region, profile,
-    kubeconfig and context."""
+    kubeconfig and context (``kube_context``: the plan's, context())."""
     return dict(region=host["aws_region"], profile=host.get("aws_profile"), kubeconfig=host.get("kubeconfig") or None,
-                context=context(host, environment_kubeconfig))
+                context=kube_context)
 
 
-def _bake_nodegroups(hosts: Mapping[str, Mapping[str, Any]], names: Sequence[str], environment_kubeconfig: bool
+def _bake_nodegroups(hosts: Mapping[str, Mapping[str, Any]], names: Sequence[str], contexts: Mapping[str, Any]
                      ) -> list[dict[str, Any]]:
     """The node groups of ``names`` as module fleet_ring_health takes them: ``{name, cluster_name, nodegroup_name,
     asg_name, region, profile, kubeconfig, context}``."""
-    return [dict(_where(hosts[name], environment_kubeconfig), name=name, cluster_name=hosts[name]["cluster_name"],
+    return [dict(_where(hosts[name], contexts[name]), name=name, cluster_name=hosts[name]["cluster_name"],
                  nodegroup_name=hosts[name]["nodegroup_name"], asg_name=hosts[name].get("asg_name")) for name in names]
 
 
-def _bake_clusters(hosts: Mapping[str, Mapping[str, Any]], names: Sequence[str], environment_kubeconfig: bool
+def _bake_clusters(hosts: Mapping[str, Mapping[str, Any]], names: Sequence[str], contexts: Mapping[str, Any]
                    ) -> list[dict[str, Any]]:
     """The clusters of ``names``, once each, in their order, as module fleet_ring_health takes them:
     ``{cluster_name, region, profile, kubeconfig, context}`` (``context``: its hosts', which check_fleet saw agree;
     the rest its first node group's)."""
     clusters: dict[str, dict[str, Any]] = {}
     for name in names:
-        clusters.setdefault(_cluster_key(hosts[name]), dict(_where(hosts[name], environment_kubeconfig),
-                                                            cluster_name=hosts[name]["cluster_name"]))
+        if _cluster_key(hosts[name]) not in clusters:
+            clusters[_cluster_key(hosts[name])] = dict(_where(hosts[name], contexts[name]),
+                                                       cluster_name=hosts[name]["cluster_name"])
     return list(clusters.values())
 
 
@@ -188,6 +189,7 @@ def fleet_plan(hosts: Mapping[str, Mapping[str, Any]], rings: Sequence[str], fir
     check_fleet(hosts, rings)
     if inventory is not None:
         check_slice(hosts, inventory, rings, size)
+    contexts = dict((name, context(host, environment_kubeconfig)) for name, host in hosts.items())
     steps: list[dict[str, Any]] = []
     previous: list[str] = []
     previous_ring = None
@@ -205,15 +207,13 @@ def fleet_plan(hosts: Mapping[str, Mapping[str, Any]], rings: Sequence[str], fir
             step = [name for key in sorted(chunks) if index < len(chunks[key]) for name in chunks[key][index]]
             bake = previous if not ring_hosts else []
             steps.append(dict(wave=len(steps) + 1, ring=ring, hosts=step, bake_ring=previous_ring if bake else None,
-                              bake_nodegroups=_bake_nodegroups(hosts, bake, environment_kubeconfig),
-                              bake_clusters=_bake_clusters(hosts, bake, environment_kubeconfig)))
+                              bake_nodegroups=_bake_nodegroups(hosts, bake, contexts),
+                              bake_clusters=_bake_clusters(hosts, bake, contexts)))
             ring_hosts.extend(step)
         if ring_hosts:
             previous, previous_ring = ring_hosts, ring
     return dict(hosts=[name for step in steps for name in step["hosts"]],
-                serial=[len(step["hosts"]) for step in steps], steps=steps,
-                contexts=dict((name, context(host, environment_kubeconfig)) for name, host in hosts.items()),
-                summary=summary(steps))
+                serial=[len(step["hosts"]) for step in steps], steps=steps, contexts=contexts, summary=summary(steps))
 
 
 def summary(steps: Sequence[Mapping[str, Any]]) -> str:

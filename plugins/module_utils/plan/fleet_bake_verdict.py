@@ -37,21 +37,22 @@ def bake_halt(judgement: Mapping[str, Any], step: Mapping[str, Any]) -> dict[str
     """Why the bake before ``step`` stops the fleet, or None when the previous ring is healthy: ``{wave, ring, code,
     reason}`` for the fleet's report and the stop. ``judgement``: module fleet_ring_health's result on the previous
     ring (its ``ring``: ``nodegroups``, each judged by bake_problem; ``clusters``, each with its ``health`` or its
-    failure), or its failure as a whole (no ``ring``: ``msg``, ``code``). The code is HealthGateFailed when something was judged unhealthy, else
-    that of the first read that failed (such as AccessDenied or ClusterUnreachable: what could not be judged is not
-    called unhealthy)."""
+    failure), or its failure as a whole (no ``ring``: ``msg``, ``code``). The code is HealthGateFailed when
+    something was judged unhealthy, else that of the first read that failed (such as AccessDenied or
+    ClusterUnreachable: what could not be judged is not called unhealthy)."""
     problems, codes = [], []
     ring = judgement.get("ring")
     if ring is None:
         problems.append("the ring could not be judged (%s)" % judgement.get("msg"))
         codes.append(judgement.get("code") or API_ERROR)
-    for read in (ring or {}).get("nodegroups") or []:
+        ring = {}
+    for read in ring.get("nodegroups") or []:
         problem = bake_problem(read)
         if problem:
             problems.append(problem)
             unread = read.get("failed") or "nodegroup" not in read
             codes.append(read.get("code") or API_ERROR if unread else HEALTH_GATE_FAILED)
-    for health in (ring or {}).get("clusters") or []:
+    for health in ring.get("clusters") or []:
         if "health" not in health:
             problems.append("%s: %s" % (health.get("cluster_name"), health.get("msg") or "not judged"))
             codes.append(health.get("code") or API_ERROR)
